@@ -1,0 +1,308 @@
+/*
+ * cache blocks: the table, the LRU, the byte budget and the fetches.
+ *
+ * See cache/internal.h for the state table.  Blocks are keyed by
+ * (segment pointer, block index): a segment is one listed (key, ETag) of a
+ * stream, so a block is never served for another version of an object.
+ */
+#include "config.h"
+
+#include "cache/internal.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util/util.h"
+
+static size_t hash_key(size_t nbuckets, const struct cache_segment *seg,
+		       uint64_t index)
+{
+	uint64_t h = (uint64_t)(uintptr_t)seg * 0x9E3779B97F4A7C15ull;
+
+	h ^= index + 0x632BE59BD9B4E019ull + (h << 6) + (h >> 2);
+	h ^= h >> 29;
+	return (size_t)h & (nbuckets - 1);
+}
+
+static void table_grow(struct cache *c)
+{
+	size_t n = c->nbuckets * 2;
+	struct cache_block **t = calloc(n, sizeof(*t));
+
+	if (!t)
+		return; /* keep the longer chains */
+	for (size_t i = 0; i < c->nbuckets; i++) {
+		struct cache_block *b = c->table[i];
+
+		while (b) {
+			struct cache_block *next = b->hash_next;
+			size_t h = hash_key(n, b->seg, b->index);
+
+			b->hash_next = t[h];
+			t[h] = b;
+			b = next;
+		}
+	}
+	free(c->table);
+	c->table = t;
+	c->nbuckets = n;
+}
+
+static void table_remove(struct cache *c, struct cache_block *b)
+{
+	struct cache_block **pp = &c->table[hash_key(c->nbuckets, b->seg, b->index)];
+
+	while (*pp && *pp != b)
+		pp = &(*pp)->hash_next;
+	if (*pp) {
+		*pp = b->hash_next;
+		c->nblocks--;
+	}
+	b->hash_next = NULL;
+}
+
+struct cache_block *cache_block_lookup(struct cache *c,
+				       const struct cache_segment *seg,
+				       uint64_t index)
+{
+	struct cache_block *b = c->table[hash_key(c->nbuckets, seg, index)];
+
+	while (b && !(b->seg == seg && b->index == index))
+		b = b->hash_next;
+	return b;
+}
+
+static void lru_unlink(struct cache *c, struct cache_block *b)
+{
+	if (!b->in_lru)
+		return;
+	if (b->lru_prev)
+		b->lru_prev->lru_next = b->lru_next;
+	else
+		c->lru_hot = b->lru_next;
+	if (b->lru_next)
+		b->lru_next->lru_prev = b->lru_prev;
+	else
+		c->lru_cold = b->lru_prev;
+	b->lru_prev = b->lru_next = NULL;
+	b->in_lru = false;
+}
+
+static void lru_insert(struct cache *c, struct cache_block *b)
+{
+	if (b->consumed) {
+		b->lru_next = NULL;
+		b->lru_prev = c->lru_cold;
+		if (c->lru_cold)
+			c->lru_cold->lru_next = b;
+		else
+			c->lru_hot = b;
+		c->lru_cold = b;
+	} else {
+		b->lru_prev = NULL;
+		b->lru_next = c->lru_hot;
+		if (c->lru_hot)
+			c->lru_hot->lru_prev = b;
+		else
+			c->lru_cold = b;
+		c->lru_hot = b;
+	}
+	b->in_lru = true;
+	pthread_cond_broadcast(&c->memory);
+}
+
+static void block_free(struct cache *c, struct cache_block *b)
+{
+	c->stats.used_bytes -= b->len;
+	pthread_cond_destroy(&b->ready);
+	free(b->data);
+	free(b);
+	pthread_cond_broadcast(&c->memory);
+}
+
+/* Evicts the coldest idle block if the rules allow.  True if one went. */
+static bool evict_one(struct cache *c, bool demand)
+{
+	struct cache_block *b = c->lru_cold;
+
+	if (!b || (!demand && !b->consumed))
+		return false;
+	lru_unlink(c, b);
+	table_remove(c, b);
+	c->stats.evictions++;
+	block_free(c, b);
+	return true;
+}
+
+bool cache_block_room(struct cache *c, size_t len, bool demand)
+{
+	uint64_t avail = c->conf.budget_bytes - c->stats.used_bytes;
+
+	if (len <= avail)
+		return true;
+	for (struct cache_block *b = c->lru_cold; b; b = b->lru_prev) {
+		if (!demand && !b->consumed)
+			break;
+		avail += b->len;
+		if (len <= avail)
+			return true;
+	}
+	return false;
+}
+
+struct cache_block *cache_block_create(struct cache *c,
+				       const struct cache_segment *seg,
+				       uint64_t index, size_t len, bool demand)
+{
+	struct cache_block *b;
+	size_t h;
+
+	if (len > c->conf.budget_bytes || !cache_block_room(c, len, demand))
+		return NULL;
+	while (c->stats.used_bytes + len > c->conf.budget_bytes)
+		if (!evict_one(c, demand))
+			return NULL;
+	b = calloc(1, sizeof(*b));
+	if (!b)
+		return NULL;
+	b->data = malloc(len ? len : 1);
+	if (!b->data) {
+		free(b);
+		return NULL;
+	}
+	b->cache = c;
+	b->seg = seg;
+	b->index = index;
+	b->len = len;
+	b->state = BLOCK_FETCHING;
+	pthread_cond_init(&b->ready, NULL);
+	c->stats.used_bytes += len;
+	if (c->stats.used_bytes > c->stats.peak_bytes)
+		c->stats.peak_bytes = c->stats.used_bytes;
+	if (c->nblocks >= c->nbuckets * 2)
+		table_grow(c);
+	h = hash_key(c->nbuckets, seg, index);
+	b->hash_next = c->table[h];
+	c->table[h] = b;
+	c->nblocks++;
+	return b;
+}
+
+void cache_block_pin(struct cache_block *b)
+{
+	lru_unlink(b->cache, b);
+	b->pins++;
+}
+
+void cache_block_unpin(struct cache_block *b)
+{
+	struct cache *c = b->cache;
+
+	if (--b->pins > 0)
+		return;
+	if (b->state == BLOCK_FAILED)
+		block_free(c, b);
+	else if (b->state == BLOCK_READY)
+		lru_insert(c, b);
+}
+
+static void block_fetched(void *arg, const struct s3_error *err)
+{
+	struct cache_block *b = arg;
+	struct cache *c = b->cache;
+
+	pthread_mutex_lock(&c->lock);
+	if (err) {
+		b->state = BLOCK_FAILED;
+		b->error = err->err == ECANCELED ? ECANCELED : EIO;
+		table_remove(c, b);
+		c->stats.fetch_errors++;
+	} else {
+		b->state = BLOCK_READY;
+	}
+	pthread_cond_broadcast(&b->ready);
+	if (b->pins == 0) {
+		if (b->state == BLOCK_FAILED)
+			block_free(c, b);
+		else
+			lru_insert(c, b);
+	}
+	pthread_mutex_unlock(&c->lock);
+}
+
+void cache_block_fetch(struct cache_block *b, const struct cache_stream *s,
+		       uint64_t block_size, bool urgent)
+{
+	const struct cache_segment *seg = b->seg;
+	int rc;
+
+	rc = s3_get(b->cache->s3, s->bucket, seg->key, seg->etag,
+		    b->index * block_size, b->len, b->data, urgent,
+		    block_fetched, b);
+	if (rc) {
+		b->state = BLOCK_FAILED;
+		b->error = rc;
+		table_remove(b->cache, b);
+		if (b->pins == 0)
+			block_free(b->cache, b);
+	}
+}
+
+/* ---- the cache object ---- */
+
+struct cache *cache_create(const struct cache_conf *conf, struct s3_client *s3)
+{
+	struct cache *c = calloc(1, sizeof(*c));
+
+	if (!c) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	c->conf = *conf;
+	if (!c->conf.list_page_keys)
+		c->conf.list_page_keys = 1000;
+	if (!c->conf.first_page_keys)
+		c->conf.first_page_keys = c->conf.list_page_keys;
+	if (!c->conf.max_window)
+		c->conf.max_window = c->conf.budget_bytes / 2;
+	c->s3 = s3;
+	c->nbuckets = 1024;
+	c->table = calloc(c->nbuckets, sizeof(*c->table));
+	if (!c->table) {
+		free(c);
+		errno = ENOMEM;
+		return NULL;
+	}
+	c->stats.budget_bytes = conf->budget_bytes;
+	pthread_mutex_init(&c->lock, NULL);
+	pthread_cond_init(&c->memory, NULL);
+	return c;
+}
+
+void cache_destroy(struct cache *c)
+{
+	if (!c)
+		return;
+	for (size_t i = 0; i < c->nbuckets; i++) {
+		struct cache_block *b = c->table[i];
+
+		while (b) {
+			struct cache_block *next = b->hash_next;
+
+			block_free(c, b);
+			b = next;
+		}
+	}
+	free(c->table);
+	pthread_cond_destroy(&c->memory);
+	pthread_mutex_destroy(&c->lock);
+	free(c);
+}
+
+void cache_get_stats(struct cache *c, struct cache_stats *out)
+{
+	pthread_mutex_lock(&c->lock);
+	*out = c->stats;
+	pthread_mutex_unlock(&c->lock);
+}

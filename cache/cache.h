@@ -1,0 +1,97 @@
+/*
+ * cache: streams, block cache and prefetcher between fs/ and s3/.
+ *
+ * A stream is an ordered list of segments (object key, ETag, size) that is
+ * read as one byte sequence; it is filled page by page from ListObjectsV2,
+ * on demand, so a reader waits only for the segment it needs.
+ *
+ * Blocks are pieces of one object (at most block_size bytes, never across
+ * objects), keyed by (segment, block index); a segment is one listed
+ * (key, ETag), so a cached block is never served for another version.
+ * All block memory counts against one byte budget.
+ *
+ * A reader is a cursor over a stream with its own prefetch window: each
+ * read pins the blocks it returns (a cache_view) and moves the window of
+ * ranged GETs forward, across object boundaries.
+ *
+ * Nothing here knows about FUSE, channels or epochs.
+ */
+#ifndef S3PIPE_CACHE_H
+#define S3PIPE_CACHE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/uio.h>
+
+#include "s3/s3.h"
+
+struct cache_conf {
+	uint64_t budget_bytes; /* hard bound on block memory */
+	uint64_t block_size;   /* bytes per ranged GET (part size) */
+	uint64_t max_window;   /* per-reader prefetch cap in bytes; 0 = auto */
+	unsigned
+	    list_page_keys; /* keys per ListObjectsV2 page after the first */
+	unsigned
+	    first_page_keys; /* keys in the first page (small: fast start) */
+};
+
+struct cache_stats {
+	uint64_t budget_bytes;
+	uint64_t used_bytes;
+	uint64_t peak_bytes;
+	uint64_t hits;	     /* blocks found ready */
+	uint64_t misses;     /* blocks fetched on demand */
+	uint64_t prefetched; /* blocks fetched ahead */
+	uint64_t evictions;
+	uint64_t fetch_errors;
+	uint64_t seeks; /* reader repositions (emulated seeks) */
+};
+
+/* s3 must outlive the cache; destroy the s3 client first (its pending
+ * callbacks land here), then the cache. */
+struct cache *cache_create(const struct cache_conf *conf, struct s3_client *s3);
+void cache_destroy(struct cache *c);
+void cache_get_stats(struct cache *c, struct cache_stats *out);
+
+/*
+ * A stream over every object under bucket/prefix in listing order, skipping
+ * empty objects and folder markers.  cache_stream_start() fetches the first
+ * page synchronously (it is also the start-up check: missing bucket, denied
+ * access, unreachable endpoint) and returns its error in err.
+ */
+struct cache_stream *cache_stream_create(struct cache *c, const char *bucket,
+					 const char *prefix);
+int cache_stream_start(struct cache_stream *s, struct s3_error *err);
+/* True once the listing is complete; *size is then the total byte count. */
+bool cache_stream_size(struct cache_stream *s, uint64_t *size);
+/* Call only after every reader of s is destroyed. */
+void cache_stream_destroy(struct cache_stream *s);
+
+#define CACHE_VIEW_MAX 256
+
+/* Pinned block memory returned by a read; release with cache_view_release. */
+struct cache_view {
+	struct iovec iov[CACHE_VIEW_MAX];
+	struct cache_block *blocks[CACHE_VIEW_MAX];
+	int count;
+	size_t bytes;
+};
+
+struct cache_reader *cache_reader_create(struct cache_stream *s);
+void cache_reader_destroy(struct cache_reader *r);
+/* The offset the next sequential read starts at. */
+uint64_t cache_reader_position(struct cache_reader *r);
+/*
+ * Reads up to size bytes at offset.  An offset other than the current
+ * position restarts the stream there (the caller decides whether seeking is
+ * allowed).  On return view holds pinned iovecs (bytes == 0 at the end).
+ * Returns 0, or EIO when a block could not be fetched (see the log),
+ * or another errno.  The view must be released even on error.
+ */
+int cache_reader_read(struct cache_reader *r, uint64_t offset, size_t size,
+		      struct cache_view *view);
+void cache_view_release(struct cache *c, struct cache_view *view);
+struct cache *cache_reader_cache(struct cache_reader *r);
+
+#endif

@@ -1,0 +1,119 @@
+/*
+ * cache internals shared by block.c, stream.c, reader.c and the unit tests.
+ *
+ * One mutex (cache->lock) guards everything below: the block table, the
+ * LRU list, the byte count, every stream's segment list and every reader.
+ * Waiting never holds it: a reader waits on the block's own condition
+ * variable (or the stream's) and the wait releases the lock.
+ *
+ * Block states and invariants:
+ *
+ *   state     in table  in LRU           data        may be freed
+ *   FETCHING  yes       no               being filled no (engine writes)
+ *   READY     yes       iff pins == 0    valid        when evicted
+ *   FAILED    no        no               garbage      when pins drop to 0
+ *
+ *   - used_bytes is the sum of len over all allocated blocks and never
+ *     exceeds budget_bytes.
+ *   - the LRU holds exactly the READY blocks with no pins; consumed blocks
+ *     (a reader moved past them) go in at the cold end, others at the hot
+ *     end; eviction takes from the cold end.
+ *   - prefetch may only evict consumed blocks; a demand read may evict any
+ *     block in the LRU.
+ */
+#ifndef S3PIPE_CACHE_INTERNAL_H
+#define S3PIPE_CACHE_INTERNAL_H
+
+#include <pthread.h>
+
+#include "cache/cache.h"
+
+struct cache_segment {
+	char *key;	/* owned */
+	char *etag;	/* owned, may be NULL */
+	uint64_t size;	/* > 0: empty objects are never segments */
+	uint64_t start; /* offset of the first byte in the stream */
+};
+
+enum cache_block_state { BLOCK_FETCHING, BLOCK_READY, BLOCK_FAILED };
+
+struct cache_block {
+	struct cache *cache;
+	const struct cache_segment *seg; /* key part 1 (identity only) */
+	uint64_t index;			 /* key part 2: block within object */
+	char *data;
+	size_t len;
+	enum cache_block_state state;
+	int error;
+	int pins;
+	bool consumed;
+	bool in_lru;
+	struct cache_block *hash_next;
+	struct cache_block *lru_prev; /* towards the hot end */
+	struct cache_block *lru_next; /* towards the cold end */
+	pthread_cond_t ready;
+};
+
+struct cache {
+	struct cache_conf conf;
+	struct s3_client *s3;
+	pthread_mutex_t lock;
+	pthread_cond_t memory; /* a block became evictable or was freed */
+	struct cache_block **table;
+	size_t nbuckets; /* power of two */
+	size_t nblocks;
+	struct cache_block *lru_hot;
+	struct cache_block *lru_cold;
+	struct cache_stats stats;
+};
+
+struct cache_stream {
+	struct cache *cache;
+	char *bucket;
+	char *prefix;
+	struct cache_segment **segs; /* pointers stay put when segs grows */
+	size_t count;
+	size_t cap;
+	uint64_t listed_bytes; /* end offset of the last segment */
+	bool complete;
+	bool listing; /* a page request is in flight */
+	int error;    /* last listing error, cleared by the next request */
+	char *next_token;
+	pthread_cond_t grown; /* segments added, complete, or error */
+};
+
+/* ---- block.c (cache->lock held unless noted) ---- */
+struct cache_block *cache_block_lookup(struct cache *c,
+				       const struct cache_segment *seg,
+				       uint64_t index);
+/*
+ * Allocates a FETCHING block of len bytes and inserts it in the table,
+ * evicting as allowed: demand may evict any idle block, prefetch only
+ * consumed ones.  Returns NULL when the budget cannot make room.
+ */
+struct cache_block *cache_block_create(struct cache *c,
+				       const struct cache_segment *seg,
+				       uint64_t index, size_t len, bool demand);
+void cache_block_pin(struct cache_block *b);
+void cache_block_unpin(struct cache_block *b);
+/* Starts the GET that fills b (from stream s). */
+void cache_block_fetch(struct cache_block *b, const struct cache_stream *s,
+		       uint64_t block_size, bool urgent);
+/* True when len more bytes could be made to fit by evicting. */
+bool cache_block_room(struct cache *c, size_t len, bool demand);
+
+/* ---- stream.c (cache->lock held) ---- */
+/* Index of the segment holding offset, or s->count if beyond the listing. */
+size_t cache_stream_find(const struct cache_stream *s, uint64_t offset);
+/*
+ * Waits until segment idx is listed.  Returns 0, ENODATA at the end of a
+ * complete listing, or EIO when the listing failed.
+ */
+int cache_stream_wait(struct cache_stream *s, size_t idx);
+/* Asks for the next listing page if the frontier idx is getting close. */
+void cache_stream_want(struct cache_stream *s, size_t idx);
+/* Appends one listed object (skipping empty ones); for tests as well. */
+int cache_stream_append(struct cache_stream *s, const char *key,
+			const char *etag, uint64_t size);
+
+#endif

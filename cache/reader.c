@@ -1,0 +1,291 @@
+/*
+ * cache readers: a cursor over a stream plus its prefetch window.
+ *
+ * Each read first tops up the window (ranged GETs for every block between
+ * the prefetch frontier and position + window, across object boundaries,
+ * as long as the budget allows without evicting unread data), then pins
+ * the blocks covering the request, waiting on each block's condition
+ * variable while it is still being fetched, and returns iovecs into block
+ * memory.  The window starts at two blocks and doubles whenever a read had
+ * to wait, up to max_window: it grows while the network is the bottleneck.
+ * Blocks the cursor has moved past are marked consumed so that they are
+ * the first to go.
+ *
+ * A read at an offset other than the position restarts the cursor there
+ * (emulated seek); whether that is allowed is the caller's decision.
+ */
+#include "config.h"
+
+#include "cache/internal.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util/util.h"
+
+struct cache_reader {
+	struct cache_stream *stream;
+	uint64_t pos;	/* next byte to return */
+	size_t seg_idx; /* segment holding pos (count when past the list) */
+	/* prefetch frontier: the first block not yet requested */
+	size_t pf_seg;
+	uint64_t pf_block;
+	uint64_t pf_offset; /* stream offset of that block */
+	uint64_t window;
+};
+
+static uint64_t initial_window(const struct cache *c)
+{
+	uint64_t w = 2 * c->conf.block_size;
+
+	return w < c->conf.max_window ? w : c->conf.max_window;
+}
+
+struct cache_reader *cache_reader_create(struct cache_stream *s)
+{
+	struct cache_reader *r = calloc(1, sizeof(*r));
+
+	if (!r) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	r->stream = s;
+	r->window = initial_window(s->cache);
+	return r;
+}
+
+void cache_reader_destroy(struct cache_reader *r)
+{
+	free(r);
+}
+
+uint64_t cache_reader_position(struct cache_reader *r)
+{
+	uint64_t pos;
+
+	pthread_mutex_lock(&r->stream->cache->lock);
+	pos = r->pos;
+	pthread_mutex_unlock(&r->stream->cache->lock);
+	return pos;
+}
+
+struct cache *cache_reader_cache(struct cache_reader *r)
+{
+	return r->stream->cache;
+}
+
+static size_t block_len(const struct cache *c, const struct cache_segment *seg,
+			uint64_t index)
+{
+	uint64_t off = index * c->conf.block_size;
+	uint64_t left = seg->size - off;
+
+	return (size_t)(left < c->conf.block_size ? left : c->conf.block_size);
+}
+
+/* Moves the frontier to the block holding pos (after a seek, or when the
+ * reader overtook it). */
+static void frontier_to_position(struct cache_reader *r)
+{
+	struct cache_stream *s = r->stream;
+	uint64_t bs = s->cache->conf.block_size;
+
+	r->pf_seg = r->seg_idx;
+	if (r->seg_idx < s->count) {
+		const struct cache_segment *seg = s->segs[r->seg_idx];
+
+		r->pf_block = (r->pos - seg->start) / bs;
+		r->pf_offset = seg->start + r->pf_block * bs;
+	} else {
+		r->pf_block = 0;
+		r->pf_offset = s->listed_bytes;
+	}
+}
+
+static void prefetch(struct cache_reader *r)
+{
+	struct cache_stream *s = r->stream;
+	struct cache *c = s->cache;
+	uint64_t limit = r->pos + r->window;
+
+	if (r->pf_offset < r->pos || r->pf_seg < r->seg_idx)
+		frontier_to_position(r);
+	while (r->pf_offset < limit) {
+		const struct cache_segment *seg;
+		struct cache_block *b;
+		size_t len;
+
+		if (r->pf_seg >= s->count)
+			break;
+		seg = s->segs[r->pf_seg];
+		len = block_len(c, seg, r->pf_block);
+		b = cache_block_lookup(c, seg, r->pf_block);
+		if (!b) {
+			b = cache_block_create(c, seg, r->pf_block, len, false);
+			if (!b)
+				break; /* budget full of unread data */
+			c->stats.prefetched++;
+			cache_block_fetch(b, s, c->conf.block_size, false);
+		}
+		r->pf_offset += len;
+		r->pf_block++;
+		if (r->pf_block * c->conf.block_size >= seg->size) {
+			r->pf_seg++;
+			r->pf_block = 0;
+		}
+	}
+	cache_stream_want(s, r->pf_seg);
+}
+
+/* Restarts the cursor at offset; waits for the listing to reach it. */
+static int reposition(struct cache_reader *r, uint64_t offset)
+{
+	struct cache_stream *s = r->stream;
+	int rc = 0;
+
+	s->cache->stats.seeks++;
+	while (offset >= s->listed_bytes && !s->complete) {
+		rc = cache_stream_wait(s, s->count);
+		if (rc == ENODATA)
+			break;
+		if (rc)
+			return rc;
+	}
+	r->pos = offset;
+	r->seg_idx = cache_stream_find(s, offset);
+	r->window = initial_window(s->cache);
+	frontier_to_position(r);
+	return 0;
+}
+
+/* Pins the block holding r->pos, fetching it on demand.  With no pins held
+ * yet (first) it may wait for memory; otherwise it gives up (ENOSPC). */
+static int pin_block(struct cache_reader *r, const struct cache_segment *seg,
+		     uint64_t index, bool first, struct cache_block **out,
+		     bool *waited)
+{
+	struct cache *c = r->stream->cache;
+	struct cache_block *b;
+
+	for (;;) {
+		b = cache_block_lookup(c, seg, index);
+		if (b)
+			break;
+		b = cache_block_create(c, seg, index, block_len(c, seg, index),
+				       true);
+		if (b) {
+			c->stats.misses++;
+			cache_block_pin(b);
+			cache_block_fetch(b, r->stream, c->conf.block_size,
+					  true);
+			if (b->state == BLOCK_FAILED) {
+				cache_block_unpin(b);
+				return EIO;
+			}
+			*waited = true;
+			goto wait;
+		}
+		if (!first)
+			return ENOSPC;
+		*waited = true;
+		pthread_cond_wait(&c->memory, &c->lock);
+	}
+	if (b->state == BLOCK_READY)
+		c->stats.hits++;
+	cache_block_pin(b);
+wait:
+	while (b->state == BLOCK_FETCHING) {
+		*waited = true;
+		pthread_cond_wait(&b->ready, &c->lock);
+	}
+	if (b->state == BLOCK_FAILED) {
+		int err = b->error;
+
+		cache_block_unpin(b);
+		return err ? err : EIO;
+	}
+	*out = b;
+	return 0;
+}
+
+int cache_reader_read(struct cache_reader *r, uint64_t offset, size_t size,
+		      struct cache_view *view)
+{
+	struct cache_stream *s = r->stream;
+	struct cache *c = s->cache;
+	uint64_t bs = c->conf.block_size;
+	bool waited = false;
+	int rc = 0;
+
+	view->count = 0;
+	view->bytes = 0;
+	pthread_mutex_lock(&c->lock);
+	if (offset != r->pos) {
+		rc = reposition(r, offset);
+		if (rc)
+			goto out;
+	}
+	prefetch(r);
+	while (view->bytes < size && view->count < CACHE_VIEW_MAX) {
+		const struct cache_segment *seg;
+		struct cache_block *b = NULL;
+		uint64_t in_seg, index, in_block;
+		size_t n;
+
+		rc = cache_stream_wait(s, r->seg_idx);
+		if (rc == ENODATA) {
+			rc = 0;
+			break;
+		}
+		if (rc)
+			break;
+		seg = s->segs[r->seg_idx];
+		in_seg = r->pos - seg->start;
+		index = in_seg / bs;
+		rc = pin_block(r, seg, index, view->count == 0, &b, &waited);
+		if (rc)
+			break;
+		in_block = in_seg - index * bs;
+		n = b->len - in_block;
+		if (n > size - view->bytes)
+			n = size - view->bytes;
+		view->iov[view->count].iov_base = b->data + in_block;
+		view->iov[view->count].iov_len = n;
+		view->blocks[view->count] = b;
+		view->count++;
+		view->bytes += n;
+		r->pos += n;
+		if (in_block + n == b->len) {
+			b->consumed = true;
+			if (r->pos == seg->start + seg->size)
+				r->seg_idx++;
+		}
+	}
+	/* a short read is fine once something is in hand */
+	if (view->bytes && (rc == ENOSPC || rc == EIO || rc == ECANCELED))
+		rc = 0;
+	if (rc == ENOSPC)
+		rc = EIO;
+	if (waited && r->window < c->conf.max_window) {
+		r->window *= 2;
+		if (r->window > c->conf.max_window)
+			r->window = c->conf.max_window;
+	}
+	prefetch(r);
+out:
+	pthread_mutex_unlock(&c->lock);
+	return rc;
+}
+
+void cache_view_release(struct cache *c, struct cache_view *view)
+{
+	if (!view->count)
+		return;
+	pthread_mutex_lock(&c->lock);
+	for (int i = 0; i < view->count; i++)
+		cache_block_unpin(view->blocks[i]);
+	pthread_mutex_unlock(&c->lock);
+	view->count = 0;
+	view->bytes = 0;
+}

@@ -1,0 +1,44 @@
+/*
+ * fs: the mounted namespace and its FUSE low-level operations.
+ *
+ * The root directory holds NAME_N for every channel NAME and every epoch N
+ * below the channel's visible count.  NAME_0 is there from the start;
+ * NAME_{N+1} appears when a handle on NAME_N is released (read to the end
+ * or abandoned), unless --epochs forbids it.  Inode numbers are derived:
+ * 1 is the root, 2 + epoch * nchannels + channel is a channel file.
+ *
+ * Every open gets its own cache_reader (its own stream position) on the
+ * channel's shared cache_stream, so concurrent readers share blocks.
+ */
+#ifndef S3PIPE_FS_FS_H
+#define S3PIPE_FS_FS_H
+
+#define FUSE_USE_VERSION 314
+#include <fuse_lowlevel.h>
+#include <pthread.h>
+
+#include "cache/cache.h"
+#include "fs/options.h"
+
+struct fs_channel {
+	const char *name;	     /* points into the options */
+	struct cache_stream *stream; /* owned by the fs_state's owner */
+	unsigned visible;	     /* epochs 0..visible-1 are listed */
+};
+
+struct fs_state {
+	const struct fs_options *opts;
+	struct cache *cache;
+	struct fs_channel *channels;
+	unsigned nchannels;
+	uid_t uid;
+	gid_t gid;
+	struct timespec mount_time;
+	pthread_mutex_t lock; /* guards visible counts and seek_warned */
+	bool seek_warned;
+};
+
+/* The operations table; userdata for fuse_session_new is the fs_state. */
+const struct fuse_lowlevel_ops *fs_operations(void);
+
+#endif

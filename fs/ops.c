@@ -1,0 +1,378 @@
+/*
+ * fs operations: lookup, getattr, readdir, open, read, release, statfs.
+ *
+ * This is the only place that speaks FUSE and turns errors into replies.
+ * Reads are answered with fuse_reply_iov() straight from pinned block
+ * memory; the pins are dropped once the reply is written.  Channel files
+ * are opened with direct I/O (so each read reaches us at the reader's size,
+ * up to max_read) and, unless --seek emulate, as non-seekable: the kernel
+ * then refuses lseek and pread with ESPIPE itself.
+ */
+#include "config.h"
+
+#include "fs/fs.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "util/util.h"
+
+#define ROOT_INO 1
+#define FIRST_FILE_INO 2
+
+struct fs_handle {
+	struct cache_reader *reader;
+	unsigned channel;
+	unsigned epoch;
+	pthread_mutex_t lock; /* one read at a time per open file */
+};
+
+static struct fs_state *state_of(fuse_req_t req)
+{
+	return fuse_req_userdata(req);
+}
+
+static fuse_ino_t file_ino(const struct fs_state *st, unsigned ch,
+			   unsigned epoch)
+{
+	return FIRST_FILE_INO + (fuse_ino_t)epoch * st->nchannels + ch;
+}
+
+/* Splits an inode into channel and epoch; false if it names no file that
+ * is visible now. */
+static bool ino_file(struct fs_state *st, fuse_ino_t ino, unsigned *ch,
+		     unsigned *epoch)
+{
+	uint64_t n;
+	bool visible;
+
+	if (ino < FIRST_FILE_INO)
+		return false;
+	n = ino - FIRST_FILE_INO;
+	if (n / st->nchannels > UINT32_MAX)
+		return false;
+	*ch = (unsigned)(n % st->nchannels);
+	*epoch = (unsigned)(n / st->nchannels);
+	pthread_mutex_lock(&st->lock);
+	visible = *epoch < st->channels[*ch].visible;
+	pthread_mutex_unlock(&st->lock);
+	return visible;
+}
+
+/* Parses "NAME_N" (NAME may itself contain '_'). */
+static bool name_file(struct fs_state *st, const char *name, unsigned *ch,
+		      unsigned *epoch)
+{
+	const char *us = strrchr(name, '_');
+	uint64_t e;
+
+	if (!us || us == name || us[1] == '\0')
+		return false;
+	if (us[1] == '0' && us[2] != '\0')
+		return false; /* no leading zeros: one name per file */
+	if (util_parse_uint(us + 1, 0, UINT32_MAX - 1, &e))
+		return false;
+	for (unsigned i = 0; i < st->nchannels; i++) {
+		size_t len = strlen(st->channels[i].name);
+
+		if (len == (size_t)(us - name) &&
+		    memcmp(name, st->channels[i].name, len) == 0) {
+			*ch = i;
+			*epoch = (unsigned)e;
+			return true;
+		}
+	}
+	return false;
+}
+
+/* Attributes of a file; returns how long they may be cached. */
+static double file_attr(struct fs_state *st, unsigned ch, unsigned epoch,
+			struct stat *stbuf)
+{
+	uint64_t size = 0;
+	bool complete = cache_stream_size(st->channels[ch].stream, &size);
+
+	memset(stbuf, 0, sizeof(*stbuf));
+	stbuf->st_ino = file_ino(st, ch, epoch);
+	stbuf->st_mode = S_IFREG | 0444;
+	stbuf->st_nlink = 1;
+	stbuf->st_uid = st->uid;
+	stbuf->st_gid = st->gid;
+	stbuf->st_size = (off_t)size;
+	stbuf->st_blksize = 1 << 20;
+	stbuf->st_blocks = (blkcnt_t)((size + 511) / 512);
+	stbuf->st_atim = stbuf->st_mtim = stbuf->st_ctim = st->mount_time;
+	/* the size is 0 until the listing is complete: do not cache that */
+	return complete ? 3600.0 : 0.0;
+}
+
+static void root_attr(struct fs_state *st, struct stat *stbuf)
+{
+	memset(stbuf, 0, sizeof(*stbuf));
+	stbuf->st_ino = ROOT_INO;
+	stbuf->st_mode = S_IFDIR | 0555;
+	stbuf->st_nlink = 2;
+	stbuf->st_uid = st->uid;
+	stbuf->st_gid = st->gid;
+	stbuf->st_atim = stbuf->st_mtim = stbuf->st_ctim = st->mount_time;
+}
+
+static void op_init(void *userdata, struct fuse_conn_info *conn)
+{
+	conn->max_read = 1 << 20;
+	if (conn->max_write < (1u << 20))
+		conn->max_write = 1 << 20;
+	conn->want &= ~FUSE_CAP_SPLICE_READ;
+}
+
+static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	struct fs_state *st = state_of(req);
+	struct fuse_entry_param e;
+	unsigned ch, epoch;
+
+	if (parent != ROOT_INO) {
+		fuse_reply_err(req, ENOTDIR);
+		return;
+	}
+	if (!name_file(st, name, &ch, &epoch) ||
+	    !ino_file(st, file_ino(st, ch, epoch), &ch, &epoch)) {
+		fuse_reply_err(req, ENOENT);
+		return;
+	}
+	memset(&e, 0, sizeof(e));
+	e.ino = file_ino(st, ch, epoch);
+	e.attr_timeout = file_attr(st, ch, epoch, &e.attr);
+	e.entry_timeout = 1.0;
+	fuse_reply_entry(req, &e);
+}
+
+static void op_getattr(fuse_req_t req, fuse_ino_t ino,
+		       struct fuse_file_info *fi)
+{
+	struct fs_state *st = state_of(req);
+	struct stat stbuf;
+	unsigned ch, epoch;
+	double timeout;
+
+	if (ino == ROOT_INO) {
+		root_attr(st, &stbuf);
+		timeout = 1.0;
+	} else if (ino_file(st, ino, &ch, &epoch)) {
+		timeout = file_attr(st, ch, epoch, &stbuf);
+	} else {
+		fuse_reply_err(req, ENOENT);
+		return;
+	}
+	fuse_reply_attr(req, &stbuf, timeout);
+}
+
+static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		       struct fuse_file_info *fi)
+{
+	struct fs_state *st = state_of(req);
+	char *buf = NULL;
+	size_t used = 0;
+	off_t index = 0;
+
+	if (ino != ROOT_INO) {
+		fuse_reply_err(req, ENOTDIR);
+		return;
+	}
+	buf = malloc(size);
+	if (!buf) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	/* entry i has offset i + 1: ".", "..", then each visible file */
+	for (unsigned pass = 0;; pass++) {
+		struct stat stbuf;
+		char name[FS_CHANNEL_NAME_MAX + 16];
+		bool any = false;
+
+		memset(&stbuf, 0, sizeof(stbuf));
+		if (pass == 0) {
+			/* "." and ".." */
+			for (int d = 0; d < 2; d++, index++) {
+				if (index < off)
+					continue;
+				stbuf.st_ino = ROOT_INO;
+				stbuf.st_mode = S_IFDIR;
+				size_t n = fuse_add_direntry(
+					req, buf + used, size - used,
+					d ? ".." : ".", &stbuf, index + 1);
+				if (n > size - used)
+					goto done;
+				used += n;
+			}
+			continue;
+		}
+		/* pass p lists epoch p-1 of every channel that has it */
+		for (unsigned ch = 0; ch < st->nchannels; ch++) {
+			unsigned epoch = pass - 1;
+			unsigned visible;
+
+			pthread_mutex_lock(&st->lock);
+			visible = st->channels[ch].visible;
+			pthread_mutex_unlock(&st->lock);
+			if (epoch >= visible)
+				continue;
+			any = true;
+			if (index++ < off)
+				continue;
+			snprintf(name, sizeof(name), "%s_%u",
+				 st->channels[ch].name, epoch);
+			stbuf.st_ino = file_ino(st, ch, epoch);
+			stbuf.st_mode = S_IFREG;
+			size_t n = fuse_add_direntry(req, buf + used,
+						     size - used, name, &stbuf,
+						     index);
+			if (n > size - used)
+				goto done;
+			used += n;
+		}
+		if (!any)
+			break;
+	}
+done:
+	fuse_reply_buf(req, buf, used);
+	free(buf);
+}
+
+static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct fs_state *st = state_of(req);
+	struct fs_handle *h = NULL;
+	unsigned ch, epoch;
+
+	if (ino == ROOT_INO) {
+		fuse_reply_err(req, EISDIR);
+		return;
+	}
+	if (!ino_file(st, ino, &ch, &epoch)) {
+		fuse_reply_err(req, ENOENT);
+		return;
+	}
+	if ((fi->flags & O_ACCMODE) != O_RDONLY) {
+		fuse_reply_err(req, EACCES);
+		return;
+	}
+	h = calloc(1, sizeof(*h));
+	if (!h) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	h->reader = cache_reader_create(st->channels[ch].stream);
+	if (!h->reader) {
+		free(h);
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	h->channel = ch;
+	h->epoch = epoch;
+	pthread_mutex_init(&h->lock, NULL);
+	fi->fh = (uint64_t)(uintptr_t)h;
+	fi->direct_io = 1;
+	fi->keep_cache = 0;
+	fi->nonseekable = st->opts->seek == FS_SEEK_REJECT;
+	util_debug("open %s_%u", st->channels[ch].name, epoch);
+	if (fuse_reply_open(req, fi) != 0) {
+		cache_reader_destroy(h->reader);
+		pthread_mutex_destroy(&h->lock);
+		free(h);
+	}
+}
+
+static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		    struct fuse_file_info *fi)
+{
+	struct fs_state *st = state_of(req);
+	struct fs_handle *h = (struct fs_handle *)(uintptr_t)fi->fh;
+	struct cache_view view;
+	uint64_t pos;
+	int rc;
+
+	pthread_mutex_lock(&h->lock);
+	pos = cache_reader_position(h->reader);
+	if ((uint64_t)off != pos) {
+		if (st->opts->seek == FS_SEEK_REJECT) {
+			pthread_mutex_unlock(&h->lock);
+			fuse_reply_err(req, ESPIPE);
+			return;
+		}
+		pthread_mutex_lock(&st->lock);
+		if (!st->seek_warned) {
+			st->seek_warned = true;
+			util_warn("a reader of %s_%u seeks: each seek restarts "
+				  "the stream, which is slow (see --seek)",
+				  st->channels[h->channel].name, h->epoch);
+		}
+		pthread_mutex_unlock(&st->lock);
+	}
+	rc = cache_reader_read(h->reader, (uint64_t)off, size, &view);
+	if (rc) {
+		char msg[128];
+
+		cache_view_release(cache_reader_cache(h->reader), &view);
+		pthread_mutex_unlock(&h->lock);
+		util_debug("read %s_%u at %lld: %s",
+			   st->channels[h->channel].name, h->epoch,
+			   (long long)off, util_strerror(rc, msg, sizeof(msg)));
+		fuse_reply_err(req, EIO);
+		return;
+	}
+	if (view.count)
+		fuse_reply_iov(req, view.iov, view.count);
+	else
+		fuse_reply_buf(req, NULL, 0);
+	cache_view_release(cache_reader_cache(h->reader), &view);
+	pthread_mutex_unlock(&h->lock);
+}
+
+static void op_release(fuse_req_t req, fuse_ino_t ino,
+		       struct fuse_file_info *fi)
+{
+	struct fs_state *st = state_of(req);
+	struct fs_handle *h = (struct fs_handle *)(uintptr_t)fi->fh;
+	struct fs_channel *chan = &st->channels[h->channel];
+	unsigned limit = st->opts->epochs;
+
+	pthread_mutex_lock(&st->lock);
+	if (h->epoch + 1 == chan->visible && (limit == 0 || chan->visible < limit))
+		chan->visible++;
+	pthread_mutex_unlock(&st->lock);
+	util_debug("release %s_%u", chan->name, h->epoch);
+	cache_reader_destroy(h->reader);
+	pthread_mutex_destroy(&h->lock);
+	free(h);
+	fuse_reply_err(req, 0);
+}
+
+static void op_statfs(fuse_req_t req, fuse_ino_t ino)
+{
+	struct statvfs sv;
+
+	memset(&sv, 0, sizeof(sv));
+	sv.f_bsize = 1 << 20;
+	sv.f_frsize = 1 << 20;
+	sv.f_namemax = 255;
+	fuse_reply_statfs(req, &sv);
+}
+
+static const struct fuse_lowlevel_ops operations = {
+	.init = op_init,
+	.lookup = op_lookup,
+	.getattr = op_getattr,
+	.readdir = op_readdir,
+	.open = op_open,
+	.read = op_read,
+	.release = op_release,
+	.statfs = op_statfs,
+};
+
+const struct fuse_lowlevel_ops *fs_operations(void)
+{
+	return &operations;
+}

@@ -1,0 +1,103 @@
+/*
+ * fs options: the command line of s3pipe and mount.s3pipe.
+ *
+ *   s3pipe [OPTIONS] NAME=s3://BUCKET[/PREFIX] [NAME=URI ...] MOUNTPOINT
+ *   mount.s3pipe SOURCE MOUNTPOINT [-s] [-f] [-n] [-v] [-o OPTIONS]
+ *
+ * Every option exists as "--long-option VALUE" (or "--long-option=VALUE")
+ * and as "-o long_option=VALUE" (dashes and underscores interchangeable).
+ * Parsing only checks syntax and values; nothing here touches the network
+ * or the mountpoint.
+ *
+ * For mount.s3pipe, -s -f -n -v keep mount(8)'s meanings (see the EXTERNAL
+ * HELPERS section of mount(8)): -f is "fake" (check, do not mount) and sets
+ * o->fake; -s, -n, -v are accepted and ignored.  Foreground there is
+ * "-o foreground".
+ */
+#ifndef S3PIPE_FS_OPTIONS_H
+#define S3PIPE_FS_OPTIONS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/types.h>
+
+#define FS_MAX_CHANNELS	    64
+#define FS_CHANNEL_NAME_MAX 64
+
+#define FS_DEFAULT_CHANNEL	   "train" /* mount.s3pipe without -o channel */
+#define FS_DEFAULT_CACHE_SIZE	   (256ULL << 20)
+#define FS_DEFAULT_PART_SIZE	   (8ULL << 20)
+#define FS_MIN_PART_SIZE	   (64ULL << 10)
+#define FS_MAX_PART_SIZE	   (1ULL << 30)
+#define FS_DEFAULT_MAX_CONNECTIONS 16
+#define FS_DEFAULT_MAX_RETRIES	   5
+#define FS_DEFAULT_STALL_TIMEOUT   30
+
+enum fs_seek_mode { FS_SEEK_REJECT = 0, FS_SEEK_EMULATE = 1 };
+
+struct fs_channel_spec {
+	char name[FS_CHANNEL_NAME_MAX + 1];
+	char *uri;    /* owned: "s3://bucket/prefix" as given */
+	char *bucket; /* owned */
+	char *prefix; /* owned, "" when none */
+};
+
+struct fs_options {
+	struct fs_channel_spec channels[FS_MAX_CHANNELS];
+	unsigned nchannels;
+	char *mountpoint;   /* owned */
+	char *endpoint_url; /* owned or NULL; "http(s)://host[:port]", no '/' */
+	char *region;	    /* owned or NULL */
+	char *profile;	    /* owned or NULL */
+	char *ca_bundle;    /* owned or NULL */
+	bool no_sign_request;
+	bool force_path_style;
+	bool no_verify_ssl;
+	uint64_t cache_size;	  /* default 256M */
+	uint64_t part_size;	  /* default 8M */
+	unsigned max_connections; /* default 16 */
+	unsigned max_retries;	  /* default 5 */
+	unsigned stall_timeout;	  /* seconds, default 30 */
+	unsigned epochs;	  /* 0 = unlimited */
+	enum fs_seek_mode seek;
+	bool foreground;
+	bool debug;
+	bool allow_other;
+	bool uid_set, gid_set;
+	uid_t uid;
+	gid_t gid;
+	bool read_only_fake; /* -n / -s / -v from mount(8): accepted, ignored */
+	bool fake; /* mount.s3pipe -f (mount -f): check, do not mount */
+	bool help;
+	bool version;
+};
+
+/* Fills defaults.  Call before fs_options_parse(). */
+void fs_options_init(struct fs_options *o);
+/*
+ * Frees what o owns and resets the pointers, so it is safe after a failed
+ * parse and safe to call twice.
+ */
+void fs_options_free(struct fs_options *o);
+
+/*
+ * Parses argv (argv[0] is skipped) into o, which fs_options_init() filled;
+ * argv is not modified and nothing in o points into it.  mount_helper
+ * selects mount.s3pipe's convention.  Returns 0; or EINVAL (ENOMEM) with one
+ * user-facing line in err (lowercase, no "s3pipe:" prefix, no trailing
+ * period).  With --help or --version it returns 0 as soon as it sees them,
+ * with o->help / o->version set, and may leave the channels and mountpoint
+ * empty.  The caller calls fs_options_free() in every case.
+ */
+int fs_options_parse(int argc, char **argv, bool mount_helper,
+		     struct fs_options *o, char *err, size_t errlen);
+
+/* True when name matches SageMaker's channel rule [A-Za-z0-9.\-_]{1,64}. */
+bool fs_channel_name_valid(const char *name);
+
+/* The usage text for --help. */
+void fs_options_usage(FILE *out, const char *progname);
+
+#endif

@@ -1,0 +1,1052 @@
+/*
+ * s3 engine: one thread, one curl multi handle, every transfer.
+ *
+ * Submitters (FUSE threads, the cache) append requests to a locked queue
+ * and wake the engine with curl_multi_wakeup().  The engine moves them to
+ * its private pending list, starts at most max_connections at once, signs
+ * each attempt just before it starts (SigV4), and finishes them from
+ * curl_multi_info_read().  GET bodies are written straight into the
+ * caller's buffer; a failed attempt is retried after an exponential backoff
+ * with jitter and resumes at the byte where it broke.  Only the engine
+ * thread touches curl handles, the pending/delayed lists and the signing
+ * key cache, so none of those need a lock.
+ *
+ * Request life: queue -> pending -> running -> (delayed -> pending)* -> done.
+ */
+#include "config.h"
+
+#include "s3/internal.h"
+
+#include <curl/curl.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#define EMPTY_SHA256                                                           \
+	"e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+#define ERROR_BODY_MAX	(64 * 1024)
+#define LIST_BODY_MAX	(64 * 1024 * 1024)
+#define GET_BUFFER_SIZE (512 * 1024)
+
+enum request_kind { REQUEST_GET, REQUEST_LIST };
+
+struct s3_request {
+	struct s3_request *next;
+	struct s3_request *prev; /* running list only */
+	struct s3_client *client;
+	enum request_kind kind;
+	char *bucket;
+	char *key;   /* GET: object key; LIST: prefix */
+	char *etag;  /* GET: If-Match value, may be NULL */
+	char *token; /* LIST: continuation token, may be NULL */
+	unsigned max_keys;
+	uint64_t offset; /* GET: first byte of the object wanted */
+	size_t len;	 /* GET: bytes wanted */
+	char *dest;	 /* GET: caller's buffer */
+	size_t got;	 /* GET: bytes already in dest (kept across retries) */
+	size_t attempt_from; /* GET: got when this attempt started */
+	bool urgent;
+	unsigned attempt;
+	uint64_t due_ns; /* when a delayed retry may start */
+
+	/* per attempt */
+	CURL *easy;
+	struct curl_slist *headers;
+	long status;
+	bool status_known;
+	bool etag_mismatch;
+	bool overflow;
+	bool ignored_range;
+	char resp_etag[128];
+	struct util_buf body; /* LIST body, or an error body */
+	char url[1024];
+	char curl_error[CURL_ERROR_SIZE];
+
+	s3_get_done_fn *get_done;
+	s3_list_done_fn *list_done;
+	void *arg;
+};
+
+struct s3_client {
+	/* configuration, immutable after create */
+	char *scheme;	 /* "http" or "https" */
+	char *authority; /* "host[:port]" as given */
+	char *host;	 /* host without port or brackets */
+	bool ip_or_localhost;
+	bool force_path_style;
+	bool no_sign;
+	bool tls_verify;
+	char *ca_bundle;
+	char *region;
+	struct s3_creds creds;
+	unsigned max_connections;
+	unsigned max_retries;
+	unsigned retry_base_ms;
+	unsigned retry_max_ms;
+	unsigned stall_seconds;
+	unsigned connect_timeout_seconds;
+
+	CURLM *multi;
+	pthread_t thread;
+	bool thread_started;
+
+	pthread_mutex_t lock; /* guards queue, stopping, stats */
+	struct s3_request *queue_head;
+	struct s3_request *queue_tail;
+	bool stopping;
+	struct s3_stats stats;
+
+	/* engine thread only */
+	struct s3_request *pending_head;
+	struct s3_request *pending_tail;
+	struct s3_request *delayed;	 /* sorted by due_ns */
+	struct s3_request *running_list; /* attached to the multi handle */
+	unsigned running;
+	CURL **idle;
+	unsigned nidle;
+	unsigned rand_state;
+};
+
+static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
+static CURLcode curl_init_result;
+
+static void curl_init(void)
+{
+	curl_init_result = curl_global_init(CURL_GLOBAL_DEFAULT);
+}
+
+static void stats_add(uint64_t *field, uint64_t n)
+{
+	__atomic_add_fetch(field, n, __ATOMIC_RELAXED);
+}
+
+/* ---- endpoint ---- */
+
+static int parse_endpoint(struct s3_client *c, const char *endpoint,
+			  const char *region)
+{
+	char buf[512];
+	const char *rest;
+	const char *slash;
+	size_t alen;
+
+	if (!endpoint) {
+		snprintf(buf, sizeof(buf), "https://s3.%s.amazonaws.com",
+			 region);
+		endpoint = buf;
+	}
+	if (strncasecmp(endpoint, "http://", 7) == 0) {
+		c->scheme = strdup("http");
+		rest = endpoint + 7;
+	} else if (strncasecmp(endpoint, "https://", 8) == 0) {
+		c->scheme = strdup("https");
+		rest = endpoint + 8;
+	} else {
+		return EINVAL;
+	}
+	slash = strchr(rest, '/');
+	alen = slash ? (size_t)(slash - rest) : strlen(rest);
+	if (alen == 0)
+		return EINVAL;
+	c->authority = strndup(rest, alen);
+	if (!c->scheme || !c->authority)
+		return ENOMEM;
+	if (c->authority[0] == '[') {
+		const char *end = strchr(c->authority, ']');
+
+		if (!end)
+			return EINVAL;
+		c->host =
+		    strndup(c->authority + 1, (size_t)(end - c->authority - 1));
+		c->ip_or_localhost = true;
+	} else {
+		const char *colon = strchr(c->authority, ':');
+		size_t hlen = colon ? (size_t)(colon - c->authority) : alen;
+		bool digits_and_dots = true;
+
+		c->host = strndup(c->authority, hlen);
+		if (!c->host)
+			return ENOMEM;
+		for (const char *p = c->host; *p; p++)
+			if (!((*p >= '0' && *p <= '9') || *p == '.'))
+				digits_and_dots = false;
+		c->ip_or_localhost =
+		    digits_and_dots || strcasecmp(c->host, "localhost") == 0;
+	}
+	return c->host ? 0 : ENOMEM;
+}
+
+static bool use_path_style(const struct s3_client *c, const char *bucket)
+{
+	/* Dotted bucket names break TLS wildcard certificates. */
+	return c->force_path_style || c->ip_or_localhost ||
+	       strchr(bucket, '.') != NULL;
+}
+
+/* ---- request construction ---- */
+
+static void request_free(struct s3_request *r)
+{
+	if (!r)
+		return;
+	free(r->bucket);
+	free(r->key);
+	free(r->etag);
+	free(r->token);
+	curl_slist_free_all(r->headers);
+	util_buf_free(&r->body);
+	free(r);
+}
+
+static int append_query_param(struct util_buf *q, const char *name,
+			      const char *value)
+{
+	int rc;
+
+	if (q->len) {
+		rc = util_buf_append(q, "&", 1);
+		if (rc)
+			return rc;
+	}
+	rc = util_buf_append_str(q, name);
+	if (!rc)
+		rc = util_buf_append(q, "=", 1);
+	if (!rc)
+		rc = s3_uri_encode(q, value, false);
+	return rc;
+}
+
+/* Builds r->url and the canonical path and query used for signing. */
+static int build_target(struct s3_client *c, struct s3_request *r,
+			struct util_buf *host, struct util_buf *path,
+			struct util_buf *query)
+{
+	bool path_style = use_path_style(c, r->bucket);
+	char num[32];
+	int rc = 0;
+
+	if (path_style) {
+		rc = util_buf_append_str(host, c->authority);
+		if (!rc)
+			rc = util_buf_append(path, "/", 1);
+		if (!rc)
+			rc = s3_uri_encode(path, r->bucket, false);
+	} else {
+		rc = util_buf_printf(host, "%s.%s", r->bucket, c->authority);
+	}
+	if (rc)
+		return rc;
+	if (r->kind == REQUEST_GET) {
+		rc = util_buf_append(path, "/", 1);
+		if (!rc)
+			rc = s3_uri_encode(path, r->key, true);
+	} else {
+		if (!path_style)
+			rc = util_buf_append(path, "/", 1);
+		/* canonical order: names sorted by byte value */
+		if (!rc && r->token)
+			rc = append_query_param(query, "continuation-token",
+						r->token);
+		if (!rc)
+			rc = append_query_param(query, "encoding-type", "url");
+		if (!rc)
+			rc = append_query_param(query, "list-type", "2");
+		snprintf(num, sizeof(num), "%u", r->max_keys);
+		if (!rc)
+			rc = append_query_param(query, "max-keys", num);
+		if (!rc)
+			rc = append_query_param(query, "prefix", r->key);
+	}
+	if (rc)
+		return rc;
+	if ((size_t)snprintf(r->url, sizeof(r->url), "%s://%s%s%s%s", c->scheme,
+			     host->data, path->data, query->len ? "?" : "",
+			     query->len ? query->data : "") >= sizeof(r->url))
+		return ENAMETOOLONG;
+	return 0;
+}
+
+/* Appends "name: value" (or "name:" to suppress a curl default). */
+static int add_header(struct s3_request *r, const char *name, const char *value)
+{
+	char line[2048];
+	struct curl_slist *l;
+
+	if ((size_t)snprintf(line, sizeof(line), "%s:%s%s", name,
+			     value ? " " : "",
+			     value ? value : "") >= sizeof(line))
+		return ENAMETOOLONG;
+	l = curl_slist_append(r->headers, line);
+	if (!l)
+		return ENOMEM;
+	r->headers = l;
+	return 0;
+}
+
+/*
+ * Signs the attempt.  The header list handed to curl and the one signed
+ * are built from the same values so they cannot disagree.
+ */
+static int sign_request(struct s3_client *c, struct s3_request *r,
+			const char *host, const char *path, const char *query)
+{
+	struct s3_sigv4_header hdrs[4];
+	struct s3_sigv4_request sreq;
+	char amz_date[17];
+	char auth[1024];
+	struct tm tm;
+	time_t now = time(NULL);
+	size_t n = 0;
+	int rc;
+
+	gmtime_r(&now, &tm);
+	strftime(amz_date, sizeof(amz_date), "%Y%m%dT%H%M%SZ", &tm);
+
+	hdrs[n++] = (struct s3_sigv4_header){"host", host};
+	hdrs[n++] =
+	    (struct s3_sigv4_header){"x-amz-content-sha256", EMPTY_SHA256};
+	hdrs[n++] = (struct s3_sigv4_header){"x-amz-date", amz_date};
+	if (c->creds.session_token)
+		hdrs[n++] = (struct s3_sigv4_header){"x-amz-security-token",
+						     c->creds.session_token};
+	sreq = (struct s3_sigv4_request){
+	    .method = "GET",
+	    .canonical_uri = path,
+	    .canonical_query = query,
+	    .headers = hdrs,
+	    .nheaders = n,
+	    .payload_hash = EMPTY_SHA256,
+	    .amz_date = amz_date,
+	    .region = c->region,
+	    .service = "s3",
+	    .access_key = c->creds.access_key,
+	    .secret_key = c->creds.secret_key,
+	};
+	rc = s3_sigv4_authorization(&sreq, auth, sizeof(auth), NULL);
+	if (rc)
+		return rc;
+	rc = add_header(r, "x-amz-content-sha256", EMPTY_SHA256);
+	if (!rc)
+		rc = add_header(r, "x-amz-date", amz_date);
+	if (!rc && c->creds.session_token)
+		rc = add_header(r, "x-amz-security-token",
+				c->creds.session_token);
+	if (!rc)
+		rc = add_header(r, "Authorization", auth);
+	explicit_bzero(auth, sizeof(auth));
+	return rc;
+}
+
+/* ---- curl callbacks (engine thread) ---- */
+
+static void note_status(struct s3_request *r)
+{
+	if (!r->status_known) {
+		curl_easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE, &r->status);
+		r->status_known = true;
+	}
+}
+
+static bool etag_equal(const char *a, const char *b)
+{
+	size_t la, lb;
+
+	while (*a == '"')
+		a++;
+	while (*b == '"')
+		b++;
+	la = strlen(a);
+	lb = strlen(b);
+	while (la && a[la - 1] == '"')
+		la--;
+	while (lb && b[lb - 1] == '"')
+		lb--;
+	return la == lb && strncmp(a, b, la) == 0;
+}
+
+static size_t on_body(char *ptr, size_t size, size_t nmemb, void *userdata)
+{
+	struct s3_request *r = userdata;
+	size_t n = size * nmemb;
+
+	note_status(r);
+	if (r->status < 200 || r->status > 299) {
+		size_t room = ERROR_BODY_MAX - r->body.len;
+
+		util_buf_append(&r->body, ptr, n < room ? n : room);
+		return n;
+	}
+	if (r->kind == REQUEST_LIST) {
+		if (util_buf_append(&r->body, ptr, n))
+			return 0; /* too large: abort */
+		return n;
+	}
+	if (r->etag && r->resp_etag[0] && !etag_equal(r->etag, r->resp_etag)) {
+		r->etag_mismatch = true;
+		return 0;
+	}
+	if (r->status == 200 && r->offset + r->attempt_from != 0) {
+		r->ignored_range = true;
+		return 0;
+	}
+	if (n > r->len - r->got) {
+		r->overflow = true;
+		return 0;
+	}
+	memcpy(r->dest + r->got, ptr, n);
+	r->got += n;
+	stats_add(&r->client->stats.bytes_received, n);
+	return n;
+}
+
+static size_t on_header(char *buf, size_t size, size_t nitems, void *userdata)
+{
+	struct s3_request *r = userdata;
+	size_t n = size * nitems;
+
+	if (n >= 5 && strncmp(buf, "HTTP/", 5) == 0) {
+		r->resp_etag[0] = '\0';
+		r->status_known = false;
+	} else if (n > 5 && strncasecmp(buf, "etag:", 5) == 0) {
+		size_t i = 5, j;
+
+		while (i < n && (buf[i] == ' ' || buf[i] == '\t'))
+			i++;
+		j = n;
+		while (j > i && (buf[j - 1] == '\r' || buf[j - 1] == '\n' ||
+				 buf[j - 1] == ' '))
+			j--;
+		if (j - i < sizeof(r->resp_etag)) {
+			memcpy(r->resp_etag, buf + i, j - i);
+			r->resp_etag[j - i] = '\0';
+		}
+	}
+	return n;
+}
+
+/* ---- starting and finishing attempts (engine thread) ---- */
+
+static CURL *take_easy(struct s3_client *c)
+{
+	if (c->nidle)
+		return c->idle[--c->nidle];
+	return curl_easy_init();
+}
+
+static void give_easy(struct s3_client *c, CURL *e)
+{
+	if (c->nidle < c->max_connections) {
+		curl_easy_reset(e);
+		c->idle[c->nidle++] = e;
+	} else {
+		curl_easy_cleanup(e);
+	}
+}
+
+static void set_error(struct s3_error *err, int e, const struct s3_request *r)
+{
+	memset(err, 0, sizeof(*err));
+	err->err = e;
+	if (r) {
+		err->http_status = r->status;
+		snprintf(err->url, sizeof(err->url), "%s", r->url);
+	}
+}
+
+static void complete(struct s3_client *c, struct s3_request *r,
+		     const struct s3_error *err)
+{
+	if (err)
+		stats_add(&c->stats.failures, 1);
+	if (r->kind == REQUEST_GET) {
+		r->get_done(r->arg, err);
+	} else {
+		struct s3_list_page page;
+
+		memset(&page, 0, sizeof(page));
+		if (!err) {
+			int rc =
+			    s3_xml_parse_list(r->body.data, r->body.len, &page);
+
+			if (rc) {
+				struct s3_error perr;
+
+				set_error(&perr, rc, r);
+				snprintf(perr.message, sizeof(perr.message),
+					 "malformed ListObjectsV2 response");
+				stats_add(&c->stats.failures, 1);
+				r->list_done(r->arg, NULL, &perr);
+				request_free(r);
+				return;
+			}
+		}
+		r->list_done(r->arg, err ? NULL : &page, err);
+		if (err)
+			s3_list_page_clear(&page);
+	}
+	request_free(r);
+}
+
+static void enqueue_pending(struct s3_client *c, struct s3_request *r)
+{
+	r->next = NULL;
+	if (r->urgent) {
+		r->next = c->pending_head;
+		c->pending_head = r;
+		if (!c->pending_tail)
+			c->pending_tail = r;
+		return;
+	}
+	if (c->pending_tail)
+		c->pending_tail->next = r;
+	else
+		c->pending_head = r;
+	c->pending_tail = r;
+}
+
+static void start_request(struct s3_client *c, struct s3_request *r)
+{
+	struct util_buf host, path, query;
+	struct s3_error err;
+	char range[80];
+	int rc;
+
+	util_buf_init(&host, 0);
+	util_buf_init(&path, 0);
+	util_buf_init(&query, 0);
+	r->status = 0;
+	r->status_known = false;
+	r->etag_mismatch = false;
+	r->overflow = false;
+	r->ignored_range = false;
+	r->attempt_from = r->got;
+	r->resp_etag[0] = '\0';
+	r->curl_error[0] = '\0';
+	util_buf_free(&r->body);
+	util_buf_init(&r->body, r->kind == REQUEST_LIST ? LIST_BODY_MAX : 0);
+	curl_slist_free_all(r->headers);
+	r->headers = NULL;
+
+	rc = build_target(c, r, &host, &path, &query);
+	if (rc)
+		goto fail;
+	rc = add_header(r, "Host", host.data);
+	if (!rc && !c->no_sign)
+		rc = sign_request(c, r, host.data, path.data,
+				  query.len ? query.data : "");
+	if (!rc && r->kind == REQUEST_GET) {
+		snprintf(range, sizeof(range),
+			 "bytes=%" PRIu64 "-%" PRIu64,
+			 r->offset + r->got, r->offset + r->len - 1);
+		rc = add_header(r, "Range", range);
+		if (!rc && r->etag)
+			rc = add_header(r, "If-Match", r->etag);
+	}
+	if (!rc)
+		rc = add_header(r, "Expect", NULL);
+	if (rc)
+		goto fail;
+
+	r->easy = take_easy(c);
+	if (!r->easy) {
+		rc = ENOMEM;
+		goto fail;
+	}
+	curl_easy_setopt(r->easy, CURLOPT_URL, r->url);
+	curl_easy_setopt(r->easy, CURLOPT_HTTPHEADER, r->headers);
+	curl_easy_setopt(r->easy, CURLOPT_WRITEFUNCTION, on_body);
+	curl_easy_setopt(r->easy, CURLOPT_WRITEDATA, r);
+	curl_easy_setopt(r->easy, CURLOPT_HEADERFUNCTION, on_header);
+	curl_easy_setopt(r->easy, CURLOPT_HEADERDATA, r);
+	curl_easy_setopt(r->easy, CURLOPT_PRIVATE, r);
+	curl_easy_setopt(r->easy, CURLOPT_ERRORBUFFER, r->curl_error);
+	curl_easy_setopt(r->easy, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(r->easy, CURLOPT_PROTOCOLS_STR, "http,https");
+	curl_easy_setopt(r->easy, CURLOPT_FOLLOWLOCATION, 0L);
+	curl_easy_setopt(r->easy, CURLOPT_CONNECTTIMEOUT,
+			 (long)c->connect_timeout_seconds);
+	curl_easy_setopt(r->easy, CURLOPT_LOW_SPEED_LIMIT, 1L);
+	curl_easy_setopt(r->easy, CURLOPT_LOW_SPEED_TIME,
+			 (long)c->stall_seconds);
+	curl_easy_setopt(r->easy, CURLOPT_BUFFERSIZE, (long)GET_BUFFER_SIZE);
+	curl_easy_setopt(r->easy, CURLOPT_TCP_NODELAY, 1L);
+	curl_easy_setopt(r->easy, CURLOPT_SSL_VERIFYPEER,
+			 c->tls_verify ? 1L : 0L);
+	curl_easy_setopt(r->easy, CURLOPT_SSL_VERIFYHOST,
+			 c->tls_verify ? 2L : 0L);
+	if (c->ca_bundle)
+		curl_easy_setopt(r->easy, CURLOPT_CAINFO, c->ca_bundle);
+	if (getenv("S3PIPE_CURL_VERBOSE"))
+		curl_easy_setopt(r->easy, CURLOPT_VERBOSE, 1L);
+	if (curl_multi_add_handle(c->multi, r->easy) != CURLM_OK) {
+		give_easy(c, r->easy);
+		r->easy = NULL;
+		rc = ENOMEM;
+		goto fail;
+	}
+	c->running++;
+	r->prev = NULL;
+	r->next = c->running_list;
+	if (c->running_list)
+		c->running_list->prev = r;
+	c->running_list = r;
+	r->attempt++;
+	stats_add(&c->stats.requests, 1);
+	util_buf_free(&host);
+	util_buf_free(&path);
+	util_buf_free(&query);
+	return;
+
+fail:
+	util_buf_free(&host);
+	util_buf_free(&path);
+	util_buf_free(&query);
+	set_error(&err, rc, r);
+	snprintf(err.message, sizeof(err.message), "cannot build request");
+	complete(c, r, &err);
+}
+
+static unsigned backoff_ms(struct s3_client *c, unsigned attempt)
+{
+	uint64_t d = c->retry_base_ms;
+
+	while (attempt-- > 1 && d < c->retry_max_ms)
+		d *= 2;
+	if (d > c->retry_max_ms)
+		d = c->retry_max_ms;
+	/* full range of [d/2, d] */
+	return (unsigned)(d / 2 +
+			  (uint64_t)rand_r(&c->rand_state) % (d / 2 + 1));
+}
+
+static void schedule_retry(struct s3_client *c, struct s3_request *r)
+{
+	struct s3_request **pp = &c->delayed;
+
+	r->due_ns =
+	    util_now_ns() + (uint64_t)backoff_ms(c, r->attempt) * 1000000u;
+	while (*pp && (*pp)->due_ns <= r->due_ns)
+		pp = &(*pp)->next;
+	r->next = *pp;
+	*pp = r;
+	stats_add(&c->stats.retries, 1);
+}
+
+/* Takes a running request off the multi handle and the running list. */
+static void detach(struct s3_client *c, struct s3_request *r)
+{
+	curl_multi_remove_handle(c->multi, r->easy);
+	give_easy(c, r->easy);
+	r->easy = NULL;
+	if (r->prev)
+		r->prev->next = r->next;
+	else
+		c->running_list = r->next;
+	if (r->next)
+		r->next->prev = r->prev;
+	r->next = r->prev = NULL;
+	c->running--;
+}
+
+static void finish_request(struct s3_client *c, struct s3_request *r,
+			   CURLcode result)
+{
+	struct s3_error err;
+	bool retryable = false;
+	int e = 0;
+
+	if (!r->status_known)
+		curl_easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE, &r->status);
+	detach(c, r);
+	memset(&err, 0, sizeof(err));
+	if (r->etag_mismatch) {
+		e = s3_error_classify(412, "PreconditionFailed", 0, &retryable);
+		snprintf(err.code, sizeof(err.code), "PreconditionFailed");
+		snprintf(err.message, sizeof(err.message),
+			 "ETag %s differs from the listed %s", r->resp_etag,
+			 r->etag);
+	} else if (r->overflow || r->ignored_range) {
+		e = EIO;
+		snprintf(err.message, sizeof(err.message), "%s",
+			 r->overflow ? "response longer than requested"
+				     : "server ignored the Range header");
+	} else if (result == CURLE_OK && r->status >= 200 && r->status <= 299) {
+		if (r->kind == REQUEST_GET && r->got != r->len) {
+			e = s3_error_classify(0, NULL, CURLE_PARTIAL_FILE,
+					      &retryable);
+			snprintf(err.message, sizeof(err.message),
+				 "short body: %zu of %zu bytes", r->got,
+				 r->len);
+		}
+	} else {
+		char code[64] = "", msg[256] = "";
+
+		if (result == CURLE_OK && r->body.len)
+			s3_xml_parse_error(r->body.data, r->body.len, code,
+					   sizeof(code), msg, sizeof(msg));
+		e = s3_error_classify(result == CURLE_OK ? r->status : 0, code,
+				      result, &retryable);
+		snprintf(err.code, sizeof(err.code), "%s", code);
+		if (result != CURLE_OK)
+			snprintf(err.message, sizeof(err.message), "%s",
+				 r->curl_error[0] ? r->curl_error
+						  : curl_easy_strerror(result));
+		else
+			snprintf(err.message, sizeof(err.message), "%s", msg);
+	}
+	if (!e) {
+		complete(c, r, NULL);
+		return;
+	}
+	err.err = e;
+	err.http_status = result == CURLE_OK ? r->status : 0;
+	err.curl_code = (int)result;
+	snprintf(err.url, sizeof(err.url), "%s", r->url);
+	if (retryable && r->attempt <= c->max_retries) {
+		util_debug("retrying %s (attempt %u): %s %s", r->url,
+			   r->attempt + 1, err.code, err.message);
+		schedule_retry(c, r);
+		return;
+	}
+	if (r->kind == REQUEST_GET)
+		util_warn("GET %s failed after %u attempt(s): %ld %s %s",
+			  r->url, r->attempt, err.http_status, err.code,
+			  err.message);
+	complete(c, r, &err);
+}
+
+static void cancel_list(struct s3_client *c, struct s3_request *r)
+{
+	while (r) {
+		struct s3_request *next = r->next;
+		struct s3_error err;
+
+		set_error(&err, ECANCELED, r);
+		snprintf(err.message, sizeof(err.message), "shutting down");
+		complete(c, r, &err);
+		r = next;
+	}
+}
+
+static void *engine_main(void *arg)
+{
+	struct s3_client *c = arg;
+
+	for (;;) {
+		struct s3_request *incoming;
+		struct CURLMsg *msg;
+		int still = 0, left = 0;
+		long timeout_ms = 1000;
+		bool stopping;
+		uint64_t now;
+
+		pthread_mutex_lock(&c->lock);
+		incoming = c->queue_head;
+		c->queue_head = c->queue_tail = NULL;
+		stopping = c->stopping;
+		pthread_mutex_unlock(&c->lock);
+		while (incoming) {
+			struct s3_request *next = incoming->next;
+
+			enqueue_pending(c, incoming);
+			incoming = next;
+		}
+		if (stopping)
+			break;
+
+		now = util_now_ns();
+		while (c->delayed && c->delayed->due_ns <= now) {
+			struct s3_request *r = c->delayed;
+
+			c->delayed = r->next;
+			r->urgent = true; /* a retry was already waited for */
+			enqueue_pending(c, r);
+		}
+		while (c->pending_head && c->running < c->max_connections) {
+			struct s3_request *r = c->pending_head;
+
+			c->pending_head = r->next;
+			if (!c->pending_head)
+				c->pending_tail = NULL;
+			start_request(c, r);
+		}
+
+		curl_multi_perform(c->multi, &still);
+		while ((msg = curl_multi_info_read(c->multi, &left))) {
+			struct s3_request *r = NULL;
+
+			if (msg->msg != CURLMSG_DONE)
+				continue;
+			curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE,
+					  (char **)&r);
+			finish_request(c, r, msg->data.result);
+		}
+
+		if (c->pending_head && c->running < c->max_connections)
+			continue;
+		if (c->delayed) {
+			uint64_t due = c->delayed->due_ns;
+
+			now = util_now_ns();
+			timeout_ms =
+			    due <= now ? 0 : (long)((due - now) / 1000000u) + 1;
+			if (timeout_ms > 1000)
+				timeout_ms = 1000;
+		}
+		curl_multi_poll(c->multi, NULL, 0, (int)timeout_ms, NULL);
+	}
+
+	/* shutting down: abort what runs, cancel what waits */
+	while (c->running_list) {
+		struct s3_request *r = c->running_list;
+
+		detach(c, r);
+		cancel_list(c, r);
+	}
+	cancel_list(c, c->pending_head);
+	c->pending_head = c->pending_tail = NULL;
+	cancel_list(c, c->delayed);
+	c->delayed = NULL;
+	return NULL;
+}
+
+/* ---- public API ---- */
+
+struct s3_client *s3_client_create(const struct s3_client_conf *conf)
+{
+	struct s3_client *c = NULL;
+	int rc = 0;
+
+	pthread_once(&curl_once, curl_init);
+	if (curl_init_result != CURLE_OK) {
+		errno = EIO;
+		return NULL;
+	}
+	c = calloc(1, sizeof(*c));
+	if (!c) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	pthread_mutex_init(&c->lock, NULL);
+	rc = parse_endpoint(c, conf->endpoint, conf->region);
+	if (rc)
+		goto fail;
+	c->force_path_style = conf->force_path_style;
+	c->no_sign = conf->no_sign;
+	c->tls_verify = conf->tls_verify;
+	c->ca_bundle = util_strdup0(conf->ca_bundle);
+	c->region = strdup(conf->region);
+	c->max_connections = conf->max_connections ? conf->max_connections : 1;
+	c->max_retries = conf->max_retries;
+	c->retry_base_ms = conf->retry_base_ms ? conf->retry_base_ms : 100;
+	c->retry_max_ms = conf->retry_max_ms ? conf->retry_max_ms : 5000;
+	c->stall_seconds = conf->stall_seconds ? conf->stall_seconds : 30;
+	c->connect_timeout_seconds =
+	    conf->connect_timeout_seconds ? conf->connect_timeout_seconds : 10;
+	c->rand_state = (unsigned)util_now_ns();
+	if (!c->region) {
+		rc = ENOMEM;
+		goto fail;
+	}
+	if (!c->no_sign) {
+		if (!conf->creds || !conf->creds->access_key ||
+		    !conf->creds->secret_key) {
+			rc = EINVAL;
+			goto fail;
+		}
+		c->creds.access_key = strdup(conf->creds->access_key);
+		c->creds.secret_key = strdup(conf->creds->secret_key);
+		c->creds.session_token =
+		    util_strdup0(conf->creds->session_token);
+		if (!c->creds.access_key || !c->creds.secret_key) {
+			rc = ENOMEM;
+			goto fail;
+		}
+	}
+	c->idle = calloc(c->max_connections, sizeof(*c->idle));
+	c->multi = curl_multi_init();
+	if (!c->idle || !c->multi) {
+		rc = ENOMEM;
+		goto fail;
+	}
+	curl_multi_setopt(c->multi, CURLMOPT_MAX_TOTAL_CONNECTIONS,
+			  (long)c->max_connections);
+	curl_multi_setopt(c->multi, CURLMOPT_MAX_HOST_CONNECTIONS,
+			  (long)c->max_connections);
+	curl_multi_setopt(c->multi, CURLMOPT_MAXCONNECTS,
+			  (long)c->max_connections);
+	rc = pthread_create(&c->thread, NULL, engine_main, c);
+	if (rc)
+		goto fail;
+	c->thread_started = true;
+	return c;
+
+fail:
+	s3_client_destroy(c);
+	errno = rc;
+	return NULL;
+}
+
+void s3_client_destroy(struct s3_client *c)
+{
+	if (!c)
+		return;
+	if (c->thread_started) {
+		pthread_mutex_lock(&c->lock);
+		c->stopping = true;
+		pthread_mutex_unlock(&c->lock);
+		curl_multi_wakeup(c->multi);
+		pthread_join(c->thread, NULL);
+		/* requests submitted after the engine's last look */
+		cancel_list(c, c->queue_head);
+		c->queue_head = c->queue_tail = NULL;
+	}
+	for (unsigned i = 0; i < c->nidle; i++)
+		curl_easy_cleanup(c->idle[i]);
+	free(c->idle);
+	if (c->multi)
+		curl_multi_cleanup(c->multi);
+	s3_creds_clear(&c->creds);
+	free(c->scheme);
+	free(c->authority);
+	free(c->host);
+	free(c->ca_bundle);
+	free(c->region);
+	pthread_mutex_destroy(&c->lock);
+	free(c);
+}
+
+void s3_client_get_stats(struct s3_client *c, struct s3_stats *out)
+{
+	out->requests = __atomic_load_n(&c->stats.requests, __ATOMIC_RELAXED);
+	out->retries = __atomic_load_n(&c->stats.retries, __ATOMIC_RELAXED);
+	out->failures = __atomic_load_n(&c->stats.failures, __ATOMIC_RELAXED);
+	out->bytes_received =
+	    __atomic_load_n(&c->stats.bytes_received, __ATOMIC_RELAXED);
+}
+
+static int submit(struct s3_client *c, struct s3_request *r)
+{
+	pthread_mutex_lock(&c->lock);
+	if (r->urgent && c->queue_head) {
+		r->next = c->queue_head;
+		c->queue_head = r;
+	} else {
+		if (c->queue_tail)
+			c->queue_tail->next = r;
+		else
+			c->queue_head = r;
+		c->queue_tail = r;
+	}
+	pthread_mutex_unlock(&c->lock);
+	curl_multi_wakeup(c->multi);
+	return 0;
+}
+
+int s3_get(struct s3_client *c, const char *bucket, const char *key,
+	   const char *etag, uint64_t offset, size_t len, char *dest,
+	   bool urgent, s3_get_done_fn *done, void *arg)
+{
+	struct s3_request *r = calloc(1, sizeof(*r));
+
+	if (!r)
+		return ENOMEM;
+	r->kind = REQUEST_GET;
+	r->client = c;
+	r->bucket = strdup(bucket);
+	r->key = strdup(key);
+	r->etag = util_strdup0(etag);
+	if (!r->bucket || !r->key || (etag && !r->etag)) {
+		request_free(r);
+		return ENOMEM;
+	}
+	r->offset = offset;
+	r->len = len;
+	r->dest = dest;
+	r->urgent = urgent;
+	r->get_done = done;
+	r->arg = arg;
+	util_buf_init(&r->body, 0);
+	return submit(c, r);
+}
+
+int s3_list(struct s3_client *c, const char *bucket, const char *prefix,
+	    const char *token, unsigned max_keys, s3_list_done_fn *done,
+	    void *arg)
+{
+	struct s3_request *r = calloc(1, sizeof(*r));
+
+	if (!r)
+		return ENOMEM;
+	r->kind = REQUEST_LIST;
+	r->client = c;
+	r->bucket = strdup(bucket);
+	r->key = strdup(prefix ? prefix : "");
+	r->token = util_strdup0(token);
+	if (!r->bucket || !r->key || (token && !r->token)) {
+		request_free(r);
+		return ENOMEM;
+	}
+	r->max_keys = max_keys ? max_keys : 1000;
+	r->urgent = true; /* a reader may be waiting for the next segment */
+	r->list_done = done;
+	r->arg = arg;
+	util_buf_init(&r->body, LIST_BODY_MAX);
+	return submit(c, r);
+}
+
+struct list_wait {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	bool done;
+	struct s3_list_page *page;
+	struct s3_error *err;
+};
+
+static void list_sync_done(void *arg, struct s3_list_page *page,
+			   const struct s3_error *err)
+{
+	struct list_wait *w = arg;
+
+	pthread_mutex_lock(&w->lock);
+	if (err) {
+		*w->err = *err;
+	} else {
+		*w->page = *page;
+		memset(w->err, 0, sizeof(*w->err));
+	}
+	w->done = true;
+	pthread_cond_signal(&w->cond);
+	pthread_mutex_unlock(&w->lock);
+}
+
+int s3_list_sync(struct s3_client *c, const char *bucket, const char *prefix,
+		 const char *token, unsigned max_keys,
+		 struct s3_list_page *page, struct s3_error *err)
+{
+	struct list_wait w = {
+	    .lock = PTHREAD_MUTEX_INITIALIZER,
+	    .cond = PTHREAD_COND_INITIALIZER,
+	    .page = page,
+	    .err = err,
+	};
+	int rc;
+
+	memset(page, 0, sizeof(*page));
+	rc = s3_list(c, bucket, prefix, token, max_keys, list_sync_done, &w);
+	if (rc) {
+		set_error(err, rc, NULL);
+		return rc;
+	}
+	pthread_mutex_lock(&w.lock);
+	while (!w.done)
+		pthread_cond_wait(&w.cond, &w.lock);
+	pthread_mutex_unlock(&w.lock);
+	return err->err;
+}

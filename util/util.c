@@ -1,0 +1,242 @@
+/*
+ * util: logging, bounded growable buffers, number parsing.  See util.h.
+ */
+#include "config.h"
+
+#include "util/util.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <syslog.h>
+#include <time.h>
+
+static enum util_log_level log_level = UTIL_LOG_INFO;
+static bool log_syslog;
+
+void util_log_set_level(enum util_log_level level)
+{
+	log_level = level;
+}
+
+enum util_log_level util_log_get_level(void)
+{
+	return log_level;
+}
+
+void util_log_use_syslog(void)
+{
+	openlog("s3pipe", LOG_PID, LOG_DAEMON);
+	log_syslog = true;
+}
+
+void util_log(enum util_log_level level, const char *fmt, ...)
+{
+	static const int syslog_prio[] = {LOG_ERR, LOG_WARNING, LOG_INFO,
+					  LOG_DEBUG};
+	char line[1024];
+	va_list ap;
+
+	if (level > log_level)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	if (log_syslog)
+		syslog(syslog_prio[level], "%s", line);
+	else
+		fprintf(stderr, "s3pipe: %s\n", line);
+}
+
+const char *util_strerror(int err, char *buf, size_t len)
+{
+	/* GNU strerror_r may return a static string instead of filling buf. */
+	return strerror_r(err, buf, len);
+}
+
+void util_buf_init(struct util_buf *b, size_t max)
+{
+	b->data = NULL;
+	b->len = 0;
+	b->cap = 0;
+	b->max = max;
+}
+
+int util_buf_append(struct util_buf *b, const void *data, size_t len)
+{
+	size_t need = b->len + len + 1;
+
+	if (need < b->len)
+		return EFBIG;
+	if (b->max && b->len + len > b->max)
+		return EFBIG;
+	if (need > b->cap) {
+		size_t cap = b->cap ? b->cap : 256;
+		char *p;
+
+		while (cap < need)
+			cap *= 2;
+		p = realloc(b->data, cap);
+		if (!p)
+			return ENOMEM;
+		b->data = p;
+		b->cap = cap;
+	}
+	if (len)
+		memcpy(b->data + b->len, data, len);
+	b->len += len;
+	b->data[b->len] = '\0';
+	return 0;
+}
+
+int util_buf_append_str(struct util_buf *b, const char *s)
+{
+	return util_buf_append(b, s, strlen(s));
+}
+
+int util_buf_printf(struct util_buf *b, const char *fmt, ...)
+{
+	char small[256];
+	char *big = NULL;
+	va_list ap;
+	int n;
+	int rc;
+
+	va_start(ap, fmt);
+	n = vsnprintf(small, sizeof(small), fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return EINVAL;
+	if ((size_t)n < sizeof(small))
+		return util_buf_append(b, small, (size_t)n);
+	big = malloc((size_t)n + 1);
+	if (!big)
+		return ENOMEM;
+	va_start(ap, fmt);
+	vsnprintf(big, (size_t)n + 1, fmt, ap);
+	va_end(ap);
+	rc = util_buf_append(b, big, (size_t)n);
+	free(big);
+	return rc;
+}
+
+void util_buf_reset(struct util_buf *b)
+{
+	b->len = 0;
+	if (b->data)
+		b->data[0] = '\0';
+}
+
+char *util_buf_take(struct util_buf *b)
+{
+	char *p = b->data;
+
+	if (!p)
+		p = calloc(1, 1);
+	b->data = NULL;
+	b->len = 0;
+	b->cap = 0;
+	return p;
+}
+
+void util_buf_free(struct util_buf *b)
+{
+	free(b->data);
+	b->data = NULL;
+	b->len = 0;
+	b->cap = 0;
+}
+
+int util_parse_uint(const char *s, uint64_t min, uint64_t max, uint64_t *out)
+{
+	uint64_t v = 0;
+	const char *p = s;
+
+	if (!s || !*s)
+		return EINVAL;
+	for (; *p; p++) {
+		if (*p < '0' || *p > '9')
+			return EINVAL;
+		if (v > (UINT64_MAX - (uint64_t)(*p - '0')) / 10)
+			return ERANGE;
+		v = v * 10 + (uint64_t)(*p - '0');
+	}
+	if (v < min || v > max)
+		return ERANGE;
+	*out = v;
+	return 0;
+}
+
+int util_parse_size(const char *s, uint64_t *out)
+{
+	uint64_t v = 0;
+	unsigned shift = 0;
+	const char *p = s;
+	bool digits = false;
+
+	if (!s)
+		return EINVAL;
+	for (; *p >= '0' && *p <= '9'; p++) {
+		digits = true;
+		if (v > (UINT64_MAX - (uint64_t)(*p - '0')) / 10)
+			return ERANGE;
+		v = v * 10 + (uint64_t)(*p - '0');
+	}
+	if (!digits)
+		return EINVAL;
+	switch (*p) {
+	case '\0':
+		break;
+	case 'k':
+	case 'K':
+		shift = 10;
+		break;
+	case 'm':
+	case 'M':
+		shift = 20;
+		break;
+	case 'g':
+	case 'G':
+		shift = 30;
+		break;
+	case 't':
+	case 'T':
+		shift = 40;
+		break;
+	case 'b':
+	case 'B':
+		if (p[1] != '\0')
+			return EINVAL;
+		break;
+	default:
+		return EINVAL;
+	}
+	if (shift) {
+		p++;
+		if (*p && strcasecmp(p, "b") != 0 && strcasecmp(p, "ib") != 0)
+			return EINVAL;
+		if (v > (UINT64_MAX >> shift))
+			return ERANGE;
+		v <<= shift;
+	}
+	*out = v;
+	return 0;
+}
+
+uint64_t util_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+char *util_strdup0(const char *s)
+{
+	return s ? strdup(s) : NULL;
+}

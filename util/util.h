@@ -1,0 +1,76 @@
+/*
+ * util: the few helpers that fs/, cache/ and s3/ all need.
+ *
+ * Logging goes to stderr until util_log_use_syslog() is called (the daemon
+ * switches once it detaches).  Messages must never carry secrets.
+ * util_buf is a growable byte buffer with a hard upper bound, used for HTTP
+ * bodies and strings built piecewise; it always keeps a NUL after the data.
+ */
+#ifndef S3PIPE_UTIL_H
+#define S3PIPE_UTIL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+enum util_log_level {
+	UTIL_LOG_ERROR = 0,
+	UTIL_LOG_WARN = 1,
+	UTIL_LOG_INFO = 2,
+	UTIL_LOG_DEBUG = 3,
+};
+
+void util_log_set_level(enum util_log_level level);
+enum util_log_level util_log_get_level(void);
+/* Send further messages to syslog (facility daemon) instead of stderr. */
+void util_log_use_syslog(void);
+void util_log(enum util_log_level level, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+#define util_error(...) util_log(UTIL_LOG_ERROR, __VA_ARGS__)
+#define util_warn(...)	util_log(UTIL_LOG_WARN, __VA_ARGS__)
+#define util_info(...)	util_log(UTIL_LOG_INFO, __VA_ARGS__)
+#define util_debug(...)                                                        \
+	do {                                                                   \
+		if (util_log_get_level() >= UTIL_LOG_DEBUG)                    \
+			util_log(UTIL_LOG_DEBUG, __VA_ARGS__);                 \
+	} while (0)
+
+/* Thread-safe description of an errno value, written into buf. */
+const char *util_strerror(int err, char *buf, size_t len);
+
+struct util_buf {
+	char
+	    *data; /* owned; NUL-terminated after len bytes; NULL while empty */
+	size_t len;
+	size_t cap;
+	size_t max; /* appends past this fail with EFBIG; 0 = no bound */
+};
+
+void util_buf_init(struct util_buf *b, size_t max);
+/* Returns 0, ENOMEM, or EFBIG when the bound would be passed. */
+int util_buf_append(struct util_buf *b, const void *data, size_t len);
+int util_buf_append_str(struct util_buf *b, const char *s);
+int util_buf_printf(struct util_buf *b, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+void util_buf_reset(struct util_buf *b);
+/* Hands the data to the caller (who frees it) and empties the buffer. */
+char *util_buf_take(struct util_buf *b);
+void util_buf_free(struct util_buf *b);
+
+/*
+ * Parses a byte size: digits with an optional K, M, G or T suffix (powers
+ * of 1024, case-insensitive, an optional trailing "B" or "iB").  Returns 0 or
+ * EINVAL / ERANGE.
+ */
+int util_parse_size(const char *s, uint64_t *out);
+/* Parses a whole decimal number within [min, max].  0, EINVAL or ERANGE. */
+int util_parse_uint(const char *s, uint64_t min, uint64_t max, uint64_t *out);
+
+/* Monotonic clock in nanoseconds. */
+uint64_t util_now_ns(void);
+
+/* strdup that returns NULL for NULL. */
+char *util_strdup0(const char *s);
+
+#endif
