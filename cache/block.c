@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "util/util.h"
 
@@ -51,7 +52,8 @@ static void table_grow(struct cache *c)
 
 static void table_remove(struct cache *c, struct cache_block *b)
 {
-	struct cache_block **pp = &c->table[hash_key(c->nbuckets, b->seg, b->index)];
+	struct cache_block **pp =
+	    &c->table[hash_key(c->nbuckets, b->seg, b->index)];
 
 	while (*pp && *pp != b)
 		pp = &(*pp)->hash_next;
@@ -112,13 +114,22 @@ static void lru_insert(struct cache *c, struct cache_block *b)
 	pthread_cond_broadcast(&c->memory);
 }
 
+static void buffer_put(struct cache *c, char *data, size_t cap)
+{
+	if (cap == c->conf.block_size && c->pool_count < c->pool_max) {
+		c->pool[c->pool_count++] = data;
+	} else {
+		free(data);
+		c->stats.used_bytes -= cap;
+	}
+	pthread_cond_broadcast(&c->memory);
+}
+
 static void block_free(struct cache *c, struct cache_block *b)
 {
-	c->stats.used_bytes -= b->len;
+	buffer_put(c, b->data, b->cap);
 	pthread_cond_destroy(&b->ready);
-	free(b->data);
 	free(b);
-	pthread_cond_broadcast(&c->memory);
 }
 
 /* Evicts the coldest idle block if the rules allow.  True if one went. */
@@ -135,10 +146,62 @@ static bool evict_one(struct cache *c, bool demand)
 	return true;
 }
 
+/* Whole blocks and near-whole ones get a pooled buffer; small objects
+ * get exactly what they need. */
+static size_t buffer_cap(const struct cache *c, size_t len)
+{
+	return len > c->conf.block_size / 2 ? c->conf.block_size : len;
+}
+
+/* Large buffers are 2 MiB aligned and asked to be backed by huge pages:
+ * the first fill then takes one fault per 2 MiB instead of one per 4 KiB. */
+static char *buffer_alloc(size_t cap)
+{
+	const size_t huge = 2u << 20;
+	void *p = NULL;
+
+	if (cap < huge)
+		return malloc(cap ? cap : 1);
+	if (posix_memalign(&p, huge, cap) != 0)
+		return NULL;
+	madvise(p, cap, MADV_HUGEPAGE);
+	return p;
+}
+
+/* A buffer of cap bytes within the budget, evicting as allowed. */
+static char *buffer_get(struct cache *c, size_t cap, bool demand)
+{
+	for (;;) {
+		char *p;
+
+		if (cap == c->conf.block_size && c->pool_count)
+			return c->pool[--c->pool_count];
+		if (c->stats.used_bytes + cap <= c->conf.budget_bytes) {
+			p = buffer_alloc(cap);
+			if (p) {
+				c->stats.used_bytes += cap;
+				if (c->stats.used_bytes > c->stats.peak_bytes)
+					c->stats.peak_bytes =
+					    c->stats.used_bytes;
+			}
+			return p;
+		}
+		if (c->pool_count) {
+			free(c->pool[--c->pool_count]);
+			c->stats.used_bytes -= c->conf.block_size;
+			continue;
+		}
+		if (!evict_one(c, demand))
+			return NULL;
+	}
+}
+
 bool cache_block_room(struct cache *c, size_t len, bool demand)
 {
-	uint64_t avail = c->conf.budget_bytes - c->stats.used_bytes;
+	uint64_t avail = c->conf.budget_bytes - c->stats.used_bytes +
+			 c->pool_count * c->conf.block_size;
 
+	len = buffer_cap(c, len);
 	if (len <= avail)
 		return true;
 	for (struct cache_block *b = c->lru_cold; b; b = b->lru_prev) {
@@ -158,15 +221,14 @@ struct cache_block *cache_block_create(struct cache *c,
 	struct cache_block *b;
 	size_t h;
 
-	if (len > c->conf.budget_bytes || !cache_block_room(c, len, demand))
+	if (buffer_cap(c, len) > c->conf.budget_bytes ||
+	    !cache_block_room(c, len, demand))
 		return NULL;
-	while (c->stats.used_bytes + len > c->conf.budget_bytes)
-		if (!evict_one(c, demand))
-			return NULL;
 	b = calloc(1, sizeof(*b));
 	if (!b)
 		return NULL;
-	b->data = malloc(len ? len : 1);
+	b->cap = buffer_cap(c, len);
+	b->data = buffer_get(c, b->cap, demand);
 	if (!b->data) {
 		free(b);
 		return NULL;
@@ -177,9 +239,6 @@ struct cache_block *cache_block_create(struct cache *c,
 	b->len = len;
 	b->state = BLOCK_FETCHING;
 	pthread_cond_init(&b->ready, NULL);
-	c->stats.used_bytes += len;
-	if (c->stats.used_bytes > c->stats.peak_bytes)
-		c->stats.peak_bytes = c->stats.used_bytes;
 	if (c->nblocks >= c->nbuckets * 2)
 		table_grow(c);
 	h = hash_key(c->nbuckets, seg, index);
@@ -269,7 +328,12 @@ struct cache *cache_create(const struct cache_conf *conf, struct s3_client *s3)
 	c->s3 = s3;
 	c->nbuckets = 1024;
 	c->table = calloc(c->nbuckets, sizeof(*c->table));
-	if (!c->table) {
+	c->pool_max =
+	    conf->block_size ? conf->budget_bytes / conf->block_size : 0;
+	c->pool = calloc(c->pool_max + 1, sizeof(*c->pool));
+	if (!c->table || !c->pool) {
+		free(c->table);
+		free(c->pool);
 		free(c);
 		errno = ENOMEM;
 		return NULL;
@@ -295,6 +359,9 @@ void cache_destroy(struct cache *c)
 		}
 	}
 	free(c->table);
+	while (c->pool_count)
+		free(c->pool[--c->pool_count]);
+	free(c->pool);
 	pthread_cond_destroy(&c->memory);
 	pthread_mutex_destroy(&c->lock);
 	free(c);

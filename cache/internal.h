@@ -13,8 +13,10 @@
  *   READY     yes       iff pins == 0    valid        when evicted
  *   FAILED    no        no               garbage      when pins drop to 0
  *
- *   - used_bytes is the sum of len over all allocated blocks and never
- *     exceeds budget_bytes.
+ *   - used_bytes is the sum of cap over all allocated blocks plus the
+ *     pooled buffers, and never exceeds budget_bytes.  Buffers of a whole
+ *     block are pooled on eviction and reused, so steady streaming touches
+ *     no new pages (no page faults, no kernel zeroing).
  *   - the LRU holds exactly the READY blocks with no pins; consumed blocks
  *     (a reader moved past them) go in at the cold end, others at the hot
  *     end; eviction takes from the cold end.
@@ -43,6 +45,7 @@ struct cache_block {
 	uint64_t index;			 /* key part 2: block within object */
 	char *data;
 	size_t len;
+	size_t cap; /* bytes of data counted against the budget */
 	enum cache_block_state state;
 	int error;
 	int pins;
@@ -64,6 +67,9 @@ struct cache {
 	size_t nblocks;
 	struct cache_block *lru_hot;
 	struct cache_block *lru_cold;
+	char **pool; /* free buffers of block_size bytes, kept to reuse */
+	size_t pool_count;
+	size_t pool_max;
 	struct cache_stats stats;
 };
 

@@ -168,6 +168,8 @@ int main(int argc, char **argv)
 			die("%s", err);
 	}
 	s3_region_resolve(opts.region, opts.profile, region, sizeof(region));
+	if (opts.fake)
+		return 0; /* mount -f: everything checked, nothing mounted */
 
 	if (!opts.foreground)
 		ready_fd = detach_with_handshake();

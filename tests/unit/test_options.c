@@ -1,0 +1,1125 @@
+/*
+ * Unit tests for fs/options.c: the command lines of s3pipe and mount.s3pipe.
+ *
+ * Every parse goes through run(), which copies the arguments, parses, then
+ * overwrites and frees the copies before any assertion, so a result that
+ * still pointed into argv would show up as garbage (or as a use-after-free
+ * under ASan).  Error cases compare the exact message and check the style
+ * rules: one line, no trailing period, no "s3pipe:" prefix.
+ */
+#include "config.h"
+
+#include "fs/options.h"
+
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#define MAX_ARGS 200
+
+static char err[512];
+
+/* Parses args (NULL-terminated, without argv[0]) into a fresh o. */
+static int run(bool helper, struct fs_options *o, const char *const *args)
+{
+	char *argv[MAX_ARGS + 1];
+	int argc = 0;
+	int rc, i;
+
+	argv[argc++] = strdup(helper ? "mount.s3pipe" : "s3pipe");
+	for (i = 0; args[i]; i++) {
+		assert_true(argc < MAX_ARGS);
+		argv[argc] = strdup(args[i]);
+		assert_non_null(argv[argc]);
+		argc++;
+	}
+	argv[argc] = NULL;
+	fs_options_init(o);
+	memset(err, 'Z', sizeof(err) - 1);
+	err[sizeof(err) - 1] = '\0';
+	rc = fs_options_parse(argc, argv, helper, o, err, sizeof(err));
+	for (i = 0; i < argc; i++) {
+		memset(argv[i], 'X', strlen(argv[i]));
+		free(argv[i]);
+	}
+	return rc;
+}
+
+#define ARGS(...) ((const char *const[]){__VA_ARGS__, NULL})
+
+/* Asserts parse succeeds; o is left for the caller to check and free. */
+#define OK(helper, o, ...)                                                     \
+	do {                                                                   \
+		int rc_ = run(helper, o, ARGS(__VA_ARGS__));                   \
+		if (rc_ != 0)                                                  \
+			print_error("unexpected failure: %s\n", err);          \
+		assert_int_equal(rc_, 0);                                      \
+	} while (0)
+
+static void check_style(const char *msg)
+{
+	size_t len = strlen(msg);
+
+	assert_true(len > 0);
+	assert_null(strchr(msg, '\n'));
+	/* no trailing period ("s3://..." is an ellipsis, not a period) */
+	if (len < 3 || strcmp(msg + len - 3, "...") != 0)
+		assert_int_not_equal(msg[len - 1], '.');
+	assert_true(strncmp(msg, "s3pipe:", 7) != 0);
+	/* lowercase start, except where the message starts with an option */
+	assert_false(msg[0] >= 'A' && msg[0] <= 'Z');
+}
+
+static void expect_error_v(bool helper, const char *msg,
+			   const char *const *args)
+{
+	struct fs_options o;
+	int rc = run(helper, &o, args);
+
+	if (rc != EINVAL || strcmp(err, msg) != 0)
+		print_error("rc %d, got '%s', want '%s'\n", rc, err, msg);
+	assert_int_equal(rc, EINVAL);
+	assert_string_equal(err, msg);
+	check_style(err);
+	fs_options_free(&o);
+}
+
+#define ERR(helper, msg, ...) expect_error_v(helper, msg, ARGS(__VA_ARGS__))
+
+/* As ERR but only the start of the message is ours (s3/uri.c writes the
+ * rest). */
+static void expect_error_prefix_v(bool helper, const char *prefix,
+				  const char *const *args)
+{
+	struct fs_options o;
+	int rc = run(helper, &o, args);
+
+	assert_int_equal(rc, EINVAL);
+	if (strncmp(err, prefix, strlen(prefix)) != 0)
+		print_error("got '%s', want prefix '%s'\n", err, prefix);
+	assert_true(strncmp(err, prefix, strlen(prefix)) == 0);
+	check_style(err);
+	fs_options_free(&o);
+}
+
+#define ERR_PREFIX(helper, prefix, ...)                                        \
+	expect_error_prefix_v(helper, prefix, ARGS(__VA_ARGS__))
+
+#define CHANNEL_HINT "invalid channel name '%s': use 1-64 of A-Z a-z 0-9 . - _"
+
+/* ---- defaults and the issue's examples ---- */
+
+static void test_defaults(void **state)
+{
+	struct fs_options o;
+
+	fs_options_init(&o);
+	assert_int_equal(o.nchannels, 0);
+	assert_null(o.mountpoint);
+	assert_null(o.endpoint_url);
+	assert_null(o.region);
+	assert_null(o.profile);
+	assert_null(o.ca_bundle);
+	assert_false(o.no_sign_request);
+	assert_false(o.force_path_style);
+	assert_false(o.no_verify_ssl);
+	assert_int_equal(o.cache_size, 256ULL << 20);
+	assert_int_equal(o.part_size, 8ULL << 20);
+	assert_int_equal(o.max_connections, 16);
+	assert_int_equal(o.max_retries, 5);
+	assert_int_equal(o.stall_timeout, 30);
+	assert_int_equal(o.epochs, 0);
+	assert_int_equal(o.seek, FS_SEEK_REJECT);
+	assert_false(o.foreground);
+	assert_false(o.debug);
+	assert_false(o.allow_other);
+	assert_false(o.uid_set);
+	assert_false(o.gid_set);
+	assert_false(o.fake);
+	assert_false(o.help);
+	assert_false(o.version);
+	fs_options_free(&o);
+}
+
+static void test_defaults_after_parse(void **state)
+{
+	struct fs_options o;
+
+	OK(false, &o, "train=s3://bucket", "/mnt");
+	assert_int_equal(o.cache_size, 256ULL << 20);
+	assert_int_equal(o.part_size, 8ULL << 20);
+	assert_int_equal(o.max_connections, 16);
+	assert_int_equal(o.max_retries, 5);
+	assert_int_equal(o.stall_timeout, 30);
+	assert_int_equal(o.epochs, 0);
+	assert_int_equal(o.seek, FS_SEEK_REJECT);
+	assert_false(o.foreground);
+	assert_int_equal(o.nchannels, 1);
+	assert_string_equal(o.channels[0].bucket, "bucket");
+	assert_string_equal(o.channels[0].prefix, "");
+	fs_options_free(&o);
+}
+
+static void test_issue_s3pipe(void **state)
+{
+	struct fs_options o;
+
+	OK(false, &o, "--endpoint-url", "http://127.0.0.1:9000",
+	   "train=s3://bucket/data/train/", "validation=s3://bucket/data/val/",
+	   "/opt/ml/input/data");
+	assert_string_equal(o.endpoint_url, "http://127.0.0.1:9000");
+	assert_int_equal(o.nchannels, 2);
+	assert_string_equal(o.channels[0].name, "train");
+	assert_string_equal(o.channels[0].uri, "s3://bucket/data/train/");
+	assert_string_equal(o.channels[0].bucket, "bucket");
+	assert_string_equal(o.channels[0].prefix, "data/train/");
+	assert_string_equal(o.channels[1].name, "validation");
+	assert_string_equal(o.channels[1].uri, "s3://bucket/data/val/");
+	assert_string_equal(o.channels[1].bucket, "bucket");
+	assert_string_equal(o.channels[1].prefix, "data/val/");
+	assert_string_equal(o.mountpoint, "/opt/ml/input/data");
+	assert_false(o.help);
+	fs_options_free(&o);
+}
+
+static void test_issue_mount_helper(void **state)
+{
+	struct fs_options o;
+
+	OK(true, &o, "s3://bucket/data/train/", "/mnt/train", "-o",
+	   "channel=train,region=eu-west-1,cache_size=512M");
+	assert_int_equal(o.nchannels, 1);
+	assert_string_equal(o.channels[0].name, "train");
+	assert_string_equal(o.channels[0].uri, "s3://bucket/data/train/");
+	assert_string_equal(o.channels[0].bucket, "bucket");
+	assert_string_equal(o.channels[0].prefix, "data/train/");
+	assert_string_equal(o.mountpoint, "/mnt/train");
+	assert_string_equal(o.region, "eu-west-1");
+	assert_int_equal(o.cache_size, 512ULL << 20);
+	assert_false(o.foreground);
+	assert_false(o.fake);
+	fs_options_free(&o);
+}
+
+static void test_fstab_style(void **state)
+{
+	struct fs_options o;
+
+	OK(true, &o, "s3://bucket/data/train/", "/mnt/train", "-o",
+	   "rw,_netdev,channel=train,allow_other");
+	assert_string_equal(o.channels[0].name, "train");
+	assert_true(o.allow_other);
+	assert_string_equal(o.mountpoint, "/mnt/train");
+	fs_options_free(&o);
+
+	/* as util-linux mount(8) runs it: flags before -o */
+	OK(true, &o, "s3://bucket/data/val", "/mnt/val", "-n", "-o",
+	   "rw,_netdev,channel=validation,allow_other");
+	assert_string_equal(o.channels[0].name, "validation");
+	assert_string_equal(o.channels[0].prefix, "data/val");
+	assert_true(o.read_only_fake);
+	fs_options_free(&o);
+
+	/* every keyword fstab or mount may hand us */
+	OK(true, &o, "s3://bucket", "/mnt", "-o",
+	   "_netdev,auto,noauto,user,users,nofail,defaults,rw,ro,nouser,exec,"
+	   "noexec,suid,nosuid,dev,nodev,owner,group,x-systemd.automount,"
+	   "x-systemd.idle-timeout=60,comment=hello,user=alice");
+	assert_string_equal(o.channels[0].name, "train");
+	assert_false(o.allow_other);
+	assert_int_equal(o.cache_size, 256ULL << 20);
+	fs_options_free(&o);
+
+	/* the keywords are harmless on s3pipe's own command line too */
+	OK(false, &o, "-o", "defaults,_netdev", "a=s3://bucket", "/mnt");
+	assert_int_equal(o.nchannels, 1);
+	fs_options_free(&o);
+}
+
+static void test_helper_default_channel(void **state)
+{
+	struct fs_options o;
+
+	OK(true, &o, "s3://my.bucket-1/x/y", "/mnt/x");
+	assert_string_equal(o.channels[0].name, "train");
+	assert_string_equal(o.channels[0].bucket, "my.bucket-1");
+	assert_string_equal(o.channels[0].prefix, "x/y");
+	fs_options_free(&o);
+}
+
+/* ---- every option, every form ---- */
+
+static void check_all_set(const struct fs_options *o)
+{
+	assert_string_equal(o->endpoint_url, "https://s3.example.com:8443");
+	assert_string_equal(o->region, "eu-west-1");
+	assert_string_equal(o->profile, "dev");
+	assert_string_equal(o->ca_bundle, "/etc/ssl/ca.pem");
+	assert_true(o->no_sign_request);
+	assert_true(o->force_path_style);
+	assert_true(o->no_verify_ssl);
+	assert_int_equal(o->cache_size, 1ULL << 30);
+	assert_int_equal(o->part_size, 16ULL << 20);
+	assert_int_equal(o->max_connections, 64);
+	assert_int_equal(o->max_retries, 0);
+	assert_int_equal(o->stall_timeout, 90);
+	assert_int_equal(o->epochs, 3);
+	assert_int_equal(o->seek, FS_SEEK_EMULATE);
+	assert_true(o->uid_set);
+	assert_int_equal(o->uid, 1000);
+	assert_true(o->gid_set);
+	assert_int_equal(o->gid, 1001);
+	assert_true(o->allow_other);
+	assert_true(o->foreground);
+	assert_false(o->debug);
+	assert_int_equal(o->nchannels, 1);
+	assert_string_equal(o->mountpoint, "/mnt");
+}
+
+static void test_all_long_space(void **state)
+{
+	struct fs_options o;
+
+	OK(false, &o, "--endpoint-url", "https://s3.example.com:8443/",
+	   "--region", "eu-west-1", "--profile", "dev", "--no-sign-request",
+	   "--force-path-style", "--no-verify-ssl", "--ca-bundle",
+	   "/etc/ssl/ca.pem", "--cache-size", "1G", "--part-size", "16M",
+	   "--max-connections", "64", "--max-retries", "0", "--stall-timeout",
+	   "90", "--epochs", "3", "--seek", "emulate", "--uid", "1000", "--gid",
+	   "1001", "--allow-other", "--foreground", "c=s3://bucket", "/mnt");
+	check_all_set(&o);
+	fs_options_free(&o);
+}
+
+static void test_all_long_equals(void **state)
+{
+	struct fs_options o;
+
+	OK(false, &o, "--endpoint-url=https://s3.example.com:8443",
+	   "--region=eu-west-1", "--profile=dev", "--no-sign-request",
+	   "--force-path-style", "--no-verify-ssl",
+	   "--ca-bundle=/etc/ssl/ca.pem", "--cache-size=1G", "--part-size=16M",
+	   "--max-connections=64", "--max-retries=0", "--stall-timeout=90",
+	   "--epochs=3", "--seek=emulate", "--uid=1000", "--gid=1001",
+	   "--allow-other", "-f", "c=s3://bucket", "/mnt");
+	check_all_set(&o);
+	fs_options_free(&o);
+}
+
+static void test_all_o_one_list(void **state)
+{
+	struct fs_options o;
+
+	OK(false, &o, "-o",
+	   "endpoint_url=https://s3.example.com:8443/,region=eu-west-1,"
+	   "profile=dev,no_sign_request,force_path_style,no_verify_ssl,"
+	   "ca_bundle=/etc/ssl/ca.pem,cache_size=1G,part_size=16M,"
+	   "max_connections=64,max_retries=0,stall_timeout=90,epochs=3,"
+	   "seek=emulate,uid=1000,gid=1001,allow_other,foreground",
+	   "c=s3://bucket", "/mnt");
+	check_all_set(&o);
+	fs_options_free(&o);
+
+	/* the same list through mount.s3pipe */
+	OK(true, &o, "s3://bucket", "/mnt", "-o",
+	   "endpoint_url=https://s3.example.com:8443/,region=eu-west-1,"
+	   "profile=dev,no_sign_request,force_path_style,no_verify_ssl,"
+	   "ca_bundle=/etc/ssl/ca.pem,cache_size=1G,part_size=16M,"
+	   "max_connections=64,max_retries=0,stall_timeout=90,epochs=3,"
+	   "seek=emulate,uid=1000,gid=1001,allow_other,foreground");
+	check_all_set(&o);
+	fs_options_free(&o);
+}
+
+static void test_all_o_many(void **state)
+{
+	struct fs_options o;
+
+	/* several -o, dashes in -o names, attached -oVALUE */
+	OK(false, &o, "-o", "endpoint-url=https://s3.example.com:8443",
+	   "-oregion=eu-west-1", "-o", "profile=dev", "-o", "no-sign-request",
+	   "-o", "force_path_style,no_verify_ssl", "-o",
+	   "ca-bundle=/etc/ssl/ca.pem", "-o", "cache-size=1G", "-o",
+	   "part_size=16M", "-o", "max-connections=64", "-o", "max_retries=0",
+	   "-o", "stall-timeout=90", "-o", "epochs=3", "-o", "seek=emulate",
+	   "-o", "uid=1000", "-o", "gid=1001", "-o", "allow-other", "-o",
+	   "foreground", "c=s3://bucket", "/mnt");
+	check_all_set(&o);
+	fs_options_free(&o);
+}
+
+static void test_underscores_in_long(void **state)
+{
+	struct fs_options o;
+
+	OK(false, &o, "--cache_size", "64M", "--allow_other",
+	   "--no_sign-request", "--max_connections=2", "a=s3://bucket", "/mnt");
+	assert_int_equal(o.cache_size, 64ULL << 20);
+	assert_true(o.allow_other);
+	assert_true(o.no_sign_request);
+	assert_int_equal(o.max_connections, 2);
+	fs_options_free(&o);
+}
+
+static void test_debug(void **state)
+{
+	struct fs_options o;
+
+	OK(false, &o, "-d", "a=s3://bucket", "/mnt");
+	assert_true(o.debug);
+	assert_true(o.foreground);
+	fs_options_free(&o);
+
+	OK(false, &o, "--debug", "a=s3://bucket", "/mnt");
+	assert_true(o.debug);
+	assert_true(o.foreground);
+	fs_options_free(&o);
+
+	OK(true, &o, "s3://bucket", "/mnt", "-o", "debug");
+	assert_true(o.debug);
+	assert_true(o.foreground);
+	assert_false(o.fake);
+	fs_options_free(&o);
+
+	OK(false, &o, "-fd", "a=s3://bucket", "/mnt");
+	assert_true(o.debug);
+	assert_true(o.foreground);
+	fs_options_free(&o);
+}
+
+static void test_sizes(void **state)
+{
+	static const struct {
+		const char *text;
+		uint64_t value;
+	} cases[] = {
+	    {"64K", 64ULL << 10}, {"64k", 64ULL << 10}, {"65536", 65536},
+	    {"8M", 8ULL << 20},	  {"8MiB", 8ULL << 20}, {"1G", 1ULL << 30},
+	    {"1g", 1ULL << 30},	  {"100000", 100000},
+	};
+	struct fs_options o;
+	size_t i;
+
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		OK(false, &o, "--part-size", cases[i].text, "--cache-size",
+		   "4G", "a=s3://bucket", "/mnt");
+		assert_int_equal(o.part_size, cases[i].value);
+		fs_options_free(&o);
+	}
+	OK(false, &o, "--cache-size", "2T", "a=s3://bucket", "/mnt");
+	assert_int_equal(o.cache_size, 2ULL << 40);
+	fs_options_free(&o);
+}
+
+static void test_limits_accepted(void **state)
+{
+	struct fs_options o;
+
+	OK(false, &o, "--part-size", "64K", "--cache-size", "128K",
+	   "--max-connections", "1", "--max-retries", "20", "--stall-timeout",
+	   "1", "--epochs", "4294967295", "--uid", "0", "--gid", "0",
+	   "a=s3://bucket", "/mnt");
+	assert_int_equal(o.part_size, 64ULL << 10);
+	assert_int_equal(o.cache_size, 128ULL << 10);
+	assert_int_equal(o.max_connections, 1);
+	assert_int_equal(o.max_retries, 20);
+	assert_int_equal(o.stall_timeout, 1);
+	assert_int_equal(o.epochs, 4294967295U);
+	assert_true(o.uid_set);
+	assert_int_equal(o.uid, 0);
+	assert_true(o.gid_set);
+	fs_options_free(&o);
+
+	OK(false, &o, "--part-size", "1G", "--cache-size", "2G",
+	   "--max-connections", "256", "--stall-timeout", "3600", "--uid",
+	   "4294967294", "a=s3://bucket", "/mnt");
+	assert_int_equal(o.part_size, 1ULL << 30);
+	assert_int_equal(o.max_connections, 256);
+	assert_int_equal(o.stall_timeout, 3600);
+	assert_int_equal(o.uid, (uid_t)4294967294U);
+	fs_options_free(&o);
+}
+
+static void test_seek_reject(void **state)
+{
+	struct fs_options o;
+
+	OK(false, &o, "--seek", "emulate", "--seek=reject", "a=s3://bucket",
+	   "/mnt");
+	assert_int_equal(o.seek, FS_SEEK_REJECT);
+	fs_options_free(&o);
+}
+
+static void test_last_wins(void **state)
+{
+	struct fs_options o;
+
+	OK(false, &o, "--region", "us-east-1", "-o", "region=eu-west-1",
+	   "--region=ap-south-1", "--profile", "a", "--profile", "b",
+	   "--cache-size", "1G", "--cache-size", "32M", "a=s3://bucket",
+	   "/mnt");
+	assert_string_equal(o.region, "ap-south-1");
+	assert_string_equal(o.profile, "b");
+	assert_int_equal(o.cache_size, 32ULL << 20);
+	fs_options_free(&o);
+
+	OK(true, &o, "s3://bucket", "/mnt", "-o", "channel=a,channel=b");
+	assert_string_equal(o.channels[0].name, "b");
+	fs_options_free(&o);
+}
+
+static void test_endpoint_forms(void **state)
+{
+	static const struct {
+		const char *in;
+		const char *out;
+	} cases[] = {
+	    {"http://localhost", "http://localhost"},
+	    {"http://localhost/", "http://localhost"},
+	    {"https://s3.eu-west-1.amazonaws.com",
+	     "https://s3.eu-west-1.amazonaws.com"},
+	    {"http://127.0.0.1:9000/", "http://127.0.0.1:9000"},
+	    {"http://[::1]:9000", "http://[::1]:9000"},
+	    {"http://[::1]", "http://[::1]"},
+	};
+	struct fs_options o;
+	size_t i;
+
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		OK(false, &o, "--endpoint-url", cases[i].in, "a=s3://bucket",
+		   "/mnt");
+		assert_string_equal(o.endpoint_url, cases[i].out);
+		fs_options_free(&o);
+	}
+}
+
+/* ---- positionals ---- */
+
+static void test_options_anywhere(void **state)
+{
+	struct fs_options o;
+
+	OK(false, &o, "a=s3://bucket/x", "--region", "r1", "b=s3://bucket/y",
+	   "/mnt", "-f", "-o", "allow_other");
+	assert_int_equal(o.nchannels, 2);
+	assert_string_equal(o.channels[1].name, "b");
+	assert_string_equal(o.region, "r1");
+	assert_true(o.foreground);
+	assert_true(o.allow_other);
+	assert_string_equal(o.mountpoint, "/mnt");
+	fs_options_free(&o);
+
+	OK(true, &o, "-o", "channel=val", "s3://bucket/v", "--region=r2",
+	   "/mnt/v");
+	assert_string_equal(o.channels[0].name, "val");
+	assert_string_equal(o.region, "r2");
+	assert_string_equal(o.mountpoint, "/mnt/v");
+	fs_options_free(&o);
+}
+
+static void test_double_dash(void **state)
+{
+	struct fs_options o;
+
+	OK(false, &o, "-f", "--", "a=s3://bucket", "-mnt");
+	assert_true(o.foreground);
+	assert_string_equal(o.mountpoint, "-mnt");
+	fs_options_free(&o);
+
+	OK(true, &o, "--", "s3://bucket", "-mnt");
+	assert_string_equal(o.mountpoint, "-mnt");
+	fs_options_free(&o);
+}
+
+static void test_mountpoint_with_equals(void **state)
+{
+	struct fs_options o;
+
+	OK(false, &o, "a=s3://bucket", "/mnt/x=y");
+	assert_string_equal(o.mountpoint, "/mnt/x=y");
+	fs_options_free(&o);
+}
+
+static void test_max_channels(void **state)
+{
+	const char *args[FS_MAX_CHANNELS + 3];
+	char names[FS_MAX_CHANNELS + 1][32];
+	struct fs_options o;
+	int i;
+
+	for (i = 0; i <= FS_MAX_CHANNELS; i++) {
+		snprintf(names[i], sizeof(names[i]), "c%d=s3://bucket/%d", i,
+			 i);
+		args[i] = names[i];
+	}
+	/* exactly the maximum works */
+	args[FS_MAX_CHANNELS] = "/mnt";
+	args[FS_MAX_CHANNELS + 1] = NULL;
+	assert_int_equal(run(false, &o, args), 0);
+	assert_int_equal(o.nchannels, FS_MAX_CHANNELS);
+	assert_string_equal(o.channels[FS_MAX_CHANNELS - 1].name, "c63");
+	assert_string_equal(o.channels[FS_MAX_CHANNELS - 1].prefix, "63");
+	fs_options_free(&o);
+
+	/* one more does not */
+	args[FS_MAX_CHANNELS] = names[FS_MAX_CHANNELS];
+	args[FS_MAX_CHANNELS + 1] = "/mnt";
+	args[FS_MAX_CHANNELS + 2] = NULL;
+	expect_error_v(false, "too many channels: at most 64", args);
+}
+
+static void test_escaped_comma(void **state)
+{
+	struct fs_options o;
+
+	OK(false, &o, "-o", "ca_bundle=/etc/a\\,b.pem,allow_other,,", "-o",
+	   ",profile=x\\\\y", "a=s3://bucket", "/mnt");
+	assert_string_equal(o.ca_bundle, "/etc/a,b.pem");
+	assert_string_equal(o.profile, "x\\y");
+	assert_true(o.allow_other);
+	fs_options_free(&o);
+}
+
+/* ---- mount(8) helper flags ---- */
+
+static void test_helper_flags(void **state)
+{
+	struct fs_options o;
+
+	OK(true, &o, "s3://bucket", "/mnt", "-s", "-n", "-v");
+	assert_true(o.read_only_fake);
+	assert_false(o.fake);
+	assert_false(o.foreground);
+	fs_options_free(&o);
+
+	/* -f from mount(8) is "fake", never foreground */
+	OK(true, &o, "s3://bucket", "/mnt", "-f");
+	assert_true(o.fake);
+	assert_false(o.foreground);
+	fs_options_free(&o);
+
+	OK(true, &o, "s3://bucket", "/mnt", "-sfnv", "-o", "channel=t");
+	assert_true(o.fake);
+	assert_true(o.read_only_fake);
+	assert_false(o.foreground);
+	assert_string_equal(o.channels[0].name, "t");
+	fs_options_free(&o);
+
+	/* -t type.subtype is accepted and ignored, attached or not */
+	OK(true, &o, "s3://bucket", "/mnt", "-t", "fuse.s3pipe", "-o", "ro");
+	assert_int_equal(o.nchannels, 1);
+	fs_options_free(&o);
+	OK(true, &o, "s3://bucket", "/mnt", "-ts3pipe");
+	assert_int_equal(o.nchannels, 1);
+	fs_options_free(&o);
+
+	/* foreground for the helper is spelled out */
+	OK(true, &o, "s3://bucket", "/mnt", "-o", "foreground");
+	assert_true(o.foreground);
+	assert_false(o.fake);
+	fs_options_free(&o);
+	OK(true, &o, "s3://bucket", "/mnt", "--foreground");
+	assert_true(o.foreground);
+	fs_options_free(&o);
+
+	/* for s3pipe itself -f is foreground */
+	OK(false, &o, "-f", "a=s3://bucket", "/mnt");
+	assert_true(o.foreground);
+	assert_false(o.fake);
+	fs_options_free(&o);
+}
+
+static void test_helper_flag_errors(void **state)
+{
+	ERR(true,
+	    "option -N (mount in another namespace) is not supported: run "
+	    "mount.s3pipe inside that namespace",
+	    "s3://bucket", "/mnt", "-N", "/proc/1/ns/mnt");
+	ERR(true, "option -t needs a value", "s3://bucket", "/mnt", "-t");
+	/* mount's flags mean nothing to s3pipe itself */
+	ERR(false, "unknown option '-s' (see s3pipe --help)", "-s",
+	    "a=s3://bucket", "/mnt");
+	ERR(false, "unknown option '-v' (see s3pipe --help)", "-v",
+	    "a=s3://bucket", "/mnt");
+	ERR(false, "unknown option '-n' (see s3pipe --help)", "-fn",
+	    "a=s3://bucket", "/mnt");
+}
+
+/* ---- --help and --version ---- */
+
+static void test_help_version(void **state)
+{
+	struct fs_options o;
+
+	OK(false, &o, "--help");
+	assert_true(o.help);
+	assert_false(o.version);
+	assert_int_equal(o.nchannels, 0);
+	fs_options_free(&o);
+
+	OK(false, &o, "-h");
+	assert_true(o.help);
+	fs_options_free(&o);
+
+	OK(false, &o, "--version");
+	assert_true(o.version);
+	assert_false(o.help);
+	fs_options_free(&o);
+
+	OK(false, &o, "-V");
+	assert_true(o.version);
+	fs_options_free(&o);
+
+	/* once seen, the rest of the line does not matter */
+	OK(false, &o, "a=s3://bucket", "--help", "--bogus", "x", "y");
+	assert_true(o.help);
+	fs_options_free(&o);
+
+	OK(true, &o, "-h");
+	assert_true(o.help);
+	fs_options_free(&o);
+
+	OK(true, &o, "-o", "version");
+	assert_true(o.version);
+	fs_options_free(&o);
+
+	/* an error before --help still counts */
+	ERR(false, "unknown option '--bogus' (see s3pipe --help)", "--bogus",
+	    "--help");
+}
+
+static char *usage_text(const char *progname)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	assert_non_null(f);
+	fs_options_usage(f, progname);
+	assert_int_equal(fclose(f), 0);
+	assert_non_null(buf);
+	return buf;
+}
+
+static void test_usage(void **state)
+{
+	static const char *const expect[] = {
+	    "--endpoint-url URL",
+	    "--region REGION",
+	    "--profile NAME",
+	    "--no-sign-request",
+	    "--force-path-style",
+	    "--no-verify-ssl",
+	    "--ca-bundle FILE",
+	    "--cache-size SIZE",
+	    "--part-size SIZE",
+	    "--max-connections N",
+	    "--max-retries N",
+	    "--stall-timeout SECONDS",
+	    "--epochs N",
+	    "--seek MODE",
+	    "--uid N",
+	    "--gid N",
+	    "--allow-other",
+	    "-f, --foreground",
+	    "-d, --debug",
+	    "--channel NAME",
+	    "-h, --help",
+	    "-V, --version",
+	    "-o OPTS",
+	    "mount.s3pipe",
+	    "(default 256M)",
+	    "(default 8M)",
+	    "(default 16)",
+	    "(default 5)",
+	    "(default 30)",
+	    "(default reject)",
+	};
+	char *text = usage_text("/usr/bin/s3pipe");
+	const char *line;
+	size_t i, len;
+
+	for (i = 0; i < sizeof(expect) / sizeof(expect[0]); i++) {
+		if (!strstr(text, expect[i]))
+			print_error("usage lacks '%s'\n", expect[i]);
+		assert_non_null(strstr(text, expect[i]));
+	}
+	assert_true(strncmp(text, "Usage: s3pipe [OPTIONS] NAME=", 29) == 0);
+	/* wrapped for an 80-column terminal */
+	for (line = text; *line; line += len + (line[len] == '\n')) {
+		len = strcspn(line, "\n");
+		if (len > 79)
+			print_error("long line: %.*s\n", (int)len, line);
+		assert_true(len <= 79);
+	}
+	free(text);
+
+	text = usage_text("/sbin/mount.s3pipe");
+	assert_true(strncmp(text, "Usage: mount.s3pipe s3://", 25) == 0);
+	free(text);
+
+	text = usage_text(NULL);
+	assert_true(strncmp(text, "Usage: s3pipe ", 14) == 0);
+	free(text);
+}
+
+/* ---- channel names ---- */
+
+static void test_channel_name_valid(void **state)
+{
+	char n64[65], n65[66];
+
+	memset(n64, 'a', 64);
+	n64[64] = '\0';
+	memset(n65, 'a', 65);
+	n65[65] = '\0';
+	assert_true(fs_channel_name_valid("train"));
+	assert_true(fs_channel_name_valid("a"));
+	assert_true(fs_channel_name_valid("Train-2.v_1"));
+	assert_true(fs_channel_name_valid("0"));
+	assert_true(fs_channel_name_valid(n64));
+	assert_false(fs_channel_name_valid(n65));
+	assert_false(fs_channel_name_valid(""));
+	assert_false(fs_channel_name_valid(NULL));
+	assert_false(fs_channel_name_valid("a b"));
+	assert_false(fs_channel_name_valid("a/b"));
+	assert_false(fs_channel_name_valid("a=b"));
+	assert_false(fs_channel_name_valid("tr\xc3\xa4in"));
+	assert_false(fs_channel_name_valid("x\n"));
+}
+
+/* ---- errors ---- */
+
+static void test_errors_issue(void **state)
+{
+	ERR(false, "unknown option '--foo' (see s3pipe --help)", "--foo",
+	    "a=s3://bucket", "/mnt");
+	ERR(false, "invalid channel name 'a b': use 1-64 of A-Z a-z 0-9 . - _",
+	    "a b=s3://bucket", "/mnt");
+	ERR(false, "option --cache-size needs a value", "a=s3://bucket", "/mnt",
+	    "--cache-size");
+	ERR(false, "invalid size '12X' for --cache-size", "--cache-size", "12X",
+	    "a=s3://bucket", "/mnt");
+	ERR(false, "no mountpoint given", "train=s3://bucket/data");
+	ERR(false, "no mountpoint given", "a=s3://bucket", "b=s3://bucket");
+	ERR(false, "no channel given: expected NAME=s3://BUCKET[/PREFIX]",
+	    "/mnt");
+	ERR(false, "no channel given: expected NAME=s3://BUCKET[/PREFIX]",
+	    "--region", "x");
+	ERR(false, "duplicate channel 'train'", "train=s3://bucket/a",
+	    "train=s3://bucket/b", "/mnt");
+	ERR(false, "--seek must be reject or emulate", "--seek", "random",
+	    "a=s3://bucket", "/mnt");
+	ERR(false,
+	    "option 'channel' is only for mount.s3pipe; name channels as "
+	    "NAME=s3://...",
+	    "-o", "channel=train", "a=s3://bucket", "/mnt");
+	ERR(false,
+	    "option 'channel' is only for mount.s3pipe; name channels as "
+	    "NAME=s3://...",
+	    "--channel", "train", "a=s3://bucket", "/mnt");
+}
+
+static void test_errors_forms(void **state)
+{
+	/* the message names the option the way it was written */
+	ERR(false, "unknown option '--foo' (see s3pipe --help)", "--foo=bar",
+	    "a=s3://bucket", "/mnt");
+	ERR(false, "unknown option '-x' (see s3pipe --help)", "-x",
+	    "a=s3://bucket", "/mnt");
+	ERR(false, "unknown option 'foo' in -o (see s3pipe --help)", "-o",
+	    "allow_other,foo=1", "a=s3://bucket", "/mnt");
+	ERR(true, "unknown option 'bogus' in -o (see mount.s3pipe --help)",
+	    "s3://bucket", "/mnt", "-o", "rw,bogus");
+	ERR(true, "unknown option '--foo' (see mount.s3pipe --help)",
+	    "s3://bucket", "/mnt", "--foo");
+	ERR(false, "option --cache-size needs a value",
+	    "--cache-size=", "a=s3://bucket", "/mnt");
+	ERR(false, "option -o cache_size needs a value", "-o", "cache_size",
+	    "a=s3://bucket", "/mnt");
+	ERR(false, "option -o region needs a value", "-o",
+	    "region=", "a=s3://bucket", "/mnt");
+	ERR(false, "option --region needs a value", "a=s3://bucket", "/mnt",
+	    "--region");
+	ERR(false, "invalid size '12X' for -o cache_size", "-o",
+	    "cache-size=12X", "a=s3://bucket", "/mnt");
+	ERR(false, "-o seek must be reject or emulate", "-o", "seek=Emulate",
+	    "a=s3://bucket", "/mnt");
+	ERR(false, "option --allow-other takes no value", "--allow-other=yes",
+	    "a=s3://bucket", "/mnt");
+	ERR(false, "option -o allow_other takes no value", "-o",
+	    "allow_other=1", "a=s3://bucket", "/mnt");
+	ERR(false, "option --debug takes no value", "--debug=1",
+	    "a=s3://bucket", "/mnt");
+	ERR(false, "option -o needs a value", "a=s3://bucket", "/mnt", "-o");
+	/* control characters never reach the message */
+	ERR(false, "unknown option '--fo?o' (see s3pipe --help)", "--fo\no",
+	    "a=s3://bucket", "/mnt");
+}
+
+static void test_errors_numbers(void **state)
+{
+	ERR(false, "invalid size '-1' for --cache-size", "--cache-size", "-1",
+	    "a=s3://bucket", "/mnt");
+	ERR(false, "option --part-size needs a value", "--part-size", "",
+	    "a=s3://bucket", "/mnt");
+	ERR(false, "invalid size '8X' for --part-size", "--part-size", "8X",
+	    "a=s3://bucket", "/mnt");
+	ERR(false, "--part-size must be between 64K and 1G", "--part-size",
+	    "32K", "a=s3://bucket", "/mnt");
+	ERR(false, "size '2G' for --part-size is too large: at most 1G",
+	    "--part-size", "2G", "--cache-size", "8G", "a=s3://bucket", "/mnt");
+	ERR(false, "size '99999999999999999999' for --cache-size is too large",
+	    "--cache-size", "99999999999999999999", "a=s3://bucket", "/mnt");
+	ERR(false, "--max-connections must be between 1 and 256",
+	    "--max-connections", "0", "a=s3://bucket", "/mnt");
+	ERR(false, "--max-connections must be between 1 and 256",
+	    "--max-connections=257", "a=s3://bucket", "/mnt");
+	ERR(false, "invalid number 'many' for --max-connections",
+	    "--max-connections", "many", "a=s3://bucket", "/mnt");
+	ERR(false, "invalid number '4k' for -o max_connections", "-o",
+	    "max_connections=4k", "a=s3://bucket", "/mnt");
+	ERR(false, "--max-retries must be between 0 and 20", "--max-retries",
+	    "21", "a=s3://bucket", "/mnt");
+	ERR(false, "--stall-timeout must be between 1 and 3600",
+	    "--stall-timeout", "0", "a=s3://bucket", "/mnt");
+	ERR(false, "--stall-timeout must be between 1 and 3600",
+	    "--stall-timeout", "3601", "a=s3://bucket", "/mnt");
+	ERR(false, "invalid number '-1' for --epochs", "--epochs", "-1",
+	    "a=s3://bucket", "/mnt");
+	ERR(false, "--epochs must be between 0 and 4294967295", "--epochs",
+	    "4294967296", "a=s3://bucket", "/mnt");
+	ERR(false, "invalid number '-1' for --uid", "--uid", "-1",
+	    "a=s3://bucket", "/mnt");
+	ERR(false, "--uid must be between 0 and 4294967294", "--uid",
+	    "4294967295", "a=s3://bucket", "/mnt");
+	ERR(false, "invalid number 'root' for -o gid", "-o", "gid=root",
+	    "a=s3://bucket", "/mnt");
+}
+
+static void test_errors_cache_vs_part(void **state)
+{
+	struct fs_options o;
+
+	ERR(false,
+	    "--cache-size (8M) must be at least twice --part-size (8M): raise "
+	    "--cache-size or lower --part-size",
+	    "--cache-size", "8M", "a=s3://bucket", "/mnt");
+	ERR(false,
+	    "--cache-size (256M) must be at least twice --part-size (512M): "
+	    "raise --cache-size or lower --part-size",
+	    "--part-size", "512M", "a=s3://bucket", "/mnt");
+	ERR(true,
+	    "--cache-size (0) must be at least twice --part-size (8M): raise "
+	    "--cache-size or lower --part-size",
+	    "s3://bucket", "/mnt", "-o", "cache_size=0");
+	ERR(false,
+	    "--cache-size (16777215) must be at least twice --part-size (8M): "
+	    "raise --cache-size or lower --part-size",
+	    "--cache-size", "16777215", "a=s3://bucket", "/mnt");
+	/* exactly twice is enough */
+	OK(false, &o, "--cache-size", "16M", "a=s3://bucket", "/mnt");
+	assert_int_equal(o.cache_size, 16ULL << 20);
+	fs_options_free(&o);
+}
+
+static void test_errors_endpoint(void **state)
+{
+	static const char *const bad[] = {
+	    "http://",	     "http:///",      "http://h/path",	"http://h/b/",
+	    "http://h?x=1",  "http://h/?x=1", "http://h#f",	"http://u:p@h",
+	    "http://h:",     "http://h:0",    "http://h:65536", "http://h:9x",
+	    "http://h:1:2",  "http://:9000",  "http://[::1",	"http://[]",
+	    "http://[::1]x", "http://h h",    "https://h//",
+	};
+	char msg[256];
+	size_t i;
+
+	ERR(false,
+	    "invalid --endpoint-url 'ftp://h': it must start with http:// or "
+	    "https://",
+	    "--endpoint-url", "ftp://h", "a=s3://bucket", "/mnt");
+	ERR(false,
+	    "invalid --endpoint-url '127.0.0.1:9000': it must start with "
+	    "http:// or https://",
+	    "--endpoint-url", "127.0.0.1:9000", "a=s3://bucket", "/mnt");
+
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		snprintf(
+		    msg, sizeof(msg),
+		    "invalid --endpoint-url '%s': use http(s)://HOST[:PORT] "
+		    "with no path (the bucket goes in s3://BUCKET)",
+		    bad[i]);
+		ERR(false, msg, "--endpoint-url", bad[i], "a=s3://bucket",
+		    "/mnt");
+	}
+	ERR(true,
+	    "invalid -o endpoint_url 'http://h/p': use http(s)://HOST[:PORT] "
+	    "with no path (the bucket goes in s3://BUCKET)",
+	    "s3://bucket", "/mnt", "-o", "endpoint_url=http://h/p");
+}
+
+static void test_errors_channels(void **state)
+{
+	char name65[66], arg[128], msg[256];
+
+	memset(name65, 'c', 65);
+	name65[65] = '\0';
+	snprintf(arg, sizeof(arg), "%s=s3://bucket", name65);
+	snprintf(msg, sizeof(msg),
+		 "invalid channel name '%.64s...': use 1-64 of A-Z a-z 0-9 . "
+		 "- _",
+		 name65);
+	ERR(false, msg, arg, "/mnt");
+
+	snprintf(msg, sizeof(msg), CHANNEL_HINT, "");
+	ERR(false, msg, "=s3://bucket", "/mnt");
+	snprintf(msg, sizeof(msg), CHANNEL_HINT, "a/b");
+	ERR(false, msg, "a/b=s3://bucket", "/mnt");
+	snprintf(msg, sizeof(msg), CHANNEL_HINT, "bad name");
+	ERR(true, msg, "s3://bucket", "/mnt", "-o", "channel=bad name");
+	ERR(true, "option -o channel needs a value", "s3://bucket", "/mnt",
+	    "-o", "channel=");
+
+	ERR(false,
+	    "unexpected argument 'foo': channels are NAME=s3://BUCKET[/PREFIX] "
+	    "and the mountpoint comes last",
+	    "foo", "a=s3://bucket", "/mnt");
+	ERR(false, "no mountpoint given", "a=s3://bucket", "");
+
+	/* the URI itself is checked by s3_uri_parse() */
+	ERR_PREFIX(false, "channel 'train': ", "train=bucket/data", "/mnt");
+	ERR_PREFIX(false, "channel 'train': ", "train=s3://", "/mnt");
+	ERR_PREFIX(false, "channel 'v': ", "v=s3://Bad_Bucket/x", "/mnt");
+}
+
+static void test_errors_helper(void **state)
+{
+	static const char *const none[] = {NULL};
+
+	expect_error_v(true,
+		       "no source given: expected mount.s3pipe "
+		       "s3://BUCKET[/PREFIX] MOUNTPOINT [-o OPTIONS]",
+		       none);
+	ERR(true,
+	    "no source given: expected mount.s3pipe s3://BUCKET[/PREFIX] "
+	    "MOUNTPOINT [-o OPTIONS]",
+	    "-o", "channel=x");
+	ERR(true, "no mountpoint given", "s3://bucket/x");
+	ERR(true, "no mountpoint given", "s3://bucket/x", "");
+	ERR(true,
+	    "unexpected argument 'extra': mount.s3pipe takes SOURCE "
+	    "MOUNTPOINT [-o OPTIONS]",
+	    "s3://bucket/x", "/mnt", "extra");
+	ERR(true,
+	    "source 'train=s3://bucket/x' is not an s3:// uri: give "
+	    "s3://BUCKET[/PREFIX] and name the channel with -o channel=NAME",
+	    "train=s3://bucket/x", "/mnt");
+	ERR_PREFIX(true, "malformed uri 'bucket/x'", "bucket/x", "/mnt");
+	ERR_PREFIX(true, "invalid bucket name", "s3://B/x", "/mnt");
+}
+
+static void test_free_is_idempotent(void **state)
+{
+	struct fs_options o;
+
+	OK(false, &o, "--region", "x", "--endpoint-url", "http://h",
+	   "a=s3://bucket/p", "b=s3://bucket/q", "/mnt");
+	fs_options_free(&o);
+	assert_int_equal(o.nchannels, 0);
+	assert_null(o.mountpoint);
+	assert_null(o.region);
+	assert_null(o.endpoint_url);
+	fs_options_free(&o);
+
+	/* a failure half-way leaves o freeable (ASan/valgrind: no leak) */
+	assert_int_equal(run(false, &o,
+			     ARGS("--region", "x", "a=s3://bucket",
+				  "a=s3://bucket", "/mnt")),
+			 EINVAL);
+	assert_int_equal(o.nchannels, 1);
+	fs_options_free(&o);
+	assert_int_equal(o.nchannels, 0);
+	fs_options_free(&o);
+}
+
+static void test_no_argv(void **state)
+{
+	struct fs_options o;
+	char e[128];
+
+	fs_options_init(&o);
+	assert_int_equal(fs_options_parse(0, NULL, false, &o, e, sizeof(e)),
+			 EINVAL);
+	assert_string_equal(
+	    e, "no channel given: expected NAME=s3://BUCKET[/PREFIX]");
+	fs_options_free(&o);
+
+	/* a short err buffer is truncated, never overrun */
+	fs_options_init(&o);
+	{
+		char *argv[] = {"s3pipe", "--nope", NULL};
+		char small[8];
+
+		memset(small, 'Q', sizeof(small));
+		assert_int_equal(
+		    fs_options_parse(2, argv, false, &o, small, sizeof(small)),
+		    EINVAL);
+		assert_int_equal(small[7], '\0');
+		assert_string_equal(small, "unknown");
+		assert_int_equal(fs_options_parse(2, argv, false, &o, NULL, 0),
+				 EINVAL);
+	}
+	fs_options_free(&o);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_defaults),
+	    cmocka_unit_test(test_defaults_after_parse),
+	    cmocka_unit_test(test_issue_s3pipe),
+	    cmocka_unit_test(test_issue_mount_helper),
+	    cmocka_unit_test(test_fstab_style),
+	    cmocka_unit_test(test_helper_default_channel),
+	    cmocka_unit_test(test_all_long_space),
+	    cmocka_unit_test(test_all_long_equals),
+	    cmocka_unit_test(test_all_o_one_list),
+	    cmocka_unit_test(test_all_o_many),
+	    cmocka_unit_test(test_underscores_in_long),
+	    cmocka_unit_test(test_debug),
+	    cmocka_unit_test(test_sizes),
+	    cmocka_unit_test(test_limits_accepted),
+	    cmocka_unit_test(test_seek_reject),
+	    cmocka_unit_test(test_last_wins),
+	    cmocka_unit_test(test_endpoint_forms),
+	    cmocka_unit_test(test_options_anywhere),
+	    cmocka_unit_test(test_double_dash),
+	    cmocka_unit_test(test_mountpoint_with_equals),
+	    cmocka_unit_test(test_max_channels),
+	    cmocka_unit_test(test_escaped_comma),
+	    cmocka_unit_test(test_helper_flags),
+	    cmocka_unit_test(test_helper_flag_errors),
+	    cmocka_unit_test(test_help_version),
+	    cmocka_unit_test(test_usage),
+	    cmocka_unit_test(test_channel_name_valid),
+	    cmocka_unit_test(test_errors_issue),
+	    cmocka_unit_test(test_errors_forms),
+	    cmocka_unit_test(test_errors_numbers),
+	    cmocka_unit_test(test_errors_cache_vs_part),
+	    cmocka_unit_test(test_errors_endpoint),
+	    cmocka_unit_test(test_errors_channels),
+	    cmocka_unit_test(test_errors_helper),
+	    cmocka_unit_test(test_free_is_idempotent),
+	    cmocka_unit_test(test_no_argv),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
