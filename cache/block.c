@@ -207,7 +207,7 @@ bool cache_block_room(struct cache *c, size_t len, bool demand)
 	for (struct cache_block *b = c->lru_cold; b; b = b->lru_prev) {
 		if (!demand && !b->consumed)
 			break;
-		avail += b->len;
+		avail += b->cap;
 		if (len <= avail)
 			return true;
 	}
@@ -221,7 +221,8 @@ struct cache_block *cache_block_create(struct cache *c,
 	struct cache_block *b;
 	size_t h;
 
-	if (buffer_cap(c, len) > c->conf.budget_bytes ||
+	if (len > c->conf.block_size ||
+	    buffer_cap(c, len) > c->conf.budget_bytes ||
 	    !cache_block_room(c, len, demand))
 		return NULL;
 	b = calloc(1, sizeof(*b));

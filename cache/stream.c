@@ -98,19 +98,32 @@ int cache_stream_append(struct cache_stream *s, const char *key,
 	return 0;
 }
 
-/* Adds a page's objects and remembers where to continue (lock held). */
+/* Adds a page's objects and remembers where to continue (lock held).
+ * All or nothing: on failure the stream is as it was, so the page can be
+ * asked for again with the same token. */
 static int take_page(struct cache_stream *s, struct s3_list_page *page)
 {
+	size_t count = s->count;
+	uint64_t listed = s->listed_bytes;
 	int rc = 0;
 
 	for (size_t i = 0; i < page->count && !rc; i++)
 		rc = cache_stream_append(s, page->objects[i].key,
 					 page->objects[i].etag,
 					 page->objects[i].size);
+	if (rc) {
+		while (s->count > count) {
+			struct cache_segment *seg = s->segs[--s->count];
+
+			free(seg->key);
+			free(seg->etag);
+			free(seg);
+		}
+		s->listed_bytes = listed;
+		return rc;
+	}
 	free(s->next_token);
 	s->next_token = NULL;
-	if (rc)
-		return rc;
 	if (page->truncated && page->next_token) {
 		s->next_token = page->next_token;
 		page->next_token = NULL;

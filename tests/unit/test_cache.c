@@ -1,0 +1,1015 @@
+/*
+ * test_cache: the block cache's byte budget, eviction rules and table.
+ *
+ * block.c is compiled into this program (UNITTEST convention) so that the
+ * static fetch callback block_fetched() can drive blocks from FETCHING to
+ * READY or FAILED exactly as the engine thread does.  The cache has no S3
+ * client: no test ever reaches cache_block_fetch().
+ *
+ * Block keys only need distinct segment addresses, so the segments here are
+ * plain static structs.  Every helper takes c->lock where the cache expects
+ * it held; block_fetched() takes it itself.
+ */
+#include "cache/block.c"
+
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#define MIB (1024u * 1024u)
+#define BS  MIB
+
+static struct cache_segment segs[4];
+
+/* ---- helpers ---- */
+
+static struct cache *new_cache(uint64_t budget, uint64_t block_size)
+{
+	struct cache_conf conf = {.budget_bytes = budget,
+				  .block_size = block_size};
+	struct cache *c = cache_create(&conf, NULL);
+
+	assert_non_null(c);
+	return c;
+}
+
+static struct cache_block *create(struct cache *c,
+				  const struct cache_segment *seg,
+				  uint64_t index, size_t len, bool demand)
+{
+	struct cache_block *b;
+
+	pthread_mutex_lock(&c->lock);
+	b = cache_block_create(c, seg, index, len, demand);
+	pthread_mutex_unlock(&c->lock);
+	if (b) {
+		assert_int_equal(b->state, BLOCK_FETCHING);
+		assert_int_equal(b->len, len);
+		assert_int_equal(b->pins, 0);
+		assert_false(b->in_lru);
+	}
+	return b;
+}
+
+static bool room(struct cache *c, size_t len, bool demand)
+{
+	bool ok;
+
+	pthread_mutex_lock(&c->lock);
+	ok = cache_block_room(c, len, demand);
+	pthread_mutex_unlock(&c->lock);
+	return ok;
+}
+
+/* The engine's success callback. */
+static void complete(struct cache_block *b)
+{
+	block_fetched(b, NULL);
+}
+
+/* The engine's failure callback (after retries). */
+static void fail_fetch(struct cache_block *b, int err)
+{
+	struct s3_error e;
+
+	memset(&e, 0, sizeof(e));
+	e.err = err;
+	e.http_status = err == ECANCELED ? 0 : 503;
+	snprintf(e.code, sizeof(e.code), "SlowDown");
+	block_fetched(b, &e);
+}
+
+static struct cache_block *ready(struct cache *c,
+				 const struct cache_segment *seg,
+				 uint64_t index, size_t len, bool demand)
+{
+	struct cache_block *b = create(c, seg, index, len, demand);
+
+	assert_non_null(b);
+	complete(b);
+	assert_int_equal(b->state, BLOCK_READY);
+	return b;
+}
+
+static void pin(struct cache *c, struct cache_block *b)
+{
+	pthread_mutex_lock(&c->lock);
+	cache_block_pin(b);
+	pthread_mutex_unlock(&c->lock);
+}
+
+static void unpin(struct cache *c, struct cache_block *b)
+{
+	pthread_mutex_lock(&c->lock);
+	cache_block_unpin(b);
+	pthread_mutex_unlock(&c->lock);
+}
+
+/* What a reader does when it moves past a block: it holds a pin, marks the
+ * block consumed, then lets go. */
+static void consume(struct cache *c, struct cache_block *b)
+{
+	pthread_mutex_lock(&c->lock);
+	cache_block_pin(b);
+	b->consumed = true;
+	cache_block_unpin(b);
+	pthread_mutex_unlock(&c->lock);
+}
+
+/* A reader touching a ready block again (a hit): it moves to the hot end. */
+static void touch(struct cache *c, struct cache_block *b)
+{
+	pin(c, b);
+	unpin(c, b);
+}
+
+static struct cache_block *
+lookup(struct cache *c, const struct cache_segment *seg, uint64_t index)
+{
+	struct cache_block *b;
+
+	pthread_mutex_lock(&c->lock);
+	b = cache_block_lookup(c, seg, index);
+	pthread_mutex_unlock(&c->lock);
+	return b;
+}
+
+static struct cache_stats stats(struct cache *c)
+{
+	struct cache_stats st;
+
+	cache_get_stats(c, &st);
+	return st;
+}
+
+/* Fills out[] with the LRU from the cold end; returns the count. */
+static size_t lru_from_cold(struct cache *c, struct cache_block **out,
+			    size_t max)
+{
+	size_t n = 0;
+
+	pthread_mutex_lock(&c->lock);
+	for (struct cache_block *b = c->lru_cold; b; b = b->lru_prev) {
+		if (n < max)
+			out[n] = b;
+		n++;
+	}
+	pthread_mutex_unlock(&c->lock);
+	return n;
+}
+
+static size_t expected_cap(size_t len, size_t block_size)
+{
+	return len > block_size / 2 ? block_size : len;
+}
+
+/* ---- budget under random operations ---- */
+
+#define RANDOM_OPS    30000
+#define RANDOM_BS     (64u * 1024u)
+#define RANDOM_BUDGET (16u * RANDOM_BS + 12345u) /* not a multiple */
+#define RANDOM_MAX    128
+
+struct model_block {
+	struct cache_block *b;
+	const struct cache_segment *seg;
+	uint64_t index;
+	enum cache_block_state state;
+	int pins;
+	bool consumed;
+	size_t cap;
+};
+
+struct model {
+	struct cache *c;
+	struct model_block blocks[RANDOM_MAX];
+	size_t n;
+	uint64_t next_key;
+	uint64_t rng;
+	uint64_t evictions;
+	uint64_t failures;
+	uint64_t max_used;
+	bool check_admission; /* create succeeds exactly when room exists */
+};
+
+/* xorshift64*: the same sequence on every libc. */
+static uint64_t rnd(struct model *m)
+{
+	m->rng ^= m->rng >> 12;
+	m->rng ^= m->rng << 25;
+	m->rng ^= m->rng >> 27;
+	return m->rng * 0x2545F4914F6CDD1Dull;
+}
+
+static void model_drop(struct model *m, size_t i)
+{
+	m->blocks[i] = m->blocks[--m->n];
+}
+
+static bool idle(const struct model_block *mb)
+{
+	return mb->state == BLOCK_READY && mb->pins == 0;
+}
+
+/*
+ * Checks the whole cache against the model.  Blocks are keyed uniquely, so
+ * an evicted block is recognised by its key without touching freed memory.
+ */
+static void model_check(struct model *m)
+{
+	struct cache *c = m->c;
+	uint64_t caps = 0;
+	size_t in_table = 0, lru_n = 0, idle_n = 0;
+	bool seen_unconsumed = false;
+
+	pthread_mutex_lock(&c->lock);
+	assert_true(c->stats.used_bytes <= c->conf.budget_bytes);
+	if (c->stats.used_bytes > m->max_used)
+		m->max_used = c->stats.used_bytes;
+	assert_int_equal(c->stats.peak_bytes, m->max_used);
+	assert_int_equal(c->stats.evictions, m->evictions);
+	assert_int_equal(c->stats.fetch_errors, m->failures);
+	for (size_t i = 0; i < m->n; i++) {
+		struct model_block *mb = &m->blocks[i];
+		struct cache_block *found =
+		    cache_block_lookup(c, mb->seg, mb->index);
+
+		assert_int_equal(mb->b->cap, mb->cap);
+		assert_int_equal(mb->b->state, mb->state);
+		assert_int_equal(mb->b->pins, mb->pins);
+		assert_int_equal(mb->b->in_lru, idle(mb));
+		caps += mb->cap;
+		if (mb->state == BLOCK_FAILED) {
+			assert_null(found);
+		} else {
+			assert_ptr_equal(found, mb->b);
+			in_table++;
+		}
+		if (idle(mb))
+			idle_n++;
+	}
+	assert_int_equal(c->nblocks, in_table);
+	/* used_bytes = allocated blocks + pooled buffers */
+	assert_int_equal(c->stats.used_bytes,
+			 caps + (uint64_t)c->pool_count * c->conf.block_size);
+	assert_true(c->pool_count <= c->pool_max);
+	/* the LRU holds exactly the idle READY blocks, consumed ones cold */
+	for (struct cache_block *b = c->lru_cold; b; b = b->lru_prev) {
+		assert_int_equal(b->state, BLOCK_READY);
+		assert_int_equal(b->pins, 0);
+		assert_true(b->in_lru);
+		if (!b->consumed)
+			seen_unconsumed = true;
+		else
+			assert_false(seen_unconsumed);
+		if (b->lru_prev)
+			assert_ptr_equal(b->lru_prev->lru_next, b);
+		else
+			assert_ptr_equal(c->lru_hot, b);
+		lru_n++;
+	}
+	assert_int_equal(lru_n, idle_n);
+	pthread_mutex_unlock(&c->lock);
+}
+
+/*
+ * Whether len fits, from the model alone: the budget minus every allocated
+ * block's cap (pooled buffers are free room), plus the caps of the blocks
+ * the rules allow to evict.
+ */
+static bool model_room(const struct model *m, size_t len, bool demand)
+{
+	const struct cache *c = m->c;
+	size_t cap = expected_cap(len, c->conf.block_size);
+	uint64_t avail = c->conf.budget_bytes;
+
+	if (len > c->conf.block_size || cap > c->conf.budget_bytes)
+		return false;
+	for (size_t i = 0; i < m->n; i++) {
+		const struct model_block *mb = &m->blocks[i];
+
+		avail -= mb->cap;
+		if (idle(mb) && (demand || mb->consumed))
+			avail += mb->cap;
+	}
+	return cap <= avail;
+}
+
+static size_t random_len(struct model *m)
+{
+	switch (rnd(m) % 4) {
+	case 0:
+		return 1 + rnd(m) % (RANDOM_BS / 2); /* small: exact */
+	case 1:
+		return RANDOM_BS / 2 + 1 + rnd(m) % (RANDOM_BS / 2); /* tail */
+	default:
+		return RANDOM_BS;
+	}
+}
+
+static void op_create(struct model *m)
+{
+	struct cache *c = m->c;
+	bool demand = rnd(m) % 2;
+	size_t len = random_len(m);
+	uint64_t key = m->next_key++;
+	const struct cache_segment *seg = &segs[key % 4];
+	struct cache_block *b;
+	bool fits;
+
+	if (m->n == RANDOM_MAX)
+		return;
+	pthread_mutex_lock(&c->lock);
+	fits = cache_block_room(c, len, demand);
+	if (m->check_admission)
+		assert_int_equal(fits, model_room(m, len, demand));
+	b = cache_block_create(c, seg, key / 4, len, demand);
+	/* the room check is what create decides by */
+	assert_int_equal(b != NULL, fits);
+	/* find what was evicted: only idle blocks, only consumed ones for a
+	 * prefetch */
+	for (size_t i = 0; i < m->n;) {
+		struct model_block *mb = &m->blocks[i];
+
+		if (cache_block_lookup(c, mb->seg, mb->index) ||
+		    mb->state == BLOCK_FAILED) {
+			i++;
+			continue;
+		}
+		assert_true(idle(mb));
+		if (!demand)
+			assert_true(mb->consumed);
+		m->evictions++;
+		model_drop(m, i);
+	}
+	pthread_mutex_unlock(&c->lock);
+	if (!b)
+		return;
+	m->blocks[m->n++] = (struct model_block){
+	    .b = b,
+	    .seg = seg,
+	    .index = key / 4,
+	    .state = BLOCK_FETCHING,
+	    .cap = expected_cap(len, RANDOM_BS),
+	};
+	if (demand) { /* a demand read pins what it creates */
+		pin(c, b);
+		m->blocks[m->n - 1].pins++;
+	}
+}
+
+static void op_complete(struct model *m, size_t i)
+{
+	struct model_block *mb = &m->blocks[i];
+
+	if (rnd(m) % 8 == 0) {
+		fail_fetch(mb->b, rnd(m) % 2 ? EIO : ECANCELED);
+		m->failures++;
+		if (mb->pins == 0)
+			model_drop(m, i); /* freed at once */
+		else
+			mb->state = BLOCK_FAILED;
+	} else {
+		complete(mb->b);
+		mb->state = BLOCK_READY;
+	}
+}
+
+static void op_pin(struct model *m, size_t i)
+{
+	struct model_block *mb = &m->blocks[i];
+
+	pin(m->c, mb->b);
+	mb->pins++;
+}
+
+static void op_unpin(struct model *m, size_t i)
+{
+	struct model_block *mb = &m->blocks[i];
+	struct cache *c = m->c;
+
+	pthread_mutex_lock(&c->lock);
+	if (mb->state == BLOCK_READY && rnd(m) % 2) {
+		mb->b->consumed = true; /* the reader moved past it */
+		mb->consumed = true;
+	}
+	cache_block_unpin(mb->b);
+	pthread_mutex_unlock(&c->lock);
+	mb->pins--;
+	if (mb->pins == 0 && mb->state == BLOCK_FAILED)
+		model_drop(m, i);
+}
+
+static void run_random(uint64_t seed, bool check_admission)
+{
+	struct model *m = calloc(1, sizeof(*m));
+	struct cache_stats st;
+
+	assert_non_null(m);
+	m->c = new_cache(RANDOM_BUDGET, RANDOM_BS);
+	m->rng = seed;
+	m->check_admission = check_admission;
+	for (int op = 0; op < RANDOM_OPS; op++) {
+		unsigned what = rnd(m) % 10;
+		size_t i = m->n ? rnd(m) % m->n : 0;
+
+		if (what < 4 || m->n == 0) {
+			op_create(m);
+		} else if (what < 7) {
+			if (m->blocks[i].state == BLOCK_FETCHING)
+				op_complete(m, i);
+		} else if (what < 8) {
+			if (m->blocks[i].state != BLOCK_FAILED)
+				op_pin(m, i);
+		} else {
+			if (m->blocks[i].pins > 0)
+				op_unpin(m, i);
+		}
+		model_check(m);
+	}
+	st = stats(m->c);
+	/* the run must have exercised the interesting paths */
+	assert_true(st.evictions > 1000);
+	assert_true(st.fetch_errors > 100);
+	assert_true(st.peak_bytes > RANDOM_BUDGET - RANDOM_BS);
+	/* settle every block: then all of them are idle in the LRU */
+	for (;;) {
+		size_t i = 0;
+
+		while (i < m->n && idle(&m->blocks[i]))
+			i++;
+		if (i == m->n)
+			break;
+		if (m->blocks[i].state == BLOCK_FETCHING)
+			op_complete(m, i);
+		else
+			op_unpin(m, i);
+		model_check(m);
+	}
+	cache_destroy(m->c);
+	free(m);
+}
+
+static void test_budget_random(void **state)
+{
+	run_random(0x5EED5EED12345678ull, false);
+}
+
+/* The same walk, also checking that no allocation is refused while the
+ * rules would let eviction make room (and none admitted without). */
+static void test_admission_random(void **state)
+{
+	run_random(0x0DDC0FFEE1234567ull, true);
+}
+
+/* ---- eviction rules ---- */
+
+static void test_prefetch_evicts_only_consumed(void **state)
+{
+	struct cache *c = new_cache(3 * BS, BS);
+	struct cache_block *a = ready(c, &segs[0], 0, BS, false);
+	struct cache_block *b = ready(c, &segs[0], 1, BS, false);
+	struct cache_block *d = ready(c, &segs[0], 2, BS, false);
+	struct cache_block *e;
+
+	consume(c, b);
+	/* a prefetch evicts the consumed block b, not the colder a */
+	assert_true(room(c, BS, false));
+	e = create(c, &segs[1], 0, BS, false);
+	assert_non_null(e);
+	assert_null(lookup(c, &segs[0], 1));
+	assert_ptr_equal(lookup(c, &segs[0], 0), a);
+	assert_ptr_equal(lookup(c, &segs[0], 2), d);
+	assert_int_equal(stats(c).evictions, 1);
+	complete(e);
+	/* nothing consumed left: a prefetch cannot make room */
+	assert_false(room(c, BS, false));
+	assert_null(create(c, &segs[1], 1, BS, false));
+	assert_false(room(c, 1, false));
+	assert_null(create(c, &segs[1], 1, 1, false));
+	assert_int_equal(stats(c).evictions, 1);
+	assert_ptr_equal(lookup(c, &segs[0], 0), a);
+	assert_ptr_equal(lookup(c, &segs[1], 0), e);
+	/* once a is consumed a prefetch may take it */
+	consume(c, a);
+	assert_non_null(create(c, &segs[1], 1, BS, false));
+	assert_null(lookup(c, &segs[0], 0));
+	assert_ptr_equal(lookup(c, &segs[0], 2), d);
+	assert_int_equal(stats(c).evictions, 2);
+	assert_int_equal(stats(c).used_bytes, 3 * BS);
+	cache_destroy(c);
+}
+
+static void test_prefetch_fails_when_full_of_unconsumed(void **state)
+{
+	struct cache *c = new_cache(8 * BS, BS);
+	struct cache_block *b[8];
+	struct cache_stats st;
+
+	for (int i = 0; i < 8; i++)
+		b[i] = ready(c, &segs[0], i, BS, false);
+	/* full of unread data: a prefetch neither evicts nor allocates */
+	assert_false(room(c, BS, false));
+	assert_null(create(c, &segs[1], 0, BS, false));
+	assert_null(create(c, &segs[1], 0, BS / 2, false));
+	assert_null(create(c, &segs[1], 0, 1, false));
+	pthread_mutex_lock(&c->lock);
+	assert_false(evict_one(c, false));
+	pthread_mutex_unlock(&c->lock);
+	st = stats(c);
+	assert_int_equal(st.evictions, 0);
+	assert_int_equal(st.used_bytes, 8 * BS);
+	for (int i = 0; i < 8; i++)
+		assert_ptr_equal(lookup(c, &segs[0], i), b[i]);
+	/* a demand read may still evict */
+	assert_true(room(c, BS, true));
+	assert_non_null(create(c, &segs[1], 0, BS, true));
+	assert_int_equal(stats(c).evictions, 1);
+	cache_destroy(c);
+}
+
+static void test_demand_evicts_coldest(void **state)
+{
+	struct cache *c = new_cache(3 * BS, BS);
+	struct cache_block *a = ready(c, &segs[0], 0, BS, true);
+	struct cache_block *b = ready(c, &segs[0], 1, BS, true);
+	struct cache_block *d = ready(c, &segs[0], 2, BS, true);
+	struct cache_block *e, *f;
+
+	/* a became ready first: it is the coldest */
+	e = create(c, &segs[1], 0, BS, true);
+	assert_non_null(e);
+	assert_null(lookup(c, &segs[0], 0));
+	assert_ptr_equal(lookup(c, &segs[0], 1), b);
+	assert_ptr_equal(lookup(c, &segs[0], 2), d);
+	complete(e);
+	/* a hit on b makes d the coldest */
+	touch(c, b);
+	f = create(c, &segs[1], 1, BS, true);
+	assert_non_null(f);
+	assert_null(lookup(c, &segs[0], 2));
+	assert_ptr_equal(lookup(c, &segs[0], 1), b);
+	assert_ptr_equal(lookup(c, &segs[1], 0), e);
+	assert_int_equal(stats(c).evictions, 2);
+	(void)a;
+	cache_destroy(c);
+}
+
+/*
+ * The last block of an object is shorter than block_size but holds a whole
+ * pooled buffer (cap == block_size).  Evicting it frees cap bytes, so the
+ * room check must count cap, not len: otherwise a read is refused (and a
+ * first pin waits for memory) although evicting the tail makes room.
+ */
+static void test_room_counts_evicted_cap(void **state)
+{
+	struct cache *c = new_cache(2 * BS, BS);
+	struct cache_block *p = ready(c, &segs[0], 0, BS, true);
+	struct cache_block *tail = ready(c, &segs[1], 3, BS / 2 + BS / 4, true);
+	struct cache_block *n;
+
+	pin(c, p); /* a reader holds p */
+	assert_int_equal(tail->cap, BS);
+	assert_int_equal(stats(c).used_bytes, 2 * BS);
+	/* demand: the idle tail may go */
+	assert_true(room(c, BS, true));
+	n = create(c, &segs[2], 0, BS, true);
+	assert_non_null(n);
+	assert_null(lookup(c, &segs[1], 3));
+	complete(n);
+	/* prefetch: a consumed tail may go */
+	pthread_mutex_lock(&c->lock);
+	assert_true(evict_one(c, true)); /* n: back to p + one pooled */
+	pthread_mutex_unlock(&c->lock);
+	tail = ready(c, &segs[1], 4, BS / 2 + 1, false);
+	consume(c, tail);
+	assert_true(room(c, BS, false));
+	n = create(c, &segs[2], 1, BS, false);
+	assert_non_null(n);
+	assert_null(lookup(c, &segs[1], 4));
+	assert_int_equal(stats(c).evictions, 3);
+	unpin(c, p);
+	cache_destroy(c);
+}
+
+static void test_pinned_and_fetching_never_evicted(void **state)
+{
+	struct cache *c = new_cache(3 * BS, BS);
+	struct cache_block *fetching = create(c, &segs[0], 0, BS, true);
+	struct cache_block *pinned = ready(c, &segs[0], 1, BS, true);
+	struct cache_block *idle_b = ready(c, &segs[0], 2, BS, true);
+	struct cache_block *n;
+
+	assert_non_null(fetching);
+	consume(c, pinned);
+	pin(c, pinned); /* pinned and consumed: still untouchable */
+	n = create(c, &segs[1], 0, BS, true);
+	assert_non_null(n); /* took idle_b */
+	assert_null(lookup(c, &segs[0], 2));
+	(void)idle_b;
+	/* now: fetching, pinned, n (fetching): nothing can go */
+	assert_false(room(c, BS, true));
+	assert_null(create(c, &segs[1], 1, BS, true));
+	assert_null(create(c, &segs[1], 1, 1, true));
+	assert_ptr_equal(lookup(c, &segs[0], 0), fetching);
+	assert_ptr_equal(lookup(c, &segs[0], 1), pinned);
+	assert_ptr_equal(lookup(c, &segs[1], 0), n);
+	assert_int_equal(stats(c).evictions, 1);
+	/* a FETCHING block that is pinned stays out of the LRU when it
+	 * completes, then goes in at unpin */
+	pin(c, fetching);
+	complete(fetching);
+	assert_false(fetching->in_lru);
+	assert_null(create(c, &segs[1], 1, BS, true));
+	unpin(c, fetching);
+	assert_true(fetching->in_lru);
+	assert_non_null(create(c, &segs[1], 1, BS, true));
+	assert_null(lookup(c, &segs[0], 0));
+	assert_ptr_equal(lookup(c, &segs[0], 1), pinned);
+	unpin(c, pinned);
+	cache_destroy(c);
+}
+
+static void test_eviction_order(void **state)
+{
+	struct cache *c = new_cache(8 * BS, BS);
+	struct cache_block *b[5], *order[8];
+	/* expected eviction order, by block number */
+	const int want[5] = {3, 1, 2, 4, 0};
+	size_t n;
+
+	for (int i = 0; i < 5; i++)
+		b[i] = ready(c, &segs[0], i, BS, true);
+	/* hot to cold now: 4 3 2 1 0 */
+	touch(c, b[0]); /* 0 4 3 2 1 */
+	consume(c, b[1]);
+	consume(c, b[3]); /* consumed go to the cold end */
+	n = lru_from_cold(c, order, 8);
+	assert_int_equal(n, 5);
+	/* consumed first (both before any unconsumed), then LRU: 2 4 0 */
+	assert_true(order[0]->consumed && order[1]->consumed);
+	assert_ptr_equal(order[2], b[2]);
+	assert_ptr_equal(order[3], b[4]);
+	assert_ptr_equal(order[4], b[0]);
+	/* fill the remaining budget, then each demand create evicts one */
+	for (int i = 0; i < 3; i++) {
+		struct cache_block *x = create(c, &segs[1], i, BS, true);
+
+		assert_non_null(x);
+		pin(c, x); /* held: only the five above are candidates */
+		complete(x);
+	}
+	{
+		int seen[5] = {0};
+
+		for (int step = 0; step < 5; step++) {
+			struct cache_block *x =
+			    create(c, &segs[2], step, BS, true);
+			int gone = -1;
+
+			assert_non_null(x);
+			pin(c, x);
+			for (int i = 0; i < 5; i++) {
+				if (!seen[i] && !lookup(c, &segs[0], i)) {
+					assert_int_equal(gone, -1);
+					gone = i;
+				}
+			}
+			assert_true(gone >= 0);
+			seen[gone] = 1;
+			/* the two consumed ones first, in either order */
+			if (step < 2)
+				assert_true(gone == 1 || gone == 3);
+			else
+				assert_int_equal(gone, want[step]);
+		}
+	}
+	assert_int_equal(stats(c).evictions, 5);
+	/* release the pins so that cache_destroy frees plain blocks */
+	for (int i = 0; i < 3; i++)
+		unpin(c, lookup(c, &segs[1], i));
+	for (int i = 0; i < 5; i++) {
+		struct cache_block *x = lookup(c, &segs[2], i);
+
+		complete(x);
+		unpin(c, x);
+	}
+	cache_destroy(c);
+}
+
+/* ---- failures ---- */
+
+static void test_failed_fetch_removed(void **state)
+{
+	struct cache *c = new_cache(4 * BS, BS);
+	struct cache_block *a = create(c, &segs[0], 0, BS, true);
+	struct cache_block *s = create(c, &segs[0], 1, 1000, true);
+	struct cache_block *u = create(c, &segs[0], 2, 500, false);
+	struct cache_stats st;
+
+	assert_non_null(a);
+	assert_non_null(s);
+	assert_non_null(u);
+	assert_int_equal(c->nblocks, 3);
+	/* a pinned block that fails leaves the table but stays readable */
+	pin(c, a);
+	pin(c, s);
+	fail_fetch(a, EIO);
+	fail_fetch(s, ECANCELED);
+	assert_int_equal(a->state, BLOCK_FAILED);
+	assert_int_equal(a->error, EIO);
+	assert_int_equal(s->state, BLOCK_FAILED);
+	assert_int_equal(s->error, ECANCELED);
+	assert_false(a->in_lru);
+	assert_null(lookup(c, &segs[0], 0));
+	assert_null(lookup(c, &segs[0], 1));
+	assert_int_equal(c->nblocks, 1);
+	st = stats(c);
+	assert_int_equal(st.fetch_errors, 2);
+	assert_int_equal(st.used_bytes, BS + 1000 + 500);
+	/* the last unpin frees it (valgrind checks there is no leak) */
+	unpin(c, a);
+	unpin(c, s);
+	st = stats(c);
+	assert_int_equal(c->pool_count, 1);	   /* a's whole buffer */
+	assert_int_equal(st.used_bytes, BS + 500); /* s's bytes returned */
+	/* an unpinned block that fails is freed at once */
+	fail_fetch(u, EIO);
+	assert_null(lookup(c, &segs[0], 2));
+	assert_int_equal(c->nblocks, 0);
+	st = stats(c);
+	assert_int_equal(st.used_bytes, BS);
+	assert_int_equal(st.fetch_errors, 3);
+	assert_int_equal(st.evictions, 0);
+	/* the key can be fetched again */
+	assert_non_null(create(c, &segs[0], 0, BS, true));
+	assert_int_equal(c->pool_count, 0);
+	cache_destroy(c);
+}
+
+/* ---- buffers ---- */
+
+static void test_pool_reuse(void **state)
+{
+	struct cache *c = new_cache(2 * BS, BS);
+	struct cache_block *a = ready(c, &segs[0], 0, BS, true);
+	struct cache_block *b = ready(c, &segs[0], 1, BS, true);
+	char *a_data = a->data;
+	struct cache_block *n;
+
+	(void)b;
+	/* the eviction pools a's buffer; the new block takes it */
+	n = create(c, &segs[0], 2, BS, true);
+	assert_non_null(n);
+	assert_null(lookup(c, &segs[0], 0));
+	assert_ptr_equal(n->data, a_data);
+	assert_int_equal(stats(c).used_bytes, 2 * BS);
+	assert_int_equal(c->pool_count, 0);
+	/* a tail block (len > block_size / 2) takes a pooled buffer too */
+	complete(n);
+	consume(c, n);
+	a_data = n->data;
+	n = create(c, &segs[1], 0, BS / 2 + 1, false);
+	assert_non_null(n);
+	assert_ptr_equal(n->data, a_data);
+	assert_int_equal(n->cap, BS);
+	assert_int_equal(stats(c).peak_bytes, 2 * BS);
+	cache_destroy(c);
+}
+
+static void test_pool_counts_toward_budget(void **state)
+{
+	struct cache *c = new_cache(2 * BS, BS);
+	struct cache_block *p = ready(c, &segs[0], 0, BS, true);
+	struct cache_block *f = create(c, &segs[0], 1, BS, true);
+	struct cache_block *s1, *s2, *w;
+	char *pooled;
+
+	pin(c, p);
+	fail_fetch(f, EIO); /* freed: its buffer goes to the pool */
+	assert_int_equal(c->pool_count, 1);
+	assert_int_equal(stats(c).used_bytes, 2 * BS);
+	/* a whole block fits only through the pool */
+	assert_true(room(c, BS, false));
+	/* a small block needs the pooled bytes given back first */
+	s1 = create(c, &segs[1], 0, 1000, false);
+	assert_non_null(s1);
+	assert_int_equal(c->pool_count, 0);
+	assert_int_equal(stats(c).used_bytes, BS + 1000);
+	s2 = create(c, &segs[1], 1, 1000, false);
+	assert_non_null(s2);
+	assert_int_equal(stats(c).used_bytes, BS + 2000);
+	/* and now a whole block does not fit */
+	assert_false(room(c, BS, true));
+	assert_null(create(c, &segs[1], 2, BS, true));
+	/* a block that frees into the pool keeps its bytes counted */
+	fail_fetch(s1, EIO);
+	fail_fetch(s2, EIO);
+	assert_int_equal(stats(c).used_bytes, BS);
+	w = create(c, &segs[1], 2, BS, false);
+	assert_non_null(w);
+	pooled = w->data;
+	fail_fetch(w, EIO);
+	assert_int_equal(c->pool_count, 1);
+	assert_int_equal(stats(c).used_bytes, 2 * BS);
+	w = create(c, &segs[1], 3, BS, false);
+	assert_non_null(w);
+	assert_ptr_equal(w->data, pooled);
+	assert_int_equal(c->pool_count, 0);
+	assert_int_equal(stats(c).used_bytes, 2 * BS);
+	unpin(c, p);
+	cache_destroy(c);
+}
+
+static void test_small_blocks_exact(void **state)
+{
+	struct cache *c = new_cache(4 * BS, BS);
+	const size_t lens[] = {1, 4096, BS / 2 - 1, BS / 2, BS / 2 + 1, BS};
+	uint64_t used = 0;
+
+	for (size_t i = 0; i < sizeof(lens) / sizeof(lens[0]); i++) {
+		struct cache_block *b = create(c, &segs[0], i, lens[i], true);
+		size_t want = lens[i] <= BS / 2 ? lens[i] : BS;
+
+		assert_non_null(b);
+		assert_int_equal(b->cap, want);
+		used += want;
+		assert_int_equal(stats(c).used_bytes, used);
+		complete(b);
+	}
+	/* evicting a small block returns exactly its bytes, pools nothing */
+	{
+		struct cache_block *b = lookup(c, &segs[0], 0);
+
+		consume(c, b);
+		pthread_mutex_lock(&c->lock);
+		assert_true(evict_one(c, false));
+		pthread_mutex_unlock(&c->lock);
+		assert_null(lookup(c, &segs[0], 0));
+		assert_int_equal(stats(c).used_bytes, used - 1);
+		assert_int_equal(c->pool_count, 0);
+	}
+	cache_destroy(c);
+}
+
+static void test_block_larger_than_budget_refused(void **state)
+{
+	/* budget below one block: only small blocks can ever fit */
+	struct cache *c = new_cache(3 * MIB, 4 * MIB);
+	struct cache_block *b;
+
+	assert_false(room(c, 3 * MIB, true));
+	assert_null(create(c, &segs[0], 0, 3 * MIB, true));
+	assert_null(create(c, &segs[0], 0, 4 * MIB, true));
+	assert_int_equal(stats(c).used_bytes, 0);
+	b = create(c, &segs[0], 0, 2 * MIB, true);
+	assert_non_null(b);
+	assert_int_equal(b->cap, 2 * MIB);
+	complete(b);
+	/* evicting everything would still not make a whole block fit */
+	assert_null(create(c, &segs[0], 1, 4 * MIB, true));
+	assert_ptr_equal(lookup(c, &segs[0], 0), b);
+	assert_int_equal(stats(c).evictions, 0);
+	cache_destroy(c);
+}
+
+/*
+ * A block is at most block_size bytes (cache.h).  A longer one would get a
+ * buffer of only block_size bytes (buffer_cap) and the GET would write past
+ * it; one longer than the budget would break the budget outright.
+ */
+static void test_block_over_block_size_refused(void **state)
+{
+	struct cache *c = new_cache(2 * BS, BS);
+	struct cache_block *b;
+
+	b = create(c, &segs[0], 0, 2 * BS + 1, true); /* > budget */
+	assert_null(b);
+	b = create(c, &segs[0], 1, BS + 1, true); /* > block_size */
+	assert_null(b);
+	assert_int_equal(stats(c).used_bytes, 0);
+	cache_destroy(c);
+}
+
+/* ---- table ---- */
+
+static void test_table_growth(void **state)
+{
+	const size_t n = 3 * 2048 + 7;
+	struct cache *c = new_cache(64 * MIB, MIB);
+	struct cache_block **blocks = calloc(n, sizeof(*blocks));
+	size_t initial = c->nbuckets;
+
+	assert_non_null(blocks);
+	for (size_t i = 0; i < n; i++) {
+		/* several segments, indexes that collide in the low bits */
+		blocks[i] = create(c, &segs[i % 3], (i / 3) * 1024, 16, false);
+		assert_non_null(blocks[i]);
+	}
+	assert_int_equal(c->nblocks, n);
+	assert_true(c->nbuckets > initial);
+	assert_true(c->nblocks <= 2 * c->nbuckets);
+	assert_int_equal(stats(c).used_bytes, 16 * n);
+	for (size_t i = 0; i < n; i++)
+		assert_ptr_equal(lookup(c, &segs[i % 3], (i / 3) * 1024),
+				 blocks[i]);
+	/* keys never inserted miss */
+	for (size_t i = 0; i < 4096; i++) {
+		assert_null(lookup(c, &segs[3], i));
+		assert_null(lookup(c, &segs[0], i * 1024 + 1));
+	}
+	/* removal from the grown table: every 5th fails, the rest stay */
+	for (size_t i = 0; i < n; i++) {
+		if (i % 5 == 0)
+			fail_fetch(blocks[i], EIO);
+		else
+			complete(blocks[i]);
+	}
+	for (size_t i = 0; i < n; i++) {
+		struct cache_block *b = lookup(c, &segs[i % 3], (i / 3) * 1024);
+
+		if (i % 5 == 0)
+			assert_null(b);
+		else
+			assert_ptr_equal(b, blocks[i]);
+	}
+	assert_int_equal(c->nblocks, n - (n + 4) / 5);
+	free(blocks);
+	cache_destroy(c);
+}
+
+/* ---- stats ---- */
+
+static void test_stats(void **state)
+{
+	struct cache *c = new_cache(3 * BS, BS);
+	struct cache_block *a, *b, *s;
+	struct cache_stats st;
+
+	st = stats(c);
+	assert_int_equal(st.budget_bytes, 3 * BS);
+	assert_int_equal(st.used_bytes, 0);
+	assert_int_equal(st.peak_bytes, 0);
+	s = ready(c, &segs[0], 0, 100, true);
+	a = ready(c, &segs[0], 1, BS, true);
+	st = stats(c);
+	assert_int_equal(st.used_bytes, BS + 100);
+	assert_int_equal(st.peak_bytes, BS + 100);
+	b = ready(c, &segs[0], 2, BS, true);
+	st = stats(c);
+	assert_int_equal(st.used_bytes, 2 * BS + 100);
+	assert_int_equal(st.peak_bytes, 2 * BS + 100);
+	assert_int_equal(st.evictions, 0);
+	/* 3 BS + 100 would not fit: s, the coldest, goes */
+	assert_non_null(ready(c, &segs[0], 3, BS, true));
+	assert_null(lookup(c, &segs[0], 0));
+	st = stats(c);
+	assert_int_equal(st.evictions, 1);
+	assert_int_equal(st.used_bytes, 3 * BS);
+	assert_int_equal(st.peak_bytes, 3 * BS);
+	/* freeing into the pool keeps used; dropping pooled bytes for a
+	 * small block lowers used but never the peak */
+	pin(c, b);
+	consume(c, a);
+	assert_non_null(ready(c, &segs[0], 4, 10, false)); /* evicts a */
+	st = stats(c);
+	assert_int_equal(st.evictions, 2);
+	assert_int_equal(st.used_bytes, 2 * BS + 10);
+	assert_int_equal(st.peak_bytes, 3 * BS);
+	assert_int_equal(st.fetch_errors, 0);
+	assert_int_equal(st.hits + st.misses + st.prefetched + st.seeks, 0);
+	(void)s;
+	unpin(c, b);
+	cache_destroy(c);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_budget_random),
+	    cmocka_unit_test(test_admission_random),
+	    cmocka_unit_test(test_prefetch_evicts_only_consumed),
+	    cmocka_unit_test(test_prefetch_fails_when_full_of_unconsumed),
+	    cmocka_unit_test(test_demand_evicts_coldest),
+	    cmocka_unit_test(test_room_counts_evicted_cap),
+	    cmocka_unit_test(test_pinned_and_fetching_never_evicted),
+	    cmocka_unit_test(test_eviction_order),
+	    cmocka_unit_test(test_failed_fetch_removed),
+	    cmocka_unit_test(test_pool_reuse),
+	    cmocka_unit_test(test_pool_counts_toward_budget),
+	    cmocka_unit_test(test_small_blocks_exact),
+	    cmocka_unit_test(test_block_larger_than_budget_refused),
+	    cmocka_unit_test(test_block_over_block_size_refused),
+	    cmocka_unit_test(test_table_growth),
+	    cmocka_unit_test(test_stats),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
