@@ -103,7 +103,11 @@ static void frontier_to_position(struct cache_reader *r)
 	}
 }
 
-static void prefetch(struct cache_reader *r)
+/* Tops up the window.  may_list also lets it ask for the next listing page
+ * when the frontier nears the end of the listing; the read path allows that
+ * only once the read has its data, so that a slow listing page (a server
+ * walking a huge prefix) never delays the first bytes. */
+static void prefetch(struct cache_reader *r, bool may_list)
 {
 	struct cache_stream *s = r->stream;
 	struct cache *c = s->cache;
@@ -135,7 +139,8 @@ static void prefetch(struct cache_reader *r)
 			r->pf_block = 0;
 		}
 	}
-	cache_stream_want(s, r->pf_seg);
+	if (may_list)
+		cache_stream_want(s, r->pf_seg);
 }
 
 /* Restarts the cursor at offset; waits for the listing to reach it. */
@@ -226,13 +231,17 @@ int cache_reader_read(struct cache_reader *r, uint64_t offset, size_t size,
 		if (rc)
 			goto out;
 	}
-	prefetch(r);
+	prefetch(r, false);
 	while (view->bytes < size && view->count < CACHE_VIEW_MAX) {
 		const struct cache_segment *seg;
 		struct cache_block *b = NULL;
 		uint64_t in_seg, index, in_block;
 		size_t n;
 
+		/* like a pipe: return what is here rather than wait for the
+		 * listing to go on */
+		if (view->count && r->seg_idx >= s->count)
+			break;
 		rc = cache_stream_wait(s, r->seg_idx);
 		if (rc == ENODATA) {
 			rc = 0;
@@ -272,7 +281,7 @@ int cache_reader_read(struct cache_reader *r, uint64_t offset, size_t size,
 		if (r->window > c->conf.max_window)
 			r->window = c->conf.max_window;
 	}
-	prefetch(r);
+	prefetch(r, true);
 out:
 	pthread_mutex_unlock(&c->lock);
 	return rc;
