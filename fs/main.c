@@ -139,7 +139,7 @@ int main(int argc, char **argv)
 
 	/* A fixed mmap threshold: large buffers go back to the system when
 	 * freed, so RSS tracks the cache budget ... */
-	mallopt(M_MMAP_THRESHOLD, 128 * 1024);
+	mallopt(M_MMAP_THRESHOLD, 1024 * 1024);
 	/* ... and freed small blocks stay mapped for reuse instead of being
 	 * trimmed and faulted in again for the next small object. */
 	mallopt(M_TRIM_THRESHOLD, 32 * 1024 * 1024);

@@ -19,7 +19,7 @@
 
 #include "util/util.h"
 
-#define ROOT_INO 1
+#define ROOT_INO       1
 #define FIRST_FILE_INO 2
 
 struct fs_handle {
@@ -201,8 +201,8 @@ static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 				stbuf.st_ino = ROOT_INO;
 				stbuf.st_mode = S_IFDIR;
 				size_t n = fuse_add_direntry(
-					req, buf + used, size - used,
-					d ? ".." : ".", &stbuf, index + 1);
+				    req, buf + used, size - used,
+				    d ? ".." : ".", &stbuf, index + 1);
 				if (n > size - used)
 					goto done;
 				used += n;
@@ -226,9 +226,8 @@ static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 				 st->channels[ch].name, epoch);
 			stbuf.st_ino = file_ino(st, ch, epoch);
 			stbuf.st_mode = S_IFREG;
-			size_t n = fuse_add_direntry(req, buf + used,
-						     size - used, name, &stbuf,
-						     index);
+			size_t n = fuse_add_direntry(
+			    req, buf + used, size - used, name, &stbuf, index);
 			if (n > size - used)
 				goto done;
 			used += n;
@@ -285,49 +284,50 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	}
 }
 
+static void warn_seek_once(struct fs_state *st, const struct fs_handle *h)
+{
+	pthread_mutex_lock(&st->lock);
+	if (!st->seek_warned) {
+		st->seek_warned = true;
+		util_warn("a reader of %s_%u seeks: each seek restarts the "
+			  "stream, which is slow (see --seek)",
+			  st->channels[h->channel].name, h->epoch);
+	}
+	pthread_mutex_unlock(&st->lock);
+}
+
 static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		    struct fuse_file_info *fi)
 {
 	struct fs_state *st = state_of(req);
 	struct fs_handle *h = (struct fs_handle *)(uintptr_t)fi->fh;
 	struct cache_view view;
-	uint64_t pos;
+	char msg[128];
 	int rc;
 
 	pthread_mutex_lock(&h->lock);
-	pos = cache_reader_position(h->reader);
-	if ((uint64_t)off != pos) {
+	if ((uint64_t)off != cache_reader_position(h->reader)) {
 		if (st->opts->seek == FS_SEEK_REJECT) {
 			pthread_mutex_unlock(&h->lock);
 			fuse_reply_err(req, ESPIPE);
 			return;
 		}
-		pthread_mutex_lock(&st->lock);
-		if (!st->seek_warned) {
-			st->seek_warned = true;
-			util_warn("a reader of %s_%u seeks: each seek restarts "
-				  "the stream, which is slow (see --seek)",
-				  st->channels[h->channel].name, h->epoch);
-		}
-		pthread_mutex_unlock(&st->lock);
+		warn_seek_once(st, h);
 	}
 	rc = cache_reader_read(h->reader, (uint64_t)off, size, &view);
 	if (rc) {
-		char msg[128];
-
-		cache_view_release(cache_reader_cache(h->reader), &view);
-		pthread_mutex_unlock(&h->lock);
 		util_debug("read %s_%u at %lld: %s",
 			   st->channels[h->channel].name, h->epoch,
 			   (long long)off, util_strerror(rc, msg, sizeof(msg)));
 		fuse_reply_err(req, EIO);
-		return;
-	}
-	if (view.count)
+	} else if (view.count) {
 		fuse_reply_iov(req, view.iov, view.count);
-	else
+	} else {
 		fuse_reply_buf(req, NULL, 0);
-	cache_view_release(cache_reader_cache(h->reader), &view);
+	}
+	/* The reply is written: the kernel may already be releasing the
+	 * file, but op_release waits for h->lock before freeing h. */
+	cache_view_release(st->cache, &view);
 	pthread_mutex_unlock(&h->lock);
 }
 
@@ -340,10 +340,14 @@ static void op_release(fuse_req_t req, fuse_ino_t ino,
 	unsigned limit = st->opts->epochs;
 
 	pthread_mutex_lock(&st->lock);
-	if (h->epoch + 1 == chan->visible && (limit == 0 || chan->visible < limit))
+	if (h->epoch + 1 == chan->visible &&
+	    (limit == 0 || chan->visible < limit))
 		chan->visible++;
 	pthread_mutex_unlock(&st->lock);
 	util_debug("release %s_%u", chan->name, h->epoch);
+	/* a read that has already replied may still hold the lock */
+	pthread_mutex_lock(&h->lock);
+	pthread_mutex_unlock(&h->lock);
 	cache_reader_destroy(h->reader);
 	pthread_mutex_destroy(&h->lock);
 	free(h);
@@ -362,14 +366,14 @@ static void op_statfs(fuse_req_t req, fuse_ino_t ino)
 }
 
 static const struct fuse_lowlevel_ops operations = {
-	.init = op_init,
-	.lookup = op_lookup,
-	.getattr = op_getattr,
-	.readdir = op_readdir,
-	.open = op_open,
-	.read = op_read,
-	.release = op_release,
-	.statfs = op_statfs,
+    .init = op_init,
+    .lookup = op_lookup,
+    .getattr = op_getattr,
+    .readdir = op_readdir,
+    .open = op_open,
+    .read = op_read,
+    .release = op_release,
+    .statfs = op_statfs,
 };
 
 const struct fuse_lowlevel_ops *fs_operations(void)

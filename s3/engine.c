@@ -432,17 +432,43 @@ static size_t on_header(char *buf, size_t size, size_t nitems, void *userdata)
 
 /* ---- starting and finishing attempts (engine thread) ---- */
 
+/*
+ * Easy handles are kept and reused without curl_easy_reset(): the options
+ * that never change are set once here, so curl keeps its receive buffer
+ * (a reset would free it and the next transfer would fault in a new one).
+ */
 static CURL *take_easy(struct s3_client *c)
 {
+	CURL *e;
+
 	if (c->nidle)
 		return c->idle[--c->nidle];
-	return curl_easy_init();
+	e = curl_easy_init();
+	if (!e)
+		return NULL;
+	curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_body);
+	curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header);
+	curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
+	curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L);
+	curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT,
+			 (long)c->connect_timeout_seconds);
+	curl_easy_setopt(e, CURLOPT_LOW_SPEED_LIMIT, 1L);
+	curl_easy_setopt(e, CURLOPT_LOW_SPEED_TIME, (long)c->stall_seconds);
+	curl_easy_setopt(e, CURLOPT_BUFFERSIZE, (long)GET_BUFFER_SIZE);
+	curl_easy_setopt(e, CURLOPT_TCP_NODELAY, 1L);
+	curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, c->tls_verify ? 1L : 0L);
+	curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, c->tls_verify ? 2L : 0L);
+	if (c->ca_bundle)
+		curl_easy_setopt(e, CURLOPT_CAINFO, c->ca_bundle);
+	if (getenv("S3PIPE_CURL_VERBOSE"))
+		curl_easy_setopt(e, CURLOPT_VERBOSE, 1L);
+	return e;
 }
 
 static void give_easy(struct s3_client *c, CURL *e)
 {
 	if (c->nidle < c->max_connections) {
-		curl_easy_reset(e);
 		c->idle[c->nidle++] = e;
 	} else {
 		curl_easy_cleanup(e);
@@ -541,8 +567,7 @@ static void start_request(struct s3_client *c, struct s3_request *r)
 		rc = sign_request(c, r, host.data, path.data,
 				  query.len ? query.data : "");
 	if (!rc && r->kind == REQUEST_GET) {
-		snprintf(range, sizeof(range),
-			 "bytes=%" PRIu64 "-%" PRIu64,
+		snprintf(range, sizeof(range), "bytes=%" PRIu64 "-%" PRIu64,
 			 r->offset + r->got, r->offset + r->len - 1);
 		rc = add_header(r, "Range", range);
 		if (!rc && r->etag)
@@ -560,30 +585,10 @@ static void start_request(struct s3_client *c, struct s3_request *r)
 	}
 	curl_easy_setopt(r->easy, CURLOPT_URL, r->url);
 	curl_easy_setopt(r->easy, CURLOPT_HTTPHEADER, r->headers);
-	curl_easy_setopt(r->easy, CURLOPT_WRITEFUNCTION, on_body);
 	curl_easy_setopt(r->easy, CURLOPT_WRITEDATA, r);
-	curl_easy_setopt(r->easy, CURLOPT_HEADERFUNCTION, on_header);
 	curl_easy_setopt(r->easy, CURLOPT_HEADERDATA, r);
 	curl_easy_setopt(r->easy, CURLOPT_PRIVATE, r);
 	curl_easy_setopt(r->easy, CURLOPT_ERRORBUFFER, r->curl_error);
-	curl_easy_setopt(r->easy, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(r->easy, CURLOPT_PROTOCOLS_STR, "http,https");
-	curl_easy_setopt(r->easy, CURLOPT_FOLLOWLOCATION, 0L);
-	curl_easy_setopt(r->easy, CURLOPT_CONNECTTIMEOUT,
-			 (long)c->connect_timeout_seconds);
-	curl_easy_setopt(r->easy, CURLOPT_LOW_SPEED_LIMIT, 1L);
-	curl_easy_setopt(r->easy, CURLOPT_LOW_SPEED_TIME,
-			 (long)c->stall_seconds);
-	curl_easy_setopt(r->easy, CURLOPT_BUFFERSIZE, (long)GET_BUFFER_SIZE);
-	curl_easy_setopt(r->easy, CURLOPT_TCP_NODELAY, 1L);
-	curl_easy_setopt(r->easy, CURLOPT_SSL_VERIFYPEER,
-			 c->tls_verify ? 1L : 0L);
-	curl_easy_setopt(r->easy, CURLOPT_SSL_VERIFYHOST,
-			 c->tls_verify ? 2L : 0L);
-	if (c->ca_bundle)
-		curl_easy_setopt(r->easy, CURLOPT_CAINFO, c->ca_bundle);
-	if (getenv("S3PIPE_CURL_VERBOSE"))
-		curl_easy_setopt(r->easy, CURLOPT_VERBOSE, 1L);
 	if (curl_multi_add_handle(c->multi, r->easy) != CURLM_OK) {
 		give_easy(c, r->easy);
 		r->easy = NULL;
