@@ -1,0 +1,548 @@
+# Shared code for the s3pipe integration tests (sourced, never run).
+#
+# Each test gets its own temporary folder, its own S3 server (s3rver from
+# tests/s3server, on the loopback address, a free port) and its own mounts.
+# An EXIT trap unmounts whatever is left, stops the daemons and the server
+# and removes the temporary folder, so tests can run in parallel
+# (make -j check). Exit codes follow automake: 0 pass, 1 fail, 77 skip —
+# and skip is used only when FUSE itself is missing.
+#
+# Environment (set by `make check`, defaults for a manual run):
+#   S3PIPE           the binary under test ($S3PIPE_BUILDDIR/s3pipe)
+#   S3PIPE_SRCDIR    top of the source tree (found from this file)
+#   S3PIPE_BUILDDIR  top of the build tree ($S3PIPE_SRCDIR)
+#   S3PIPE_TEST_TIMEOUT  seconds before a hung test is torn down (120)
+#   S3PIPE_KEEP_TMP  set to 1 to keep the temporary folder for debugging
+#
+# Manual run:
+#   S3PIPE=/work/build/s3pipe S3PIPE_SRCDIR=$PWD S3PIPE_BUILDDIR=/work/build \
+#       bash tests/integration/basic.sh
+
+set -euo pipefail
+export LC_ALL=C
+
+: "${S3PIPE_SRCDIR:=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}"
+: "${S3PIPE_BUILDDIR:=$S3PIPE_SRCDIR}"
+: "${S3PIPE:=$S3PIPE_BUILDDIR/s3pipe}"
+export MOUNT_S3PIPE="$(dirname "$S3PIPE")/mount.s3pipe"
+TEST_NAME="$(basename "$0" .sh)"
+: "${S3PIPE_TEST_TIMEOUT:=120}"
+
+# Credentials s3rver accepts; no profile, endpoint or role from the caller's
+# environment may leak into a test.
+export AWS_ACCESS_KEY_ID=S3RVER
+export AWS_SECRET_ACCESS_KEY=S3RVER
+export AWS_REGION=us-east-1
+unset AWS_PROFILE AWS_DEFAULT_PROFILE AWS_SESSION_TOKEN AWS_ENDPOINT_URL \
+	AWS_ENDPOINT_URL_S3 AWS_CONFIG_FILE AWS_SHARED_CREDENTIALS_FILE \
+	AWS_CONTAINER_CREDENTIALS_RELATIVE_URI AWS_CONTAINER_CREDENTIALS_FULL_URI \
+	AWS_WEB_IDENTITY_TOKEN_FILE AWS_ROLE_ARN || true
+# tests talk to the loopback address only: no instance-metadata look-ups
+export AWS_EC2_METADATA_DISABLED=true
+# never let a proxy setting send loopback traffic elsewhere
+unset http_proxy https_proxy HTTP_PROXY HTTPS_PROXY ALL_PROXY all_proxy || true
+export NO_PROXY=127.0.0.1,localhost no_proxy=127.0.0.1,localhost
+
+TEST_TMP="$(mktemp -d "${TMPDIR:-/tmp}/s3pipe-$TEST_NAME.XXXXXX")"
+S3_LOCAL="$TEST_TMP/local"		# local copies of what was uploaded: $S3_LOCAL/BUCKET/KEY
+S3_URL=
+S3_PID=
+S3_DATA=
+WATCHDOG_PID=
+mkdir -p "$S3_LOCAL"
+: >"$TEST_TMP/mounts"
+: >"$TEST_TMP/pids"
+: >"$TEST_TMP/daemons"
+
+# ---- messages and assertions ----
+
+note() {
+	printf '%s: %s\n' "$TEST_NAME" "$*" >&2
+}
+
+fail() {
+	printf 'FAIL: %s: %s\n' "$TEST_NAME" "$*" >&2
+	report_dead_daemons
+	exit 1
+}
+
+# After a failure: say so when a daemon died under a mount (a crash shows
+# up to readers only as ENOTCONN/ECONNABORTED).
+report_dead_daemons() {
+	local pid mp
+	[ -s "$TEST_TMP/daemons" ] || return 0
+	while IFS=' ' read -r pid mp; do
+		if ! kill -0 "$pid" 2>/dev/null && is_mounted "$mp"; then
+			printf 'FAIL: %s: the s3pipe daemon (pid %s) serving %s died while mounted (crash?)\n' \
+				"$TEST_NAME" "$pid" "$mp" >&2
+		fi
+	done <"$TEST_TMP/daemons"
+}
+
+skip() {
+	printf 'SKIP: %s: %s\n' "$TEST_NAME" "$*" >&2
+	exit 77
+}
+
+assert_eq() {	# EXPECTED ACTUAL [WHAT]
+	if [ "$1" != "$2" ]; then
+		fail "${3:-value}: expected '$1', got '$2'"
+	fi
+}
+
+assert_ne() {	# UNEXPECTED ACTUAL [WHAT]
+	if [ "$1" = "$2" ]; then
+		fail "${3:-value}: did not expect '$1'"
+	fi
+}
+
+assert_match() {	# ERE STRING [WHAT]
+	if ! printf '%s' "$2" | grep -Eq -- "$1"; then
+		fail "${3:-value}: '$2' does not match /$1/"
+	fi
+}
+
+sha256() {
+	sha256sum <"$1" | cut -d' ' -f1
+}
+
+assert_file_eq() {	# EXPECTED_FILE ACTUAL_FILE [WHAT]
+	local e a
+	[ -f "$1" ] || fail "${3:-file}: expected file '$1' missing"
+	[ -f "$2" ] || fail "${3:-file}: file '$2' missing"
+	e=$(sha256 "$1")
+	a=$(sha256 "$2")
+	if [ "$e" != "$a" ]; then
+		local es as off
+		es=$(stat -c %s "$1")
+		as=$(stat -c %s "$2")
+		off=$(cmp "$1" "$2" 2>&1 | head -n1 || true)
+		fail "${3:-file}: content differs (expected $es bytes sha256 $e, got $as bytes sha256 $a; $off)"
+	fi
+}
+
+# Run CMD... until it succeeds or SECONDS pass (fractions allowed).
+wait_until() {
+	local secs=$1
+	shift
+	local deadline=$((SECONDS + ${secs%.*} + 1))
+	while ! "$@" 2>/dev/null; do
+		if [ "$SECONDS" -ge "$deadline" ]; then
+			return 1
+		fi
+		sleep 0.05
+	done
+	return 0
+}
+
+# Bounded commands: a hung FUSE read must not hang the test forever.
+# tcat FILE... is cat with a timeout (READ_TIMEOUT seconds, default 30).
+tcat() {
+	timeout -k 5 "${READ_TIMEOUT:-30}" cat "$@"
+}
+
+# Print the errno name (ENOENT, EACCES, ...) that OP on FILE fails with, or
+# OK. OP: stat, open_read, open_write, open_rdwr, truncate.
+errno_of() {	# OP FILE
+	python3 - "$1" "$2" <<'PY'
+import errno, os, sys
+op, path = sys.argv[1], sys.argv[2]
+try:
+    if op == "stat":
+        os.stat(path)
+    elif op == "open_read":
+        os.close(os.open(path, os.O_RDONLY))
+    elif op == "open_write":
+        os.close(os.open(path, os.O_WRONLY))
+    elif op == "open_rdwr":
+        os.close(os.open(path, os.O_RDWR))
+    elif op == "truncate":
+        os.truncate(path, 0)
+    else:
+        sys.exit("errno_of: unknown op " + op)
+    print("OK")
+except OSError as e:
+    print(errno.errorcode.get(e.errno, str(e.errno)))
+PY
+}
+
+# ---- mounts ----
+
+is_mounted() {	# MOUNTPOINT
+	local mp
+	mp=$(realpath -m "$1")
+	mp=${mp// /\\040}
+	awk -v mp="$mp" '$5 == mp { found = 1 } END { exit !found }' /proc/self/mountinfo
+}
+
+assert_mounted() {
+	is_mounted "$1" || fail "$1 is not mounted"
+}
+
+assert_not_mounted() {
+	if is_mounted "$1"; then
+		fail "$1 is still mounted"
+	fi
+}
+
+# PIDs of s3pipe processes (any name the binary runs under) whose command
+# line names MOUNTPOINT.
+daemon_pids() {	# MOUNTPOINT
+	local want exe p arg mp
+	want=$(realpath -m "$S3PIPE")
+	mp=$(realpath -m "$1")
+	for p in /proc/[0-9]*; do
+		exe=$(readlink "$p/exe" 2>/dev/null) || continue
+		[ "$exe" = "$want" ] || continue
+		while IFS= read -r -d '' arg; do
+			if [ "$arg" = "$1" ] || [ "$arg" = "$mp" ]; then
+				echo "${p#/proc/}"
+				break
+			fi
+		done <"$p/cmdline" 2>/dev/null || true
+	done
+}
+
+# Record MOUNTPOINT (and the daemon serving it) for cleanup.
+track_mount() {
+	local mp
+	mp=$(realpath -m "$1")
+	echo "$mp" >>"$TEST_TMP/mounts"
+	local p
+	for p in $(daemon_pids "$mp"); do
+		echo "$p" >>"$TEST_TMP/pids"
+		echo "$p $mp" >>"$TEST_TMP/daemons"
+	done
+}
+
+# Make a fresh empty mountpoint under the test folder and print its path.
+new_mountpoint() {	# [NAME]
+	local mp="$TEST_TMP/mnt-${1:-$RANDOM$RANDOM}"
+	mkdir -p "$mp"
+	printf '%s\n' "$mp"
+}
+
+# s3pipe_mount ARGS... — run the binary (the mountpoint is the last argument),
+# record the mount for cleanup. Returns the binary's exit status; its
+# stderr is kept in $TEST_TMP/mount.err (and repeated on failure).
+s3pipe_mount() {
+	local mp=${!#} rc=0
+	"$S3PIPE" "$@" 2>"$TEST_TMP/mount.err" </dev/null || rc=$?
+	if [ "$rc" -ne 0 ]; then
+		note "s3pipe $* exited $rc:"
+		cat "$TEST_TMP/mount.err" >&2 || true
+	fi
+	track_mount "$mp"
+	return "$rc"
+}
+
+# Mount and wait until the root lists something; fail the test otherwise.
+mount_ok() {	# ARGS... (the mountpoint last)
+	local mp=${!#}
+	s3pipe_mount "$@" || fail "s3pipe exited non-zero for: $*"
+	assert_mounted "$mp"
+}
+
+unmount() {	# MOUNTPOINT — unmount and wait for its daemon(s) to exit
+	local mp=$1 pids
+	pids=$(daemon_pids "$mp")
+	fusermount3 -u "$mp" || fail "fusermount3 -u $mp failed"
+	wait_pids_gone 10 $pids || fail "daemon ($pids) still running after unmounting $mp"
+}
+
+pids_gone() {
+	local p
+	for p in "$@"; do
+		if kill -0 "$p" 2>/dev/null; then
+			return 1
+		fi
+	done
+	return 0
+}
+
+wait_pids_gone() {	# SECONDS PID...
+	local secs=$1
+	shift
+	wait_until "$secs" pids_gone "$@"
+}
+
+# ---- the S3 server ----
+
+# Directory holding server.js with its node_modules installed. npm runs at
+# most once at a time (flock), because tests run in parallel. A read-only
+# source tree (distcheck) gets a copy in the build tree.
+s3_server_dir() {
+	local src="$S3PIPE_SRCDIR/tests/s3server" dir lock
+	command -v node >/dev/null || fail "node is required for the test S3 server (apt-get install nodejs npm)"
+	if [ -f "$src/node_modules/s3rver/package.json" ]; then
+		printf '%s\n' "$src"
+		return
+	fi
+	dir=$src
+	if [ ! -w "$src" ]; then
+		dir="$S3PIPE_BUILDDIR/tests/s3server"
+		mkdir -p "$dir"
+	fi
+	command -v npm >/dev/null || fail "npm is required to install the test S3 server (apt-get install npm)"
+	lock="${TMPDIR:-/tmp}/s3pipe-npm-$(id -u)-$(printf '%s' "$dir" | sha256sum | cut -c1-16).lock"
+	(
+		flock -w 300 9 || fail "timed out waiting for $lock"
+		if [ ! -f "$dir/node_modules/s3rver/package.json" ]; then
+			if [ "$dir" != "$src" ]; then
+				cp "$src/server.js" "$src/package.json" "$dir/"
+				[ ! -f "$src/package-lock.json" ] || cp "$src/package-lock.json" "$dir/"
+				[ ! -f "$src/.npmrc" ] || cp "$src/.npmrc" "$dir/"
+			fi
+			note "installing the test S3 server in $dir (npm)"
+			if [ -f "$dir/package-lock.json" ]; then
+				(cd "$dir" && npm ci --no-audit --no-fund --loglevel=error) >&2 ||
+					fail "npm ci failed in $dir"
+			else
+				(cd "$dir" && npm install --no-audit --no-fund --loglevel=error) >&2 ||
+					fail "npm install failed in $dir"
+			fi
+		fi
+	) 9>"$lock"
+	[ -f "$dir/node_modules/s3rver/package.json" ] || fail "s3rver missing in $dir/node_modules"
+	printf '%s\n' "$dir"
+}
+
+# Start a private server; sets S3_URL (http://127.0.0.1:PORT), S3_PID, S3_DATA.
+s3_start() {
+	local dir i
+	dir=$(s3_server_dir)
+	S3_DATA="$TEST_TMP/s3data"
+	mkdir -p "$S3_DATA"
+	node "$dir/server.js" --dir "$S3_DATA" --address 127.0.0.1 --port 0 \
+		>"$TEST_TMP/s3server.out" 2>"$TEST_TMP/s3server.err" </dev/null &
+	S3_PID=$!
+	for ((i = 0; i < 600; i++)); do
+		if grep -q '^ready ' "$TEST_TMP/s3server.out" 2>/dev/null; then
+			break
+		fi
+		if ! kill -0 "$S3_PID" 2>/dev/null; then
+			cat "$TEST_TMP/s3server.err" >&2 || true
+			fail "the S3 server exited during start-up"
+		fi
+		sleep 0.05
+	done
+	S3_URL=$(sed -n 's/^ready //p' "$TEST_TMP/s3server.out" | head -n1)
+	[ -n "$S3_URL" ] || fail "the S3 server did not become ready in 30 s"
+	export S3_URL
+}
+
+s3_stop() {
+	if [ -n "$S3_PID" ]; then
+		kill -TERM "$S3_PID" 2>/dev/null || true
+		wait_pids_gone 5 "$S3_PID" || kill -KILL "$S3_PID" 2>/dev/null || true
+		wait "$S3_PID" 2>/dev/null || true
+		S3_PID=
+	fi
+}
+
+# Percent-encode a key for a URL path ('/' kept).
+s3_urlencode() {
+	local LC_ALL=C s=$1 out='' c i
+	for ((i = 0; i < ${#s}; i++)); do
+		c=${s:i:1}
+		case $c in
+		[a-zA-Z0-9.~_/-]) out+=$c ;;
+		*)
+			printf -v c '%%%02X' "'$c"
+			out+=$c
+			;;
+		esac
+	done
+	printf '%s' "$out"
+}
+
+s3_mb() {	# BUCKET
+	curl -sS -f -o /dev/null -X PUT "$S3_URL/$1" || fail "cannot create bucket $1"
+	mkdir -p "$S3_LOCAL/$1"
+}
+
+# Upload FILE as KEY; keep a local copy at $S3_LOCAL/BUCKET/KEY (not for
+# keys ending in '/', which are folder markers).
+s3_put() {	# BUCKET KEY FILE
+	curl -sS -f -o /dev/null -T "$3" "$S3_URL/$1/$(s3_urlencode "$2")" ||
+		fail "cannot upload $1/$2"
+	case $2 in
+	*/) ;;
+	*)
+		mkdir -p "$(dirname "$S3_LOCAL/$1/$2")"
+		cp "$3" "$S3_LOCAL/$1/$2"
+		;;
+	esac
+}
+
+# Upload a folder marker KEY/ (zero bytes).
+s3_put_marker() {	# BUCKET KEY/
+	curl -sS -f -o /dev/null -X PUT -H 'Content-Length: 0' \
+		"$S3_URL/$1/$(s3_urlencode "$2")" || fail "cannot create marker $1/$2"
+}
+
+# Write COUNT random objects of SIZE bytes each as PREFIXobj-NNNNNN.bin
+# (zero-padded: key order = sort order) in one parallel curl; local copies
+# go to DIR/KEY (DIR defaults to $S3_LOCAL/BUCKET).
+s3_seed() {	# BUCKET PREFIX COUNT SIZE [DIR]
+	local bucket=$1 prefix=$2 count=$3 size=$4 dir=${5:-$S3_LOCAL/$1}
+	local blob="$TEST_TMP/seed.$$.$RANDOM" cfg i key f base
+	base="$dir/$prefix"
+	mkdir -p "$(dirname "${base}x")"
+	: >"$TEST_TMP/seed.cfg"
+	cfg="$TEST_TMP/seed.cfg"
+	if [ "$size" -gt 0 ]; then
+		head -c $((count * size)) /dev/urandom >"$blob"
+		split -b "$size" -d -a 6 --additional-suffix=.bin "$blob" "${base}obj-"
+		rm -f "$blob"
+	else
+		for ((i = 0; i < count; i++)); do
+			printf -v f '%sobj-%06d.bin' "$base" "$i"
+			: >"$f"
+		done
+	fi
+	for ((i = 0; i < count; i++)); do
+		printf -v key '%sobj-%06d.bin' "$prefix" "$i"
+		printf 'url = "%s/%s/%s"\nupload-file = "%s"\noutput = "/dev/null"\n' \
+			"$S3_URL" "$bucket" "$(s3_urlencode "$key")" "$dir/$key" >>"$cfg"
+	done
+	curl -sS -f --no-progress-meter --parallel --parallel-max 16 -K "$cfg" ||
+		fail "seeding $count objects in $bucket/$prefix failed"
+}
+
+# Print the bytes a channel must deliver: every local copy under DIR whose
+# key starts with PREFIX, in byte order of the keys.
+expected_cat() {	# DIR [PREFIX]
+	local dir=$1 prefix=${2:-}
+	(
+		cd "$dir"
+		find . -type f -print0 | sed -z 's|^\./||' | LC_ALL=C sort -z |
+			while IFS= read -r -d '' k; do
+				case $k in
+				"$prefix"*) cat -- "$k" ;;
+				esac
+			done
+	)
+}
+
+# Keys the server lists under PREFIX (ListObjectsV2, every page), one a line.
+s3_list_keys() {	# BUCKET [PREFIX]
+	local token='' out q
+	while :; do
+		q="list-type=2&prefix=$(s3_urlencode "${2:-}" | sed 's|/|%2F|g')"
+		if [ -n "$token" ]; then
+			q+="&continuation-token=$(s3_urlencode "$token" | sed 's|/|%2F|g')"
+		fi
+		out=$(curl -sS -f "$S3_URL/$1?$q") || fail "listing $1 failed"
+		printf '%s' "$out" | grep -o '<Key>[^<]*</Key>' | sed 's/<Key>\(.*\)<\/Key>/\1/' |
+			sed 's/&amp;/\&/g; s/&lt;/</g; s/&gt;/>/g; s/&quot;/"/g; s/&apos;/'"'"'/g'
+		case $out in
+		*'<IsTruncated>true</IsTruncated>'*) ;;
+		*) break ;;
+		esac
+		token=$(printf '%s' "$out" | sed -n 's/.*<NextContinuationToken>\([^<]*\)<\/NextContinuationToken>.*/\1/p')
+		[ -n "$token" ] || fail "truncated listing without a continuation token"
+	done
+}
+
+# ---- fault injection (tests/s3server/server.js) ----
+
+fault_arm() {	# 'kind=K&count=N&...'
+	curl -sS -f -o /dev/null -X POST "$S3_URL/__fault?$1" || fail "cannot arm fault $1"
+}
+
+fault_clear() {
+	curl -sS -f -o /dev/null -X DELETE "$S3_URL/__fault" || fail "cannot clear faults"
+	curl -sS -f -o /dev/null -X DELETE "$S3_URL/__fault/stats" || fail "cannot reset fault stats"
+}
+
+fault_stats() {
+	curl -sS -f "$S3_URL/__fault/stats" || fail "cannot read fault stats"
+}
+
+# Evaluate a JavaScript expression over the stats object `s`, print it.
+#   fault_stat 's.fired.cut'
+fault_stat() {	# EXPR
+	fault_stats | node -e '
+		let d = ""; process.stdin.on("data", c => d += c).on("end", () => {
+			const s = JSON.parse(d);
+			const v = eval(process.argv[1]);
+			console.log(typeof v === "object" ? JSON.stringify(v) : String(v));
+		});' "$1"
+}
+
+# ---- environment checks ----
+
+require_fuse() {
+	[ -c /dev/fuse ] || skip "/dev/fuse is missing (no FUSE in this environment)"
+	command -v fusermount3 >/dev/null || skip "fusermount3 is not installed (apt-get install fuse3)"
+	[ -x "$S3PIPE" ] || fail "binary under test not found: $S3PIPE"
+}
+
+require_cmd() {	# CMD [WHY]
+	command -v "$1" >/dev/null || fail "$1 is required${2:+ ($2)}"
+}
+
+# ---- cleanup ----
+
+cleanup() {
+	local rc=$? mp p
+	trap - EXIT INT TERM HUP
+	set +e
+	if [ -n "$WATCHDOG_PID" ]; then
+		kill "$WATCHDOG_PID" 2>/dev/null
+		wait "$WATCHDOG_PID" 2>/dev/null
+	fi
+	if [ -s "$TEST_TMP/mounts" ]; then
+		while IFS= read -r mp; do
+			daemon_pids "$mp" >>"$TEST_TMP/pids"
+			if is_mounted "$mp"; then
+				fusermount3 -u -z "$mp" 2>/dev/null || umount -l "$mp" 2>/dev/null
+			fi
+		done < <(tac "$TEST_TMP/mounts")
+	fi
+	for p in $(sort -u "$TEST_TMP/pids" 2>/dev/null); do
+		kill -TERM "$p" 2>/dev/null
+	done
+	for p in $(sort -u "$TEST_TMP/pids" 2>/dev/null); do
+		wait_pids_gone 3 "$p" || kill -KILL "$p" 2>/dev/null
+	done
+	if [ "$rc" -ne 0 ] && [ "$rc" -ne 77 ] && [ -s "$TEST_TMP/s3server.err" ]; then
+		note "S3 server stderr:"
+		tail -n 20 "$TEST_TMP/s3server.err" >&2
+	fi
+	s3_stop
+	if [ -n "${CLEANUP_HOOK:-}" ]; then
+		eval "$CLEANUP_HOOK"
+	fi
+	if [ "${S3PIPE_KEEP_TMP:-0}" = 1 ]; then
+		note "kept $TEST_TMP"
+	else
+		rm -rf "$TEST_TMP"
+	fi
+	exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+trap 'exit 129' HUP
+
+# Tear a hung test down: unmount and kill its daemons so blocked reads
+# return, then stop the test.
+watchdog() {
+	local main=$1 end=$((SECONDS + S3PIPE_TEST_TIMEOUT)) mp
+	while kill -0 "$main" 2>/dev/null; do
+		if [ "$SECONDS" -ge "$end" ]; then
+			printf 'FAIL: %s: timed out after %s s\n' "$TEST_NAME" "$S3PIPE_TEST_TIMEOUT" >&2
+			while IFS= read -r mp; do
+				for p in $(daemon_pids "$mp"); do kill -KILL "$p" 2>/dev/null; done
+				fusermount3 -u -z "$mp" 2>/dev/null
+			done <"$TEST_TMP/mounts"
+			kill -TERM "$main" 2>/dev/null
+			return
+		fi
+		sleep 1
+	done
+}
+watchdog $$ </dev/null >/dev/null 2>&2 &
+WATCHDOG_PID=$!
