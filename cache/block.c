@@ -169,13 +169,21 @@ static char *buffer_alloc(size_t cap)
 }
 
 /* A buffer of cap bytes within the budget, evicting as allowed. */
-static char *buffer_get(struct cache *c, size_t cap, bool demand)
+static char *buffer_get(struct cache *c, size_t cap, enum cache_admit admit)
 {
+	bool demand = admit == CACHE_ADMIT_DEMAND;
+
 	for (;;) {
+		struct cache_block *cold = c->lru_cold;
 		char *p;
 
 		if (cap == c->conf.block_size && c->pool_count)
 			return c->pool[--c->pool_count];
+		if (admit == CACHE_ADMIT_RECYCLE && cold && cold->consumed &&
+		    (cap < c->conf.block_size || cold->cap == cap)) {
+			evict_one(c, false);
+			continue;
+		}
 		if (c->stats.used_bytes + cap <= c->conf.budget_bytes) {
 			p = buffer_alloc(cap);
 			if (p) {
@@ -216,8 +224,10 @@ bool cache_block_room(struct cache *c, size_t len, bool demand)
 
 struct cache_block *cache_block_create(struct cache *c,
 				       const struct cache_segment *seg,
-				       uint64_t index, size_t len, bool demand)
+				       uint64_t index, size_t len,
+				       enum cache_admit admit)
 {
+	bool demand = admit == CACHE_ADMIT_DEMAND;
 	struct cache_block *b;
 	size_t h;
 
@@ -229,7 +239,7 @@ struct cache_block *cache_block_create(struct cache *c,
 	if (!b)
 		return NULL;
 	b->cap = buffer_cap(c, len);
-	b->data = buffer_get(c, b->cap, demand);
+	b->data = buffer_get(c, b->cap, admit);
 	if (!b->data) {
 		free(b);
 		return NULL;
@@ -295,10 +305,13 @@ void cache_block_fetch(struct cache_block *b, const struct cache_stream *s,
 		       uint64_t block_size, bool urgent)
 {
 	const struct cache_segment *seg = b->seg;
+	unsigned flags = urgent ? S3_GET_URGENT : 0;
 	int rc;
 
+	if (b->index == 0 && b->len == seg->size)
+		flags |= S3_GET_WHOLE;
 	rc = s3_get(b->cache->s3, s->bucket, seg->key, seg->etag,
-		    b->index * block_size, b->len, b->data, urgent,
+		    b->index * block_size, b->len, b->data, flags,
 		    block_fetched, b);
 	if (rc) {
 		b->state = BLOCK_FAILED;

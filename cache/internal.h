@@ -88,18 +88,28 @@ struct cache_stream {
 	pthread_cond_t grown; /* segments added, complete, or error */
 };
 
+/* How a new block may find memory. */
+enum cache_admit {
+	CACHE_ADMIT_PREFETCH = 0, /* evict only consumed blocks */
+	CACHE_ADMIT_DEMAND = 1,	  /* evict any idle block */
+	/* as PREFETCH, but reuse a consumed block's buffer before growing:
+	 * for streams larger than the cache, whose consumed blocks could not
+	 * survive until the next epoch anyway; saves faulting in fresh pages */
+	CACHE_ADMIT_RECYCLE = 2,
+};
+
 /* ---- block.c (cache->lock held unless noted) ---- */
 struct cache_block *cache_block_lookup(struct cache *c,
 				       const struct cache_segment *seg,
 				       uint64_t index);
 /*
  * Allocates a FETCHING block of len bytes and inserts it in the table,
- * evicting as allowed: demand may evict any idle block, prefetch only
- * consumed ones.  Returns NULL when the budget cannot make room.
+ * evicting as admit allows.  Returns NULL when the budget cannot make room.
  */
 struct cache_block *cache_block_create(struct cache *c,
 				       const struct cache_segment *seg,
-				       uint64_t index, size_t len, bool demand);
+				       uint64_t index, size_t len,
+				       enum cache_admit admit);
 void cache_block_pin(struct cache_block *b);
 void cache_block_unpin(struct cache_block *b);
 /* Starts the GET that fills b (from stream s). */

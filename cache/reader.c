@@ -112,6 +112,9 @@ static void prefetch(struct cache_reader *r, bool may_list)
 	struct cache_stream *s = r->stream;
 	struct cache *c = s->cache;
 	uint64_t limit = r->pos + r->window;
+	enum cache_admit admit = s->listed_bytes > c->conf.budget_bytes
+				     ? CACHE_ADMIT_RECYCLE
+				     : CACHE_ADMIT_PREFETCH;
 
 	if (r->pf_offset < r->pos || r->pf_seg < r->seg_idx)
 		frontier_to_position(r);
@@ -126,7 +129,7 @@ static void prefetch(struct cache_reader *r, bool may_list)
 		len = block_len(c, seg, r->pf_block);
 		b = cache_block_lookup(c, seg, r->pf_block);
 		if (!b) {
-			b = cache_block_create(c, seg, r->pf_block, len, false);
+			b = cache_block_create(c, seg, r->pf_block, len, admit);
 			if (!b)
 				break; /* budget full of unread data */
 			c->stats.prefetched++;
@@ -178,7 +181,7 @@ static int pin_block(struct cache_reader *r, const struct cache_segment *seg,
 		if (b)
 			break;
 		b = cache_block_create(c, seg, index, block_len(c, seg, index),
-				       true);
+				       CACHE_ADMIT_DEMAND);
 		if (b) {
 			c->stats.misses++;
 			cache_block_pin(b);

@@ -52,6 +52,7 @@ struct s3_request {
 	size_t got;	 /* GET: bytes already in dest (kept across retries) */
 	size_t attempt_from; /* GET: got when this attempt started */
 	bool urgent;
+	bool whole; /* GET: the whole object; Range only when resuming */
 	unsigned attempt;
 	uint64_t due_ns; /* when a delayed retry may start */
 
@@ -387,13 +388,17 @@ static size_t on_body(char *ptr, size_t size, size_t nmemb, void *userdata)
 			return 0; /* too large: abort */
 		return n;
 	}
-	if (r->etag && r->resp_etag[0] && !etag_equal(r->etag, r->resp_etag)) {
-		r->etag_mismatch = true;
-		return 0;
-	}
-	if (r->status == 200 && r->offset + r->attempt_from != 0) {
-		r->ignored_range = true;
-		return 0;
+	if (r->got == r->attempt_from) {
+		/* the first bytes of this attempt: is it what we asked for? */
+		if (r->etag && r->resp_etag[0] &&
+		    !etag_equal(r->etag, r->resp_etag)) {
+			r->etag_mismatch = true;
+			return 0;
+		}
+		if (r->status == 200 && r->offset + r->attempt_from != 0) {
+			r->ignored_range = true;
+			return 0;
+		}
 	}
 	if (n > r->len - r->got) {
 		r->overflow = true;
@@ -455,7 +460,9 @@ static CURL *take_easy(struct s3_client *c)
 			 (long)c->connect_timeout_seconds);
 	curl_easy_setopt(e, CURLOPT_LOW_SPEED_LIMIT, 1L);
 	curl_easy_setopt(e, CURLOPT_LOW_SPEED_TIME, (long)c->stall_seconds);
-	curl_easy_setopt(e, CURLOPT_BUFFERSIZE, (long)GET_BUFFER_SIZE);
+	curl_easy_setopt(e, CURLOPT_BUFFERSIZE,
+			 getenv("S3PIPE_BUF") ? atol(getenv("S3PIPE_BUF"))
+					      : (long)GET_BUFFER_SIZE);
 	curl_easy_setopt(e, CURLOPT_TCP_NODELAY, 1L);
 	curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, c->tls_verify ? 1L : 0L);
 	curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, c->tls_verify ? 2L : 0L);
@@ -566,11 +573,13 @@ static void start_request(struct s3_client *c, struct s3_request *r)
 	if (!rc && !c->no_sign)
 		rc = sign_request(c, r, host.data, path.data,
 				  query.len ? query.data : "");
-	if (!rc && r->kind == REQUEST_GET) {
+	if (!rc && r->kind == REQUEST_GET && !(r->whole && r->got == 0)) {
 		snprintf(range, sizeof(range), "bytes=%" PRIu64 "-%" PRIu64,
 			 r->offset + r->got, r->offset + r->len - 1);
 		rc = add_header(r, "Range", range);
-		if (!rc && r->etag)
+	}
+	if (!rc && r->kind == REQUEST_GET) {
+		if (r->etag)
 			rc = add_header(r, "If-Match", r->etag);
 	}
 	if (!rc)
@@ -956,7 +965,7 @@ static int submit(struct s3_client *c, struct s3_request *r)
 
 int s3_get(struct s3_client *c, const char *bucket, const char *key,
 	   const char *etag, uint64_t offset, size_t len, char *dest,
-	   bool urgent, s3_get_done_fn *done, void *arg)
+	   unsigned flags, s3_get_done_fn *done, void *arg)
 {
 	struct s3_request *r = calloc(1, sizeof(*r));
 
@@ -974,7 +983,8 @@ int s3_get(struct s3_client *c, const char *bucket, const char *key,
 	r->offset = offset;
 	r->len = len;
 	r->dest = dest;
-	r->urgent = urgent;
+	r->urgent = (flags & S3_GET_URGENT) != 0;
+	r->whole = (flags & S3_GET_WHOLE) != 0 && offset == 0;
 	r->get_done = done;
 	r->arg = arg;
 	util_buf_init(&r->body, 0);

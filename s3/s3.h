@@ -112,17 +112,23 @@ struct s3_client *s3_client_create(const struct s3_client_conf *conf);
 void s3_client_destroy(struct s3_client *c);
 void s3_client_get_stats(struct s3_client *c, struct s3_stats *out);
 
+/* s3_get() flags */
+#define S3_GET_URGENT 1u /* to the front of the queue: a reader waits */
+#define S3_GET_WHOLE                                                           \
+	2u /* [offset, offset+len) is the whole object: no                     \
+	      Range header (a cheaper request for servers) */
+
 /*
  * GET bytes [offset, offset+len) of bucket/key into dest (which must stay
  * valid until done runs).  etag (may be NULL) is sent as If-Match and
  * compared with the response.  done(arg, NULL) on success, done(arg, err)
- * after retries are exhausted or on a permanent error.  urgent requests go
- * to the front of the queue.  Returns 0 or ENOMEM (then done never runs).
+ * after retries are exhausted or on a permanent error.  Returns 0 or ENOMEM
+ * (then done never runs).
  */
 typedef void s3_get_done_fn(void *arg, const struct s3_error *err);
 int s3_get(struct s3_client *c, const char *bucket, const char *key,
 	   const char *etag, uint64_t offset, size_t len, char *dest,
-	   bool urgent, s3_get_done_fn *done, void *arg);
+	   unsigned flags, s3_get_done_fn *done, void *arg);
 
 /*
  * One ListObjectsV2 page of bucket under prefix, continuing after token
