@@ -337,8 +337,12 @@ struct cache *cache_create(const struct cache_conf *conf, struct s3_client *s3)
 		c->conf.list_page_keys = 1000;
 	if (!c->conf.first_page_keys)
 		c->conf.first_page_keys = c->conf.list_page_keys;
+	/* a quarter of the budget: room for two readers' windows and what
+	 * they have just consumed (64 MiB, 8 default parts, by default) */
 	if (!c->conf.max_window)
-		c->conf.max_window = c->conf.budget_bytes / 2;
+		c->conf.max_window = c->conf.budget_bytes / 4;
+	if (c->conf.max_window < 2 * c->conf.block_size)
+		c->conf.max_window = 2 * c->conf.block_size;
 	c->s3 = s3;
 	c->nbuckets = 1024;
 	c->table = calloc(c->nbuckets, sizeof(*c->table));

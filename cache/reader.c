@@ -103,15 +103,18 @@ static void frontier_to_position(struct cache_reader *r)
 	}
 }
 
-/* Tops up the window.  may_list also lets it ask for the next listing page
- * when the frontier nears the end of the listing; the read path allows that
- * only once the read has its data, so that a slow listing page (a server
- * walking a huge prefix) never delays the first bytes. */
-static void prefetch(struct cache_reader *r, bool may_list)
+/*
+ * Tops up the window, but no further than ahead bytes past the position.
+ * A read first asks only for what it needs itself, all at once, and opens
+ * the whole window (and asks for the next listing page, may_list) only once
+ * it has its data: neither a burst of prefetches nor a slow listing page (a
+ * server walking a huge prefix) stands in front of the first bytes.
+ */
+static void prefetch(struct cache_reader *r, uint64_t ahead, bool may_list)
 {
 	struct cache_stream *s = r->stream;
 	struct cache *c = s->cache;
-	uint64_t limit = r->pos + r->window;
+	uint64_t limit = r->pos + (ahead < r->window ? ahead : r->window);
 	enum cache_admit admit = s->listed_bytes > c->conf.budget_bytes
 				     ? CACHE_ADMIT_RECYCLE
 				     : CACHE_ADMIT_PREFETCH;
@@ -234,7 +237,7 @@ int cache_reader_read(struct cache_reader *r, uint64_t offset, size_t size,
 		if (rc)
 			goto out;
 	}
-	prefetch(r, false);
+	prefetch(r, size, false);
 	while (view->bytes < size && view->count < CACHE_VIEW_MAX) {
 		const struct cache_segment *seg;
 		struct cache_block *b = NULL;
@@ -284,7 +287,7 @@ int cache_reader_read(struct cache_reader *r, uint64_t offset, size_t size,
 		if (r->window > c->conf.max_window)
 			r->window = c->conf.max_window;
 	}
-	prefetch(r, true);
+	prefetch(r, r->window, true);
 out:
 	pthread_mutex_unlock(&c->lock);
 	return rc;

@@ -945,9 +945,14 @@ void s3_client_get_stats(struct s3_client *c, struct s3_stats *out)
 	    __atomic_load_n(&c->stats.bytes_received, __ATOMIC_RELAXED);
 }
 
+/* Queues r for the engine; wakes it only if the queue was empty (the
+ * engine drains the whole queue each time it wakes). */
 static int submit(struct s3_client *c, struct s3_request *r)
 {
+	bool was_empty;
+
 	pthread_mutex_lock(&c->lock);
+	was_empty = c->queue_head == NULL;
 	if (r->urgent && c->queue_head) {
 		r->next = c->queue_head;
 		c->queue_head = r;
@@ -959,7 +964,8 @@ static int submit(struct s3_client *c, struct s3_request *r)
 		c->queue_tail = r;
 	}
 	pthread_mutex_unlock(&c->lock);
-	curl_multi_wakeup(c->multi);
+	if (was_empty)
+		curl_multi_wakeup(c->multi);
 	return 0;
 }
 

@@ -17,10 +17,11 @@ head -c $((5 * 1024 * 1024)) /dev/urandom >"$TEST_TMP/big.bin"
 s3_put data big/one.bin "$TEST_TMP/big.bin"
 s3_put data stall/one.bin "$TEST_TMP/big.bin"
 s3_put data cut0/one.bin "$TEST_TMP/big.bin"
+s3_seed data whole/ 3 200001
 s3_seed data etag/ 2 300000
 s3_seed data persist/ 2 300000
 s3_seed data ok/ 4 100000
-for p in s500 s503 slist big cut0 stall etag persist ok; do
+for p in s500 s503 slist big cut0 whole stall etag persist ok; do
 	expected_cat "$S3_LOCAL/data" "$p/" >"$TEST_TMP/$p.exp"
 done
 
@@ -103,6 +104,21 @@ read_ok "$MP/cut0_0" "$TEST_TMP/cut0.exp" "after a connection cut before the bod
 assert_eq 1 "$(fault_stat 's.fired.cut')" "header-only cut fired"
 wait_until 10 test -e "$MP/big_1" || fail "big_1 did not appear"
 read_ok "$MP/big_1" "$TEST_TMP/big.exp" "big_1"
+unmount "$MP"
+
+# ---- a whole small object is fetched without Range; a cut resumes it ----
+fault_clear
+fault_arm 'kind=cut&after=70000&count=1&match=/data/whole/'
+MP=$(new_mountpoint mwhole)
+mount_ok --endpoint-url "$S3_URL" whole=s3://data/whole/ "$MP"
+read_ok "$MP/whole_0" "$TEST_TMP/whole.exp" "after a cut in a whole-object GET"
+assert_eq 1 "$(fault_stat 's.fired.cut')" "whole-object cut fired"
+resumed=$(fault_stat 's.events.filter(e => e.kind === "cut").filter(e =>
+	s.ranges.some(r => r.path === e.path && r.range === "bytes=" + e.breakAt + "-200000")
+).length')
+assert_eq 1 "$resumed" "the cut whole-object GET resumed with Range bytes=70000-200000"
+plain=$(fault_stat 's.ranges.filter(r => r.path.startsWith("/data/whole/") && r.range === null).length')
+assert_eq 3 "$plain" "whole-object GETs sent without a Range header"
 unmount "$MP"
 
 # ---- stalled body: --stall-timeout 2 gives up on it and resumes ----
