@@ -181,7 +181,9 @@ static char *buffer_get(struct cache *c, size_t cap, enum cache_admit admit)
 			return c->pool[--c->pool_count];
 		if (admit == CACHE_ADMIT_RECYCLE && cold && cold->consumed &&
 		    (cap < c->conf.block_size || cold->cap == cap)) {
+			/* one block makes room for one block */
 			evict_one(c, false);
+			admit = CACHE_ADMIT_PREFETCH;
 			continue;
 		}
 		if (c->stats.used_bytes + cap <= c->conf.budget_bytes) {
