@@ -460,16 +460,12 @@ static CURL *take_easy(struct s3_client *c)
 			 (long)c->connect_timeout_seconds);
 	curl_easy_setopt(e, CURLOPT_LOW_SPEED_LIMIT, 1L);
 	curl_easy_setopt(e, CURLOPT_LOW_SPEED_TIME, (long)c->stall_seconds);
-	curl_easy_setopt(e, CURLOPT_BUFFERSIZE,
-			 getenv("S3PIPE_BUF") ? atol(getenv("S3PIPE_BUF"))
-					      : (long)GET_BUFFER_SIZE);
+	curl_easy_setopt(e, CURLOPT_BUFFERSIZE, (long)GET_BUFFER_SIZE);
 	curl_easy_setopt(e, CURLOPT_TCP_NODELAY, 1L);
 	curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, c->tls_verify ? 1L : 0L);
 	curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, c->tls_verify ? 2L : 0L);
 	if (c->ca_bundle)
 		curl_easy_setopt(e, CURLOPT_CAINFO, c->ca_bundle);
-	if (getenv("S3PIPE_CURL_VERBOSE"))
-		curl_easy_setopt(e, CURLOPT_VERBOSE, 1L);
 	return e;
 }
 
