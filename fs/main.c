@@ -133,6 +133,7 @@ int main(int argc, char **argv)
 	char region[64];
 	char fsopts[1024];
 	const char *prog = basename(argv[0]);
+	const char *fsname;
 	bool helper = strcmp(prog, "mount.s3pipe") == 0;
 	int ready_fd = -1;
 	int rc;
@@ -183,8 +184,8 @@ int main(int argc, char **argv)
 	s3conf.force_path_style = opts.force_path_style;
 	s3conf.no_sign = opts.no_sign_request;
 	s3conf.tls_verify = !opts.no_verify_ssl;
-	s3conf.ca_bundle = opts.ca_bundle ? opts.ca_bundle
-					  : getenv("AWS_CA_BUNDLE");
+	s3conf.ca_bundle =
+	    opts.ca_bundle ? opts.ca_bundle : getenv("AWS_CA_BUNDLE");
 	if (s3conf.ca_bundle && access(s3conf.ca_bundle, R_OK) != 0) {
 		if (opts.ca_bundle)
 			die("cannot read the CA bundle '%s'", opts.ca_bundle);
@@ -230,7 +231,7 @@ int main(int argc, char **argv)
 		st.channels[i].name = spec->name;
 		st.channels[i].visible = 1;
 		st.channels[i].stream =
-			cache_stream_create(cache, spec->bucket, spec->prefix);
+		    cache_stream_create(cache, spec->bucket, spec->prefix);
 		if (!st.channels[i].stream)
 			die("out of memory");
 		if (cache_stream_start(st.channels[i].stream, &serr)) {
@@ -243,14 +244,14 @@ int main(int argc, char **argv)
 		}
 	}
 
+	/* mount(8) shows the source as the file system's name; a comma would
+	 * end the option, so such a URI is not used */
+	fsname = helper && !strpbrk(opts.channels[0].uri, ",\\")
+		     ? opts.channels[0].uri
+		     : "s3pipe";
 	snprintf(fsopts, sizeof(fsopts),
-		 "-oro,fsname=%s,subtype=s3pipe,max_read=1048576%s",
-		 helper ? opts.channels[0].uri : "s3pipe",
+		 "-oro,fsname=%s,subtype=s3pipe,max_read=1048576%s", fsname,
 		 opts.allow_other ? ",allow_other" : "");
-	if (strchr(helper ? opts.channels[0].uri : "", ','))
-		snprintf(fsopts, sizeof(fsopts),
-			 "-oro,fsname=s3pipe,subtype=s3pipe,max_read=1048576%s",
-			 opts.allow_other ? ",allow_other" : "");
 	add_arg(&fargs, prog);
 	add_arg(&fargs, fsopts);
 	se = fuse_session_new(&fargs, fs_operations(),

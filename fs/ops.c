@@ -169,13 +169,39 @@ static void op_getattr(fuse_req_t req, fuse_ino_t ino,
 	fuse_reply_attr(req, &stbuf, timeout);
 }
 
+/* Appends one entry to a readdir reply; false when the buffer is full. */
+static bool add_dirent(fuse_req_t req, char *buf, size_t size, size_t *used,
+		       const char *name, fuse_ino_t ino, mode_t mode,
+		       off_t next)
+{
+	struct stat stbuf;
+	size_t n;
+
+	memset(&stbuf, 0, sizeof(stbuf));
+	stbuf.st_ino = ino;
+	stbuf.st_mode = mode;
+	n = fuse_add_direntry(req, buf + *used, size - *used, name, &stbuf,
+			      next);
+	if (n > size - *used)
+		return false;
+	*used += n;
+	return true;
+}
+
+/*
+ * Entries in a fixed order, entry i at offset i + 1: ".", "..", then every
+ * visible file, epoch by epoch, channel by channel.  Files only ever get
+ * added at the end of that order, so offsets stay valid between calls.
+ */
 static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		       struct fuse_file_info *fi)
 {
 	struct fs_state *st = state_of(req);
+	unsigned max_visible = 0;
+	char name[FS_CHANNEL_NAME_MAX + 16];
 	char *buf = NULL;
 	size_t used = 0;
-	off_t index = 0;
+	off_t index = 2;
 
 	if (ino != ROOT_INO) {
 		fuse_reply_err(req, ENOTDIR);
@@ -186,56 +212,33 @@ static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
-	/* entry i has offset i + 1: ".", "..", then each visible file */
-	for (unsigned pass = 0;; pass++) {
-		struct stat stbuf;
-		char name[FS_CHANNEL_NAME_MAX + 16];
-		bool any = false;
-
-		memset(&stbuf, 0, sizeof(stbuf));
-		if (pass == 0) {
-			/* "." and ".." */
-			for (int d = 0; d < 2; d++, index++) {
-				if (index < off)
-					continue;
-				stbuf.st_ino = ROOT_INO;
-				stbuf.st_mode = S_IFDIR;
-				size_t n = fuse_add_direntry(
-				    req, buf + used, size - used,
-				    d ? ".." : ".", &stbuf, index + 1);
-				if (n > size - used)
-					goto done;
-				used += n;
-			}
-			continue;
-		}
-		/* pass p lists epoch p-1 of every channel that has it */
+	if (off < 1 &&
+	    !add_dirent(req, buf, size, &used, ".", ROOT_INO, S_IFDIR, 1))
+		goto reply;
+	if (off < 2 &&
+	    !add_dirent(req, buf, size, &used, "..", ROOT_INO, S_IFDIR, 2))
+		goto reply;
+	pthread_mutex_lock(&st->lock);
+	for (unsigned ch = 0; ch < st->nchannels; ch++)
+		if (st->channels[ch].visible > max_visible)
+			max_visible = st->channels[ch].visible;
+	for (unsigned epoch = 0; epoch < max_visible; epoch++) {
 		for (unsigned ch = 0; ch < st->nchannels; ch++) {
-			unsigned epoch = pass - 1;
-			unsigned visible;
-
-			pthread_mutex_lock(&st->lock);
-			visible = st->channels[ch].visible;
-			pthread_mutex_unlock(&st->lock);
-			if (epoch >= visible)
+			if (epoch >= st->channels[ch].visible)
 				continue;
-			any = true;
 			if (index++ < off)
 				continue;
 			snprintf(name, sizeof(name), "%s_%u",
 				 st->channels[ch].name, epoch);
-			stbuf.st_ino = file_ino(st, ch, epoch);
-			stbuf.st_mode = S_IFREG;
-			size_t n = fuse_add_direntry(
-			    req, buf + used, size - used, name, &stbuf, index);
-			if (n > size - used)
-				goto done;
-			used += n;
+			if (!add_dirent(req, buf, size, &used, name,
+					file_ino(st, ch, epoch), S_IFREG,
+					index))
+				goto unlock;
 		}
-		if (!any)
-			break;
 	}
-done:
+unlock:
+	pthread_mutex_unlock(&st->lock);
+reply:
 	fuse_reply_buf(req, buf, used);
 	free(buf);
 }
