@@ -107,6 +107,15 @@ if [ "$ms" -lt 3000 ]; then
 else
 	assert_eq "$total" "$size" "st_size of many_0 after a ${ms} ms start-up"
 fi
+# the listing is streamed: the first bytes come while page 2 is stalled
+t0=$(date +%s%N)
+head -c 4096 "$MP/many_0" >"$TEST_TMP/head" || fail "reading the start of many_0 with a stalled list page failed"
+ms=$((($(date +%s%N) - t0) / 1000000))
+head -c 4096 "$TEST_TMP/many.exp" >"$TEST_TMP/head.exp"
+assert_file_eq "$TEST_TMP/head.exp" "$TEST_TMP/head" "the first 4096 bytes of many_0"
+if [ "$ms" -lt 3000 ]; then
+	assert_eq 0 "$(stat -c %s "$MP/many_0")" "st_size of many_0 after its first bytes were read (${ms} ms), listing still stalled"
+fi
 tcat "$MP/many_0" >"$TEST_TMP/out" || fail "reading many_0 with a stalled list page failed"
 assert_file_eq "$TEST_TMP/many.exp" "$TEST_TMP/out" "many_0 with a stalled list page"
 assert_eq 1 "$(fault_stat 's.fired.stall')" "stalled list pages"
