@@ -339,10 +339,10 @@ struct cache *cache_create(const struct cache_conf *conf, struct s3_client *s3)
 		c->conf.list_page_keys = 1000;
 	if (!c->conf.first_page_keys)
 		c->conf.first_page_keys = c->conf.list_page_keys;
-	/* a quarter of the budget: room for two readers' windows and what
-	 * they have just consumed (64 MiB, 8 default parts, by default) */
+	/* half the budget (16 default parts in flight): servers like s3rver
+	 * serve each stream at a limited rate, so parallel streams count */
 	if (!c->conf.max_window)
-		c->conf.max_window = c->conf.budget_bytes / 4;
+		c->conf.max_window = c->conf.budget_bytes / 2;
 	if (c->conf.max_window < 2 * c->conf.block_size)
 		c->conf.max_window = 2 * c->conf.block_size;
 	c->s3 = s3;

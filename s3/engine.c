@@ -39,7 +39,6 @@ enum request_kind { REQUEST_GET, REQUEST_LIST };
 struct s3_request {
 	struct s3_request *next;
 	struct s3_request *prev; /* running list only */
-	struct s3_client *client;
 	enum request_kind kind;
 	char *bucket;
 	char *key;   /* GET: object key; LIST: prefix */
@@ -97,11 +96,10 @@ struct s3_client {
 	pthread_t thread;
 	bool thread_started;
 
-	pthread_mutex_t lock; /* guards queue, stopping, stats */
+	pthread_mutex_t lock; /* guards queue and stopping */
 	struct s3_request *queue_head;
 	struct s3_request *queue_tail;
 	bool stopping;
-	struct s3_stats stats;
 
 	/* engine thread only */
 	struct s3_request *pending_head;
@@ -112,6 +110,9 @@ struct s3_client {
 	CURL **idle;
 	unsigned nidle;
 	unsigned rand_state;
+	/* written by the engine only, read by s3_client_get_stats(); a cache
+	 * line of its own, away from the lock and queue the submitters write */
+	struct s3_stats stats __attribute__((aligned(64)));
 };
 
 static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
@@ -406,7 +407,6 @@ static size_t on_body(char *ptr, size_t size, size_t nmemb, void *userdata)
 	}
 	memcpy(r->dest + r->got, ptr, n);
 	r->got += n;
-	stats_add(&r->client->stats.bytes_received, n);
 	return n;
 }
 
@@ -674,6 +674,7 @@ static void finish_request(struct s3_client *c, struct s3_request *r,
 	if (!r->status_known)
 		curl_easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE, &r->status);
 	detach(c, r);
+	stats_add(&c->stats.bytes_received, r->got - r->attempt_from);
 	memset(&err, 0, sizeof(err));
 	if (r->etag_mismatch) {
 		e = s3_error_classify(412, "PreconditionFailed", 0, &retryable);
@@ -974,7 +975,6 @@ int s3_get(struct s3_client *c, const char *bucket, const char *key,
 	if (!r)
 		return ENOMEM;
 	r->kind = REQUEST_GET;
-	r->client = c;
 	r->bucket = strdup(bucket);
 	r->key = strdup(key);
 	r->etag = util_strdup0(etag);
@@ -1002,7 +1002,6 @@ int s3_list(struct s3_client *c, const char *bucket, const char *prefix,
 	if (!r)
 		return ENOMEM;
 	r->kind = REQUEST_LIST;
-	r->client = c;
 	r->bucket = strdup(bucket);
 	r->key = strdup(prefix ? prefix : "");
 	r->token = util_strdup0(token);
