@@ -110,6 +110,8 @@ struct s3_client {
 	CURL **idle;
 	unsigned nidle;
 	unsigned rand_state;
+	char key_date[9];	       /* date of signing_key, "" = none yet */
+	unsigned char signing_key[32]; /* a secret: wiped on destroy */
 	/* written by the engine only, read by s3_client_get_stats(); a cache
 	 * line of its own, away from the lock and queue the submitters write */
 	struct s3_stats stats __attribute__((aligned(64)));
@@ -309,6 +311,16 @@ static int sign_request(struct s3_client *c, struct s3_request *r,
 
 	gmtime_r(&now, &tm);
 	strftime(amz_date, sizeof(amz_date), "%Y%m%dT%H%M%SZ", &tm);
+	if (strncmp(c->key_date, amz_date, 8) != 0) {
+		memcpy(c->key_date, amz_date, 8);
+		c->key_date[8] = '\0';
+		rc = s3_sigv4_signing_key(c->creds.secret_key, c->key_date,
+					  c->region, "s3", c->signing_key);
+		if (rc) {
+			c->key_date[0] = '\0';
+			return rc;
+		}
+	}
 
 	hdrs[n++] = (struct s3_sigv4_header){"host", host};
 	hdrs[n++] =
@@ -924,6 +936,7 @@ void s3_client_destroy(struct s3_client *c)
 	if (c->multi)
 		curl_multi_cleanup(c->multi);
 	s3_creds_clear(&c->creds);
+	explicit_bzero(c->signing_key, sizeof(c->signing_key));
 	free(c->scheme);
 	free(c->authority);
 	free(c->host);

@@ -31,7 +31,18 @@ struct s3_sigv4_request {
 	const char *service; /* "s3" */
 	const char *access_key;
 	const char *secret_key;
+	/* optional: s3_sigv4_signing_key() for this date, region and service,
+	 * so that a client signing many requests derives it once a day */
+	const unsigned char *signing_key;
 };
+
+/*
+ * The SigV4 signing key for secret_key on date ("YYYYMMDD") in region for
+ * service, into out.  Returns 0, EINVAL or ENOMEM.  A secret: wipe it.
+ */
+int s3_sigv4_signing_key(const char *secret_key, const char *date,
+			 const char *region, const char *service,
+			 unsigned char out[32]);
 
 /* Lowercase hex SHA-256 of data; out must hold 65 bytes. */
 void s3_sha256_hex(const void *data, size_t len, char out[65]);

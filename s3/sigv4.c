@@ -155,6 +155,36 @@ static bool request_complete(const struct s3_sigv4_request *req)
 	return strlen(req->amz_date) >= SIGV4_DATE_LEN;
 }
 
+int s3_sigv4_signing_key(const char *secret_key, const char *date,
+			 const char *region, const char *service,
+			 unsigned char out[32])
+{
+	unsigned char key[4 + SIGV4_SECRET_MAX];
+	unsigned char k1[32];
+	size_t secret_len = strlen(secret_key);
+	int rc;
+
+	if (secret_len > SIGV4_SECRET_MAX || strlen(date) != SIGV4_DATE_LEN)
+		return EINVAL;
+	/* kSigning = HMAC(HMAC(HMAC(HMAC("AWS4" + secret, date), region),
+	 * service), "aws4_request") */
+	memcpy(key, "AWS4", 4);
+	memcpy(key + 4, secret_key, secret_len);
+	rc = hmac_sha256(key, 4 + secret_len, date, SIGV4_DATE_LEN, k1);
+	if (!rc)
+		rc = hmac_sha256(k1, sizeof(k1), region, strlen(region), out);
+	if (!rc)
+		rc = hmac_sha256(out, 32, service, strlen(service), k1);
+	if (!rc)
+		rc = hmac_sha256(k1, sizeof(k1), SIGV4_TERMINATOR,
+				 strlen(SIGV4_TERMINATOR), out);
+	OPENSSL_cleanse(key, sizeof(key));
+	OPENSSL_cleanse(k1, sizeof(k1));
+	if (rc)
+		OPENSSL_cleanse(out, 32);
+	return rc;
+}
+
 int s3_sigv4_authorization(const struct s3_sigv4_request *req, char *out,
 			   size_t outlen, char *sig)
 {
@@ -163,11 +193,9 @@ int s3_sigv4_authorization(const struct s3_sigv4_request *req, char *out,
 	char sts[SIGV4_STS_MAX];
 	char creq_hash[65];
 	char signature[65];
-	unsigned char key[4 + SIGV4_SECRET_MAX];
-	unsigned char k1[32], k2[32];
+	unsigned char k2[32];
 	unsigned char mac[32];
 	struct outbuf o = {out, outlen, 0, 0};
-	size_t secret_len;
 	size_t i;
 	int n;
 	int rc;
@@ -179,8 +207,7 @@ int s3_sigv4_authorization(const struct s3_sigv4_request *req, char *out,
 		sig[0] = '\0';
 	if (!request_complete(req))
 		return EINVAL;
-	secret_len = strlen(req->secret_key);
-	if (secret_len > SIGV4_SECRET_MAX)
+	if (strlen(req->secret_key) > SIGV4_SECRET_MAX)
 		return EINVAL;
 
 	memcpy(date, req->amz_date, SIGV4_DATE_LEN);
@@ -198,25 +225,15 @@ int s3_sigv4_authorization(const struct s3_sigv4_request *req, char *out,
 	if (n < 0 || (size_t)n >= sizeof(sts))
 		return EINVAL;
 
-	/* kSigning = HMAC(HMAC(HMAC(HMAC("AWS4" + secret, date), region),
-	 * service), "aws4_request") */
-	memcpy(key, "AWS4", 4);
-	memcpy(key + 4, req->secret_key, secret_len);
-	rc = hmac_sha256(key, 4 + secret_len, date, SIGV4_DATE_LEN, k1);
-	if (!rc)
-		rc = hmac_sha256(k1, sizeof(k1), req->region,
-				 strlen(req->region), k2);
-	if (!rc)
-		rc = hmac_sha256(k2, sizeof(k2), req->service,
-				 strlen(req->service), k1);
-	if (!rc)
-		rc = hmac_sha256(k1, sizeof(k1), SIGV4_TERMINATOR,
-				 strlen(SIGV4_TERMINATOR), k2);
-	if (!rc)
-		rc = hmac_sha256(k2, sizeof(k2), sts, (size_t)n, mac);
-	OPENSSL_cleanse(key, sizeof(key));
-	OPENSSL_cleanse(k1, sizeof(k1));
-	OPENSSL_cleanse(k2, sizeof(k2));
+	if (req->signing_key) {
+		rc = hmac_sha256(req->signing_key, 32, sts, (size_t)n, mac);
+	} else {
+		rc = s3_sigv4_signing_key(req->secret_key, date, req->region,
+					  req->service, k2);
+		if (!rc)
+			rc = hmac_sha256(k2, sizeof(k2), sts, (size_t)n, mac);
+		OPENSSL_cleanse(k2, sizeof(k2));
+	}
 	if (rc)
 		return rc;
 	hex_encode(mac, sizeof(mac), signature);

@@ -12,6 +12,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -72,6 +73,55 @@ static void test_s3_get_object(void **state)
 		 "SignedHeaders=host;range;x-amz-content-sha256;x-amz-date, "
 		 "Signature=f0e8bdb87c964420e857bd35b5d6ed310bd44f0170aba48dd9"
 		 "1039c6036bdb41");
+}
+
+/* AWS's published signing-key derivation example (IAM, 20120215). */
+static void test_signing_key(void **state)
+{
+	unsigned char key[32];
+	char hex[65];
+
+	assert_int_equal(
+	    s3_sigv4_signing_key(SUITE_SK, "20120215", "us-east-1", "iam", key),
+	    0);
+	for (int i = 0; i < 32; i++)
+		snprintf(hex + 2 * i, 3, "%02x", key[i]);
+	assert_string_equal(hex,
+			    "c4afb1cc5771d871763a393e44b703571b55cc28424d1a"
+			    "5e86da6ed3c154a4b9");
+	assert_int_equal(
+	    s3_sigv4_signing_key(SUITE_SK, "2012021", "us-east-1", "iam", key),
+	    EINVAL);
+}
+
+/* A signing key derived once gives the same signature as deriving it for
+ * every request (the engine caches it per day). */
+static void test_precomputed_signing_key(void **state)
+{
+	static const struct s3_sigv4_header h[] = {
+	    {"host", S3_HOST},
+	    {"range", "bytes=0-9"},
+	    {"x-amz-content-sha256", EMPTY_SHA256},
+	    {"x-amz-date", S3_DATE},
+	};
+	struct s3_sigv4_request r;
+	unsigned char key[32];
+	char out[512];
+	char sig[65];
+
+	assert_int_equal(
+	    s3_sigv4_signing_key(S3_SK, "20130524", "us-east-1", "s3", key), 0);
+	s3_request(&r, "GET", "/test.txt", "", h, 4, EMPTY_SHA256);
+	r.signing_key = key;
+	assert_int_equal(s3_sigv4_authorization(&r, out, sizeof(out), sig), 0);
+	assert_string_equal(sig, "f0e8bdb87c964420e857bd35b5d6ed310bd44f0170ab"
+				 "a48dd91039c6036bdb41");
+	/* a key for another day must not produce the same signature */
+	assert_int_equal(
+	    s3_sigv4_signing_key(S3_SK, "20130525", "us-east-1", "s3", key), 0);
+	assert_int_equal(s3_sigv4_authorization(&r, out, sizeof(out), sig), 0);
+	assert_string_not_equal(sig, "f0e8bdb87c964420e857bd35b5d6ed310bd44f01"
+				     "70aba48dd91039c6036bdb41");
 }
 
 /* S3 "Example: GET Bucket (List Objects)": GET /?max-keys=2&prefix=J. */
@@ -330,6 +380,8 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_s3_get_object),
+	    cmocka_unit_test(test_signing_key),
+	    cmocka_unit_test(test_precomputed_signing_key),
 	    cmocka_unit_test(test_s3_list_objects),
 	    cmocka_unit_test(test_s3_get_lifecycle),
 	    cmocka_unit_test(test_s3_put_object),
