@@ -71,6 +71,9 @@ int cache_stream_append(struct cache_stream *s, const char *key,
 	/* empty objects add no bytes; this also skips folder markers */
 	if (size == 0)
 		return 0;
+	/* a hostile listing must not wrap the stream's offsets */
+	if (size > (uint64_t)INT64_MAX - s->listed_bytes)
+		return EOVERFLOW;
 	if (s->count == s->cap) {
 		size_t cap = s->cap ? s->cap * 2 : 1024;
 		struct cache_segment **p = realloc(s->segs, cap * sizeof(*p));

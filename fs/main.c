@@ -165,13 +165,17 @@ int main(int argc, char **argv)
 	if (!opts.no_sign_request) {
 		rc = s3_creds_resolve(opts.profile, &creds, err, sizeof(err));
 		if (rc == ENOENT)
-			die("no credentials found: set AWS_ACCESS_KEY_ID and "
-			    "AWS_SECRET_ACCESS_KEY, configure a profile in "
-			    "~/.aws/credentials, or pass --no-sign-request");
+			die("%s%sor pass --no-sign-request", err,
+			    err[0] ? ", " : "");
 		if (rc)
 			die("%s", err);
 	}
 	s3_region_resolve(opts.region, opts.profile, region, sizeof(region));
+	if (!s3_region_valid(region))
+		die("invalid region '%s': use lowercase letters, digits and "
+		    "'-' "
+		    "(e.g. us-east-1)",
+		    region);
 	if (opts.fake)
 		return 0; /* mount -f: everything checked, nothing mounted */
 
@@ -200,9 +204,13 @@ int main(int argc, char **argv)
 	s3conf.connect_timeout_seconds = 10;
 	s3 = s3_client_create(&s3conf);
 	s3_creds_clear(&creds);
-	if (!s3)
-		die("cannot start the S3 client for endpoint '%s'",
-		    opts.endpoint_url ? opts.endpoint_url : "(aws)");
+	if (!s3) {
+		char msg[128];
+
+		die("cannot start the S3 client for endpoint '%s': %s",
+		    opts.endpoint_url ? opts.endpoint_url : "(aws)",
+		    util_strerror(errno, msg, sizeof(msg)));
+	}
 
 	memset(&cconf, 0, sizeof(cconf));
 	cconf.budget_bytes = opts.cache_size;
@@ -246,7 +254,8 @@ int main(int argc, char **argv)
 
 	/* mount(8) shows the source as the file system's name; a comma would
 	 * end the option, so such a URI is not used */
-	fsname = helper && !strpbrk(opts.channels[0].uri, ",\\")
+	fsname = helper && !strpbrk(opts.channels[0].uri, ",\\") &&
+			 strlen(opts.channels[0].uri) < 512
 		     ? opts.channels[0].uri
 		     : "s3pipe";
 	snprintf(fsopts, sizeof(fsopts),

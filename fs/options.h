@@ -57,7 +57,7 @@ struct fs_options {
 	bool no_verify_ssl;
 	uint64_t cache_size;	  /* default 256M */
 	uint64_t part_size;	  /* default 8M */
-	unsigned max_connections; /* default 16 */
+	unsigned max_connections; /* default 32 */
 	unsigned max_retries;	  /* default 5 */
 	unsigned stall_timeout;	  /* seconds, default 30 */
 	unsigned epochs;	  /* 0 = unlimited */

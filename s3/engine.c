@@ -65,7 +65,7 @@ struct s3_request {
 	bool ignored_range;
 	char resp_etag[128];
 	struct util_buf body; /* LIST body, or an error body */
-	char url[1024];
+	char *url;	      /* owned; rebuilt for each attempt */
 	char curl_error[CURL_ERROR_SIZE];
 
 	s3_get_done_fn *get_done;
@@ -203,6 +203,7 @@ static void request_free(struct s3_request *r)
 	free(r->key);
 	free(r->etag);
 	free(r->token);
+	free(r->url);
 	curl_slist_free_all(r->headers);
 	util_buf_free(&r->body);
 	free(r);
@@ -231,6 +232,7 @@ static int build_target(struct s3_client *c, struct s3_request *r,
 			struct util_buf *host, struct util_buf *path,
 			struct util_buf *query)
 {
+	struct util_buf url;
 	bool path_style = use_path_style(c, r->bucket);
 	char num[32];
 	int rc = 0;
@@ -269,28 +271,39 @@ static int build_target(struct s3_client *c, struct s3_request *r,
 	}
 	if (rc)
 		return rc;
-	if ((size_t)snprintf(r->url, sizeof(r->url), "%s://%s%s%s%s", c->scheme,
-			     host->data, path->data, query->len ? "?" : "",
-			     query->len ? query->data : "") >= sizeof(r->url))
-		return ENAMETOOLONG;
+	util_buf_init(&url, 0);
+	rc = util_buf_printf(&url, "%s://%s%s%s%s", c->scheme, host->data,
+			     path->data, query->len ? "?" : "",
+			     query->len ? query->data : "");
+	if (rc) {
+		util_buf_free(&url);
+		return rc;
+	}
+	free(r->url);
+	r->url = util_buf_take(&url);
 	return 0;
 }
 
 /* Appends "name: value" (or "name:" to suppress a curl default). */
 static int add_header(struct s3_request *r, const char *name, const char *value)
 {
-	char line[2048];
-	struct curl_slist *l;
+	struct util_buf line;
+	struct curl_slist *l = NULL;
+	int rc;
 
-	if ((size_t)snprintf(line, sizeof(line), "%s:%s%s", name,
-			     value ? " " : "",
-			     value ? value : "") >= sizeof(line))
-		return ENAMETOOLONG;
-	l = curl_slist_append(r->headers, line);
-	if (!l)
-		return ENOMEM;
-	r->headers = l;
-	return 0;
+	util_buf_init(&line, 0);
+	rc = util_buf_printf(&line, "%s:%s%s", name, value ? " " : "",
+			     value ? value : "");
+	if (!rc) {
+		l = curl_slist_append(r->headers, line.data);
+		rc = l ? 0 : ENOMEM;
+	}
+	if (line.data) /* may hold a token or a signature */
+		explicit_bzero(line.data, line.len);
+	util_buf_free(&line);
+	if (!rc)
+		r->headers = l;
+	return rc;
 }
 
 /*
@@ -341,6 +354,7 @@ static int sign_request(struct s3_client *c, struct s3_request *r,
 	    .service = "s3",
 	    .access_key = c->creds.access_key,
 	    .secret_key = c->creds.secret_key,
+	    .signing_key = c->signing_key,
 	};
 	rc = s3_sigv4_authorization(&sreq, auth, sizeof(auth), NULL);
 	if (rc)
@@ -496,7 +510,8 @@ static void set_error(struct s3_error *err, int e, const struct s3_request *r)
 	err->err = e;
 	if (r) {
 		err->http_status = r->status;
-		snprintf(err->url, sizeof(err->url), "%s", r->url);
+		snprintf(err->url, sizeof(err->url), "%s",
+			 r->url ? r->url : "");
 	}
 }
 
@@ -555,6 +570,7 @@ static void start_request(struct s3_client *c, struct s3_request *r)
 {
 	struct util_buf host, path, query;
 	struct s3_error err;
+	char ebuf[64];
 	char range[80];
 	int rc;
 
@@ -630,7 +646,10 @@ fail:
 	util_buf_free(&path);
 	util_buf_free(&query);
 	set_error(&err, rc, r);
-	snprintf(err.message, sizeof(err.message), "cannot build request");
+	snprintf(err.message, sizeof(err.message),
+		 "cannot build a request for s3://%s/%s: %s", r->bucket, r->key,
+		 util_strerror(rc, ebuf, sizeof(ebuf)));
+	util_warn("%s", err.message);
 	complete(c, r, &err);
 }
 
@@ -730,7 +749,7 @@ static void finish_request(struct s3_client *c, struct s3_request *r,
 	err.err = e;
 	err.http_status = result == CURLE_OK ? r->status : 0;
 	err.curl_code = (int)result;
-	snprintf(err.url, sizeof(err.url), "%s", r->url);
+	snprintf(err.url, sizeof(err.url), "%s", r->url ? r->url : "");
 	if (retryable && r->attempt <= c->max_retries) {
 		util_debug("retrying %s (attempt %u): %s %s", r->url,
 			   r->attempt + 1, err.code, err.message);

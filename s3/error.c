@@ -191,15 +191,31 @@ static bool error_is_tls_verify(int curl_code)
 	}
 }
 
+/* True when endpoint ep addresses bucket virtual-hosted style. */
+static bool vhost_of(const char *ep, const char *bucket)
+{
+	const char *host = strstr(ep, "://");
+	size_t n = strlen(bucket);
+
+	host = host ? host + 3 : ep;
+	return strncmp(host, bucket, n) == 0 && host[n] == '.';
+}
+
 /* Failures where curl, not the server, has the last word. */
 static void error_describe_curl(const struct s3_error *err, const char *ep,
-				const char *at, char *out, size_t outlen)
+				const char *bucket, const char *at, char *out,
+				size_t outlen)
 {
 	const char *what = curl_easy_strerror((CURLcode)err->curl_code);
 	/* curl's error buffer, when the engine kept it, says more */
 	const char *detail = err->message[0] ? err->message : what;
 
-	if (err->err == ECONNREFUSED || err->err == EHOSTUNREACH)
+	if (err->err == EHOSTUNREACH && bucket && vhost_of(ep, bucket))
+		snprintf(out, outlen,
+			 "cannot reach endpoint %s (%s): if the server expects "
+			 "path-style requests, pass --force-path-style",
+			 ep, what);
+	else if (err->err == ECONNREFUSED || err->err == EHOSTUNREACH)
 		snprintf(out, outlen, "cannot reach endpoint %s (%s)", ep,
 			 what);
 	else if (err->err == ETIMEDOUT)
@@ -253,7 +269,7 @@ void s3_error_describe(const struct s3_error *err, const char *bucket,
 		snprintf(out, outlen, "no error");
 	} else if (err->curl_code != 0 &&
 		   (err->http_status == 0 || error_http_ok(err->http_status))) {
-		error_describe_curl(err, ep, at, out, outlen);
+		error_describe_curl(err, ep, bucket, at, out, outlen);
 	} else if (err->err == ENOENT && error_code_is(err, "NoSuchBucket")) {
 		snprintf(out, outlen, "%s does not exist %s", bname, tag);
 	} else if (err->err == ENOENT && error_code_is(err, "NoSuchKey")) {

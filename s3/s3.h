@@ -48,6 +48,10 @@ void s3_creds_clear(struct s3_creds *c);
 void s3_region_resolve(const char *cli, const char *profile, char *out,
 		       size_t outlen);
 
+/* True for a plausible region name: 1-63 of a-z, 0-9 and '-'.  The region
+ * becomes part of the default endpoint's host name. */
+bool s3_region_valid(const char *region);
+
 /*
  * Splits "s3://bucket[/prefix]" into freshly allocated bucket and prefix
  * (prefix "" when absent).  Returns 0 or EINVAL with a message in err.

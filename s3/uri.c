@@ -138,3 +138,14 @@ fail:
 	snprintf(err, errlen, "out of memory parsing '%s'", uri);
 	return ENOMEM;
 }
+
+bool s3_region_valid(const char *region)
+{
+	size_t n = 0;
+
+	for (const char *p = region; *p; p++, n++)
+		if (!((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') ||
+		      *p == '-'))
+			return false;
+	return n >= 1 && n <= 63;
+}

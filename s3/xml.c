@@ -232,6 +232,10 @@ static int xml_parse_contents(const xmlNode *contents, bool url_encoded,
 		goto fail;
 	if (obj->key[0] == '\0')
 		goto fail;
+	/* the ETag goes into an If-Match header: no CR, LF or other controls */
+	for (const char *q = obj->etag; *q; q++)
+		if ((unsigned char)*q < 0x20 || *q == 0x7f)
+			goto fail;
 	if (util_parse_uint(xml_trim(size), 0, UINT64_MAX, &obj->size) != 0)
 		goto fail;
 	rc = 0;

@@ -31,6 +31,11 @@ s3_put mixed "plainly.bin" "$(rnd 333)"
 s3_put mixed "zero.bin" "$(rnd 0)"
 s3_put mixed "日本.bin" "$(rnd 4099)"
 s3_put mixed "日本語/x.bin" "$(rnd 5003)"
+# a key whose encoded URL passes 1,000 characters (each of these characters
+# is 3 bytes, 9 once percent-encoded)
+long_part=$(printf '語%.0s' $(seq 40))
+s3_mb long
+s3_put long "k/$long_part/$long_part/$long_part.bin" "$(rnd 7777)"
 
 # The expected bytes come from the local copies in byte order of the keys;
 # make sure the server lists in that order too (else the test, not the
@@ -47,6 +52,7 @@ done
 expected_cat "$S3_LOCAL/big" many/ >"$TEST_TMP/many.exp"
 expected_cat "$S3_LOCAL/mixed" "" >"$TEST_TMP/all.exp"
 expected_cat "$S3_LOCAL/mixed" dir/ >"$TEST_TMP/dir.exp"
+expected_cat "$S3_LOCAL/long" k/ >"$TEST_TMP/long.exp"
 expected_cat "$S3_LOCAL/mixed" plain >"$TEST_TMP/plain.exp"
 expected_cat "$S3_LOCAL/mixed" 日本 >"$TEST_TMP/jp.exp"
 expected_cat "$S3_LOCAL/mixed" "a b/" >"$TEST_TMP/space.exp"
@@ -56,7 +62,7 @@ fault_clear
 mount_ok --endpoint-url "$S3_URL" --part-size 64K \
 	many=s3://big/many/ all=s3://mixed dir=s3://mixed/dir/ plain=s3://mixed/plain \
 	jp=s3://mixed/日本 "space=s3://mixed/a b/" emptydir=s3://mixed/emptydir/ \
-	none=s3://mixed/nothing-here/ "$MP"
+	none=s3://mixed/nothing-here/ long=s3://long/k/ "$MP"
 
 check() {	# CHANNEL EXPECTED_FILE
 	local ch=$1 exp=$2 size
@@ -78,6 +84,7 @@ check space "$TEST_TMP/space.exp"
 : >"$TEST_TMP/empty.exp"
 check emptydir "$TEST_TMP/empty.exp"
 check none "$TEST_TMP/empty.exp"
+check long "$TEST_TMP/long.exp"
 
 # a second epoch of the big listing is byte-exact too
 tcat "$MP/many_1" >"$TEST_TMP/out" || fail "reading many_1 failed"

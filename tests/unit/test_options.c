@@ -737,7 +737,7 @@ static void test_usage(void **state)
 	    "mount.s3pipe",
 	    "(default 256M)",
 	    "(default 8M)",
-	    "(default 16)",
+	    "(default 32)",
 	    "(default 5)",
 	    "(default 30)",
 	    "(default reject)",

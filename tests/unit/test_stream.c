@@ -169,6 +169,28 @@ static void test_append_segments(void **state)
 	cache_destroy(c);
 }
 
+/* A hostile listing cannot wrap the stream's offsets. */
+static void test_append_overflow(void **state)
+{
+	struct cache *c = new_cache(64 * MIB, 8 * MIB);
+	struct cache_stream *s = cache_stream_create(c, "b", "p/");
+
+	assert_non_null(s);
+	assert_int_equal(cache_stream_append(s, "p/a", "\"e\"", 2), 0);
+	assert_int_equal(cache_stream_append(s, "p/huge", "\"e\"", UINT64_MAX),
+			 EOVERFLOW);
+	assert_int_equal(
+	    cache_stream_append(s, "p/max", "\"e\"", (uint64_t)INT64_MAX - 2),
+	    0);
+	assert_int_equal(cache_stream_append(s, "p/one", "\"e\"", 1),
+			 EOVERFLOW);
+	assert_int_equal(s->count, 2);
+	assert_int_equal(s->listed_bytes, (uint64_t)INT64_MAX);
+	assert_int_equal(s->segs[1]->start, 2);
+	cache_stream_destroy(s);
+	cache_destroy(c);
+}
+
 static void test_find_boundaries(void **state)
 {
 	struct cache *c = new_cache(64 * MIB, 8 * MIB);
@@ -692,6 +714,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_append_segments),
+	    cmocka_unit_test(test_append_overflow),
 	    cmocka_unit_test(test_find_boundaries),
 	    cmocka_unit_test(test_find_empty),
 	    cmocka_unit_test(test_find_many),

@@ -248,10 +248,27 @@ static void test_parse_uint(void **state)
 	assert_true(v == 7);
 }
 
+static void test_region_valid(void **state)
+{
+	assert_true(s3_region_valid("us-east-1"));
+	assert_true(s3_region_valid("eu-west-3"));
+	assert_true(s3_region_valid("x"));
+	assert_false(s3_region_valid(""));
+	assert_false(s3_region_valid("us-east-1.evil.example#"));
+	assert_false(s3_region_valid("US-EAST-1"));
+	assert_false(s3_region_valid("us east 1"));
+	assert_false(s3_region_valid("us/east"));
+	assert_true(s3_region_valid(
+	    "a23456789012345678901234567890123456789012345678901234567890123"));
+	assert_false(s3_region_valid("a2345678901234567890123456789012345678901"
+				     "23456789012345678901234"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_encode_unreserved),
+	    cmocka_unit_test(test_region_valid),
 	    cmocka_unit_test(test_encode_reserved),
 	    cmocka_unit_test(test_encode_utf8),
 	    cmocka_unit_test(test_encode_appends),

@@ -263,6 +263,20 @@ static const char s3rver_page2[] =
     "<Size>6</Size><StorageClass>STANDARD</StorageClass></Contents>"
     "</ListBucketResult>";
 
+/* An ETag goes into If-Match: a listed one carrying CR/LF (through
+ * character references) could smuggle headers into later GETs. */
+static void test_list_etag_controls(void **state)
+{
+	expect_list_fails(
+	    "<ListBucketResult><IsTruncated>false</IsTruncated><Contents>"
+	    "<Key>k</Key><ETag>\"x\"&#13;&#10;X-Injected: 1</ETag>"
+	    "<Size>1</Size></Contents></ListBucketResult>");
+	expect_list_fails(
+	    "<ListBucketResult><IsTruncated>false</IsTruncated><Contents>"
+	    "<Key>k</Key><ETag>\"x&#9;y\"</ETag>"
+	    "<Size>1</Size></Contents></ListBucketResult>");
+}
+
 static void test_list_s3rver_pages(void **state)
 {
 	struct s3_list_page p;
@@ -1213,6 +1227,7 @@ int main(void)
 	    cmocka_unit_test(test_list_many_objects),
 	    cmocka_unit_test(test_error_s3rver),
 	    cmocka_unit_test(test_error_aws),
+	    cmocka_unit_test(test_list_etag_controls),
 	    cmocka_unit_test(test_error_missing_parts),
 	    cmocka_unit_test(test_error_not_xml),
 	    cmocka_unit_test(test_error_truncation),
