@@ -267,16 +267,31 @@ void cache_block_pin(struct cache_block *b)
 	b->pins++;
 }
 
-void cache_block_unpin(struct cache_block *b)
+/* An unpinned block goes where its state says: a failed one is freed, a
+ * ready one joins the LRU, a fetching one waits for its fetch to end. */
+static void block_settle(struct cache *c, struct cache_block *b)
 {
-	struct cache *c = b->cache;
-
-	if (--b->pins > 0)
+	if (b->pins > 0)
 		return;
 	if (b->state == BLOCK_FAILED)
 		block_free(c, b);
 	else if (b->state == BLOCK_READY)
 		lru_insert(c, b);
+}
+
+/* A fetch failed: new lookups must not find the block any more. */
+static void block_fail(struct cache *c, struct cache_block *b, int err)
+{
+	b->state = BLOCK_FAILED;
+	b->error = err;
+	table_remove(c, b);
+	c->stats.fetch_errors++;
+}
+
+void cache_block_unpin(struct cache_block *b)
+{
+	b->pins--;
+	block_settle(b->cache, b);
 }
 
 static void block_fetched(void *arg, const struct s3_error *err)
@@ -285,42 +300,31 @@ static void block_fetched(void *arg, const struct s3_error *err)
 	struct cache *c = b->cache;
 
 	pthread_mutex_lock(&c->lock);
-	if (err) {
-		b->state = BLOCK_FAILED;
-		b->error = err->err == ECANCELED ? ECANCELED : EIO;
-		table_remove(c, b);
-		c->stats.fetch_errors++;
-	} else {
+	if (err)
+		block_fail(c, b, err->err == ECANCELED ? ECANCELED : EIO);
+	else
 		b->state = BLOCK_READY;
-	}
 	pthread_cond_broadcast(&b->ready);
-	if (b->pins == 0) {
-		if (b->state == BLOCK_FAILED)
-			block_free(c, b);
-		else
-			lru_insert(c, b);
-	}
+	block_settle(c, b);
 	pthread_mutex_unlock(&c->lock);
 }
 
 void cache_block_fetch(struct cache_block *b, const struct cache_stream *s,
-		       uint64_t block_size, bool urgent)
+		       bool urgent)
 {
+	struct cache *c = b->cache;
 	const struct cache_segment *seg = b->seg;
 	unsigned flags = urgent ? S3_GET_URGENT : 0;
 	int rc;
 
 	if (b->index == 0 && b->len == seg->size)
 		flags |= S3_GET_WHOLE;
-	rc = s3_get(b->cache->s3, s->bucket, seg->key, seg->etag,
-		    b->index * block_size, b->len, b->data, flags,
+	rc = s3_get(c->s3, s->bucket, seg->key, seg->etag,
+		    b->index * c->conf.block_size, b->len, b->data, flags,
 		    block_fetched, b);
 	if (rc) {
-		b->state = BLOCK_FAILED;
-		b->error = rc;
-		table_remove(b->cache, b);
-		if (b->pins == 0)
-			block_free(b->cache, b);
+		block_fail(c, b, rc);
+		block_settle(c, b);
 	}
 }
 

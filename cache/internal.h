@@ -114,7 +114,7 @@ void cache_block_pin(struct cache_block *b);
 void cache_block_unpin(struct cache_block *b);
 /* Starts the GET that fills b (from stream s). */
 void cache_block_fetch(struct cache_block *b, const struct cache_stream *s,
-		       uint64_t block_size, bool urgent);
+		       bool urgent);
 /* True when len more bytes could be made to fit by evicting. */
 bool cache_block_room(struct cache *c, size_t len, bool demand);
 

@@ -136,7 +136,7 @@ static void prefetch(struct cache_reader *r, uint64_t ahead, bool may_list)
 			if (!b)
 				break; /* budget full of unread data */
 			c->stats.prefetched++;
-			cache_block_fetch(b, s, c->conf.block_size, false);
+			cache_block_fetch(b, s, false);
 		}
 		r->pf_offset += len;
 		r->pf_block++;
@@ -188,8 +188,7 @@ static int pin_block(struct cache_reader *r, const struct cache_segment *seg,
 		if (b) {
 			c->stats.misses++;
 			cache_block_pin(b);
-			cache_block_fetch(b, r->stream, c->conf.block_size,
-					  true);
+			cache_block_fetch(b, r->stream, true);
 			if (b->state == BLOCK_FAILED) {
 				cache_block_unpin(b);
 				return EIO;

@@ -67,8 +67,12 @@ static int detach_with_handshake(void)
 	char byte = 0;
 	int status = 0;
 
-	if (pipe(fds) != 0)
-		die("cannot create a pipe: %s", "out of resources");
+	if (pipe(fds) != 0) {
+		char msg[128];
+
+		die("cannot create a pipe: %s",
+		    util_strerror(errno, msg, sizeof(msg)));
+	}
 	pid = fork();
 	if (pid < 0)
 		die("cannot fork the daemon");
@@ -110,11 +114,10 @@ static void go_quiet(int ready_fd)
 	}
 }
 
-static int add_arg(struct fuse_args *args, const char *arg)
+static void add_arg(struct fuse_args *args, const char *arg)
 {
 	if (fuse_opt_add_arg(args, arg) != 0)
 		die("out of memory");
-	return 0;
 }
 
 int main(int argc, char **argv)

@@ -40,13 +40,22 @@ static fuse_ino_t file_ino(const struct fs_state *st, unsigned ch,
 	return FIRST_FILE_INO + (fuse_ino_t)epoch * st->nchannels + ch;
 }
 
+static bool epoch_visible(struct fs_state *st, unsigned ch, unsigned epoch)
+{
+	bool visible;
+
+	pthread_mutex_lock(&st->lock);
+	visible = epoch < st->channels[ch].visible;
+	pthread_mutex_unlock(&st->lock);
+	return visible;
+}
+
 /* Splits an inode into channel and epoch; false if it names no file that
  * is visible now. */
 static bool ino_file(struct fs_state *st, fuse_ino_t ino, unsigned *ch,
 		     unsigned *epoch)
 {
 	uint64_t n;
-	bool visible;
 
 	if (ino < FIRST_FILE_INO)
 		return false;
@@ -55,10 +64,7 @@ static bool ino_file(struct fs_state *st, fuse_ino_t ino, unsigned *ch,
 		return false;
 	*ch = (unsigned)(n % st->nchannels);
 	*epoch = (unsigned)(n / st->nchannels);
-	pthread_mutex_lock(&st->lock);
-	visible = *epoch < st->channels[*ch].visible;
-	pthread_mutex_unlock(&st->lock);
-	return visible;
+	return epoch_visible(st, *ch, *epoch);
 }
 
 /* Parses "NAME_N" (NAME may itself contain '_'). */
@@ -138,7 +144,7 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 		return;
 	}
 	if (!name_file(st, name, &ch, &epoch) ||
-	    !ino_file(st, file_ino(st, ch, epoch), &ch, &epoch)) {
+	    !epoch_visible(st, ch, epoch)) {
 		fuse_reply_err(req, ENOENT);
 		return;
 	}

@@ -515,37 +515,30 @@ static void set_error(struct s3_error *err, int e, const struct s3_request *r)
 	}
 }
 
+/* Hands the outcome to the submitter (a LIST body is parsed here) and
+ * frees the request. */
 static void complete(struct s3_client *c, struct s3_request *r,
 		     const struct s3_error *err)
 {
+	struct s3_list_page page;
+	struct s3_error perr;
+
+	if (r->kind == REQUEST_LIST && !err) {
+		int rc = s3_xml_parse_list(r->body.data, r->body.len, &page);
+
+		if (rc) {
+			set_error(&perr, rc, r);
+			snprintf(perr.message, sizeof(perr.message),
+				 "malformed ListObjectsV2 response");
+			err = &perr;
+		}
+	}
 	if (err)
 		stats_add(&c->stats.failures, 1);
-	if (r->kind == REQUEST_GET) {
+	if (r->kind == REQUEST_GET)
 		r->get_done(r->arg, err);
-	} else {
-		struct s3_list_page page;
-
-		memset(&page, 0, sizeof(page));
-		if (!err) {
-			int rc =
-			    s3_xml_parse_list(r->body.data, r->body.len, &page);
-
-			if (rc) {
-				struct s3_error perr;
-
-				set_error(&perr, rc, r);
-				snprintf(perr.message, sizeof(perr.message),
-					 "malformed ListObjectsV2 response");
-				stats_add(&c->stats.failures, 1);
-				r->list_done(r->arg, NULL, &perr);
-				request_free(r);
-				return;
-			}
-		}
+	else
 		r->list_done(r->arg, err ? NULL : &page, err);
-		if (err)
-			s3_list_page_clear(&page);
-	}
 	request_free(r);
 }
 
