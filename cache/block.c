@@ -294,37 +294,87 @@ void cache_block_unpin(struct cache_block *b)
 	block_settle(b->cache, b);
 }
 
-static void block_fetched(void *arg, const struct s3_error *err)
+/* One GET filling a run of consecutive blocks of one object. */
+struct block_fetch {
+	struct cache *cache;
+	unsigned count;
+	unsigned next; /* blocks before this one are settled */
+	struct cache_block *blocks[];
+};
+
+static void block_arrived(void *arg, unsigned part)
 {
-	struct cache_block *b = arg;
-	struct cache *c = b->cache;
+	struct block_fetch *f = arg;
+	struct cache *c = f->cache;
+	struct cache_block *b = f->blocks[part];
 
 	pthread_mutex_lock(&c->lock);
-	if (err)
-		block_fail(c, b, err->err == ECANCELED ? ECANCELED : EIO);
-	else
-		b->state = BLOCK_READY;
+	b->state = BLOCK_READY;
 	pthread_cond_broadcast(&b->ready);
 	block_settle(c, b);
+	f->next = part + 1;
 	pthread_mutex_unlock(&c->lock);
 }
 
-void cache_block_fetch(struct cache_block *b, const struct cache_stream *s,
-		       bool urgent)
+/* Fails the blocks of f from f->next on (lock held). */
+static void fetch_fail(struct block_fetch *f, int err)
 {
-	struct cache *c = b->cache;
-	const struct cache_segment *seg = b->seg;
-	unsigned flags = urgent ? S3_GET_URGENT : 0;
-	int rc;
+	for (unsigned i = f->next; i < f->count; i++) {
+		struct cache_block *b = f->blocks[i];
 
-	if (b->index == 0 && b->len == seg->size)
-		flags |= S3_GET_WHOLE;
-	rc = s3_get(c->s3, s->bucket, seg->key, seg->etag,
-		    b->index * c->conf.block_size, b->len, b->data, flags,
-		    block_fetched, b);
+		block_fail(f->cache, b, err);
+		pthread_cond_broadcast(&b->ready);
+		block_settle(f->cache, b);
+	}
+	f->next = f->count;
+}
+
+static void fetch_done(void *arg, const struct s3_error *err)
+{
+	struct block_fetch *f = arg;
+	struct cache *c = f->cache;
+
+	pthread_mutex_lock(&c->lock);
+	fetch_fail(f, err && err->err == ECANCELED ? ECANCELED : EIO);
+	pthread_mutex_unlock(&c->lock);
+	free(f);
+}
+
+void cache_block_fetch(struct cache_block *const *blocks, unsigned n,
+		       const struct cache_stream *s, bool urgent)
+{
+	struct cache *c = blocks[0]->cache;
+	const struct cache_segment *seg = blocks[0]->seg;
+	struct s3_get_part parts[S3_GET_PARTS_MAX];
+	unsigned flags = urgent ? S3_GET_URGENT : 0;
+	struct block_fetch *f;
+	uint64_t total = 0;
+	int rc = ENOMEM;
+
+	f = calloc(1, sizeof(*f) + n * sizeof(*blocks));
+	if (f) {
+		f->cache = c;
+		f->count = n;
+		memcpy(f->blocks, blocks, n * sizeof(*blocks));
+	}
+	if (f && n <= S3_GET_PARTS_MAX) {
+		for (unsigned i = 0; i < n; i++) {
+			parts[i].dest = blocks[i]->data;
+			parts[i].len = blocks[i]->len;
+			total += blocks[i]->len;
+		}
+		if (blocks[0]->index == 0 && total == seg->size)
+			flags |= S3_GET_WHOLE;
+		rc = s3_get(c->s3, s->bucket, seg->key, seg->etag,
+			    blocks[0]->index * c->conf.block_size, parts, n,
+			    flags, block_arrived, fetch_done, f);
+	}
 	if (rc) {
-		block_fail(c, b, rc);
-		block_settle(c, b);
+		for (unsigned i = 0; i < n; i++) {
+			block_fail(c, blocks[i], rc);
+			block_settle(c, blocks[i]);
+		}
+		free(f);
 	}
 }
 
@@ -349,6 +399,20 @@ struct cache *cache_create(const struct cache_conf *conf, struct s3_client *s3)
 		c->conf.max_window = c->conf.budget_bytes / 2;
 	if (c->conf.max_window < 2 * c->conf.block_size)
 		c->conf.max_window = 2 * c->conf.block_size;
+	/* fewer, larger GETs cost servers less per byte; a quarter of the
+	 * window keeps four of them in flight */
+	if (!c->conf.request_size) {
+		c->conf.request_size = c->conf.max_window / 4;
+		if (c->conf.request_size > CACHE_REQUEST_SIZE_AUTO_MAX)
+			c->conf.request_size = CACHE_REQUEST_SIZE_AUTO_MAX;
+	}
+	c->run_max = conf->block_size
+			 ? (unsigned)(c->conf.request_size / conf->block_size)
+			 : 1;
+	if (c->run_max < 1)
+		c->run_max = 1;
+	if (c->run_max > S3_GET_PARTS_MAX)
+		c->run_max = S3_GET_PARTS_MAX;
 	c->s3 = s3;
 	c->nbuckets = 1024;
 	c->table = calloc(c->nbuckets, sizeof(*c->table));

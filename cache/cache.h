@@ -28,8 +28,11 @@
 
 struct cache_conf {
 	uint64_t budget_bytes; /* hard bound on block memory */
-	uint64_t block_size;   /* bytes per ranged GET (part size) */
+	uint64_t block_size;   /* bytes per cache block (part size) */
 	uint64_t max_window;   /* per-reader prefetch cap in bytes; 0 = auto */
+	/* bytes one prefetch GET may cover (a run of whole blocks of one
+	 * object); 0 = auto */
+	uint64_t request_size;
 	unsigned
 	    list_page_keys; /* keys per ListObjectsV2 page after the first */
 	unsigned

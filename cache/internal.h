@@ -37,6 +37,9 @@ struct cache_segment {
 	uint64_t start; /* offset of the first byte in the stream */
 };
 
+/* the largest automatic request_size: past it a GET saves servers little */
+#define CACHE_REQUEST_SIZE_AUTO_MAX (32u << 20)
+
 enum cache_block_state { BLOCK_FETCHING, BLOCK_READY, BLOCK_FAILED };
 
 struct cache_block {
@@ -70,6 +73,7 @@ struct cache {
 	char **pool; /* free buffers of block_size bytes, kept to reuse */
 	size_t pool_count;
 	size_t pool_max;
+	unsigned run_max; /* blocks per prefetch GET */
 	struct cache_stats stats;
 };
 
@@ -112,9 +116,13 @@ struct cache_block *cache_block_create(struct cache *c,
 				       enum cache_admit admit);
 void cache_block_pin(struct cache_block *b);
 void cache_block_unpin(struct cache_block *b);
-/* Starts the GET that fills b (from stream s). */
-void cache_block_fetch(struct cache_block *b, const struct cache_stream *s,
-		       bool urgent);
+/*
+ * Starts one GET that fills blocks[0..n), consecutive blocks of one object
+ * of stream s; each becomes READY as soon as its own bytes are in.  When
+ * the GET cannot even start they are FAILED on return.
+ */
+void cache_block_fetch(struct cache_block *const *blocks, unsigned n,
+		       const struct cache_stream *s, bool urgent);
 /* True when len more bytes could be made to fit by evicting. */
 bool cache_block_room(struct cache *c, size_t len, bool demand);
 

@@ -103,11 +103,42 @@ static void frontier_to_position(struct cache_reader *r)
 	}
 }
 
+/* Moves the frontier one block on. */
+static void frontier_advance(struct cache_reader *r,
+			     const struct cache_segment *seg, size_t len)
+{
+	r->pf_offset += len;
+	r->pf_block++;
+	if (r->pf_block * r->stream->cache->conf.block_size >= seg->size) {
+		r->pf_seg++;
+		r->pf_block = 0;
+	}
+}
+
 /*
- * Tops up the window, but no further than ahead bytes past the position.
- * A read first asks only for what it needs itself, all at once, and opens
- * the whole window (and asks for the next listing page, may_list) only once
- * it has its data: neither a burst of prefetches nor a slow listing page (a
+ * Whether a GET starting at the frontier should wait for more room: it
+ * would be cut short by the window edge at limit (neither a full run nor
+ * the rest of the object) while the reader still has half a window ahead
+ * of it.  Waiting lets the next GET cover a whole run.
+ */
+static bool run_should_wait(const struct cache_reader *r,
+			    const struct cache_segment *seg, uint64_t limit)
+{
+	const struct cache *c = r->stream->cache;
+	uint64_t run_end = r->pf_offset + c->run_max * c->conf.block_size;
+	uint64_t seg_end = seg->start + seg->size;
+
+	if (run_end > seg_end)
+		run_end = seg_end;
+	return run_end > limit && r->pf_offset - r->pos > r->window / 2;
+}
+
+/*
+ * Tops up the window, but no further than ahead bytes past the position,
+ * with one GET per run of up to run_max new blocks of one object.  A read
+ * first asks only for what it needs itself, all at once, and opens the
+ * whole window (and asks for the next listing page, may_list) only once it
+ * has its data: neither a burst of prefetches nor a slow listing page (a
  * server walking a huge prefix) stands in front of the first bytes.
  */
 static void prefetch(struct cache_reader *r, uint64_t ahead, bool may_list)
@@ -118,33 +149,40 @@ static void prefetch(struct cache_reader *r, uint64_t ahead, bool may_list)
 	enum cache_admit admit = s->listed_bytes > c->conf.budget_bytes
 				     ? CACHE_ADMIT_RECYCLE
 				     : CACHE_ADMIT_PREFETCH;
+	struct cache_block *run[S3_GET_PARTS_MAX];
+	unsigned n = 0;
 
 	if (r->pf_offset < r->pos || r->pf_seg < r->seg_idx)
 		frontier_to_position(r);
-	while (r->pf_offset < limit) {
-		const struct cache_segment *seg;
+	while (r->pf_offset < limit && r->pf_seg < s->count) {
+		const struct cache_segment *seg = s->segs[r->pf_seg];
+		size_t len = block_len(c, seg, r->pf_block);
 		struct cache_block *b;
-		size_t len;
 
-		if (r->pf_seg >= s->count)
+		if (n == 0 && run_should_wait(r, seg, limit))
 			break;
-		seg = s->segs[r->pf_seg];
-		len = block_len(c, seg, r->pf_block);
 		b = cache_block_lookup(c, seg, r->pf_block);
-		if (!b) {
-			b = cache_block_create(c, seg, r->pf_block, len, admit);
-			if (!b)
-				break; /* budget full of unread data */
-			c->stats.prefetched++;
-			cache_block_fetch(b, s, false);
+		if (b) {
+			/* already cached or coming: the run ends before it */
+			if (n)
+				cache_block_fetch(run, n, s, false);
+			n = 0;
+			frontier_advance(r, seg, len);
+			continue;
 		}
-		r->pf_offset += len;
-		r->pf_block++;
-		if (r->pf_block * c->conf.block_size >= seg->size) {
-			r->pf_seg++;
-			r->pf_block = 0;
+		b = cache_block_create(c, seg, r->pf_block, len, admit);
+		if (!b)
+			break; /* budget full of unread data */
+		c->stats.prefetched++;
+		run[n++] = b;
+		frontier_advance(r, seg, len);
+		if (n == c->run_max || r->pf_block == 0) {
+			cache_block_fetch(run, n, s, false);
+			n = 0;
 		}
 	}
+	if (n)
+		cache_block_fetch(run, n, s, false);
 	if (may_list)
 		cache_stream_want(s, r->pf_seg);
 }
@@ -188,7 +226,7 @@ static int pin_block(struct cache_reader *r, const struct cache_segment *seg,
 		if (b) {
 			c->stats.misses++;
 			cache_block_pin(b);
-			cache_block_fetch(b, r->stream, true);
+			cache_block_fetch(&b, 1, r->stream, true);
 			if (b->state == BLOCK_FAILED) {
 				cache_block_unpin(b);
 				return EIO;

@@ -6,7 +6,8 @@
  * its private pending list, starts at most max_connections at once, signs
  * each attempt just before it starts (SigV4), and finishes them from
  * curl_multi_info_read().  GET bodies are written straight into the
- * caller's buffer; a failed attempt is retried after an exponential backoff
+ * caller's buffers (one request may fill several, reporting each as it
+ * completes); a failed attempt is retried after an exponential backoff
  * with jitter and resumes at the byte where it broke.  Only the engine
  * thread touches curl handles, the pending/delayed lists and the signing
  * key cache, so none of those need a lock.
@@ -46,9 +47,10 @@ struct s3_request {
 	char *token; /* LIST: continuation token, may be NULL */
 	unsigned max_keys;
 	uint64_t offset; /* GET: first byte of the object wanted */
-	size_t len;	 /* GET: bytes wanted */
-	char *dest;	 /* GET: caller's buffer */
-	size_t got;	 /* GET: bytes already in dest (kept across retries) */
+	size_t len;	 /* GET: bytes wanted (the parts' total) */
+	size_t got;    /* GET: bytes already delivered (kept across retries) */
+	unsigned part; /* GET: the part being filled */
+	size_t part_got;     /* GET: bytes already in that part */
 	size_t attempt_from; /* GET: got when this attempt started */
 	bool urgent;
 	bool whole; /* GET: the whole object; Range only when resuming */
@@ -68,9 +70,12 @@ struct s3_request {
 	char *url;	      /* owned; rebuilt for each attempt */
 	char curl_error[CURL_ERROR_SIZE];
 
+	s3_get_part_fn *part_done;
 	s3_get_done_fn *get_done;
 	s3_list_done_fn *list_done;
 	void *arg;
+	unsigned nparts;
+	struct s3_get_part parts[]; /* GET: where the body goes */
 };
 
 struct s3_client {
@@ -431,9 +436,25 @@ static size_t on_body(char *ptr, size_t size, size_t nmemb, void *userdata)
 		r->overflow = true;
 		return 0;
 	}
-	memcpy(r->dest + r->got, ptr, n);
 	r->got += n;
-	return n;
+	while (n) {
+		struct s3_get_part *p = &r->parts[r->part];
+		size_t take = p->len - r->part_got;
+
+		if (take > n)
+			take = n;
+		memcpy(p->dest + r->part_got, ptr, take);
+		ptr += take;
+		n -= take;
+		r->part_got += take;
+		if (r->part_got == p->len) {
+			if (r->part_done)
+				r->part_done(r->arg, r->part);
+			r->part++;
+			r->part_got = 0;
+		}
+	}
+	return size * nmemb;
 }
 
 static size_t on_header(char *buf, size_t size, size_t nitems, void *userdata)
@@ -992,11 +1013,22 @@ static int submit(struct s3_client *c, struct s3_request *r)
 }
 
 int s3_get(struct s3_client *c, const char *bucket, const char *key,
-	   const char *etag, uint64_t offset, size_t len, char *dest,
-	   unsigned flags, s3_get_done_fn *done, void *arg)
+	   const char *etag, uint64_t offset, const struct s3_get_part *parts,
+	   unsigned nparts, unsigned flags, s3_get_part_fn *part_done,
+	   s3_get_done_fn *done, void *arg)
 {
-	struct s3_request *r = calloc(1, sizeof(*r));
+	struct s3_request *r;
+	size_t len = 0;
 
+	if (nparts == 0 || nparts > S3_GET_PARTS_MAX)
+		return EINVAL;
+	for (unsigned i = 0; i < nparts; i++) {
+		if (parts[i].len == 0 || parts[i].len > SIZE_MAX - len ||
+		    parts[i].len > UINT64_MAX - offset - len)
+			return EINVAL;
+		len += parts[i].len;
+	}
+	r = calloc(1, sizeof(*r) + nparts * sizeof(*parts));
 	if (!r)
 		return ENOMEM;
 	r->kind = REQUEST_GET;
@@ -1009,9 +1041,11 @@ int s3_get(struct s3_client *c, const char *bucket, const char *key,
 	}
 	r->offset = offset;
 	r->len = len;
-	r->dest = dest;
+	memcpy(r->parts, parts, nparts * sizeof(*parts));
+	r->nparts = nparts;
 	r->urgent = (flags & S3_GET_URGENT) != 0;
 	r->whole = (flags & S3_GET_WHOLE) != 0 && offset == 0;
+	r->part_done = part_done;
 	r->get_done = done;
 	r->arg = arg;
 	util_buf_init(&r->body, 0);

@@ -118,21 +118,33 @@ void s3_client_get_stats(struct s3_client *c, struct s3_stats *out);
 
 /* s3_get() flags */
 #define S3_GET_URGENT 1u /* to the front of the queue: a reader waits */
-#define S3_GET_WHOLE                                                           \
-	2u /* [offset, offset+len) is the whole object: no                     \
-	      Range header (a cheaper request for servers) */
+/* the parts cover the whole object: no Range header (a cheaper request for
+ * servers) unless resuming */
+#define S3_GET_WHOLE 2u
+
+/* One destination of a GET: consecutive parts take consecutive bytes. */
+struct s3_get_part {
+	char *dest; /* must stay valid until done runs */
+	size_t len;
+};
+#define S3_GET_PARTS_MAX 64
 
 /*
- * GET bytes [offset, offset+len) of bucket/key into dest (which must stay
- * valid until done runs).  etag (may be NULL) is sent as If-Match and
- * compared with the response.  done(arg, NULL) on success, done(arg, err)
- * after retries are exhausted or on a permanent error.  Returns 0 or ENOMEM
- * (then done never runs).
+ * GET the bytes of bucket/key from offset on into parts[0..nparts) (the
+ * array is copied; at most S3_GET_PARTS_MAX), so one request can fill
+ * several cache blocks.  etag (may be NULL) is sent as If-Match and
+ * compared with the response.  part_done(arg, i) (may be NULL) runs on the
+ * engine thread as soon as part i is complete, in order and at most once;
+ * then done(arg, NULL) on success, or done(arg, err) after retries are
+ * exhausted or on a permanent error (the parts not reported complete are
+ * not).  Returns 0, or EINVAL/ENOMEM (then no callback ever runs).
  */
+typedef void s3_get_part_fn(void *arg, unsigned part);
 typedef void s3_get_done_fn(void *arg, const struct s3_error *err);
 int s3_get(struct s3_client *c, const char *bucket, const char *key,
-	   const char *etag, uint64_t offset, size_t len, char *dest,
-	   unsigned flags, s3_get_done_fn *done, void *arg);
+	   const char *etag, uint64_t offset, const struct s3_get_part *parts,
+	   unsigned nparts, unsigned flags, s3_get_part_fn *part_done,
+	   s3_get_done_fn *done, void *arg);
 
 /*
  * One ListObjectsV2 page of bucket under prefix, continuing after token

@@ -2,7 +2,8 @@
 # faults: the test server injects failures (tests/s3server/server.js) and the
 # data must still arrive byte-exact, or the read fail with EIO while the
 # daemon keeps serving: 500 twice; 503 SlowDown; failed list requests;
-# a connection cut mid-body (resumed at the break with a Range request);
+# a connection cut mid-body (resumed at the break with a Range request),
+# also deep inside a GET that fills several cache blocks;
 # a stalled body (--stall-timeout); an object whose ETag changed after the
 # listing (EIO); persistent 500 past --max-retries (EIO, daemon alive).
 . "$(cd "$(dirname "$0")/.." && pwd)/lib.sh"
@@ -17,11 +18,12 @@ head -c $((5 * 1024 * 1024)) /dev/urandom >"$TEST_TMP/big.bin"
 s3_put data big/one.bin "$TEST_TMP/big.bin"
 s3_put data stall/one.bin "$TEST_TMP/big.bin"
 s3_put data cut0/one.bin "$TEST_TMP/big.bin"
+s3_put data run/one.bin "$TEST_TMP/big.bin"
 s3_seed data whole/ 3 200001
 s3_seed data etag/ 2 300000
 s3_seed data persist/ 2 300000
 s3_seed data ok/ 4 100000
-for p in s500 s503 slist big cut0 whole stall etag persist ok; do
+for p in s500 s503 slist big cut0 run whole stall etag persist ok; do
 	expected_cat "$S3_LOCAL/data" "$p/" >"$TEST_TMP/$p.exp"
 done
 
@@ -104,6 +106,22 @@ read_ok "$MP/cut0_0" "$TEST_TMP/cut0.exp" "after a connection cut before the bod
 assert_eq 1 "$(fault_stat 's.fired.cut')" "header-only cut fired"
 wait_until 10 test -e "$MP/big_1" || fail "big_1 did not appear"
 read_ok "$MP/big_1" "$TEST_TMP/big.exp" "big_1"
+unmount "$MP"
+
+# ---- a cut inside a GET that fills several blocks resumes in the right
+# block: every GET of one.bin is cut 300000 bytes in, past its second
+# 128 KiB block whenever it asks for three or more ----
+fault_clear
+fault_arm 'kind=cut&after=300000&count=12&match=/data/run/one.bin'
+MP=$(new_mountpoint mrun)
+mount_ok --endpoint-url "$S3_URL" --part-size 128K --max-retries 20 run=s3://data/run/ "$MP"
+read_ok "$MP/run_0" "$TEST_TMP/run.exp" "after cuts inside multi-block GETs"
+deep=$(fault_stat 's.events.filter(e => e.kind === "cut" && e.breakAt !== null && e.breakAt - e.start > 2 * 131072).length')
+[ "$deep" -ge 1 ] || fail "no GET was cut past its second block; events: $(fault_stat 'JSON.stringify(s.events)')"
+missing=$(fault_stat 's.events.filter(e => e.kind === "cut" && e.breakAt !== null).filter(e =>
+	!s.ranges.some(r => r.path === e.path && r.range && r.range.startsWith("bytes=" + e.breakAt + "-"))
+).map(e => e.breakAt).join(" ")')
+[ -z "$missing" ] || fail "no Range request resumed at the break offset(s) $missing; ranges seen: $(fault_stat 's.ranges.map(r => r.range).join(" ")')"
 unmount "$MP"
 
 # ---- a whole small object is fetched without Range; a cut resumes it ----

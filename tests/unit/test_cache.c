@@ -1,14 +1,14 @@
 /*
  * test_cache: the block cache's byte budget, eviction rules and table.
  *
- * block.c is compiled into this program (UNITTEST convention) so that the
- * static fetch callback block_fetched() can drive blocks from FETCHING to
- * READY or FAILED exactly as the engine thread does.  The cache has no S3
- * client: no test ever reaches cache_block_fetch().
+ * block.c is compiled into this program (UNITTEST convention) so that its
+ * static fetch callbacks block_arrived() and fetch_done() can drive blocks
+ * from FETCHING to READY or FAILED exactly as the engine thread does.  The
+ * cache has no S3 client: no test ever reaches cache_block_fetch().
  *
  * Block keys only need distinct segment addresses, so the segments here are
  * plain static structs.  Every helper takes c->lock where the cache expects
- * it held; block_fetched() takes it itself.
+ * it held; the fetch callbacks take it themselves.
  */
 #include "cache/block.c"
 
@@ -68,22 +68,43 @@ static bool room(struct cache *c, size_t len, bool demand)
 	return ok;
 }
 
-/* The engine's success callback. */
-static void complete(struct cache_block *b)
+/* The fetch a GET of blocks[0..n) would carry. */
+static struct block_fetch *fetch_of(struct cache_block *const *blocks,
+				    unsigned n)
 {
-	block_fetched(b, NULL);
+	struct block_fetch *f = calloc(1, sizeof(*f) + n * sizeof(*blocks));
+
+	assert_non_null(f);
+	f->cache = blocks[0]->cache;
+	f->count = n;
+	memcpy(f->blocks, blocks, n * sizeof(*blocks));
+	return f;
 }
 
-/* The engine's failure callback (after retries). */
+static void engine_error(struct s3_error *e, int err)
+{
+	memset(e, 0, sizeof(*e));
+	e->err = err;
+	e->http_status = err == ECANCELED ? 0 : 503;
+	snprintf(e->code, sizeof(e->code), "SlowDown");
+}
+
+/* The engine's callbacks for a one-block GET that succeeded. */
+static void complete(struct cache_block *b)
+{
+	struct block_fetch *f = fetch_of(&b, 1);
+
+	block_arrived(f, 0);
+	fetch_done(f, NULL);
+}
+
+/* ... and for one that failed (after retries). */
 static void fail_fetch(struct cache_block *b, int err)
 {
 	struct s3_error e;
 
-	memset(&e, 0, sizeof(e));
-	e.err = err;
-	e.http_status = err == ECANCELED ? 0 : 503;
-	snprintf(e.code, sizeof(e.code), "SlowDown");
-	block_fetched(b, &e);
+	engine_error(&e, err);
+	fetch_done(fetch_of(&b, 1), &e);
 }
 
 static struct cache_block *ready(struct cache *c,
@@ -754,6 +775,64 @@ static void test_failed_fetch_removed(void **state)
 	cache_destroy(c);
 }
 
+/* One GET filling a run of blocks: each is readable as soon as its own
+ * bytes are in; a failure fails only the blocks not yet complete. */
+static void test_run_fetch_partial(void **state)
+{
+	struct cache *c = new_cache(8 * BS, BS);
+	struct cache_block *run[4];
+	struct block_fetch *f;
+	struct s3_error e;
+	struct cache_stats st;
+
+	for (unsigned i = 0; i < 4; i++) {
+		run[i] = create(c, &segs[1], i, BS, false);
+		assert_non_null(run[i]);
+	}
+	f = fetch_of(run, 4);
+	block_arrived(f, 0);
+	assert_int_equal(run[0]->state, BLOCK_READY);
+	assert_true(run[0]->in_lru);
+	for (unsigned i = 1; i < 4; i++)
+		assert_int_equal(run[i]->state, BLOCK_FETCHING);
+	block_arrived(f, 1);
+	assert_int_equal(run[1]->state, BLOCK_READY);
+	/* a reader already waits on block 2 when the GET gives up */
+	pin(c, run[2]);
+	engine_error(&e, EIO);
+	fetch_done(f, &e);
+	assert_int_equal(run[2]->state, BLOCK_FAILED);
+	assert_int_equal(run[2]->error, EIO);
+	assert_ptr_equal(lookup(c, &segs[1], 0), run[0]);
+	assert_ptr_equal(lookup(c, &segs[1], 1), run[1]);
+	assert_null(lookup(c, &segs[1], 2));
+	assert_null(lookup(c, &segs[1], 3)); /* unpinned: freed at once */
+	assert_int_equal(c->nblocks, 2);
+	st = stats(c);
+	assert_int_equal(st.fetch_errors, 2);
+	unpin(c, run[2]);
+	assert_int_equal(c->pool_count, 2);
+	st = stats(c);
+	assert_int_equal(st.used_bytes, 4 * BS); /* 2 blocks + 2 pooled */
+
+	/* a run that completes: done(NULL) after the last part changes
+	 * nothing */
+	for (unsigned i = 0; i < 3; i++) {
+		run[i] = create(c, &segs[2], i, i == 2 ? 1000 : BS, false);
+		assert_non_null(run[i]);
+	}
+	f = fetch_of(run, 3);
+	for (unsigned i = 0; i < 3; i++)
+		block_arrived(f, i);
+	fetch_done(f, NULL);
+	for (unsigned i = 0; i < 3; i++) {
+		assert_int_equal(run[i]->state, BLOCK_READY);
+		assert_ptr_equal(lookup(c, &segs[2], i), run[i]);
+	}
+	assert_int_equal(stats(c).fetch_errors, 2);
+	cache_destroy(c);
+}
+
 /* ---- buffers ---- */
 
 static void test_pool_reuse(void **state)
@@ -1002,6 +1081,7 @@ int main(void)
 	    cmocka_unit_test(test_pinned_and_fetching_never_evicted),
 	    cmocka_unit_test(test_eviction_order),
 	    cmocka_unit_test(test_failed_fetch_removed),
+	    cmocka_unit_test(test_run_fetch_partial),
 	    cmocka_unit_test(test_pool_reuse),
 	    cmocka_unit_test(test_pool_counts_toward_budget),
 	    cmocka_unit_test(test_small_blocks_exact),

@@ -5,8 +5,11 @@
  * The cache sources are compiled into this program (UNITTEST convention)
  * to reach take_page(), block_len() and frontier_to_position().  The cache
  * has no S3 client: every stream here is built with cache_stream_append()
- * or take_page(), and nothing may reach the network (a request on a NULL
- * client crashes, which fails the test).
+ * or take_page(), and nothing may reach the network.  s3_get() is wrapped
+ * at link time (-Wl,--wrap=s3_get): the wrapper records each GET the
+ * prefetcher issues, so a test can check their ranges and then play the
+ * engine's part with the recorded callbacks.  Any other request on the
+ * NULL client crashes, which fails the test.
  */
 #include "cache/block.c"
 #include "cache/reader.c"
@@ -139,6 +142,78 @@ static struct cache_stream *mixed_stream(struct cache *c, bool complete)
 	s->complete = complete;
 	pthread_mutex_unlock(&c->lock);
 	return s;
+}
+
+/* ---- recorded GETs ---- */
+
+struct recorded_get {
+	char key[32];
+	uint64_t offset;
+	uint64_t len;
+	unsigned nparts;
+	unsigned flags;
+	s3_get_part_fn *part_done;
+	s3_get_done_fn *done;
+	void *arg;
+};
+
+static struct recorded_get gets[64];
+static unsigned ngets;
+
+int __wrap_s3_get(struct s3_client *c, const char *bucket, const char *key,
+		  const char *etag, uint64_t offset,
+		  const struct s3_get_part *parts, unsigned nparts,
+		  unsigned flags, s3_get_part_fn *part_done,
+		  s3_get_done_fn *done, void *arg);
+int __wrap_s3_get(struct s3_client *c, const char *bucket, const char *key,
+		  const char *etag, uint64_t offset,
+		  const struct s3_get_part *parts, unsigned nparts,
+		  unsigned flags, s3_get_part_fn *part_done,
+		  s3_get_done_fn *done, void *arg)
+{
+	struct recorded_get *g;
+
+	(void)c;
+	(void)bucket;
+	(void)etag;
+	assert_true(ngets < sizeof(gets) / sizeof(gets[0]));
+	assert_true(nparts >= 1 && nparts <= S3_GET_PARTS_MAX);
+	g = &gets[ngets++];
+	snprintf(g->key, sizeof(g->key), "%s", key);
+	g->offset = offset;
+	g->len = 0;
+	for (unsigned i = 0; i < nparts; i++) {
+		assert_non_null(parts[i].dest);
+		g->len += parts[i].len;
+	}
+	g->nparts = nparts;
+	g->flags = flags;
+	g->part_done = part_done;
+	g->done = done;
+	g->arg = arg;
+	return 0;
+}
+
+static void check_get(unsigned i, const char *key, uint64_t offset,
+		      uint64_t len, unsigned nparts)
+{
+	assert_true(i < ngets);
+	assert_string_equal(gets[i].key, key);
+	assert_int_equal(gets[i].offset, offset);
+	assert_int_equal(gets[i].len, len);
+	assert_int_equal(gets[i].nparts, nparts);
+}
+
+/* Ends every recorded GET as the engine does at shutdown. */
+static void cancel_gets(void)
+{
+	struct s3_error e;
+
+	memset(&e, 0, sizeof(e));
+	e.err = ECANCELED;
+	for (unsigned i = 0; i < ngets; i++)
+		gets[i].done(gets[i].arg, &e);
+	ngets = 0;
 }
 
 /* ---- segments ---- */
@@ -627,6 +702,132 @@ static unsigned char pattern(uint64_t off)
 	return (unsigned char)(x >> 56 ^ off >> 32 ^ off);
 }
 
+/* Runs the prefetcher as a read at pos would, with the lock held. */
+static void prefetch_at(struct cache_reader *r, uint64_t pos, uint64_t ahead)
+{
+	struct cache *c = r->stream->cache;
+
+	pthread_mutex_lock(&c->lock);
+	r->pos = pos;
+	r->seg_idx = cache_stream_find(r->stream, pos);
+	prefetch(r, ahead, false);
+	pthread_mutex_unlock(&c->lock);
+}
+
+static struct cache_reader *reader_with_window(struct cache_stream *s,
+					       uint64_t window)
+{
+	struct cache_reader *r = cache_reader_create(s);
+
+	assert_non_null(r);
+	r->window = window;
+	return r;
+}
+
+/*
+ * The prefetcher asks for runs of whole blocks of one object with one GET
+ * each (request_size / block_size blocks at most), never across an object,
+ * starting a short run at the window's edge only when the reader is about
+ * to run dry, and each block of a run is readable once its own bytes are
+ * in.
+ */
+static void test_prefetch_runs(void **state)
+{
+	struct cache_conf conf = {.budget_bytes = 256 * MIB,
+				  .block_size = MIB,
+				  .max_window = 32 * MIB,
+				  .list_page_keys = 100};
+	struct cache *c = cache_create(&conf, NULL);
+	struct cache_stream *s;
+	struct cache_reader *r, *r2, *r3;
+	struct cache_block *b;
+	struct s3_error e;
+
+	assert_non_null(c);
+	/* auto: requests of a quarter of the window */
+	assert_int_equal(c->conf.max_window, 32 * MIB);
+	assert_int_equal(c->run_max, 8);
+	s = cache_stream_create(c, "b", "p/");
+	assert_non_null(s);
+	append(s, "p/big", NULL, 100 * MIB);
+	append(s, "p/small", NULL, 10 * MIB + 5);
+	append(s, "p/tiny", NULL, 100);
+	r = cache_reader_create(s);
+	assert_non_null(r);
+	ngets = 0;
+
+	/* the first read asks for its own block only */
+	prefetch_at(r, 0, 4096);
+	assert_int_equal(ngets, 1);
+	check_get(0, "p/big", 0, MIB, 1);
+	assert_int_equal(gets[0].flags & S3_GET_WHOLE, 0);
+	/* the full window: whole runs of 8 blocks, then it waits while half
+	 * a window is still ahead (frontier 25 MiB, a run would end past
+	 * 32 MiB) */
+	r->window = 32 * MIB;
+	prefetch_at(r, 0, r->window);
+	assert_int_equal(ngets, 4);
+	check_get(1, "p/big", 1 * MIB, 8 * MIB, 8);
+	check_get(2, "p/big", 9 * MIB, 8 * MIB, 8);
+	check_get(3, "p/big", 17 * MIB, 8 * MIB, 8);
+	prefetch_at(r, 1 * MIB, r->window);
+	assert_int_equal(ngets, 5);
+	check_get(4, "p/big", 25 * MIB, 8 * MIB, 8);
+	prefetch_at(r, 8 * MIB, r->window);
+	assert_int_equal(ngets, 5);
+	prefetch_at(r, 9 * MIB, r->window);
+	assert_int_equal(ngets, 6);
+	check_get(5, "p/big", 33 * MIB, 8 * MIB, 8);
+
+	/* a reader with nothing ahead takes a short run at the window edge */
+	r2 = reader_with_window(s, 6 * MIB);
+	prefetch_at(r2, 50 * MIB, r2->window);
+	assert_int_equal(ngets, 7);
+	check_get(6, "p/big", 50 * MIB, 6 * MIB, 6);
+	/* a run stops before a block that is already cached or coming */
+	r3 = reader_with_window(s, 6 * MIB);
+	prefetch_at(r3, 46 * MIB, r3->window);
+	assert_int_equal(ngets, 8);
+	check_get(7, "p/big", 46 * MIB, 4 * MIB, 4);
+
+	/* a run ends with its object; small objects get one GET each, of
+	 * the whole object (no Range) */
+	prefetch_at(r, 90 * MIB, r->window);
+	assert_int_equal(ngets, 13);
+	check_get(8, "p/big", 90 * MIB, 8 * MIB, 8);
+	check_get(9, "p/big", 98 * MIB, 2 * MIB, 2);
+	check_get(10, "p/small", 0, 8 * MIB, 8);
+	check_get(11, "p/small", 8 * MIB, 2 * MIB + 5, 3);
+	check_get(12, "p/tiny", 0, 100, 1);
+	assert_true(gets[12].flags & S3_GET_WHOLE);
+	assert_int_equal(gets[10].flags & S3_GET_WHOLE, 0);
+
+	/* blocks of a run become readable one by one; a failure takes only
+	 * the rest */
+	gets[10].part_done(gets[10].arg, 0);
+	gets[10].part_done(gets[10].arg, 1);
+	b = lookup_block(c, s, 1, 1);
+	assert_non_null(b);
+	assert_int_equal(b->state, BLOCK_READY);
+	b = lookup_block(c, s, 1, 2);
+	assert_non_null(b);
+	assert_int_equal(b->state, BLOCK_FETCHING);
+	memset(&e, 0, sizeof(e));
+	e.err = EIO;
+	gets[10].done(gets[10].arg, &e);
+	gets[10] = gets[--ngets]; /* ended */
+	assert_non_null(lookup_block(c, s, 1, 0));
+	assert_null(lookup_block(c, s, 1, 2));
+	assert_null(lookup_block(c, s, 1, 7));
+
+	cancel_gets();
+	cache_reader_destroy(r3);
+	cache_reader_destroy(r2);
+	cache_reader_destroy(r);
+	cache_stream_destroy(s);
+	cache_destroy(c);
+}
+
 /* Puts a ready block holding the pattern into the cache. */
 static void put_block(struct cache_stream *s, size_t seg_idx, uint64_t index)
 {
@@ -641,7 +842,16 @@ static void put_block(struct cache_stream *s, size_t seg_idx, uint64_t index)
 	assert_non_null(b);
 	for (size_t k = 0; k < b->len; k++)
 		b->data[k] = (char)pattern(seg->start + index * bs + k);
-	block_fetched(b, NULL);
+	{
+		struct block_fetch *f = calloc(1, sizeof(*f) + sizeof(b));
+
+		assert_non_null(f);
+		f->cache = c;
+		f->count = 1;
+		f->blocks[0] = b;
+		block_arrived(f, 0);
+		fetch_done(f, NULL);
+	}
 }
 
 static void check_view(const struct cache_view *v, uint64_t offset, size_t size)
@@ -727,6 +937,7 @@ int main(void)
 	    cmocka_unit_test(test_frontier_to_position),
 	    cmocka_unit_test(test_read_at_end),
 	    cmocka_unit_test(test_read_across_objects),
+	    cmocka_unit_test(test_prefetch_runs),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
