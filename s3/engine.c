@@ -2,7 +2,10 @@
  * s3 engine: one thread, one curl multi handle, every transfer.
  *
  * Submitters (FUSE threads, the cache) append requests to a locked queue
- * and wake the engine with curl_multi_wakeup().  The engine moves them to
+ * and wake the engine through an eventfd.  The engine waits in epoll_wait()
+ * and drives curl with curl_multi_socket_action(), so each wakeup touches
+ * only the transfers whose sockets are ready (with 32 connections a
+ * poll()-and-perform loop spends its time scanning).  It moves requests to
  * its private pending list, starts at most max_connections at once, signs
  * each attempt just before it starts (SigV4), and finishes them from
  * curl_multi_info_read().  GET bodies are written straight into the
@@ -27,7 +30,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <time.h>
+#include <unistd.h>
 
 #define EMPTY_SHA256                                                           \
 	"e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
@@ -98,6 +104,8 @@ struct s3_client {
 	unsigned connect_timeout_seconds;
 
 	CURLM *multi;
+	int epoll_fd; /* curl's sockets and wake_fd */
+	int wake_fd;  /* eventfd: the queue or stopping changed */
 	pthread_t thread;
 	bool thread_started;
 
@@ -111,6 +119,7 @@ struct s3_client {
 	struct s3_request *pending_tail;
 	struct s3_request *delayed;	 /* sorted by due_ns */
 	struct s3_request *running_list; /* attached to the multi handle */
+	uint64_t timer_due_ns;		 /* curl's timeout; 0 = none */
 	unsigned running;
 	CURL **idle;
 	unsigned nidle;
@@ -790,16 +799,79 @@ static void cancel_list(struct s3_client *c, struct s3_request *r)
 	}
 }
 
+/* CURLMOPT_SOCKETFUNCTION: mirror what curl wants to wait for in epoll. */
+static int on_socket(CURL *easy, curl_socket_t fd, int what, void *userp,
+		     void *socketp)
+{
+	struct s3_client *c = userp;
+	struct epoll_event ev;
+
+	(void)easy;
+	(void)socketp;
+	if (what == CURL_POLL_REMOVE) {
+		epoll_ctl(c->epoll_fd, EPOLL_CTL_DEL, fd, NULL);
+		return 0;
+	}
+	memset(&ev, 0, sizeof(ev));
+	ev.data.fd = fd;
+	if (what & CURL_POLL_IN)
+		ev.events |= EPOLLIN;
+	if (what & CURL_POLL_OUT)
+		ev.events |= EPOLLOUT;
+	if (epoll_ctl(c->epoll_fd, EPOLL_CTL_MOD, fd, &ev) && errno == ENOENT)
+		epoll_ctl(c->epoll_fd, EPOLL_CTL_ADD, fd, &ev);
+	return 0;
+}
+
+/* CURLMOPT_TIMERFUNCTION: one timer, checked by the engine loop. */
+static int on_timer(CURLM *multi, long timeout_ms, void *userp)
+{
+	struct s3_client *c = userp;
+
+	(void)multi;
+	c->timer_due_ns = timeout_ms < 0
+			      ? 0
+			      : util_now_ns() + (uint64_t)timeout_ms * 1000000u;
+	return 0;
+}
+
+static void finish_done(struct s3_client *c)
+{
+	struct CURLMsg *msg;
+	int left = 0;
+
+	while ((msg = curl_multi_info_read(c->multi, &left))) {
+		struct s3_request *r = NULL;
+
+		if (msg->msg != CURLMSG_DONE)
+			continue;
+		curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE,
+				  (char **)&r);
+		finish_request(c, r, msg->data.result);
+	}
+}
+
+/* Milliseconds until curl's timer or the first delayed retry is due. */
+static int wait_ms(const struct s3_client *c)
+{
+	uint64_t now = util_now_ns(), due = now + 1000000000u;
+
+	if (c->timer_due_ns && c->timer_due_ns < due)
+		due = c->timer_due_ns;
+	if (c->delayed && c->delayed->due_ns < due)
+		due = c->delayed->due_ns;
+	return due <= now ? 0 : (int)((due - now + 999999u) / 1000000u);
+}
+
 static void *engine_main(void *arg)
 {
 	struct s3_client *c = arg;
+	struct epoll_event events[64];
 
 	for (;;) {
 		struct s3_request *incoming;
-		struct CURLMsg *msg;
-		int still = 0, left = 0;
-		long timeout_ms = 1000;
 		bool stopping;
+		int still = 0, n;
 		uint64_t now;
 
 		pthread_mutex_lock(&c->lock);
@@ -832,30 +904,35 @@ static void *engine_main(void *arg)
 				c->pending_tail = NULL;
 			start_request(c, r);
 		}
-
-		curl_multi_perform(c->multi, &still);
-		while ((msg = curl_multi_info_read(c->multi, &left))) {
-			struct s3_request *r = NULL;
-
-			if (msg->msg != CURLMSG_DONE)
-				continue;
-			curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE,
-					  (char **)&r);
-			finish_request(c, r, msg->data.result);
+		if (c->timer_due_ns && c->timer_due_ns <= util_now_ns()) {
+			c->timer_due_ns = 0;
+			curl_multi_socket_action(c->multi, CURL_SOCKET_TIMEOUT,
+						 0, &still);
 		}
-
+		finish_done(c);
 		if (c->pending_head && c->running < c->max_connections)
 			continue;
-		if (c->delayed) {
-			uint64_t due = c->delayed->due_ns;
 
-			now = util_now_ns();
-			timeout_ms =
-			    due <= now ? 0 : (long)((due - now) / 1000000u) + 1;
-			if (timeout_ms > 1000)
-				timeout_ms = 1000;
+		n = epoll_wait(c->epoll_fd, events, 64, wait_ms(c));
+		for (int i = 0; i < n; i++) {
+			int fd = events[i].data.fd, flags = 0;
+
+			if (fd == c->wake_fd) {
+				uint64_t v;
+				ssize_t got = read(c->wake_fd, &v, sizeof(v));
+
+				(void)got; /* EAGAIN: drained already */
+				continue;
+			}
+			if (events[i].events & EPOLLIN)
+				flags |= CURL_CSELECT_IN;
+			if (events[i].events & EPOLLOUT)
+				flags |= CURL_CSELECT_OUT;
+			if (events[i].events & (EPOLLERR | EPOLLHUP))
+				flags |= CURL_CSELECT_ERR;
+			curl_multi_socket_action(c->multi, fd, flags, &still);
 		}
-		curl_multi_poll(c->multi, NULL, 0, (int)timeout_ms, NULL);
+		finish_done(c);
 	}
 
 	/* shutting down: abort what runs, cancel what waits */
@@ -874,6 +951,15 @@ static void *engine_main(void *arg)
 
 /* ---- public API ---- */
 
+static void wake(struct s3_client *c)
+{
+	uint64_t one = 1;
+
+	/* EAGAIN only when the counter is near overflow: awake anyway */
+	if (write(c->wake_fd, &one, sizeof(one)) < 0)
+		return;
+}
+
 struct s3_client *s3_client_create(const struct s3_client_conf *conf)
 {
 	struct s3_client *c = NULL;
@@ -889,6 +975,7 @@ struct s3_client *s3_client_create(const struct s3_client_conf *conf)
 		errno = ENOMEM;
 		return NULL;
 	}
+	c->epoll_fd = c->wake_fd = -1;
 	pthread_mutex_init(&c->lock, NULL);
 	rc = parse_endpoint(c, conf->endpoint, conf->region);
 	if (rc)
@@ -926,11 +1013,30 @@ struct s3_client *s3_client_create(const struct s3_client_conf *conf)
 		}
 	}
 	c->idle = calloc(c->max_connections, sizeof(*c->idle));
+	c->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
+	c->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (c->epoll_fd < 0 || c->wake_fd < 0) {
+		rc = errno;
+		goto fail;
+	}
+	{
+		struct epoll_event ev = {.events = EPOLLIN,
+					 .data.fd = c->wake_fd};
+
+		if (epoll_ctl(c->epoll_fd, EPOLL_CTL_ADD, c->wake_fd, &ev)) {
+			rc = errno;
+			goto fail;
+		}
+	}
 	c->multi = curl_multi_init();
 	if (!c->idle || !c->multi) {
 		rc = ENOMEM;
 		goto fail;
 	}
+	curl_multi_setopt(c->multi, CURLMOPT_SOCKETFUNCTION, on_socket);
+	curl_multi_setopt(c->multi, CURLMOPT_SOCKETDATA, c);
+	curl_multi_setopt(c->multi, CURLMOPT_TIMERFUNCTION, on_timer);
+	curl_multi_setopt(c->multi, CURLMOPT_TIMERDATA, c);
 	curl_multi_setopt(c->multi, CURLMOPT_MAX_TOTAL_CONNECTIONS,
 			  (long)c->max_connections);
 	curl_multi_setopt(c->multi, CURLMOPT_MAX_HOST_CONNECTIONS,
@@ -957,7 +1063,7 @@ void s3_client_destroy(struct s3_client *c)
 		pthread_mutex_lock(&c->lock);
 		c->stopping = true;
 		pthread_mutex_unlock(&c->lock);
-		curl_multi_wakeup(c->multi);
+		wake(c);
 		pthread_join(c->thread, NULL);
 		/* requests submitted after the engine's last look */
 		cancel_list(c, c->queue_head);
@@ -968,6 +1074,10 @@ void s3_client_destroy(struct s3_client *c)
 	free(c->idle);
 	if (c->multi)
 		curl_multi_cleanup(c->multi);
+	if (c->epoll_fd >= 0)
+		close(c->epoll_fd);
+	if (c->wake_fd >= 0)
+		close(c->wake_fd);
 	s3_creds_clear(&c->creds);
 	explicit_bzero(c->signing_key, sizeof(c->signing_key));
 	free(c->scheme);
@@ -1008,7 +1118,7 @@ static int submit(struct s3_client *c, struct s3_request *r)
 	}
 	pthread_mutex_unlock(&c->lock);
 	if (was_empty)
-		curl_multi_wakeup(c->multi);
+		wake(c);
 	return 0;
 }
 
