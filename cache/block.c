@@ -393,8 +393,9 @@ struct cache *cache_create(const struct cache_conf *conf, struct s3_client *s3)
 		c->conf.list_page_keys = 1000;
 	if (!c->conf.first_page_keys)
 		c->conf.first_page_keys = c->conf.list_page_keys;
-	/* half the budget (16 default parts in flight): S3 serves each
-	 * connection at a limited rate, so parallel streams count */
+	/* half the budget (128 MiB by default, four 32 MiB GETs in flight
+	 * on large objects): S3 serves each connection at a limited rate,
+	 * so parallel streams count */
 	if (!c->conf.max_window)
 		c->conf.max_window = c->conf.budget_bytes / 2;
 	if (c->conf.max_window < 2 * c->conf.block_size)

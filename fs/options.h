@@ -31,7 +31,7 @@
 #define FS_DEFAULT_PART_SIZE	   (8ULL << 20)
 #define FS_MIN_PART_SIZE	   (64ULL << 10)
 #define FS_MAX_PART_SIZE	   (1ULL << 30)
-#define FS_DEFAULT_MAX_CONNECTIONS 32
+#define FS_DEFAULT_MAX_CONNECTIONS 64
 #define FS_DEFAULT_MAX_RETRIES	   5
 #define FS_DEFAULT_STALL_TIMEOUT   30
 
@@ -57,7 +57,7 @@ struct fs_options {
 	bool no_verify_ssl;
 	uint64_t cache_size;	  /* default 256M */
 	uint64_t part_size;	  /* default 8M */
-	unsigned max_connections; /* default 32 */
+	unsigned max_connections; /* default 64 */
 	unsigned max_retries;	  /* default 5 */
 	unsigned stall_timeout;	  /* seconds, default 30 */
 	unsigned epochs;	  /* 0 = unlimited */

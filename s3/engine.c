@@ -4,7 +4,7 @@
  * Submitters (FUSE threads, the cache) append requests to a locked queue
  * and wake the engine through an eventfd.  The engine waits in epoll_wait()
  * and drives curl with curl_multi_socket_action(), so each wakeup touches
- * only the transfers whose sockets are ready (with 32 connections a
+ * only the transfers whose sockets are ready (with dozens of connections a
  * poll()-and-perform loop spends its time scanning).  It moves requests to
  * its private pending list, starts at most max_connections at once, signs
  * each attempt just before it starts (SigV4), and finishes them from

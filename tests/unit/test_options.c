@@ -132,7 +132,7 @@ static void test_defaults(void **state)
 	assert_false(o.no_verify_ssl);
 	assert_int_equal(o.cache_size, 256ULL << 20);
 	assert_int_equal(o.part_size, 8ULL << 20);
-	assert_int_equal(o.max_connections, 32);
+	assert_int_equal(o.max_connections, 64);
 	assert_int_equal(o.max_retries, 5);
 	assert_int_equal(o.stall_timeout, 30);
 	assert_int_equal(o.epochs, 0);
@@ -155,7 +155,7 @@ static void test_defaults_after_parse(void **state)
 	OK(false, &o, "train=s3://bucket", "/mnt");
 	assert_int_equal(o.cache_size, 256ULL << 20);
 	assert_int_equal(o.part_size, 8ULL << 20);
-	assert_int_equal(o.max_connections, 32);
+	assert_int_equal(o.max_connections, 64);
 	assert_int_equal(o.max_retries, 5);
 	assert_int_equal(o.stall_timeout, 30);
 	assert_int_equal(o.epochs, 0);
@@ -737,7 +737,7 @@ static void test_usage(void **state)
 	    "mount.s3pipe",
 	    "(default 256M)",
 	    "(default 8M)",
-	    "(default 32)",
+	    "(default 64)",
 	    "(default 5)",
 	    "(default 30)",
 	    "(default reject)",
