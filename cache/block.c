@@ -349,15 +349,13 @@ void cache_block_fetch(struct cache_block *const *blocks, unsigned n,
 	unsigned flags = urgent ? S3_GET_URGENT : 0;
 	struct block_fetch *f;
 	uint64_t total = 0;
-	int rc = ENOMEM;
+	int rc = n > S3_GET_PARTS_MAX ? EINVAL : ENOMEM;
 
-	f = calloc(1, sizeof(*f) + n * sizeof(*blocks));
+	f = rc == EINVAL ? NULL : calloc(1, sizeof(*f) + n * sizeof(*blocks));
 	if (f) {
 		f->cache = c;
 		f->count = n;
 		memcpy(f->blocks, blocks, n * sizeof(*blocks));
-	}
-	if (f && n <= S3_GET_PARTS_MAX) {
 		for (unsigned i = 0; i < n; i++) {
 			parts[i].dest = blocks[i]->data;
 			parts[i].len = blocks[i]->len;
