@@ -130,7 +130,9 @@ static bool run_should_wait(const struct cache_reader *r,
 
 	if (run_end > seg_end)
 		run_end = seg_end;
-	return run_end > limit && r->pf_offset - r->pos > r->window / 2;
+	/* the frontier may start behind an unaligned position */
+	return run_end > limit && r->pf_offset > r->pos &&
+	       r->pf_offset - r->pos > r->window / 2;
 }
 
 /*

@@ -741,7 +741,11 @@ static void finish_request(struct s3_client *c, struct s3_request *r,
 		snprintf(err.message, sizeof(err.message), "%s",
 			 r->overflow ? "response longer than requested"
 				     : "server ignored the Range header");
-	} else if (result == CURLE_OK && r->status >= 200 && r->status <= 299) {
+	} else if (r->status >= 200 && r->status <= 299 &&
+		   (result == CURLE_OK ||
+		    (r->kind == REQUEST_GET && r->got == r->len))) {
+		/* (every byte wanted arrived: a transport error after them,
+		 * such as a connection closed early, does not matter) */
 		if (r->kind == REQUEST_GET && r->got != r->len) {
 			e = s3_error_classify(0, NULL, CURLE_PARTIAL_FILE,
 					      &retryable);
