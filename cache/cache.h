@@ -33,6 +33,10 @@ struct cache_conf {
 	/* bytes one prefetch GET may cover (a run of whole blocks of one
 	 * object); 0 = auto */
 	uint64_t request_size;
+	/* objects a reader's prefetch may run ahead into (0 = no limit):
+	 * with small objects the byte window would hold thousands, far more
+	 * than the connections can fetch at once */
+	unsigned max_ahead_objects;
 	unsigned
 	    list_page_keys; /* keys per ListObjectsV2 page after the first */
 	unsigned

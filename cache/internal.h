@@ -97,8 +97,9 @@ enum cache_admit {
 	CACHE_ADMIT_PREFETCH = 0, /* evict only consumed blocks */
 	CACHE_ADMIT_DEMAND = 1,	  /* evict any idle block */
 	/* as PREFETCH, but reuse a consumed block's buffer before growing:
-	 * for streams larger than the cache, whose consumed blocks could not
-	 * survive until the next epoch anyway; saves faulting in fresh pages */
+	 * for streams not known to fit in the cache (larger, or still being
+	 * listed), whose consumed blocks need not survive until the next
+	 * epoch; saves faulting in fresh pages and keeps RSS to the window */
 	CACHE_ADMIT_RECYCLE = 2,
 };
 

@@ -136,8 +136,9 @@ static bool run_should_wait(const struct cache_reader *r,
 }
 
 /*
- * Tops up the window, but no further than ahead bytes past the position,
- * with one GET per run of up to run_max new blocks of one object.  A read
+ * Tops up the window, but no further than ahead bytes past the position
+ * (nor max_ahead_objects objects), with one GET per run of up to run_max
+ * new blocks of one object.  A read
  * first asks only for what it needs itself, all at once, and opens the
  * whole window (and asks for the next listing page, may_list) only once it
  * has its data: neither a burst of prefetches nor a slow listing page (a
@@ -148,9 +149,12 @@ static void prefetch(struct cache_reader *r, uint64_t ahead, bool may_list)
 	struct cache_stream *s = r->stream;
 	struct cache *c = s->cache;
 	uint64_t limit = r->pos + (ahead < r->window ? ahead : r->window);
-	enum cache_admit admit = s->listed_bytes > c->conf.budget_bytes
-				     ? CACHE_ADMIT_RECYCLE
-				     : CACHE_ADMIT_PREFETCH;
+	/* consumed blocks are kept for the next epoch only when the whole
+	 * stream is known to fit */
+	enum cache_admit admit =
+	    !s->complete || s->listed_bytes > c->conf.budget_bytes
+		? CACHE_ADMIT_RECYCLE
+		: CACHE_ADMIT_PREFETCH;
 	struct cache_block *run[S3_GET_PARTS_MAX];
 	unsigned n = 0;
 
@@ -161,6 +165,9 @@ static void prefetch(struct cache_reader *r, uint64_t ahead, bool may_list)
 		size_t len = block_len(c, seg, r->pf_block);
 		struct cache_block *b;
 
+		if (c->conf.max_ahead_objects &&
+		    r->pf_seg >= r->seg_idx + c->conf.max_ahead_objects)
+			break;
 		if (n == 0 && run_should_wait(r, seg, limit))
 			break;
 		b = cache_block_lookup(c, seg, r->pf_block);

@@ -220,6 +220,8 @@ int main(int argc, char **argv)
 	cconf.block_size = opts.part_size;
 	cconf.list_page_keys = 1000;
 	cconf.first_page_keys = 100;
+	/* enough fetched small objects to keep every connection busy */
+	cconf.max_ahead_objects = 4 * opts.max_connections;
 	cache = cache_create(&cconf, s3);
 	if (!cache)
 		die("out of memory");

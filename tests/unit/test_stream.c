@@ -925,6 +925,49 @@ static void test_read_across_objects(void **state)
 	cache_destroy(c);
 }
 
+/* With max_ahead_objects, prefetch stops that many objects past the
+ * reader's, however large the byte window. */
+static void test_prefetch_ahead_objects(void **state)
+{
+	struct cache_conf conf = {.budget_bytes = 256 * MIB,
+				  .block_size = MIB,
+				  .max_window = 32 * MIB,
+				  .max_ahead_objects = 3,
+				  .list_page_keys = 100};
+	struct cache *c = cache_create(&conf, NULL);
+	struct cache_stream *s;
+	struct cache_reader *r;
+	char key[16];
+
+	assert_non_null(c);
+	s = cache_stream_create(c, "b", "p/");
+	assert_non_null(s);
+	for (int i = 0; i < 10; i++) {
+		snprintf(key, sizeof(key), "p/%d", i);
+		append(s, key, NULL, 100 * KIB);
+	}
+	r = reader_with_window(s, 32 * MIB);
+	ngets = 0;
+	gets_allowed = true;
+	prefetch_at(r, 0, r->window);
+	assert_int_equal(ngets, 3);
+	check_get(0, "p/0", 0, 100 * KIB, 1);
+	check_get(2, "p/2", 0, 100 * KIB, 1);
+	/* into object 1: one more */
+	prefetch_at(r, 150 * KIB, r->window);
+	assert_int_equal(ngets, 4);
+	check_get(3, "p/3", 0, 100 * KIB, 1);
+	/* into object 6: objects 6 to 8, the frontier follows the reader */
+	prefetch_at(r, 650 * KIB, r->window);
+	assert_int_equal(ngets, 7);
+	check_get(4, "p/6", 0, 100 * KIB, 1);
+	check_get(6, "p/8", 0, 100 * KIB, 1);
+	cancel_gets();
+	cache_reader_destroy(r);
+	cache_stream_destroy(s);
+	cache_destroy(c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -943,6 +986,7 @@ int main(void)
 	    cmocka_unit_test(test_read_at_end),
 	    cmocka_unit_test(test_read_across_objects),
 	    cmocka_unit_test(test_prefetch_runs),
+	    cmocka_unit_test(test_prefetch_ahead_objects),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
