@@ -120,6 +120,12 @@ struct s3_client {
 	struct s3_request *delayed;	 /* sorted by due_ns */
 	struct s3_request *running_list; /* attached to the multi handle */
 	uint64_t timer_due_ns;		 /* curl's timeout; 0 = none */
+	/* sockets curl let go of while one epoll batch is being handled: a
+	 * later event of that batch may name a new socket that reuses the
+	 * number, and must not reach it (level-triggered epoll reports a
+	 * real one again) */
+	int batch_removed[64];
+	unsigned nbatch_removed; /* > 64: skip the rest of the batch */
 	unsigned running;
 	CURL **idle;
 	unsigned nidle;
@@ -814,6 +820,9 @@ static int on_socket(CURL *easy, curl_socket_t fd, int what, void *userp,
 	(void)socketp;
 	if (what == CURL_POLL_REMOVE) {
 		epoll_ctl(c->epoll_fd, EPOLL_CTL_DEL, fd, NULL);
+		if (c->nbatch_removed < 64)
+			c->batch_removed[c->nbatch_removed] = fd;
+		c->nbatch_removed++;
 		return 0;
 	}
 	memset(&ev, 0, sizeof(ev));
@@ -837,6 +846,16 @@ static int on_timer(CURLM *multi, long timeout_ms, void *userp)
 			      ? 0
 			      : util_now_ns() + (uint64_t)timeout_ms * 1000000u;
 	return 0;
+}
+
+static bool removed_in_batch(const struct s3_client *c, int fd)
+{
+	if (c->nbatch_removed > 64)
+		return fd != c->wake_fd;
+	for (unsigned i = 0; i < c->nbatch_removed; i++)
+		if (c->batch_removed[i] == fd)
+			return true;
+	return false;
 }
 
 static void finish_done(struct s3_client *c)
@@ -918,8 +937,12 @@ static void *engine_main(void *arg)
 			continue;
 
 		n = epoll_wait(c->epoll_fd, events, 64, wait_ms(c));
+		c->nbatch_removed = 0;
 		for (int i = 0; i < n; i++) {
 			int fd = events[i].data.fd, flags = 0;
+
+			if (removed_in_batch(c, fd))
+				continue;
 
 			if (fd == c->wake_fd) {
 				uint64_t v;
