@@ -347,12 +347,15 @@ void cache_block_fetch(struct cache_block *const *blocks, unsigned n,
 	const struct cache_segment *seg = blocks[0]->seg;
 	struct s3_get_part parts[S3_GET_PARTS_MAX];
 	unsigned flags = urgent ? S3_GET_URGENT : 0;
-	struct block_fetch *f;
+	struct block_fetch *f = NULL;
 	uint64_t total = 0;
-	int rc = n > S3_GET_PARTS_MAX ? EINVAL : ENOMEM;
+	int rc;
 
-	f = rc == EINVAL ? NULL : calloc(1, sizeof(*f) + n * sizeof(*blocks));
-	if (f) {
+	if (n > S3_GET_PARTS_MAX)
+		rc = EINVAL;
+	else if (!(f = calloc(1, sizeof(*f) + n * sizeof(*blocks))))
+		rc = ENOMEM;
+	else {
 		f->cache = c;
 		f->count = n;
 		memcpy(f->blocks, blocks, n * sizeof(*blocks));
@@ -405,8 +408,8 @@ struct cache *cache_create(const struct cache_conf *conf, struct s3_client *s3)
 		if (c->conf.request_size > CACHE_REQUEST_SIZE_AUTO_MAX)
 			c->conf.request_size = CACHE_REQUEST_SIZE_AUTO_MAX;
 	}
-	c->run_max = conf->block_size
-			 ? (unsigned)(c->conf.request_size / conf->block_size)
+	c->run_max = c->conf.block_size
+			 ? (unsigned)(c->conf.request_size / c->conf.block_size)
 			 : 1;
 	if (c->run_max < 1)
 		c->run_max = 1;

@@ -138,11 +138,11 @@ static bool run_should_wait(const struct cache_reader *r,
 /*
  * Tops up the window, but no further than ahead bytes past the position
  * (nor max_ahead_objects objects), with one GET per run of up to run_max
- * new blocks of one object.  A read
- * first asks only for what it needs itself, all at once, and opens the
- * whole window (and asks for the next listing page, may_list) only once it
- * has its data: neither a burst of prefetches nor a slow listing page (a
- * server walking a huge prefix) stands in front of the first bytes.
+ * new blocks of one object.  A read first asks only for what it needs
+ * itself, all at once, and opens the whole window (and asks for the next
+ * listing page, may_list) only once it has its data: neither a burst of
+ * prefetches nor a slow listing page (a server walking a huge prefix)
+ * stands in front of the first bytes.
  */
 static void prefetch(struct cache_reader *r, uint64_t ahead, bool may_list)
 {

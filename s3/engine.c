@@ -40,6 +40,7 @@
 #define ERROR_BODY_MAX	(64 * 1024)
 #define LIST_BODY_MAX	(64 * 1024 * 1024)
 #define GET_BUFFER_SIZE (512 * 1024)
+#define EPOLL_BATCH	64 /* events taken per epoll_wait() */
 
 enum request_kind { REQUEST_GET, REQUEST_LIST };
 
@@ -124,8 +125,8 @@ struct s3_client {
 	 * later event of that batch may name a new socket that reuses the
 	 * number, and must not reach it (level-triggered epoll reports a
 	 * real one again) */
-	int batch_removed[64];
-	unsigned nbatch_removed; /* > 64: skip the rest of the batch */
+	int batch_removed[EPOLL_BATCH];
+	unsigned nbatch_removed; /* more than fit: skip the rest */
 	unsigned running;
 	CURL **idle;
 	unsigned nidle;
@@ -820,7 +821,7 @@ static int on_socket(CURL *easy, curl_socket_t fd, int what, void *userp,
 	(void)socketp;
 	if (what == CURL_POLL_REMOVE) {
 		epoll_ctl(c->epoll_fd, EPOLL_CTL_DEL, fd, NULL);
-		if (c->nbatch_removed < 64)
+		if (c->nbatch_removed < EPOLL_BATCH)
 			c->batch_removed[c->nbatch_removed] = fd;
 		c->nbatch_removed++;
 		return 0;
@@ -850,7 +851,7 @@ static int on_timer(CURLM *multi, long timeout_ms, void *userp)
 
 static bool removed_in_batch(const struct s3_client *c, int fd)
 {
-	if (c->nbatch_removed > 64)
+	if (c->nbatch_removed > EPOLL_BATCH)
 		return fd != c->wake_fd;
 	for (unsigned i = 0; i < c->nbatch_removed; i++)
 		if (c->batch_removed[i] == fd)
@@ -889,7 +890,7 @@ static int wait_ms(const struct s3_client *c)
 static void *engine_main(void *arg)
 {
 	struct s3_client *c = arg;
-	struct epoll_event events[64];
+	struct epoll_event events[EPOLL_BATCH];
 
 	for (;;) {
 		struct s3_request *incoming;
@@ -936,7 +937,7 @@ static void *engine_main(void *arg)
 		if (c->pending_head && c->running < c->max_connections)
 			continue;
 
-		n = epoll_wait(c->epoll_fd, events, 64, wait_ms(c));
+		n = epoll_wait(c->epoll_fd, events, EPOLL_BATCH, wait_ms(c));
 		c->nbatch_removed = 0;
 		for (int i = 0; i < n; i++) {
 			int fd = events[i].data.fd, flags = 0;
@@ -981,10 +982,9 @@ static void *engine_main(void *arg)
 static void wake(struct s3_client *c)
 {
 	uint64_t one = 1;
+	ssize_t put = write(c->wake_fd, &one, sizeof(one));
 
-	/* EAGAIN only when the counter is near overflow: awake anyway */
-	if (write(c->wake_fd, &one, sizeof(one)) < 0)
-		return;
+	(void)put; /* EAGAIN only when the counter is full: awake anyway */
 }
 
 struct s3_client *s3_client_create(const struct s3_client_conf *conf)
