@@ -31,6 +31,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/epoll.h>
+#include <sys/socket.h>
 #include <sys/eventfd.h>
 #include <time.h>
 #include <unistd.h>
@@ -41,6 +42,9 @@
 #define LIST_BODY_MAX	(64 * 1024 * 1024)
 #define GET_BUFFER_SIZE (512 * 1024)
 #define EPOLL_BATCH	64 /* events taken per epoll_wait() */
+/* a plain-HTTP body socket wakes the engine once this much has arrived
+ * (or the rest of the body, or the connection closed), not per packet */
+#define BODY_RCVLOWAT (256 * 1024)
 
 enum request_kind { REQUEST_GET, REQUEST_LIST };
 
@@ -73,6 +77,8 @@ struct s3_request {
 	bool overflow;
 	bool ignored_range;
 	char resp_etag[128];
+	int fd;		      /* the connection's socket once curl named it */
+	unsigned lowat;	      /* SO_RCVLOWAT set on fd; 0 = never changed */
 	struct util_buf body; /* LIST body, or an error body */
 	char *url;	      /* owned; rebuilt for each attempt */
 	char curl_error[CURL_ERROR_SIZE];
@@ -92,6 +98,7 @@ struct s3_client {
 	char *host;	 /* host without port or brackets */
 	bool ip_or_localhost;
 	bool force_path_style;
+	bool plain_http; /* no TLS: socket bytes are body bytes */
 	bool no_sign;
 	bool tls_verify;
 	char *ca_bundle;
@@ -168,6 +175,7 @@ static int parse_endpoint(struct s3_client *c, const char *endpoint,
 	}
 	if (strncasecmp(endpoint, "http://", 7) == 0) {
 		c->scheme = strdup("http");
+		c->plain_http = true;
 		rest = endpoint + 7;
 	} else if (strncasecmp(endpoint, "https://", 8) == 0) {
 		c->scheme = strdup("https");
@@ -419,6 +427,40 @@ static bool etag_equal(const char *a, const char *b)
 	return la == lb && strncmp(a, b, la) == 0;
 }
 
+/*
+ * Asks the kernel to wake the engine for r's socket only once
+ * BODY_RCVLOWAT bytes are there: at full speed one wakeup and one recv()
+ * per 256 KiB instead of per few packets.  The mark goes back to 1 as soon
+ * as less than that is owed, so it never holds back the end of a body (a
+ * closed connection wakes the socket anyway) nor the next response on the
+ * same connection; bodies shorter than the mark never change it.  Only
+ * for plain HTTP: with TLS the socket holds ciphertext that OpenSSL may
+ * already have read ahead, so the bytes owed say nothing about it.
+ */
+static void body_set_lowat(struct s3_request *r)
+{
+	unsigned want = r->len - r->got >= BODY_RCVLOWAT ? BODY_RCVLOWAT : 1;
+	int v = (int)want;
+
+	if (r->fd < 0 || want == (r->lowat ? r->lowat : 1))
+		return;
+	if (setsockopt(r->fd, SOL_SOCKET, SO_RCVLOWAT, &v, sizeof(v)) == 0)
+		r->lowat = want;
+}
+
+/* r lets go of its socket: a mark left above 1 (a body cut off) goes, in
+ * case curl keeps the connection for another response. */
+static void body_forget_socket(struct s3_request *r)
+{
+	if (r->fd >= 0 && r->lowat > 1) {
+		int one = 1;
+
+		setsockopt(r->fd, SOL_SOCKET, SO_RCVLOWAT, &one, sizeof(one));
+	}
+	r->fd = -1;
+	r->lowat = 0;
+}
+
 static size_t on_body(char *ptr, size_t size, size_t nmemb, void *userdata)
 {
 	struct s3_request *r = userdata;
@@ -459,7 +501,7 @@ static size_t on_body(char *ptr, size_t size, size_t nmemb, void *userdata)
 
 		if (take > n)
 			take = n;
-		memcpy(p->dest + r->part_got, ptr, take);
+		util_copy_to_cold(p->dest + r->part_got, ptr, take);
 		ptr += take;
 		n -= take;
 		r->part_got += take;
@@ -470,6 +512,7 @@ static size_t on_body(char *ptr, size_t size, size_t nmemb, void *userdata)
 			r->part_got = 0;
 		}
 	}
+	body_set_lowat(r);
 	return size * nmemb;
 }
 
@@ -614,6 +657,8 @@ static void start_request(struct s3_client *c, struct s3_request *r)
 	r->ignored_range = false;
 	r->attempt_from = r->got;
 	r->resp_etag[0] = '\0';
+	r->fd = -1; /* (the last attempt forgot its socket in detach) */
+	r->lowat = 0;
 	r->curl_error[0] = '\0';
 	util_buf_free(&r->body);
 	util_buf_init(&r->body, r->kind == REQUEST_LIST ? LIST_BODY_MAX : 0);
@@ -712,6 +757,7 @@ static void schedule_retry(struct s3_client *c, struct s3_request *r)
 /* Takes a running request off the multi handle and the running list. */
 static void detach(struct s3_client *c, struct s3_request *r)
 {
+	body_forget_socket(r);
 	curl_multi_remove_handle(c->multi, r->easy);
 	give_easy(c, r->easy);
 	r->easy = NULL;
@@ -815,10 +861,22 @@ static int on_socket(CURL *easy, curl_socket_t fd, int what, void *userp,
 		     void *socketp)
 {
 	struct s3_client *c = userp;
+	struct s3_request *r = NULL;
 	struct epoll_event ev;
 
-	(void)easy;
 	(void)socketp;
+	if (easy)
+		curl_easy_getinfo(easy, CURLINFO_PRIVATE, (char **)&r);
+	if (r && r->kind == REQUEST_GET && c->plain_http) {
+		if (what == CURL_POLL_REMOVE) {
+			if (r->fd == fd)
+				body_forget_socket(r);
+		} else if (r->fd != fd) {
+			/* a new or kept connection: its mark is 1 */
+			body_forget_socket(r);
+			r->fd = fd;
+		}
+	}
 	if (what == CURL_POLL_REMOVE) {
 		epoll_ctl(c->epoll_fd, EPOLL_CTL_DEL, fd, NULL);
 		if (c->nbatch_removed < EPOLL_BATCH)

@@ -36,6 +36,13 @@ void util_log(enum util_log_level level, const char *fmt, ...)
 			util_log(UTIL_LOG_DEBUG, __VA_ARGS__);                 \
 	} while (0)
 
+/*
+ * memcpy() for bulk fills of memory that will not be read again soon (cache
+ * blocks): streaming stores where the CPU has them.  Same contract as
+ * memcpy(): no overlap.
+ */
+void util_copy_to_cold(void *dest, const void *src, size_t len);
+
 /* Thread-safe description of an errno value, written into buf. */
 const char *util_strerror(int err, char *buf, size_t len);
 

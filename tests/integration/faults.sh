@@ -4,8 +4,10 @@
 # daemon keeps serving: 500 twice; 503 SlowDown; failed list requests;
 # a connection cut mid-body (resumed at the break with a Range request),
 # also deep inside a GET that fills several cache blocks;
-# a stalled body (--stall-timeout); an object whose ETag changed after the
-# listing (EIO); persistent 500 past --max-retries (EIO, daemon alive).
+# a stalled body (--stall-timeout); large and small bodies in turn on one
+# kept connection (the receive low-water mark); an object whose ETag
+# changed after the listing (EIO); persistent 500 past --max-retries (EIO,
+# daemon alive).
 . "$(cd "$(dirname "$0")/.." && pwd)/lib.sh"
 require_fuse
 s3_start
@@ -23,7 +25,12 @@ s3_seed data whole/ 3 200001
 s3_seed data etag/ 2 300000
 s3_seed data persist/ 2 300000
 s3_seed data ok/ 4 100000
-for p in s500 s503 slist big cut0 run whole stall etag persist ok; do
+# bodies larger and smaller than the receive low-water mark, alternating
+head -c 600001 /dev/urandom >"$TEST_TMP/large.bin"
+head -c 1000 /dev/urandom >"$TEST_TMP/small.bin"
+for k in a c e; do s3_put data kept/$k.bin "$TEST_TMP/large.bin"; done
+for k in b d f; do s3_put data kept/$k.bin "$TEST_TMP/small.bin"; done
+for p in s500 s503 slist big cut0 run whole stall etag persist ok kept; do
 	expected_cat "$S3_LOCAL/data" "$p/" >"$TEST_TMP/$p.exp"
 done
 
@@ -153,6 +160,22 @@ elapsed=$((SECONDS - t0))
 assert_eq 1 "$(fault_stat 's.fired.stall')" "stall faults fired"
 [ "$elapsed" -lt 20 ] ||
 	fail "reading through a stall took $elapsed s: --stall-timeout 2 did not cut the stalled transfer"
+unmount "$MP"
+
+# ---- one kept connection carries large and small bodies in turn ----
+# A large body raises the socket's receive low-water mark so that the
+# daemon wakes per 256 KiB; it must be back at 1 when the body ends, or
+# the next small response on the same connection never wakes the daemon
+# (it would stall, be cut by --stall-timeout and retried on a new
+# connection).
+fault_clear
+MP=$(new_mountpoint mkept)
+mount_ok --endpoint-url "$S3_URL" --max-connections 1 --stall-timeout 2 kept=s3://data/kept/ "$MP"
+read_ok "$MP/kept_0" "$TEST_TMP/kept.exp" "large and small bodies on one connection"
+assert_eq 6 "$(fault_stat 's.ranges.filter(r => r.path.startsWith("/data/kept/")).length')" \
+	"GETs of the six objects (a retry would add one)"
+assert_eq 1 "$(fault_stat 'new Set(s.ranges.filter(r => r.path.startsWith("/data/kept/")).map(r => r.port)).size')" \
+	"connections that carried the six GETs"
 unmount "$MP"
 
 # ---- ETag changed after the listing: EIO, the daemon keeps serving ----

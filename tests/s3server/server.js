@@ -152,7 +152,7 @@ function newStats() {
     ifMatch: 0, // requests carrying If-Match
     faultsFired: 0,
     fired: { status: 0, cut: 0, stall: 0, etag: 0 },
-    ranges: [], // [{path, range}] of every GET object, in arrival order
+    ranges: [], // [{path, range, port}] of every GET object, in arrival order
     events: [], // [{kind, path, range, start, after, breakAt}] per fault fired
   };
 }
@@ -380,7 +380,11 @@ function createFaults(verbose) {
       stats.gets++;
       if (ctx.get('range')) stats.rangeGets++;
       if (stats.ranges.length < MAX_LOG)
-        stats.ranges.push({ path: safeDecode(ctx.path), range: ctx.get('range') || null });
+        stats.ranges.push({
+          path: safeDecode(ctx.path),
+          range: ctx.get('range') || null,
+          port: ctx.req.socket.remotePort, // tells connections apart
+        });
     } else if (type === 'list') {
       stats.lists++;
     } else if (type === 'head') {

@@ -1,0 +1,71 @@
+/*
+ * util copy: bulk copies into memory that will not be read again soon.
+ *
+ * The engine fills cache blocks at network speed, and the reader only
+ * comes back to most of them after the rest of the prefetch window has
+ * arrived, long after they left the CPU caches.  A plain memcpy() into
+ * such memory first reads every destination line (read-for-ownership),
+ * then writes it back: twice the memory traffic for nothing.  Streaming
+ * (non-temporal) stores write whole lines straight to memory.  glibc does
+ * this by itself only above a threshold tied to the last-level cache size,
+ * which on virtual machines is often reported as hundreds of MiB.
+ *
+ * x86-64 only (SSE2 is part of the base ABI, so no CPU check); elsewhere,
+ * and for short copies, it is memcpy().
+ */
+#include "config.h"
+
+#include "util/util.h"
+
+#include <stdint.h>
+#include <string.h>
+
+#if defined(__x86_64__)
+#include <emmintrin.h>
+
+/* below this the fence and the alignment fix-ups cost more than they save */
+#define STREAM_MIN (16 * 1024)
+
+void util_copy_to_cold(void *dest, const void *src, size_t len)
+{
+	unsigned char *d = dest;
+	const unsigned char *s = src;
+	size_t head;
+
+	if (len < STREAM_MIN) {
+		memcpy(d, s, len);
+		return;
+	}
+	/* streaming stores want 16-byte aligned destinations */
+	head = (16 - ((uintptr_t)d & 15)) & 15;
+	memcpy(d, s, head);
+	d += head;
+	s += head;
+	len -= head;
+	for (; len >= 64; d += 64, s += 64, len -= 64) {
+		__m128i a = _mm_loadu_si128((const __m128i *)(const void *)s);
+		__m128i b =
+		    _mm_loadu_si128((const __m128i *)(const void *)(s + 16));
+		__m128i c =
+		    _mm_loadu_si128((const __m128i *)(const void *)(s + 32));
+		__m128i e =
+		    _mm_loadu_si128((const __m128i *)(const void *)(s + 48));
+
+		_mm_stream_si128((__m128i *)(void *)d, a);
+		_mm_stream_si128((__m128i *)(void *)(d + 16), b);
+		_mm_stream_si128((__m128i *)(void *)(d + 32), c);
+		_mm_stream_si128((__m128i *)(void *)(d + 48), e);
+	}
+	/* order the streaming stores before whatever publishes the data */
+	_mm_sfence();
+	memcpy(d, s, len);
+}
+
+#else
+
+void util_copy_to_cold(void *dest, const void *src, size_t len)
+{
+	memcpy(dest, src, len);
+}
+
+#endif
