@@ -506,6 +506,7 @@ static size_t on_body(char *ptr, size_t size, size_t nmemb, void *userdata)
 		n -= take;
 		r->part_got += take;
 		if (r->part_got == p->len) {
+			util_copy_publish();
 			if (r->part_done)
 				r->part_done(r->arg, r->part);
 			r->part++;

@@ -39,9 +39,11 @@ void util_log(enum util_log_level level, const char *fmt, ...)
 /*
  * memcpy() for bulk fills of memory that will not be read again soon (cache
  * blocks): streaming stores where the CPU has them.  Same contract as
- * memcpy(): no overlap.
+ * memcpy() (no overlap), and util_copy_publish() must run after the last
+ * copy and before another thread may read the memory.
  */
 void util_copy_to_cold(void *dest, const void *src, size_t len);
+void util_copy_publish(void);
 
 /* Thread-safe description of an errno value, written into buf. */
 const char *util_strerror(int err, char *buf, size_t len);

@@ -32,6 +32,7 @@ static void check_copy(size_t len, size_t dest_off, size_t src_off)
 		src[i] = (unsigned char)(i * 131 + (i >> 8) * 7 + 1);
 	memset(buf, GUARD_BYTE, GUARD + dest_off + len + GUARD);
 	util_copy_to_cold(dest, src + src_off, len);
+	util_copy_publish();
 	if (len)
 		assert_memory_equal(dest, src + src_off, len);
 	for (size_t i = 0; i < GUARD + dest_off; i++)
