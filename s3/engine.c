@@ -430,16 +430,19 @@ static bool etag_equal(const char *a, const char *b)
 /*
  * Asks the kernel to wake the engine for r's socket only once
  * BODY_RCVLOWAT bytes are there: at full speed one wakeup and one recv()
- * per 256 KiB instead of per few packets.  The mark goes back to 1 as soon
- * as less than that is owed, so it never holds back the end of a body (a
- * closed connection wakes the socket anyway) nor the next response on the
- * same connection; bodies shorter than the mark never change it.  Only
- * for plain HTTP: with TLS the socket holds ciphertext that OpenSSL may
- * already have read ahead, so the bytes owed say nothing about it.
+ * per 256 KiB instead of per few packets.  The mark is up only while at
+ * least twice that is still owed and goes back to 1 below, so it never
+ * holds back the end of a body (a closed connection wakes the socket
+ * anyway) nor the next response on the same connection, even if something
+ * between the socket and curl (the TLS of an https proxy) has taken some
+ * bytes off the socket already; bodies shorter than that never change it.
+ * Not for https endpoints: there the socket holds ciphertext that OpenSSL
+ * reads ahead.
  */
 static void body_set_lowat(struct s3_request *r)
 {
-	unsigned want = r->len - r->got >= BODY_RCVLOWAT ? BODY_RCVLOWAT : 1;
+	unsigned want =
+	    r->len - r->got >= 2 * BODY_RCVLOWAT ? BODY_RCVLOWAT : 1;
 	int v = (int)want;
 
 	if (r->fd < 0 || want == (r->lowat ? r->lowat : 1))

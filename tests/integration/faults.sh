@@ -26,7 +26,7 @@ s3_seed data etag/ 2 300000
 s3_seed data persist/ 2 300000
 s3_seed data ok/ 4 100000
 # bodies larger and smaller than the receive low-water mark, alternating
-head -c 600001 /dev/urandom >"$TEST_TMP/large.bin"
+head -c 1000001 /dev/urandom >"$TEST_TMP/large.bin"
 head -c 1000 /dev/urandom >"$TEST_TMP/small.bin"
 for k in a c e; do s3_put data kept/$k.bin "$TEST_TMP/large.bin"; done
 for k in b d f; do s3_put data kept/$k.bin "$TEST_TMP/small.bin"; done
