@@ -42,8 +42,8 @@
 #define LIST_BODY_MAX	(64 * 1024 * 1024)
 #define GET_BUFFER_SIZE (512 * 1024)
 #define EPOLL_BATCH	64 /* events taken per epoll_wait() */
-/* a plain-HTTP body socket wakes the engine once this much has arrived
- * (or the rest of the body, or the connection closed), not per packet */
+/* a plain-HTTP body socket wakes the engine once this much has arrived,
+ * not per packet, while at least twice as much is owed (body_set_lowat) */
 #define BODY_RCVLOWAT (256 * 1024)
 
 enum request_kind { REQUEST_GET, REQUEST_LIST };
