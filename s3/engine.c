@@ -78,7 +78,7 @@ struct s3_request {
 	bool ignored_range;
 	char resp_etag[128];
 	int fd;		      /* the connection's socket once curl named it */
-	unsigned lowat;	      /* SO_RCVLOWAT set on fd; 0 = never changed */
+	unsigned lowat;	      /* SO_RCVLOWAT on fd: 1 (the default) or raised */
 	struct util_buf body; /* LIST body, or an error body */
 	char *url;	      /* owned; rebuilt for each attempt */
 	char curl_error[CURL_ERROR_SIZE];
@@ -445,7 +445,7 @@ static void body_set_lowat(struct s3_request *r)
 	    r->len - r->got >= 2 * BODY_RCVLOWAT ? BODY_RCVLOWAT : 1;
 	int v = (int)want;
 
-	if (r->fd < 0 || want == (r->lowat ? r->lowat : 1))
+	if (r->fd < 0 || want == r->lowat)
 		return;
 	if (setsockopt(r->fd, SOL_SOCKET, SO_RCVLOWAT, &v, sizeof(v)) == 0)
 		r->lowat = want;
@@ -461,7 +461,7 @@ static void body_forget_socket(struct s3_request *r)
 		setsockopt(r->fd, SOL_SOCKET, SO_RCVLOWAT, &one, sizeof(one));
 	}
 	r->fd = -1;
-	r->lowat = 0;
+	r->lowat = 1;
 }
 
 static size_t on_body(char *ptr, size_t size, size_t nmemb, void *userdata)
@@ -662,7 +662,7 @@ static void start_request(struct s3_client *c, struct s3_request *r)
 	r->attempt_from = r->got;
 	r->resp_etag[0] = '\0';
 	r->fd = -1; /* (the last attempt forgot its socket in detach) */
-	r->lowat = 0;
+	r->lowat = 1;
 	r->curl_error[0] = '\0';
 	util_buf_free(&r->body);
 	util_buf_init(&r->body, r->kind == REQUEST_LIST ? LIST_BODY_MAX : 0);

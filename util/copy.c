@@ -28,7 +28,7 @@
 #if defined(__x86_64__)
 #include <emmintrin.h>
 
-/* below this the fence and the alignment fix-ups cost more than they save */
+/* below this the alignment fix-ups cost more than the stores save */
 #define STREAM_MIN (16 * 1024)
 
 void util_copy_to_cold(void *dest, const void *src, size_t len)

@@ -5,6 +5,7 @@
  * switches once it detaches).  Messages must never carry secrets.
  * util_buf is a growable byte buffer with a hard upper bound, used for HTTP
  * bodies and strings built piecewise; it always keeps a NUL after the data.
+ * util_copy_to_cold() fills memory that is read much later (util/copy.c).
  */
 #ifndef S3PIPE_UTIL_H
 #define S3PIPE_UTIL_H
