@@ -1,15 +1,21 @@
 /*
  * cache readers: a cursor over a stream plus its prefetch window.
  *
- * Each read first tops up the window (ranged GETs for every block between
- * the prefetch frontier and position + window, across object boundaries,
- * as long as the budget allows without evicting unread data), then pins
- * the blocks covering the request, waiting on each block's condition
- * variable while it is still being fetched, and returns iovecs into block
- * memory.  The window starts at two blocks and doubles whenever a read had
- * to wait, up to max_window: it grows while the network is the bottleneck.
- * Blocks the cursor has moved past are marked consumed so that they are
- * the first to go.
+ * Each read asks first for the blocks it needs itself (urgent GETs, which
+ * the engine lets the server start answering before any prefetch), then
+ * tops up the window (ranged GETs for every block between the prefetch
+ * frontier and position + window, across object boundaries, as long as
+ * the budget allows without evicting unread data), then pins the blocks
+ * covering the request, waiting on each block's condition variable while
+ * it is still being fetched, and returns iovecs into block memory.
+ *
+ * A new reader's window is max_window from the start: opening a channel
+ * file starts a sequential pass, and a window that grew only as reads
+ * waited would keep few GETs in flight for the first hundred megabytes.
+ * After a seek the window restarts at two blocks and doubles whenever a
+ * read had to wait, up to max_window: it grows while the network is the
+ * bottleneck.  Blocks the cursor has moved past are marked consumed so
+ * that they are the first to go.
  *
  * A read at an offset other than the position restarts the cursor there
  * (emulated seek); whether that is allowed is the caller's decision.
@@ -35,6 +41,7 @@ struct cache_reader {
 	uint64_t window;
 };
 
+/* the window after a seek */
 static uint64_t initial_window(const struct cache *c)
 {
 	uint64_t w = 2 * c->conf.block_size;
@@ -51,7 +58,7 @@ struct cache_reader *cache_reader_create(struct cache_stream *s)
 		return NULL;
 	}
 	r->stream = s;
-	r->window = initial_window(s->cache);
+	r->window = s->cache->conf.max_window;
 	return r;
 }
 
@@ -138,13 +145,13 @@ static bool run_should_wait(const struct cache_reader *r,
 /*
  * Tops up the window, but no further than ahead bytes past the position
  * (nor max_ahead_objects objects), with one GET per run of up to run_max
- * new blocks of one object.  A read first asks only for what it needs
- * itself, all at once, and opens the whole window (and asks for the next
- * listing page, may_list) only once it has its data: neither a burst of
- * prefetches nor a slow listing page (a server walking a huge prefix)
- * stands in front of the first bytes.
+ * new blocks of one object; urgent marks GETs a read is about to wait for.
+ * The next listing page is asked for (may_list) only once a read has its
+ * data: a slow listing page (a server walking a huge prefix) must not
+ * stand in front of the first bytes.
  */
-static void prefetch(struct cache_reader *r, uint64_t ahead, bool may_list)
+static void prefetch(struct cache_reader *r, uint64_t ahead, bool urgent,
+		     bool may_list)
 {
 	struct cache_stream *s = r->stream;
 	struct cache *c = s->cache;
@@ -174,7 +181,7 @@ static void prefetch(struct cache_reader *r, uint64_t ahead, bool may_list)
 		if (b) {
 			/* already cached or coming: the run ends before it */
 			if (n)
-				cache_block_fetch(run, n, s, false);
+				cache_block_fetch(run, n, s, urgent);
 			n = 0;
 			frontier_advance(r, seg, len);
 			continue;
@@ -186,14 +193,29 @@ static void prefetch(struct cache_reader *r, uint64_t ahead, bool may_list)
 		run[n++] = b;
 		frontier_advance(r, seg, len);
 		if (n == c->run_max || r->pf_block == 0) {
-			cache_block_fetch(run, n, s, false);
+			cache_block_fetch(run, n, s, urgent);
 			n = 0;
 		}
 	}
 	if (n)
-		cache_block_fetch(run, n, s, false);
+		cache_block_fetch(run, n, s, urgent);
 	if (may_list)
 		cache_stream_want(s, r->pf_seg);
+}
+
+/* Whether the block holding the position is in memory already. */
+static bool position_ready(struct cache_reader *r)
+{
+	struct cache_stream *s = r->stream;
+	const struct cache_segment *seg;
+	struct cache_block *b;
+
+	if (r->seg_idx >= s->count)
+		return false;
+	seg = s->segs[r->seg_idx];
+	b = cache_block_lookup(
+	    s->cache, seg, (r->pos - seg->start) / s->cache->conf.block_size);
+	return b && b->state == BLOCK_READY;
 }
 
 /* Restarts the cursor at offset; waits for the listing to reach it. */
@@ -283,7 +305,11 @@ int cache_reader_read(struct cache_reader *r, uint64_t offset, size_t size,
 		if (rc)
 			goto out;
 	}
-	prefetch(r, size, false);
+	/* what this read needs first; then, if it must wait for it, the
+	 * rest of the window at once rather than after the wait */
+	prefetch(r, size, true, false);
+	if (!position_ready(r))
+		prefetch(r, r->window, false, false);
 	while (view->bytes < size && view->count < CACHE_VIEW_MAX) {
 		const struct cache_segment *seg;
 		struct cache_block *b = NULL;
@@ -333,7 +359,7 @@ int cache_reader_read(struct cache_reader *r, uint64_t offset, size_t size,
 		if (r->window > c->conf.max_window)
 			r->window = c->conf.max_window;
 	}
-	prefetch(r, r->window, true);
+	prefetch(r, r->window, false, true);
 out:
 	pthread_mutex_unlock(&c->lock);
 	return rc;

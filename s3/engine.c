@@ -11,7 +11,11 @@
  * curl_multi_info_read().  GET bodies are written straight into the
  * caller's buffers (one request may fill several, reporting each as it
  * completes); a failed attempt is retried after an exponential backoff
- * with jitter and resumes at the byte where it broke.  Only the engine
+ * with jitter and resumes at the byte where it broke.  An urgent GET (a
+ * reader is waiting for it) goes first and gets a head start: no
+ * non-urgent request starts while an urgent GET is still waiting for its
+ * response, so a burst of prefetches never stands between the server and
+ * the bytes a reader needs now.  Only the engine
  * thread touches curl handles, the pending/delayed lists and the signing
  * key cache, so none of those need a lock.
  *
@@ -64,7 +68,8 @@ struct s3_request {
 	size_t part_got;     /* GET: bytes already in that part */
 	size_t attempt_from; /* GET: got when this attempt started */
 	bool urgent;
-	bool whole; /* GET: the whole object; Range only when resuming */
+	bool unanswered; /* an urgent GET attempt with no response yet */
+	bool whole;	 /* GET: the whole object; Range only when resuming */
 	unsigned attempt;
 	uint64_t due_ns; /* when a delayed retry may start */
 
@@ -83,6 +88,7 @@ struct s3_request {
 	char *url;	      /* owned; rebuilt for each attempt */
 	char curl_error[CURL_ERROR_SIZE];
 
+	struct s3_client *client;
 	s3_get_part_fn *part_done;
 	s3_get_done_fn *get_done;
 	s3_list_done_fn *list_done;
@@ -105,6 +111,7 @@ struct s3_client {
 	char *region;
 	struct s3_creds creds;
 	unsigned max_connections;
+	unsigned urgent_unanswered; /* running requests with unanswered set */
 	unsigned max_retries;
 	unsigned retry_base_ms;
 	unsigned retry_max_ms;
@@ -410,6 +417,16 @@ static void note_status(struct s3_request *r)
 	}
 }
 
+/* r's response has begun, or its attempt is over: requests held back for
+ * its head start may go. */
+static void note_answered(struct s3_request *r)
+{
+	if (r->unanswered) {
+		r->unanswered = false;
+		r->client->urgent_unanswered--;
+	}
+}
+
 static bool etag_equal(const char *a, const char *b)
 {
 	size_t la, lb;
@@ -526,6 +543,7 @@ static size_t on_header(char *buf, size_t size, size_t nitems, void *userdata)
 	size_t n = size * nitems;
 
 	if (n >= 5 && strncmp(buf, "HTTP/", 5) == 0) {
+		note_answered(r);
 		r->resp_etag[0] = '\0';
 		r->status_known = false;
 	} else if (n > 5 && strncasecmp(buf, "etag:", 5) == 0) {
@@ -626,6 +644,17 @@ static void complete(struct s3_client *c, struct s3_request *r,
 	request_free(r);
 }
 
+/* Whether the first pending request may start now: there is a free
+ * connection, and it is urgent or no urgent GET is waiting for its
+ * response (see the top of the file). */
+static bool may_start(const struct s3_client *c)
+{
+	const struct s3_request *r = c->pending_head;
+
+	return r && c->running < c->max_connections &&
+	       (r->urgent || c->urgent_unanswered == 0);
+}
+
 static void enqueue_pending(struct s3_client *c, struct s3_request *r)
 {
 	r->next = NULL;
@@ -714,6 +743,10 @@ static void start_request(struct s3_client *c, struct s3_request *r)
 		c->running_list->prev = r;
 	c->running_list = r;
 	r->attempt++;
+	if (r->kind == REQUEST_GET && r->urgent) {
+		r->unanswered = true;
+		c->urgent_unanswered++;
+	}
 	stats_add(&c->stats.requests, 1);
 	util_buf_free(&host);
 	util_buf_free(&path);
@@ -761,6 +794,7 @@ static void schedule_retry(struct s3_client *c, struct s3_request *r)
 /* Takes a running request off the multi handle and the running list. */
 static void detach(struct s3_client *c, struct s3_request *r)
 {
+	note_answered(r);
 	body_forget_socket(r);
 	curl_multi_remove_handle(c->multi, r->easy);
 	give_easy(c, r->easy);
@@ -982,7 +1016,7 @@ static void *engine_main(void *arg)
 			r->urgent = true; /* a retry was already waited for */
 			enqueue_pending(c, r);
 		}
-		while (c->pending_head && c->running < c->max_connections) {
+		while (may_start(c)) {
 			struct s3_request *r = c->pending_head;
 
 			c->pending_head = r->next;
@@ -996,7 +1030,7 @@ static void *engine_main(void *arg)
 						 0, &still);
 		}
 		finish_done(c);
-		if (c->pending_head && c->running < c->max_connections)
+		if (may_start(c))
 			continue;
 
 		n = epoll_wait(c->epoll_fd, events, EPOLL_BATCH, wait_ms(c));
@@ -1242,6 +1276,7 @@ int s3_get(struct s3_client *c, const char *bucket, const char *key,
 	r->len = len;
 	memcpy(r->parts, parts, nparts * sizeof(*parts));
 	r->nparts = nparts;
+	r->client = c;
 	r->urgent = (flags & S3_GET_URGENT) != 0;
 	r->whole = (flags & S3_GET_WHOLE) != 0 && offset == 0;
 	r->part_done = part_done;
@@ -1267,6 +1302,7 @@ int s3_list(struct s3_client *c, const char *bucket, const char *prefix,
 		request_free(r);
 		return ENOMEM;
 	}
+	r->client = c;
 	r->max_keys = max_keys ? max_keys : 1000;
 	r->urgent = true; /* a reader may be waiting for the next segment */
 	r->list_done = done;

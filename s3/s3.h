@@ -117,7 +117,9 @@ void s3_client_destroy(struct s3_client *c);
 void s3_client_get_stats(struct s3_client *c, struct s3_stats *out);
 
 /* s3_get() flags */
-#define S3_GET_URGENT 1u /* to the front of the queue: a reader waits */
+/* a reader waits: to the front of the queue, and no request without this
+ * flag starts until the server has begun to answer it */
+#define S3_GET_URGENT 1u
 /* the parts cover the whole object: no Range header (a cheaper request for
  * servers) unless resuming */
 #define S3_GET_WHOLE 2u

@@ -5,7 +5,9 @@
 # a connection cut mid-body (resumed at the break with a Range request),
 # also deep inside a GET that fills several cache blocks;
 # a stalled body (--stall-timeout); large and small bodies in turn on one
-# kept connection (the receive low-water mark); an object whose ETag
+# kept connection (the receive low-water mark); a reader's own GET answered
+# late (no prefetch reaches the server before it is answered); an object
+# whose ETag
 # changed after the listing (EIO); persistent 500 past --max-retries (EIO,
 # daemon alive).
 . "$(cd "$(dirname "$0")/.." && pwd)/lib.sh"
@@ -30,7 +32,8 @@ head -c 1000001 /dev/urandom >"$TEST_TMP/large.bin"
 head -c 1000 /dev/urandom >"$TEST_TMP/small.bin"
 for k in a c e; do s3_put data kept/$k.bin "$TEST_TMP/large.bin"; done
 for k in b d f; do s3_put data kept/$k.bin "$TEST_TMP/small.bin"; done
-for p in s500 s503 slist big cut0 run whole stall etag persist ok kept; do
+s3_seed data head/ 6 2000000
+for p in s500 s503 slist big cut0 run whole stall etag persist ok kept head; do
 	expected_cat "$S3_LOCAL/data" "$p/" >"$TEST_TMP/$p.exp"
 done
 
@@ -176,6 +179,26 @@ assert_eq 6 "$(fault_stat 's.ranges.filter(r => r.path.startsWith("/data/kept/")
 	"GETs of the six objects (a retry would add one)"
 assert_eq 1 "$(fault_stat 'new Set(s.ranges.filter(r => r.path.startsWith("/data/kept/")).map(r => r.port)).size')" \
 	"connections that carried the six GETs"
+unmount "$MP"
+
+# ---- the GET a reader waits for gets a head start ----
+# A new reader's first read asks for its own object first (urgent), then
+# for the rest of its window at once; the engine holds those prefetches
+# until the server has begun to answer the urgent GET, so that they never
+# stand between the server and the first bytes.  The server sits on the
+# first object for a second: no other GET may reach it in that time.
+fault_clear
+fault_arm 'kind=delay&seconds=1&count=1&match=/data/head/obj-000000'
+MP=$(new_mountpoint mhead)
+mount_ok --endpoint-url "$S3_URL" head=s3://data/head/ "$MP"
+read_ok "$MP/head_0" "$TEST_TMP/head.exp" "a first object answered late"
+assert_eq 1 "$(fault_stat 's.fired.delay')" "delay faults fired"
+assert_eq 6 "$(fault_stat 's.ranges.filter(r => r.path.startsWith("/data/head/")).length')" \
+	"GETs of the six objects"
+assert_eq 0 "$(fault_stat 'const d = s.events.find(e => e.kind === "delay");
+s.ranges.filter(r => r.path.startsWith("/data/head/") &&
+	!r.path.endsWith("/obj-000000.bin") && r.t < d.answeredAt).length')" \
+	"other GETs that reached the server before it answered the first read's own GET"
 unmount "$MP"
 
 # ---- ETag changed after the listing: EIO, the daemon keeps serving ----

@@ -29,6 +29,8 @@
 //   stall   send B body bytes, stop sending for T seconds (default 30),
 //           then close the connection
 //   etag    replace the ETag response header with a different value
+//   delay   wait T seconds (default 30) before answering at all; the event
+//           records when the wait ended (answeredAt, ms since the epoch)
 // Faults armed by separate POSTs queue up; a request takes the first armed
 // fault that matches it.
 'use strict';
@@ -151,8 +153,10 @@ function newStats() {
     rangeGets: 0, // GET object with a Range header
     ifMatch: 0, // requests carrying If-Match
     faultsFired: 0,
-    fired: { status: 0, cut: 0, stall: 0, etag: 0 },
-    ranges: [], // [{path, range, port}] of every GET object, in arrival order
+    fired: { status: 0, cut: 0, stall: 0, etag: 0, delay: 0 },
+    // [{path, range, port, t}] of every GET object, in arrival order (t: ms
+    // since the epoch)
+    ranges: [],
     events: [], // [{kind, path, range, start, after, breakAt}] per fault fired
   };
 }
@@ -256,7 +260,7 @@ function createFaults(verbose) {
     };
     try {
       const kind = q.kind;
-      if (!['status', 'cut', 'stall', 'etag'].includes(kind))
+      if (!['status', 'cut', 'stall', 'etag', 'delay'].includes(kind))
         throw new Error(`bad kind '${kind}'`);
       const fault = {
         kind,
@@ -384,6 +388,7 @@ function createFaults(verbose) {
           path: safeDecode(ctx.path),
           range: ctx.get('range') || null,
           port: ctx.req.socket.remotePort, // tells connections apart
+          t: Date.now(),
         });
     } else if (type === 'list') {
       stats.lists++;
@@ -402,6 +407,11 @@ function createFaults(verbose) {
       if (fault.status === 503) ctx.set('Retry-After', '0');
       ctx.body = errorBody(ctx, fault.status);
       return;
+    }
+    if (fault.kind === 'delay') {
+      await new Promise(resolve => setTimeout(resolve, fault.seconds * 1000));
+      record(fault, ctx, { answeredAt: Date.now() });
+      return next();
     }
     await next();
     const ok = ctx.status === 200 || ctx.status === 206;

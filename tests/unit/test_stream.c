@@ -23,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -713,7 +714,7 @@ static void prefetch_at(struct cache_reader *r, uint64_t pos, uint64_t ahead)
 	pthread_mutex_lock(&c->lock);
 	r->pos = pos;
 	r->seg_idx = cache_stream_find(r->stream, pos);
-	prefetch(r, ahead, false);
+	prefetch(r, ahead, false, false);
 	pthread_mutex_unlock(&c->lock);
 }
 
@@ -734,7 +735,9 @@ static struct cache_reader *reader_with_window(struct cache_stream *s,
  * to run dry, and each block of a run is readable once its own bytes are
  * in.
  */
-static void test_prefetch_runs(void **state)
+/* A cache of 1 MiB blocks with a 32 MiB window, and a stream over it that
+ * starts with a 100 MiB object. */
+static struct cache_stream *window_stream(void)
 {
 	struct cache_conf conf = {.budget_bytes = 256 * MIB,
 				  .block_size = MIB,
@@ -742,9 +745,6 @@ static void test_prefetch_runs(void **state)
 				  .list_page_keys = 100};
 	struct cache *c = cache_create(&conf, NULL);
 	struct cache_stream *s;
-	struct cache_reader *r, *r2, *r3;
-	struct cache_block *b;
-	struct s3_error e;
 
 	assert_non_null(c);
 	/* auto: requests of a quarter of the window */
@@ -753,6 +753,17 @@ static void test_prefetch_runs(void **state)
 	s = cache_stream_create(c, "b", "p/");
 	assert_non_null(s);
 	append(s, "p/big", NULL, 100 * MIB);
+	return s;
+}
+
+static void test_prefetch_runs(void **state)
+{
+	struct cache_stream *s = window_stream();
+	struct cache *c = s->cache;
+	struct cache_reader *r, *r2, *r3;
+	struct cache_block *b;
+	struct s3_error e;
+
 	append(s, "p/small", NULL, 10 * MIB + 5);
 	append(s, "p/tiny", NULL, 100);
 	r = cache_reader_create(s);
@@ -968,6 +979,122 @@ static void test_prefetch_ahead_objects(void **state)
 	cache_destroy(c);
 }
 
+/* ---- the window of a read that must wait ---- */
+
+struct read_job {
+	struct cache_reader *r;
+	uint64_t offset;
+	size_t size;
+	struct cache_view view;
+	int rc;
+};
+
+static void *read_job_run(void *arg)
+{
+	struct read_job *j = arg;
+
+	j->rc = cache_reader_read(j->r, j->offset, j->size, &j->view);
+	return NULL;
+}
+
+/* Waits until at least n GETs are recorded.  The reader issues all of a
+ * read's GETs under the cache lock and lets it go only to wait for data,
+ * so once the count moves, that read has issued everything it will. */
+static void wait_gets(struct cache *c, unsigned n)
+{
+	for (int i = 0; i < 5000; i++) {
+		unsigned seen;
+
+		pthread_mutex_lock(&c->lock);
+		seen = ngets;
+		pthread_mutex_unlock(&c->lock);
+		if (seen >= n)
+			return;
+		usleep(1000);
+	}
+	fail_msg("the reader issued %u GETs, expected %u", ngets, n);
+}
+
+static void check_urgent(unsigned i, bool urgent)
+{
+	assert_int_equal((gets[i].flags & S3_GET_URGENT) != 0, urgent);
+}
+
+/*
+ * A new reader's window is max_window from the start, and a read that has
+ * to wait asks for its own block first (urgent) and for the rest of the
+ * window before it waits.  After a seek the window restarts at two blocks
+ * and doubles when a read waited.
+ */
+static void test_wait_opens_window(void **state)
+{
+	struct cache_stream *s = window_stream();
+	struct cache *c = s->cache;
+	struct read_job j;
+	pthread_t t;
+	unsigned first;
+
+	s->complete = true; /* no listing requests: there is no client */
+	memset(&j, 0, sizeof(j));
+	j.r = cache_reader_create(s);
+	assert_non_null(j.r);
+	assert_int_equal(j.r->window, 32 * MIB);
+	ngets = 0;
+	gets_allowed = true;
+
+	/* the first read, before any data: its own block, urgent, then the
+	 * whole window in runs of 8 blocks (as test_prefetch_runs) */
+	j.size = 4096;
+	assert_int_equal(pthread_create(&t, NULL, read_job_run, &j), 0);
+	wait_gets(c, 1);
+	pthread_mutex_lock(&c->lock);
+	assert_int_equal(ngets, 4);
+	pthread_mutex_unlock(&c->lock);
+	check_get(0, "p/big", 0, MIB, 1);
+	check_urgent(0, true);
+	check_get(1, "p/big", 1 * MIB, 8 * MIB, 8);
+	check_get(2, "p/big", 9 * MIB, 8 * MIB, 8);
+	check_get(3, "p/big", 17 * MIB, 8 * MIB, 8);
+	check_urgent(1, false);
+	check_urgent(3, false);
+	gets[0].part_done(gets[0].arg, 0);
+	gets[0].done(gets[0].arg, NULL);
+	assert_int_equal(pthread_join(t, NULL), 0);
+	assert_int_equal(j.rc, 0);
+	assert_int_equal(j.view.bytes, 4096);
+	cache_view_release(c, &j.view);
+	assert_int_equal(j.r->window, 32 * MIB);
+
+	/* a seek: its own block, urgent, then a window of two blocks */
+	first = ngets;
+	j.offset = 60 * MIB;
+	assert_int_equal(pthread_create(&t, NULL, read_job_run, &j), 0);
+	wait_gets(c, first + 1);
+	pthread_mutex_lock(&c->lock);
+	assert_int_equal(ngets, first + 2);
+	pthread_mutex_unlock(&c->lock);
+	check_get(first, "p/big", 60 * MIB, MIB, 1);
+	check_urgent(first, true);
+	check_get(first + 1, "p/big", 61 * MIB, MIB, 1);
+	check_urgent(first + 1, false);
+	gets[first].part_done(gets[first].arg, 0);
+	gets[first].done(gets[first].arg, NULL);
+	assert_int_equal(pthread_join(t, NULL), 0);
+	assert_int_equal(j.rc, 0);
+	assert_int_equal(j.view.bytes, 4096);
+	cache_view_release(c, &j.view);
+	/* it waited: the window doubled */
+	assert_int_equal(j.r->window, 4 * MIB);
+
+	/* the two GETs that ended leave the list; the engine ends the rest */
+	gets[first] = gets[--ngets];
+	gets[0] = gets[--ngets];
+	cancel_gets();
+	cache_reader_destroy(j.r);
+	cache_stream_destroy(s);
+	cache_destroy(c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -987,6 +1114,7 @@ int main(void)
 	    cmocka_unit_test(test_read_across_objects),
 	    cmocka_unit_test(test_prefetch_runs),
 	    cmocka_unit_test(test_prefetch_ahead_objects),
+	    cmocka_unit_test(test_wait_opens_window),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
