@@ -379,6 +379,76 @@ void cache_block_fetch(struct cache_block *const *blocks, unsigned n,
 	}
 }
 
+/* ---- warming the pool ---- */
+
+/* Bytes of whole-block (pooled) buffers a reader's first window and the two
+ * blocks behind it take over what is listed of s so far. */
+static uint64_t first_window_pooled(const struct cache_stream *s)
+{
+	const struct cache *c = s->cache;
+	const uint64_t bs = c->conf.block_size;
+	const uint64_t reach = c->conf.max_window + 2 * bs;
+	uint64_t pooled = 0, pos = 0;
+
+	for (size_t i = 0; i < s->count && pos < reach; i++) {
+		const struct cache_segment *seg = s->segs[i];
+
+		for (uint64_t off = 0; off < seg->size && pos < reach;
+		     off += bs) {
+			uint64_t len =
+			    seg->size - off < bs ? seg->size - off : bs;
+
+			if (buffer_cap(c, len) == bs)
+				pooled += bs;
+			pos += len;
+		}
+	}
+	return pooled;
+}
+
+/*
+ * The first time a reader's window fills, every buffer is fresh memory: the
+ * engine thread, which receives all data, would take a page fault per huge
+ * page and wait while the kernel zeroes it (on a virtual machine that hands
+ * free memory back to its host, the host must supply the page as well).
+ * Done here, before any reader, the pool holds those buffers already.
+ */
+uint64_t cache_stream_warm(struct cache_stream *s, uint64_t max)
+{
+	struct cache *c = s->cache;
+	const size_t bs = c->conf.block_size;
+	const size_t page = 4096;
+	uint64_t added = 0, want;
+
+	pthread_mutex_lock(&c->lock);
+	want = first_window_pooled(s);
+	if (want > max)
+		want = max;
+	while (c->pool_count * bs + bs <= want &&
+	       c->stats.used_bytes + bs <= c->conf.budget_bytes) {
+		char *p;
+
+		c->stats.used_bytes += bs; /* held while faulting */
+		pthread_mutex_unlock(&c->lock);
+		p = buffer_alloc(bs);
+		for (size_t o = 0; p && o < bs; o += page)
+			p[o] = 0;
+		pthread_mutex_lock(&c->lock);
+		if (!p) {
+			c->stats.used_bytes -= bs;
+			break;
+		}
+		c->pool[c->pool_count++] = p;
+		added += bs;
+		c->stats.warm_bytes += bs;
+		if (c->stats.used_bytes > c->stats.peak_bytes)
+			c->stats.peak_bytes = c->stats.used_bytes;
+		pthread_cond_broadcast(&c->memory);
+	}
+	pthread_mutex_unlock(&c->lock);
+	return added;
+}
+
 /* ---- the cache object ---- */
 
 struct cache *cache_create(const struct cache_conf *conf, struct s3_client *s3)

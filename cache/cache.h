@@ -47,6 +47,7 @@ struct cache_stats {
 	uint64_t budget_bytes;
 	uint64_t used_bytes;
 	uint64_t peak_bytes;
+	uint64_t warm_bytes; /* faulted in ahead of use (cache_stream_warm) */
 	uint64_t hits;	     /* blocks found ready */
 	uint64_t misses;     /* blocks fetched on demand */
 	uint64_t prefetched; /* blocks fetched ahead */
@@ -72,6 +73,14 @@ struct cache_stream *cache_stream_create(struct cache *c, const char *bucket,
 int cache_stream_start(struct cache_stream *s, struct s3_error *err);
 /* True once the listing is complete; *size is then the total byte count. */
 bool cache_stream_size(struct cache_stream *s, uint64_t *size);
+/*
+ * Faults in, ahead of any reader, the whole-block buffers that a reader's
+ * first prefetch window takes over what is listed of s so far (none for
+ * small objects), within the budget and at most max bytes held in the pool;
+ * returns the bytes added.  For start-up: the first epoch then does not pay
+ * for fresh pages on the receive path.
+ */
+uint64_t cache_stream_warm(struct cache_stream *s, uint64_t max);
 /* Call only after every reader of s is destroyed. */
 void cache_stream_destroy(struct cache_stream *s);
 

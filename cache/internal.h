@@ -16,7 +16,8 @@
  *   - used_bytes is the sum of cap over all allocated blocks plus the
  *     pooled buffers, and never exceeds budget_bytes.  Buffers of a whole
  *     block are pooled on eviction and reused, so steady streaming touches
- *     no new pages (no page faults, no kernel zeroing).
+ *     no new pages (no page faults, no kernel zeroing); cache_stream_warm
+ *     fills the pool before the first reader, so it need not either.
  *   - the LRU holds exactly the READY blocks with no pins; consumed blocks
  *     (a reader moved past them) go in at the cold end, others at the hot
  *     end; eviction takes from the cold end.

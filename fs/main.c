@@ -257,6 +257,13 @@ int main(int argc, char **argv)
 		}
 	}
 
+	/* the first epoch streams at full speed from its first byte: the
+	 * fresh memory its window takes is faulted in before the mount
+	 * appears (a default window and two blocks at most, so a large cache
+	 * does not hold up the mount) */
+	for (unsigned i = 0; i < st.nchannels; i++)
+		cache_stream_warm(st.channels[i].stream, 144u << 20);
+
 	/* mount(8) shows the source as the file system's name; a comma would
 	 * end the option, so such a URI is not used */
 	fsname = helper && !strpbrk(opts.channels[0].uri, ",\\") &&

@@ -907,6 +907,123 @@ static void test_pool_counts_toward_budget(void **state)
 	cache_destroy(c);
 }
 
+/* A stream over the given object sizes, built by hand (no listing). */
+struct fake_stream {
+	struct cache_stream s;
+	struct cache_segment seg[4];
+	struct cache_segment *ptr[4];
+};
+
+static void fake_stream(struct fake_stream *f, struct cache *c,
+			const uint64_t *sizes, size_t n)
+{
+	uint64_t start = 0;
+
+	memset(f, 0, sizeof(*f));
+	f->s.cache = c;
+	f->s.segs = f->ptr;
+	f->s.count = n;
+	for (size_t i = 0; i < n; i++) {
+		f->seg[i].start = start;
+		f->seg[i].size = sizes[i];
+		f->ptr[i] = &f->seg[i];
+		start += sizes[i];
+	}
+}
+
+static struct cache *new_window_cache(uint64_t budget, uint64_t window)
+{
+	struct cache_conf conf = {
+	    .budget_bytes = budget, .block_size = BS, .max_window = window};
+	struct cache *c = cache_create(&conf, NULL);
+
+	assert_non_null(c);
+	return c;
+}
+
+static void test_warm_fills_pool(void **state)
+{
+	/* one window of 4 blocks and 2 more, over objects of 4 blocks */
+	struct cache *c = new_window_cache(16 * BS, 4 * BS);
+	const uint64_t sizes[] = {4 * BS, 4 * BS, 4 * BS};
+	struct fake_stream f, g;
+	struct cache_block *b[7];
+	char *pooled[6];
+	struct cache_stats st;
+
+	fake_stream(&f, c, sizes, 3);
+	assert_int_equal(cache_stream_warm(&f.s, 64 * BS), 6 * BS);
+	st = stats(c);
+	assert_int_equal(st.warm_bytes, 6 * BS);
+	assert_int_equal(st.used_bytes, 6 * BS);
+	assert_int_equal(st.peak_bytes, 6 * BS);
+	assert_int_equal(c->pool_count, 6);
+	/* a second stream needing no more adds nothing */
+	fake_stream(&g, c, sizes, 2);
+	assert_int_equal(cache_stream_warm(&g.s, 64 * BS), 0);
+	memcpy(pooled, c->pool, sizeof(pooled));
+	/* the first six blocks take warmed buffers without growing */
+	for (int i = 0; i < 6; i++) {
+		b[i] = create(c, &segs[0], i, BS, false);
+		assert_non_null(b[i]);
+		assert_ptr_equal(b[i]->data, pooled[5 - i]);
+		assert_int_equal(stats(c).used_bytes, 6 * BS);
+	}
+	assert_int_equal(c->pool_count, 0);
+	b[6] = create(c, &segs[0], 6, BS, false);
+	assert_non_null(b[6]);
+	assert_int_equal(stats(c).used_bytes, 7 * BS);
+	(void)state;
+	cache_destroy(c);
+}
+
+static void test_warm_counts_pooled_blocks_only(void **state)
+{
+	struct cache *c = new_window_cache(16 * BS, 4 * BS);
+	/* small objects take buffers of their own size: nothing to warm */
+	const uint64_t small[] = {BS / 4, BS / 2, 1000, BS / 4};
+	/* 1.5 blocks: a whole block and a half one (not pooled), then a
+	 * near-whole block (pooled), then past the window's reach */
+	const uint64_t mixed[] = {BS + BS / 2, BS / 2 + 1, 2 * BS, 8 * BS};
+	struct fake_stream f;
+
+	fake_stream(&f, c, small, 4);
+	assert_int_equal(cache_stream_warm(&f.s, 64 * BS), 0);
+	assert_int_equal(stats(c).used_bytes, 0);
+	fake_stream(&f, c, mixed, 4);
+	/* up to 6 blocks in: BS, (BS/2), BS/2+1, BS, BS, then two of the
+	 * 8 BS object's blocks reach past it */
+	assert_int_equal(cache_stream_warm(&f.s, 64 * BS), 6 * BS);
+	assert_int_equal(c->pool_count, 6);
+	(void)state;
+	cache_destroy(c);
+}
+
+static void test_warm_within_budget_and_max(void **state)
+{
+	struct cache *c = new_window_cache(3 * BS, 4 * BS);
+	struct cache *d = new_window_cache(16 * BS, 8 * BS);
+	const uint64_t sizes[] = {16 * BS};
+	struct fake_stream f;
+
+	/* a window past the budget: warming stops at the budget, and a
+	 * small block still finds room by giving pooled bytes back */
+	fake_stream(&f, c, sizes, 1);
+	assert_int_equal(cache_stream_warm(&f.s, 64 * BS), 3 * BS);
+	assert_int_equal(stats(c).used_bytes, 3 * BS);
+	assert_non_null(create(c, &segs[0], 0, 1000, false));
+	assert_int_equal(c->pool_count, 2);
+	assert_int_equal(stats(c).used_bytes, 2 * BS + 1000);
+	assert_int_equal(stats(c).peak_bytes, 3 * BS);
+	/* max bounds it below one window */
+	fake_stream(&f, d, sizes, 1);
+	assert_int_equal(cache_stream_warm(&f.s, 5 * BS + 100), 5 * BS);
+	assert_int_equal(stats(d).used_bytes, 5 * BS);
+	(void)state;
+	cache_destroy(c);
+	cache_destroy(d);
+}
+
 static void test_small_blocks_exact(void **state)
 {
 	struct cache *c = new_cache(4 * BS, BS);
@@ -1084,6 +1201,9 @@ int main(void)
 	    cmocka_unit_test(test_run_fetch_partial),
 	    cmocka_unit_test(test_pool_reuse),
 	    cmocka_unit_test(test_pool_counts_toward_budget),
+	    cmocka_unit_test(test_warm_fills_pool),
+	    cmocka_unit_test(test_warm_counts_pooled_blocks_only),
+	    cmocka_unit_test(test_warm_within_budget_and_max),
 	    cmocka_unit_test(test_small_blocks_exact),
 	    cmocka_unit_test(test_block_larger_than_budget_refused),
 	    cmocka_unit_test(test_block_over_block_size_refused),
