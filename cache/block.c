@@ -1,5 +1,6 @@
 /*
- * cache blocks: the table, the LRU, the byte budget and the fetches.
+ * cache blocks: the table, the LRU, the byte budget, the fetches and the
+ * pool of reusable buffers (warmed before the first reader).
  *
  * See cache/internal.h for the state table.  Blocks are keyed by
  * (segment pointer, block index): a segment is one listed (key, ETag) of a
