@@ -17,6 +17,15 @@
 
 #include "util/util.h"
 
+size_t cache_block_len(const struct cache *c, const struct cache_segment *seg,
+		       uint64_t index)
+{
+	uint64_t off = index * c->conf.block_size;
+	uint64_t left = seg->size - off;
+
+	return (size_t)(left < c->conf.block_size ? left : c->conf.block_size);
+}
+
 static size_t hash_key(size_t nbuckets, const struct cache_segment *seg,
 		       uint64_t index)
 {
@@ -394,10 +403,9 @@ static uint64_t first_window_pooled(const struct cache_stream *s)
 	for (size_t i = 0; i < s->count && pos < reach; i++) {
 		const struct cache_segment *seg = s->segs[i];
 
-		for (uint64_t off = 0; off < seg->size && pos < reach;
-		     off += bs) {
-			uint64_t len =
-			    seg->size - off < bs ? seg->size - off : bs;
+		for (uint64_t index = 0; index * bs < seg->size && pos < reach;
+		     index++) {
+			size_t len = cache_block_len(c, seg, index);
 
 			if (buffer_cap(c, len) == bs)
 				pooled += bs;

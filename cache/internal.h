@@ -105,6 +105,9 @@ enum cache_admit {
 };
 
 /* ---- block.c (cache->lock held unless noted) ---- */
+/* Bytes in block index of seg: block_size, or less for the object's last. */
+size_t cache_block_len(const struct cache *c, const struct cache_segment *seg,
+		       uint64_t index);
 struct cache_block *cache_block_lookup(struct cache *c,
 				       const struct cache_segment *seg,
 				       uint64_t index);

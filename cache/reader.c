@@ -82,15 +82,6 @@ struct cache *cache_reader_cache(struct cache_reader *r)
 	return r->stream->cache;
 }
 
-static size_t block_len(const struct cache *c, const struct cache_segment *seg,
-			uint64_t index)
-{
-	uint64_t off = index * c->conf.block_size;
-	uint64_t left = seg->size - off;
-
-	return (size_t)(left < c->conf.block_size ? left : c->conf.block_size);
-}
-
 /* Moves the frontier to the block holding pos (after a seek, or when the
  * reader overtook it). */
 static void frontier_to_position(struct cache_reader *r)
@@ -169,7 +160,7 @@ static void prefetch(struct cache_reader *r, uint64_t ahead, bool urgent,
 		frontier_to_position(r);
 	while (r->pf_offset < limit && r->pf_seg < s->count) {
 		const struct cache_segment *seg = s->segs[r->pf_seg];
-		size_t len = block_len(c, seg, r->pf_block);
+		size_t len = cache_block_len(c, seg, r->pf_block);
 		struct cache_block *b;
 
 		if (c->conf.max_ahead_objects &&
@@ -252,7 +243,8 @@ static int pin_block(struct cache_reader *r, const struct cache_segment *seg,
 		b = cache_block_lookup(c, seg, index);
 		if (b)
 			break;
-		b = cache_block_create(c, seg, index, block_len(c, seg, index),
+		b = cache_block_create(c, seg, index,
+				       cache_block_len(c, seg, index),
 				       CACHE_ADMIT_DEMAND);
 		if (b) {
 			c->stats.misses++;

@@ -30,14 +30,22 @@ static struct cache_segment segs[4];
 
 /* ---- helpers ---- */
 
-static struct cache *new_cache(uint64_t budget, uint64_t block_size)
+/* window 0: the cache's automatic prefetch window */
+static struct cache *new_window_cache(uint64_t budget, uint64_t block_size,
+				      uint64_t window)
 {
 	struct cache_conf conf = {.budget_bytes = budget,
-				  .block_size = block_size};
+				  .block_size = block_size,
+				  .max_window = window};
 	struct cache *c = cache_create(&conf, NULL);
 
 	assert_non_null(c);
 	return c;
+}
+
+static struct cache *new_cache(uint64_t budget, uint64_t block_size)
+{
+	return new_window_cache(budget, block_size, 0);
 }
 
 static struct cache_block *create(struct cache *c,
@@ -931,20 +939,10 @@ static void fake_stream(struct fake_stream *f, struct cache *c,
 	}
 }
 
-static struct cache *new_window_cache(uint64_t budget, uint64_t window)
-{
-	struct cache_conf conf = {
-	    .budget_bytes = budget, .block_size = BS, .max_window = window};
-	struct cache *c = cache_create(&conf, NULL);
-
-	assert_non_null(c);
-	return c;
-}
-
 static void test_warm_fills_pool(void **state)
 {
 	/* one window of 4 blocks and 2 more, over objects of 4 blocks */
-	struct cache *c = new_window_cache(16 * BS, 4 * BS);
+	struct cache *c = new_window_cache(16 * BS, BS, 4 * BS);
 	const uint64_t sizes[] = {4 * BS, 4 * BS, 4 * BS};
 	struct fake_stream f, g;
 	struct cache_block *b[7];
@@ -979,7 +977,7 @@ static void test_warm_fills_pool(void **state)
 
 static void test_warm_counts_pooled_blocks_only(void **state)
 {
-	struct cache *c = new_window_cache(16 * BS, 4 * BS);
+	struct cache *c = new_window_cache(16 * BS, BS, 4 * BS);
 	/* small objects take buffers of their own size: nothing to warm */
 	const uint64_t small[] = {BS / 4, BS / 2, 1000, BS / 4};
 	/* 1.5 blocks: a whole block and a half one (not pooled), then a
@@ -1001,8 +999,8 @@ static void test_warm_counts_pooled_blocks_only(void **state)
 
 static void test_warm_within_budget_and_max(void **state)
 {
-	struct cache *c = new_window_cache(3 * BS, 4 * BS);
-	struct cache *d = new_window_cache(16 * BS, 8 * BS);
+	struct cache *c = new_window_cache(3 * BS, BS, 4 * BS);
+	struct cache *d = new_window_cache(16 * BS, BS, 8 * BS);
 	const uint64_t sizes[] = {16 * BS};
 	struct fake_stream f;
 

@@ -3,8 +3,8 @@
  * reader's block arithmetic, on objects larger than 4 GiB.
  *
  * The cache sources are compiled into this program (UNITTEST convention)
- * to reach take_page(), block_len() and frontier_to_position().  The cache
- * has no S3 client: every stream here is built with cache_stream_append()
+ * to reach take_page(), cache_block_len() and frontier_to_position().  The
+ * cache has no S3 client: every stream here is built with cache_stream_append()
  * or take_page(), and nothing may reach the network.  s3_get() is wrapped
  * at link time (-Wl,--wrap=s3_get): the wrapper records each GET the
  * prefetcher issues, so a test can check their ranges and then play the
@@ -591,23 +591,24 @@ static void test_block_len(void **state)
 	struct cache_segment i = {.size = 4 * GIB - 1};
 	struct cache_segment j = {.size = 8 * GIB + 5};
 
-	assert_int_equal(block_len(c, &a, 0), 8 * MIB);
-	assert_int_equal(block_len(c, &a, 511), 8 * MIB); /* ends at 4 GiB */
-	assert_int_equal(block_len(c, &a, 512), 8 * MIB);
-	assert_int_equal(block_len(c, &a, 639), 8 * MIB); /* the last */
-	assert_int_equal(block_len(c, &f, 0), 8 * MIB);
-	assert_int_equal(block_len(c, &f, 1), 1);
-	assert_int_equal(block_len(c, &g, 0), 3);
-	assert_int_equal(block_len(c, &i, 510), 8 * MIB);
-	assert_int_equal(block_len(c, &i, 511), 8 * MIB - 1);
-	assert_int_equal(block_len(c, &j, 1023), 8 * MIB);
-	assert_int_equal(block_len(c, &j, 1024), 5);
+	assert_int_equal(cache_block_len(c, &a, 0), 8 * MIB);
+	assert_int_equal(cache_block_len(c, &a, 511),
+			 8 * MIB); /* ends at 4 GiB */
+	assert_int_equal(cache_block_len(c, &a, 512), 8 * MIB);
+	assert_int_equal(cache_block_len(c, &a, 639), 8 * MIB); /* the last */
+	assert_int_equal(cache_block_len(c, &f, 0), 8 * MIB);
+	assert_int_equal(cache_block_len(c, &f, 1), 1);
+	assert_int_equal(cache_block_len(c, &g, 0), 3);
+	assert_int_equal(cache_block_len(c, &i, 510), 8 * MIB);
+	assert_int_equal(cache_block_len(c, &i, 511), 8 * MIB - 1);
+	assert_int_equal(cache_block_len(c, &j, 1023), 8 * MIB);
+	assert_int_equal(cache_block_len(c, &j, 1024), 5);
 	cache_destroy(c);
 	/* small blocks: indexes beyond 2^20, offsets beyond 2^32 */
 	c = new_cache(64 * MIB, 4 * KIB);
-	assert_int_equal(block_len(c, &j, 2097151), 4 * KIB);
-	assert_int_equal(block_len(c, &j, 2097152), 5);
-	assert_int_equal(block_len(c, &i, 1048575), 4 * KIB - 1);
+	assert_int_equal(cache_block_len(c, &j, 2097151), 4 * KIB);
+	assert_int_equal(cache_block_len(c, &j, 2097152), 5);
+	assert_int_equal(cache_block_len(c, &i, 1048575), 4 * KIB - 1);
 	cache_destroy(c);
 }
 
@@ -853,7 +854,8 @@ static void put_block(struct cache_stream *s, size_t seg_idx, uint64_t index)
 	struct cache_block *b;
 
 	pthread_mutex_lock(&c->lock);
-	b = cache_block_create(c, seg, index, block_len(c, seg, index), true);
+	b = cache_block_create(c, seg, index, cache_block_len(c, seg, index),
+			       true);
 	pthread_mutex_unlock(&c->lock);
 	assert_non_null(b);
 	for (size_t k = 0; k < b->len; k++)
