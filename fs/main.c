@@ -29,6 +29,10 @@
 #include "s3/s3.h"
 #include "util/util.h"
 
+/* the most block memory faulted in per channel before the mount appears:
+ * the default prefetch window (half the 256M cache) and two 8 MiB blocks */
+#define WARM_MAX (144u << 20)
+
 static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 static void die(const char *fmt, ...)
@@ -259,10 +263,10 @@ int main(int argc, char **argv)
 
 	/* the first epoch streams at full speed from its first byte: the
 	 * fresh memory its window takes is faulted in before the mount
-	 * appears (a default window and two blocks at most, so a large cache
-	 * does not hold up the mount) */
+	 * appears (WARM_MAX at most, so a large cache does not hold up the
+	 * mount) */
 	for (unsigned i = 0; i < st.nchannels; i++)
-		cache_stream_warm(st.channels[i].stream, 144u << 20);
+		cache_stream_warm(st.channels[i].stream, WARM_MAX);
 
 	/* mount(8) shows the source as the file system's name; a comma would
 	 * end the option, so such a URI is not used */

@@ -7,9 +7,8 @@
 # a stalled body (--stall-timeout); large and small bodies in turn on one
 # kept connection (the receive low-water mark); a reader's own GET answered
 # late (no prefetch reaches the server before it is answered); an object
-# whose ETag
-# changed after the listing (EIO); persistent 500 past --max-retries (EIO,
-# daemon alive).
+# whose ETag changed after the listing (EIO); persistent 500 past
+# --max-retries (EIO, daemon alive).
 . "$(cd "$(dirname "$0")/.." && pwd)/lib.sh"
 require_fuse
 s3_start
