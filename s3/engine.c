@@ -894,15 +894,18 @@ static void cancel_list(struct s3_client *c, struct s3_request *r)
 	}
 }
 
-/* CURLMOPT_SOCKETFUNCTION: mirror what curl wants to wait for in epoll. */
+/* CURLMOPT_SOCKETFUNCTION: mirror what curl wants to wait for in epoll.
+ * A socket curl has not seen since its last REMOVE comes with socketp NULL:
+ * it is added and marked (curl_multi_assign), later calls modify it, so no
+ * request pays for a failed epoll_ctl. */
 static int on_socket(CURL *easy, curl_socket_t fd, int what, void *userp,
 		     void *socketp)
 {
 	struct s3_client *c = userp;
 	struct s3_request *r = NULL;
 	struct epoll_event ev;
+	int op = socketp ? EPOLL_CTL_MOD : EPOLL_CTL_ADD;
 
-	(void)socketp;
 	if (easy)
 		curl_easy_getinfo(easy, CURLINFO_PRIVATE, (char **)&r);
 	if (r && r->kind == REQUEST_GET && c->plain_http) {
@@ -928,8 +931,16 @@ static int on_socket(CURL *easy, curl_socket_t fd, int what, void *userp,
 		ev.events |= EPOLLIN;
 	if (what & CURL_POLL_OUT)
 		ev.events |= EPOLLOUT;
-	if (epoll_ctl(c->epoll_fd, EPOLL_CTL_MOD, fd, &ev) && errno == ENOENT)
-		epoll_ctl(c->epoll_fd, EPOLL_CTL_ADD, fd, &ev);
+	if (epoll_ctl(c->epoll_fd, op, fd, &ev)) {
+		/* out of step with curl's view: the other operation fits */
+		if (errno == ENOENT || errno == EEXIST)
+			epoll_ctl(c->epoll_fd,
+				  op == EPOLL_CTL_ADD ? EPOLL_CTL_MOD
+						      : EPOLL_CTL_ADD,
+				  fd, &ev);
+	}
+	if (!socketp)
+		curl_multi_assign(c->multi, fd, c);
 	return 0;
 }
 
