@@ -1,6 +1,7 @@
 /*
- * cache blocks: the table, the LRU, the byte budget, the fetches and the
- * pool of reusable buffers (warmed before the first reader).
+ * cache blocks: the table, the LRU, the byte budget, the fetches (one
+ * store GET fills a run of blocks) and the pool of reusable buffers
+ * (warmed before the first reader).
  *
  * See cache/internal.h for the state table.  Blocks are keyed by
  * (segment pointer, block index): a segment is one listed (key, ETag) of a
@@ -135,7 +136,7 @@ static void buffer_put(struct cache *c, char *data, size_t cap)
 	pthread_cond_broadcast(&c->memory);
 }
 
-static void block_free(struct cache *c, struct cache_block *b)
+void cache_block_free(struct cache *c, struct cache_block *b)
 {
 	buffer_put(c, b->data, b->cap);
 	pthread_cond_destroy(&b->ready);
@@ -143,7 +144,7 @@ static void block_free(struct cache *c, struct cache_block *b)
 }
 
 /* Evicts the coldest idle block if the rules allow.  True if one went. */
-static bool evict_one(struct cache *c, bool demand)
+UNITTEST bool evict_one(struct cache *c, bool demand)
 {
 	struct cache_block *b = c->lru_cold;
 
@@ -152,13 +153,13 @@ static bool evict_one(struct cache *c, bool demand)
 	lru_unlink(c, b);
 	table_remove(c, b);
 	c->stats.evictions++;
-	block_free(c, b);
+	cache_block_free(c, b);
 	return true;
 }
 
 /* Whole blocks and near-whole ones get a pooled buffer; small objects
  * get exactly what they need. */
-static size_t buffer_cap(const struct cache *c, size_t len)
+UNITTEST size_t buffer_cap(const struct cache *c, size_t len)
 {
 	return len > c->conf.block_size / 2 ? c->conf.block_size : len;
 }
@@ -284,7 +285,7 @@ static void block_settle(struct cache *c, struct cache_block *b)
 	if (b->pins > 0)
 		return;
 	if (b->state == BLOCK_FAILED)
-		block_free(c, b);
+		cache_block_free(c, b);
 	else if (b->state == BLOCK_READY)
 		lru_insert(c, b);
 }
@@ -312,17 +313,17 @@ struct block_fetch {
 	struct cache_block *blocks[];
 };
 
-static void block_arrived(void *arg, unsigned part)
+static void block_arrived(void *arg, unsigned index)
 {
 	struct block_fetch *f = arg;
 	struct cache *c = f->cache;
-	struct cache_block *b = f->blocks[part];
+	struct cache_block *b = f->blocks[index];
 
 	pthread_mutex_lock(&c->lock);
 	b->state = BLOCK_READY;
 	pthread_cond_broadcast(&b->ready);
 	block_settle(c, b);
-	f->next = part + 1;
+	f->next = index + 1;
 	pthread_mutex_unlock(&c->lock);
 }
 
@@ -355,30 +356,40 @@ void cache_block_fetch(struct cache_block *const *blocks, unsigned n,
 {
 	struct cache *c = blocks[0]->cache;
 	const struct cache_segment *seg = blocks[0]->seg;
-	struct s3_get_part parts[S3_GET_PARTS_MAX];
-	unsigned flags = urgent ? S3_GET_URGENT : 0;
+	struct s3_buffer buffers[S3_GET_BUFFERS_MAX];
 	struct block_fetch *f = NULL;
 	uint64_t total = 0;
 	int rc;
 
-	if (n > S3_GET_PARTS_MAX)
+	if (n > S3_GET_BUFFERS_MAX)
 		rc = EINVAL;
 	else if (!(f = calloc(1, sizeof(*f) + n * sizeof(*blocks))))
 		rc = ENOMEM;
 	else {
+		struct s3_get get = {
+		    .bucket = s->bucket,
+		    .key = seg->key,
+		    .etag = seg->etag,
+		    .offset = blocks[0]->index * c->conf.block_size,
+		    .buffers = buffers,
+		    .nbuffers = n,
+		    .flags = urgent ? S3_GET_URGENT : 0,
+		    .buffer_done = block_arrived,
+		    .done = fetch_done,
+		    .arg = f,
+		};
+
 		f->cache = c;
 		f->count = n;
 		memcpy(f->blocks, blocks, n * sizeof(*blocks));
 		for (unsigned i = 0; i < n; i++) {
-			parts[i].dest = blocks[i]->data;
-			parts[i].len = blocks[i]->len;
+			buffers[i].dest = blocks[i]->data;
+			buffers[i].len = blocks[i]->len;
 			total += blocks[i]->len;
 		}
 		if (blocks[0]->index == 0 && total == seg->size)
-			flags |= S3_GET_WHOLE;
-		rc = s3_get(c->s3, s->bucket, seg->key, seg->etag,
-			    blocks[0]->index * c->conf.block_size, parts, n,
-			    flags, block_arrived, fetch_done, f);
+			get.flags |= S3_GET_WHOLE;
+		rc = s3_get(c->store, &get);
 	}
 	if (rc) {
 		for (unsigned i = 0; i < n; i++) {
@@ -422,7 +433,7 @@ static uint64_t first_window_pooled(const struct cache_stream *s)
  * free memory back to its host, the host must supply the page as well).
  * Done here, before any reader, the pool holds those buffers already.
  */
-uint64_t cache_stream_warm(struct cache_stream *s, uint64_t max)
+uint64_t cache_stream_warm(struct cache_stream *s)
 {
 	struct cache *c = s->cache;
 	const size_t bs = c->conf.block_size;
@@ -431,8 +442,8 @@ uint64_t cache_stream_warm(struct cache_stream *s, uint64_t max)
 
 	pthread_mutex_lock(&c->lock);
 	want = first_window_pooled(s);
-	if (want > max)
-		want = max;
+	if (want > c->conf.warm_max_bytes)
+		want = c->conf.warm_max_bytes;
 	while (c->pool_count * bs + bs <= want &&
 	       c->stats.used_bytes + bs <= c->conf.budget_bytes) {
 		char *p;
@@ -456,89 +467,4 @@ uint64_t cache_stream_warm(struct cache_stream *s, uint64_t max)
 	}
 	pthread_mutex_unlock(&c->lock);
 	return added;
-}
-
-/* ---- the cache object ---- */
-
-struct cache *cache_create(const struct cache_conf *conf, struct s3_client *s3)
-{
-	struct cache *c = calloc(1, sizeof(*c));
-
-	if (!c) {
-		errno = ENOMEM;
-		return NULL;
-	}
-	c->conf = *conf;
-	if (!c->conf.list_page_keys)
-		c->conf.list_page_keys = 1000;
-	if (!c->conf.first_page_keys)
-		c->conf.first_page_keys = c->conf.list_page_keys;
-	/* half the budget (128 MiB by default, four 32 MiB GETs in flight
-	 * on large objects): S3 serves each connection at a limited rate,
-	 * so parallel streams count */
-	if (!c->conf.max_window)
-		c->conf.max_window = c->conf.budget_bytes / 2;
-	if (c->conf.max_window < 2 * c->conf.block_size)
-		c->conf.max_window = 2 * c->conf.block_size;
-	/* fewer, larger GETs cost servers less per byte; a quarter of the
-	 * window keeps four of them in flight */
-	if (!c->conf.request_size) {
-		c->conf.request_size = c->conf.max_window / 4;
-		if (c->conf.request_size > CACHE_REQUEST_SIZE_AUTO_MAX)
-			c->conf.request_size = CACHE_REQUEST_SIZE_AUTO_MAX;
-	}
-	c->run_max = c->conf.block_size
-			 ? (unsigned)(c->conf.request_size / c->conf.block_size)
-			 : 1;
-	if (c->run_max < 1)
-		c->run_max = 1;
-	if (c->run_max > S3_GET_PARTS_MAX)
-		c->run_max = S3_GET_PARTS_MAX;
-	c->s3 = s3;
-	c->nbuckets = 1024;
-	c->table = calloc(c->nbuckets, sizeof(*c->table));
-	c->pool_max =
-	    conf->block_size ? conf->budget_bytes / conf->block_size : 0;
-	c->pool = calloc(c->pool_max + 1, sizeof(*c->pool));
-	if (!c->table || !c->pool) {
-		free(c->table);
-		free(c->pool);
-		free(c);
-		errno = ENOMEM;
-		return NULL;
-	}
-	c->stats.budget_bytes = conf->budget_bytes;
-	pthread_mutex_init(&c->lock, NULL);
-	pthread_cond_init(&c->memory, NULL);
-	return c;
-}
-
-void cache_destroy(struct cache *c)
-{
-	if (!c)
-		return;
-	for (size_t i = 0; i < c->nbuckets; i++) {
-		struct cache_block *b = c->table[i];
-
-		while (b) {
-			struct cache_block *next = b->hash_next;
-
-			block_free(c, b);
-			b = next;
-		}
-	}
-	free(c->table);
-	while (c->pool_count)
-		free(c->pool[--c->pool_count]);
-	free(c->pool);
-	pthread_cond_destroy(&c->memory);
-	pthread_mutex_destroy(&c->lock);
-	free(c);
-}
-
-void cache_get_stats(struct cache *c, struct cache_stats *out)
-{
-	pthread_mutex_lock(&c->lock);
-	*out = c->stats;
-	pthread_mutex_unlock(&c->lock);
 }

@@ -24,24 +24,39 @@
 #include <stdint.h>
 #include <sys/uio.h>
 
-#include "s3/s3.h"
+#include "s3/store.h"
 
+/*
+ * The cache's settings.  cache_conf_init() writes every default; a field
+ * left 0 where it says "auto" is worked out by cache_create() from the
+ * budget and the store below.
+ */
 struct cache_conf {
 	uint64_t budget_bytes; /* hard bound on block memory */
-	uint64_t block_size;   /* bytes per cache block (part size) */
+	uint64_t block_size;   /* bytes per cache block (--part-size) */
 	uint64_t max_window;   /* per-reader prefetch cap in bytes; 0 = auto */
 	/* bytes one prefetch GET may cover (a run of whole blocks of one
 	 * object); 0 = auto */
 	uint64_t request_size;
-	/* objects a reader's prefetch may run ahead into (0 = no limit):
-	 * with small objects the byte window would hold thousands, far more
-	 * than the connections can fetch at once */
+	/* objects a reader's prefetch may run ahead into; 0 = auto (enough
+	 * to keep every request the store runs at once busy): with small
+	 * objects the byte window would hold thousands, far more than the
+	 * connections can fetch at once */
 	unsigned max_ahead_objects;
-	unsigned
-	    list_page_keys; /* keys per ListObjectsV2 page after the first */
-	unsigned
-	    first_page_keys; /* keys in the first page (small: fast start) */
+	unsigned list_page_keys;  /* keys per ListObjectsV2 page (1-1000) */
+	unsigned first_page_keys; /* keys in the first page (small: fast
+				     start) */
+	/* block memory faulted in per stream before the first reader
+	 * (cache_stream_warm), at most: bounds the start-up time */
+	uint64_t warm_max_bytes;
 };
+
+#define CACHE_DEFAULT_BUDGET	 (256ULL << 20)
+#define CACHE_DEFAULT_BLOCK_SIZE (8ULL << 20)
+#define CACHE_MIN_BLOCK_SIZE	 (64ULL << 10)
+#define CACHE_MAX_BLOCK_SIZE	 (1ULL << 30)
+
+void cache_conf_init(struct cache_conf *conf);
 
 struct cache_stats {
 	uint64_t budget_bytes;
@@ -56,9 +71,14 @@ struct cache_stats {
 	uint64_t seeks; /* reader repositions (emulated seeks) */
 };
 
-/* s3 must outlive the cache; destroy the s3 client first (its pending
- * callbacks land here), then the cache. */
-struct cache *cache_create(const struct cache_conf *conf, struct s3_client *s3);
+/*
+ * A cache over store, with conf copied.  The store must outlive the cache:
+ * destroy the store first (its pending callbacks land here), then the
+ * streams, then the cache.  Returns NULL and sets errno (EINVAL when conf
+ * has no block size or page size).
+ */
+struct cache *cache_create(const struct cache_conf *conf,
+			   struct s3_store *store);
 void cache_destroy(struct cache *c);
 void cache_get_stats(struct cache *c, struct cache_stats *out);
 
@@ -76,11 +96,11 @@ bool cache_stream_size(struct cache_stream *s, uint64_t *size);
 /*
  * Faults in, ahead of any reader, the whole-block buffers that a reader's
  * first prefetch window takes over what is listed of s so far (none for
- * small objects), within the budget and at most max bytes held in the pool;
+ * small objects), within the budget and warm_max_bytes held in the pool;
  * returns the bytes added.  For start-up: the first epoch then does not pay
  * for fresh pages on the receive path.
  */
-uint64_t cache_stream_warm(struct cache_stream *s, uint64_t max);
+uint64_t cache_stream_warm(struct cache_stream *s);
 /* Call only after every reader of s is destroyed. */
 void cache_stream_destroy(struct cache_stream *s);
 
@@ -108,6 +128,5 @@ uint64_t cache_reader_position(struct cache_reader *r);
 int cache_reader_read(struct cache_reader *r, uint64_t offset, size_t size,
 		      struct cache_view *view);
 void cache_view_release(struct cache *c, struct cache_view *view);
-struct cache *cache_reader_cache(struct cache_reader *r);
 
 #endif

@@ -38,9 +38,6 @@ struct cache_segment {
 	uint64_t start; /* offset of the first byte in the stream */
 };
 
-/* the largest automatic request_size: past it a GET saves servers little */
-#define CACHE_REQUEST_SIZE_AUTO_MAX (32u << 20)
-
 enum cache_block_state { BLOCK_FETCHING, BLOCK_READY, BLOCK_FAILED };
 
 struct cache_block {
@@ -62,8 +59,8 @@ struct cache_block {
 };
 
 struct cache {
-	struct cache_conf conf;
-	struct s3_client *s3;
+	struct cache_conf conf; /* with the derived values filled in */
+	struct s3_store *store;
 	pthread_mutex_t lock;
 	pthread_cond_t memory; /* a block became evictable or was freed */
 	struct cache_block **table;
@@ -131,6 +128,10 @@ void cache_block_fetch(struct cache_block *const *blocks, unsigned n,
 /* True when len more bytes could be made to fit by evicting. */
 bool cache_block_room(struct cache *c, size_t len, bool demand);
 
+/* Frees b's memory (its buffer may go to the pool); b must be out of the
+ * table and the LRU, or the whole cache going away. */
+void cache_block_free(struct cache *c, struct cache_block *b);
+
 /* ---- stream.c (cache->lock held) ---- */
 /* Index of the segment holding offset, or s->count if beyond the listing. */
 size_t cache_stream_find(const struct cache_stream *s, uint64_t offset);
@@ -144,5 +145,37 @@ void cache_stream_want(struct cache_stream *s, size_t idx);
 /* Appends one listed object (skipping empty ones); for tests as well. */
 int cache_stream_append(struct cache_stream *s, const char *key,
 			const char *etag, uint64_t size);
+
+/* ---- reader.c ---- */
+
+struct cache_reader {
+	struct cache_stream *stream;
+	uint64_t pos;	/* next byte to return */
+	size_t seg_idx; /* segment holding pos (count when past the list) */
+	/* prefetch frontier: the first block not yet requested */
+	size_t pf_seg;
+	uint64_t pf_block;
+	uint64_t pf_offset; /* stream offset of that block */
+	uint64_t window;
+};
+
+/*
+ * Functions marked UNITTEST are static in the product; the unit tests
+ * compile the cache's sources with -DUNITTESTS, which makes them visible.
+ */
+#ifdef UNITTESTS
+#define UNITTEST
+/* block.c */
+bool evict_one(struct cache *c, bool demand);
+size_t buffer_cap(const struct cache *c, size_t len);
+/* stream.c */
+int take_page(struct cache_stream *s, struct s3_list_page *page);
+/* reader.c */
+void frontier_to_position(struct cache_reader *r);
+void prefetch(struct cache_reader *r, uint64_t ahead, bool urgent,
+	      bool may_list);
+#else
+#define UNITTEST static
+#endif
 
 #endif

@@ -30,17 +30,6 @@
 
 #include "util/util.h"
 
-struct cache_reader {
-	struct cache_stream *stream;
-	uint64_t pos;	/* next byte to return */
-	size_t seg_idx; /* segment holding pos (count when past the list) */
-	/* prefetch frontier: the first block not yet requested */
-	size_t pf_seg;
-	uint64_t pf_block;
-	uint64_t pf_offset; /* stream offset of that block */
-	uint64_t window;
-};
-
 /* the window after a seek */
 static uint64_t initial_window(const struct cache *c)
 {
@@ -77,14 +66,9 @@ uint64_t cache_reader_position(struct cache_reader *r)
 	return pos;
 }
 
-struct cache *cache_reader_cache(struct cache_reader *r)
-{
-	return r->stream->cache;
-}
-
 /* Moves the frontier to the block holding pos (after a seek, or when the
  * reader overtook it). */
-static void frontier_to_position(struct cache_reader *r)
+UNITTEST void frontier_to_position(struct cache_reader *r)
 {
 	struct cache_stream *s = r->stream;
 	uint64_t bs = s->cache->conf.block_size;
@@ -141,8 +125,8 @@ static bool run_should_wait(const struct cache_reader *r,
  * data: a slow listing page (a server walking a huge prefix) must not
  * stand in front of the first bytes.
  */
-static void prefetch(struct cache_reader *r, uint64_t ahead, bool urgent,
-		     bool may_list)
+UNITTEST void prefetch(struct cache_reader *r, uint64_t ahead, bool urgent,
+		       bool may_list)
 {
 	struct cache_stream *s = r->stream;
 	struct cache *c = s->cache;
@@ -153,7 +137,7 @@ static void prefetch(struct cache_reader *r, uint64_t ahead, bool urgent,
 	    !s->complete || s->listed_bytes > c->conf.budget_bytes
 		? CACHE_ADMIT_RECYCLE
 		: CACHE_ADMIT_PREFETCH;
-	struct cache_block *run[S3_GET_PARTS_MAX];
+	struct cache_block *run[S3_GET_BUFFERS_MAX];
 	unsigned n = 0;
 
 	if (r->pf_offset < r->pos || r->pf_seg < r->seg_idx)

@@ -104,7 +104,7 @@ int cache_stream_append(struct cache_stream *s, const char *key,
 /* Adds a page's objects and remembers where to continue (lock held).
  * All or nothing: on failure the stream is as it was, so the page can be
  * asked for again with the same token. */
-static int take_page(struct cache_stream *s, struct s3_list_page *page)
+UNITTEST int take_page(struct cache_stream *s, struct s3_list_page *page)
 {
 	size_t count = s->count;
 	uint64_t listed = s->listed_bytes;
@@ -142,7 +142,7 @@ int cache_stream_start(struct cache_stream *s, struct s3_error *err)
 	struct s3_list_page page;
 	int rc;
 
-	rc = s3_list_sync(c->s3, s->bucket, s->prefix, NULL,
+	rc = s3_list_sync(c->store, s->bucket, s->prefix, NULL,
 			  c->conf.first_page_keys, &page, err);
 	if (rc)
 		return rc;
@@ -183,14 +183,22 @@ static void page_arrived(void *arg, struct s3_list_page *page,
 
 void cache_stream_want(struct cache_stream *s, size_t idx)
 {
-	size_t ahead = s->cache->conf.list_page_keys / 2;
+	struct cache *c = s->cache;
+	size_t ahead = c->conf.list_page_keys / 2;
+	struct s3_list req = {
+	    .bucket = s->bucket,
+	    .prefix = s->prefix,
+	    .token = s->next_token,
+	    .max_keys = c->conf.list_page_keys,
+	    .done = page_arrived,
+	    .arg = s,
+	};
 
 	if (s->complete || s->listing || idx + ahead < s->count)
 		return;
 	s->error = 0;
 	s->listing = true;
-	if (s3_list(s->cache->s3, s->bucket, s->prefix, s->next_token,
-		    s->cache->conf.list_page_keys, page_arrived, s)) {
+	if (s3_list(c->store, &req)) {
 		s->listing = false;
 		s->error = ENOMEM;
 	}

@@ -6,10 +6,14 @@
  *   2. unless in the foreground, fork: the parent waits on a pipe and exits
  *      with the child's verdict, so the shell sees success only once the
  *      mount is ready;
- *   3. the child starts the S3 engine and lists the first page of every
- *      channel (this is the bucket check), then mounts;
+ *   3. the child builds the stack (S3 client -> cache -> channel streams)
+ *      and lists the first page of every channel (this is the bucket
+ *      check), then mounts;
  *   4. only then it tells the parent, silences stdio and serves.
  * Every error before step 4 prints one line "s3pipe: ..." and exits 1.
+ * Each module works out its own derived settings from the conf the options
+ * filled (fs/options.h): nothing here decides how the cache or the client
+ * behave.
  */
 #include "config.h"
 
@@ -28,10 +32,6 @@
 #include "fs/fs.h"
 #include "s3/s3.h"
 #include "util/util.h"
-
-/* the most block memory faulted in per channel before the mount appears:
- * the default prefetch window (half the 256M cache) and two 8 MiB blocks */
-#define WARM_MAX (144u << 20)
 
 static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
@@ -124,23 +124,156 @@ static void add_arg(struct fuse_args *args, const char *arg)
 		die("out of memory");
 }
 
+/* The S3 client, the cache over it and one stream per channel, each
+ * channel's first page listed and its first window's memory faulted in. */
+static void build_stack(struct fs_options *o, struct fs_state *st)
+{
+	struct s3_store *store = s3_client_create(&o->s3);
+	char msg[128];
+
+	s3_creds_clear(&o->s3.creds); /* the client has its own copy */
+	if (!store)
+		die("cannot start the S3 client for endpoint '%s': %s",
+		    o->s3.endpoint ? o->s3.endpoint : "(aws)",
+		    util_strerror(errno, msg, sizeof(msg)));
+	memset(st, 0, sizeof(*st));
+	st->opts = o;
+	st->store = store;
+	st->cache = cache_create(&o->cache, store);
+	st->nchannels = o->nchannels;
+	st->channels = calloc(o->nchannels, sizeof(*st->channels));
+	st->uid = o->uid_set ? o->uid : getuid();
+	st->gid = o->gid_set ? o->gid : getgid();
+	clock_gettime(CLOCK_REALTIME, &st->mount_time);
+	pthread_mutex_init(&st->lock, NULL);
+	if (!st->cache || !st->channels)
+		die("out of memory");
+	for (unsigned i = 0; i < o->nchannels; i++) {
+		struct fs_channel_spec *spec = &o->channels[i];
+		struct fs_channel *ch = &st->channels[i];
+		struct s3_error serr;
+		char desc[768];
+
+		ch->name = spec->name;
+		ch->visible = 1;
+		ch->stream =
+		    cache_stream_create(st->cache, spec->bucket, spec->prefix);
+		if (!ch->stream)
+			die("out of memory");
+		if (cache_stream_start(ch->stream, &serr)) {
+			s3_error_describe(&serr, spec->bucket, desc,
+					  sizeof(desc));
+			die("channel '%s' (%s): %s", spec->name, spec->uri,
+			    desc);
+		}
+	}
+	/* the first epoch streams at full speed from its first byte: the
+	 * fresh memory its window takes is faulted in before the mount
+	 * appears */
+	for (unsigned i = 0; i < st->nchannels; i++)
+		cache_stream_warm(st->channels[i].stream);
+}
+
+/* Logs what the mount did, then frees the stack: the store first (its
+ * callbacks land in the cache), then the streams, then the cache. */
+static void teardown_stack(struct fs_state *st)
+{
+	struct cache_stats cs;
+	struct s3_stats ss;
+
+	cache_get_stats(st->cache, &cs);
+	s3_store_get_stats(st->store, &ss);
+	util_info("unmounted %s: %llu requests, %llu retries, %llu failures, "
+		  "%llu MiB received, cache peak %llu MiB, %llu hits, %llu "
+		  "misses, %llu seeks",
+		  st->opts->mountpoint, (unsigned long long)ss.requests,
+		  (unsigned long long)ss.retries,
+		  (unsigned long long)ss.failures,
+		  (unsigned long long)(ss.bytes_received >> 20),
+		  (unsigned long long)(cs.peak_bytes >> 20),
+		  (unsigned long long)cs.hits, (unsigned long long)cs.misses,
+		  (unsigned long long)cs.seeks);
+	s3_store_destroy(st->store);
+	for (unsigned i = 0; i < st->nchannels; i++)
+		cache_stream_destroy(st->channels[i].stream);
+	cache_destroy(st->cache);
+	free(st->channels);
+	pthread_mutex_destroy(&st->lock);
+}
+
+/* A FUSE session for st, mounted on the mountpoint. */
+static struct fuse_session *mount_session(struct fs_options *o,
+					  struct fs_state *st, const char *prog,
+					  bool helper, struct fuse_args *fargs)
+{
+	struct fuse_session *se;
+	char fsopts[1024];
+	const char *fsname;
+
+	/* mount(8) shows the source as the file system's name; a comma would
+	 * end the option, so such a URI is not used */
+	fsname = helper && !strpbrk(o->channels[0].uri, ",\\") &&
+			 strlen(o->channels[0].uri) < 512
+		     ? o->channels[0].uri
+		     : "s3pipe";
+	snprintf(fsopts, sizeof(fsopts),
+		 "-oro,fsname=%s,subtype=s3pipe,max_read=1048576%s", fsname,
+		 o->allow_other ? ",allow_other" : "");
+	add_arg(fargs, prog);
+	add_arg(fargs, fsopts);
+	se = fuse_session_new(fargs, fs_operations(),
+			      sizeof(struct fuse_lowlevel_ops), st);
+	if (!se)
+		die("cannot create the FUSE session (see the message above)");
+	if (fuse_session_mount(se, o->mountpoint) != 0)
+		die("cannot mount on '%s' (is /dev/fuse available, and are "
+		    "you root or is fusermount3 installed?)",
+		    o->mountpoint);
+	if (fuse_set_signal_handlers(se) != 0) {
+		fuse_session_unmount(se);
+		die("cannot install signal handlers");
+	}
+	return se;
+}
+
+/* Serves until unmounted; returns the loop's result. */
+static int serve(struct fuse_session *se, unsigned max_threads)
+{
+	struct fuse_loop_config *loop = fuse_loop_cfg_create();
+	int rc;
+
+	if (!loop)
+		die("out of memory");
+	fuse_loop_cfg_set_max_threads(loop, max_threads);
+	fuse_loop_cfg_set_clone_fd(loop, 0);
+	rc = fuse_session_loop_mt(se, loop);
+	fuse_loop_cfg_destroy(loop);
+	fuse_remove_signal_handlers(se);
+	fuse_session_unmount(se);
+	fuse_session_destroy(se);
+	return rc;
+}
+
+/* Credentials, region and CA bundle, checked before anything starts. */
+static void resolve_client_conf(struct fs_options *o)
+{
+	char err[512];
+	int rc = s3_client_conf_resolve(&o->s3, err, sizeof(err));
+
+	if (rc == ENOENT)
+		die("%s%sor pass --no-sign-request", err, err[0] ? ", " : "");
+	if (rc)
+		die("%s", err);
+}
+
 int main(int argc, char **argv)
 {
 	struct fs_options opts;
-	struct s3_creds creds = {0};
-	struct s3_client_conf s3conf;
-	struct s3_client *s3 = NULL;
-	struct cache_conf cconf;
-	struct cache *cache = NULL;
 	struct fs_state st;
 	struct fuse_args fargs = FUSE_ARGS_INIT(0, NULL);
-	struct fuse_session *se = NULL;
-	struct fuse_loop_config *loop = NULL;
+	struct fuse_session *se;
 	char err[512];
-	char region[64];
-	char fsopts[1024];
 	const char *prog = basename(argv[0]);
-	const char *fsname;
 	bool helper = strcmp(prog, "mount.s3pipe") == 0;
 	int ready_fd = -1;
 	int rc;
@@ -157,181 +290,32 @@ int main(int argc, char **argv)
 	fs_options_init(&opts);
 	if (fs_options_parse(argc, argv, helper, &opts, err, sizeof(err)))
 		die("%s", err);
-	if (opts.help) {
-		fs_options_usage(stdout, prog);
-		return 0;
-	}
-	if (opts.version) {
-		printf("s3pipe %s\n", PACKAGE_VERSION);
+	if (opts.help || opts.version) {
+		if (opts.help)
+			fs_options_usage(stdout, prog);
+		else
+			printf("s3pipe %s\n", PACKAGE_VERSION);
 		return 0;
 	}
 	if (opts.debug)
 		util_log_set_level(UTIL_LOG_DEBUG);
 	check_mountpoint(opts.mountpoint);
-
-	if (!opts.no_sign_request) {
-		rc = s3_creds_resolve(opts.profile, &creds, err, sizeof(err));
-		if (rc == ENOENT)
-			die("%s%sor pass --no-sign-request", err,
-			    err[0] ? ", " : "");
-		if (rc)
-			die("%s", err);
-	}
-	s3_region_resolve(opts.region, opts.profile, region, sizeof(region));
-	if (!s3_region_valid(region))
-		die("invalid region '%s': use lowercase letters, digits and "
-		    "'-' "
-		    "(e.g. us-east-1)",
-		    region);
+	resolve_client_conf(&opts);
 	if (opts.fake)
 		return 0; /* mount -f: everything checked, nothing mounted */
 
 	if (!opts.foreground)
 		ready_fd = detach_with_handshake();
-
-	memset(&s3conf, 0, sizeof(s3conf));
-	s3conf.endpoint = opts.endpoint_url;
-	s3conf.region = region;
-	s3conf.force_path_style = opts.force_path_style;
-	s3conf.no_sign = opts.no_sign_request;
-	s3conf.tls_verify = !opts.no_verify_ssl;
-	s3conf.ca_bundle =
-	    opts.ca_bundle ? opts.ca_bundle : getenv("AWS_CA_BUNDLE");
-	if (s3conf.ca_bundle && access(s3conf.ca_bundle, R_OK) != 0) {
-		if (opts.ca_bundle)
-			die("cannot read the CA bundle '%s'", opts.ca_bundle);
-		s3conf.ca_bundle = NULL; /* a stale environment variable */
-	}
-	s3conf.creds = opts.no_sign_request ? NULL : &creds;
-	s3conf.max_connections = opts.max_connections;
-	s3conf.max_retries = opts.max_retries;
-	s3conf.retry_base_ms = 100;
-	s3conf.retry_max_ms = 5000;
-	s3conf.stall_seconds = opts.stall_timeout;
-	s3conf.connect_timeout_seconds = 10;
-	s3 = s3_client_create(&s3conf);
-	s3_creds_clear(&creds);
-	if (!s3) {
-		char msg[128];
-
-		die("cannot start the S3 client for endpoint '%s': %s",
-		    opts.endpoint_url ? opts.endpoint_url : "(aws)",
-		    util_strerror(errno, msg, sizeof(msg)));
-	}
-
-	memset(&cconf, 0, sizeof(cconf));
-	cconf.budget_bytes = opts.cache_size;
-	cconf.block_size = opts.part_size;
-	cconf.list_page_keys = 1000;
-	cconf.first_page_keys = 100;
-	/* enough fetched small objects to keep every connection busy */
-	cconf.max_ahead_objects = 4 * opts.max_connections;
-	cache = cache_create(&cconf, s3);
-	if (!cache)
-		die("out of memory");
-
-	memset(&st, 0, sizeof(st));
-	st.opts = &opts;
-	st.cache = cache;
-	st.nchannels = opts.nchannels;
-	st.channels = calloc(opts.nchannels, sizeof(*st.channels));
-	st.uid = opts.uid_set ? opts.uid : getuid();
-	st.gid = opts.gid_set ? opts.gid : getgid();
-	clock_gettime(CLOCK_REALTIME, &st.mount_time);
-	pthread_mutex_init(&st.lock, NULL);
-	if (!st.channels)
-		die("out of memory");
-	for (unsigned i = 0; i < opts.nchannels; i++) {
-		struct fs_channel_spec *spec = &opts.channels[i];
-		struct s3_error serr;
-
-		st.channels[i].name = spec->name;
-		st.channels[i].visible = 1;
-		st.channels[i].stream =
-		    cache_stream_create(cache, spec->bucket, spec->prefix);
-		if (!st.channels[i].stream)
-			die("out of memory");
-		if (cache_stream_start(st.channels[i].stream, &serr)) {
-			char desc[768];
-
-			s3_error_describe(&serr, spec->bucket, desc,
-					  sizeof(desc));
-			die("channel '%s' (%s): %s", spec->name, spec->uri,
-			    desc);
-		}
-	}
-
-	/* the first epoch streams at full speed from its first byte: the
-	 * fresh memory its window takes is faulted in before the mount
-	 * appears (WARM_MAX at most, so a large cache does not hold up the
-	 * mount) */
-	for (unsigned i = 0; i < st.nchannels; i++)
-		cache_stream_warm(st.channels[i].stream, WARM_MAX);
-
-	/* mount(8) shows the source as the file system's name; a comma would
-	 * end the option, so such a URI is not used */
-	fsname = helper && !strpbrk(opts.channels[0].uri, ",\\") &&
-			 strlen(opts.channels[0].uri) < 512
-		     ? opts.channels[0].uri
-		     : "s3pipe";
-	snprintf(fsopts, sizeof(fsopts),
-		 "-oro,fsname=%s,subtype=s3pipe,max_read=1048576%s", fsname,
-		 opts.allow_other ? ",allow_other" : "");
-	add_arg(&fargs, prog);
-	add_arg(&fargs, fsopts);
-	se = fuse_session_new(&fargs, fs_operations(),
-			      sizeof(struct fuse_lowlevel_ops), &st);
-	if (!se)
-		die("cannot create the FUSE session (see the message above)");
-	if (fuse_session_mount(se, opts.mountpoint) != 0)
-		die("cannot mount on '%s' (is /dev/fuse available, and are "
-		    "you root or is fusermount3 installed?)",
-		    opts.mountpoint);
-	if (fuse_set_signal_handlers(se) != 0) {
-		fuse_session_unmount(se);
-		die("cannot install signal handlers");
-	}
+	build_stack(&opts, &st);
+	se = mount_session(&opts, &st, prog, helper, &fargs);
 	if (opts.foreground)
 		util_info("mounted %u channel(s) on %s", opts.nchannels,
 			  opts.mountpoint);
 	else
 		go_quiet(ready_fd);
-
-	loop = fuse_loop_cfg_create();
-	fuse_loop_cfg_set_max_threads(loop, 16);
-	fuse_loop_cfg_set_clone_fd(loop, 0);
-	rc = fuse_session_loop_mt(se, loop);
-	fuse_loop_cfg_destroy(loop);
-
-	fuse_remove_signal_handlers(se);
-	fuse_session_unmount(se);
-	fuse_session_destroy(se);
+	rc = serve(se, opts.max_threads);
 	fuse_opt_free_args(&fargs);
-
-	{
-		struct cache_stats cs;
-		struct s3_stats ss;
-
-		cache_get_stats(cache, &cs);
-		s3_client_get_stats(s3, &ss);
-		util_info("unmounted %s: %llu requests, %llu retries, "
-			  "%llu failures, %llu MiB received, cache peak %llu "
-			  "MiB, %llu hits, %llu misses, %llu seeks",
-			  opts.mountpoint, (unsigned long long)ss.requests,
-			  (unsigned long long)ss.retries,
-			  (unsigned long long)ss.failures,
-			  (unsigned long long)(ss.bytes_received >> 20),
-			  (unsigned long long)(cs.peak_bytes >> 20),
-			  (unsigned long long)cs.hits,
-			  (unsigned long long)cs.misses,
-			  (unsigned long long)cs.seeks);
-	}
-	s3_client_destroy(s3);
-	for (unsigned i = 0; i < st.nchannels; i++)
-		cache_stream_destroy(st.channels[i].stream);
-	cache_destroy(cache);
-	free(st.channels);
-	pthread_mutex_destroy(&st.lock);
+	teardown_stack(&st);
 	fs_options_free(&opts);
 	return rc < 0 ? 1 : 0;
 }

@@ -19,7 +19,7 @@
  * is NOT foreground: "mount -f" must not mount, and a helper that stayed in
  * the foreground would hang mount(8).  We set o->fake (check everything,
  * mount nothing) and foreground is "-o foreground".  -s, -n and -v are
- * accepted and ignored (o->read_only_fake); sloppy is optional per mount(8),
+ * accepted and ignored; sloppy is optional per mount(8),
  * and unknown options stay errors.  -t only names a subtype and is ignored.
  * -N asks for a mount in another namespace, which we cannot honour, so it is
  * refused rather than mounting in the wrong place.  mount(8) strips auto,
@@ -83,6 +83,7 @@ struct opt_def {
 };
 
 static int set_endpoint(struct parse_state *st, const char *val);
+static int set_no_verify_ssl(struct parse_state *st, const char *val);
 static int set_seek(struct parse_state *st, const char *val);
 static int set_uid(struct parse_state *st, const char *val);
 static int set_gid(struct parse_state *st, const char *val);
@@ -99,36 +100,36 @@ static const struct opt_def opt_table[] = {
      .help = "S3 endpoint, http(s)://HOST[:PORT] (default: AWS)"},
     {.name = "region",
      .kind = OPT_STRING,
-     .offset = OFF(region),
+     .offset = OFF(s3.region),
      .metavar = "REGION",
      .help = "region to sign for (default: AWS_REGION, AWS_DEFAULT_REGION, "
 	     "the profile's region, us-east-1)"},
     {.name = "profile",
      .kind = OPT_STRING,
-     .offset = OFF(profile),
+     .offset = OFF(s3.profile),
      .metavar = "NAME",
      .help = "profile in ~/.aws/credentials and ~/.aws/config (default: "
 	     "AWS_PROFILE or default)"},
     {.name = "no-sign-request",
      .kind = OPT_FLAG,
-     .offset = OFF(no_sign_request),
+     .offset = OFF(s3.no_sign),
      .help = "send anonymous requests (public buckets)"},
     {.name = "force-path-style",
      .kind = OPT_FLAG,
-     .offset = OFF(force_path_style),
+     .offset = OFF(s3.force_path_style),
      .help = "address buckets as HOST/BUCKET instead of BUCKET.HOST"},
     {.name = "no-verify-ssl",
-     .kind = OPT_FLAG,
-     .offset = OFF(no_verify_ssl),
+     .kind = OPT_SETTER,
+     .set = set_no_verify_ssl,
      .help = "do not verify TLS certificates (testing only)"},
     {.name = "ca-bundle",
      .kind = OPT_STRING,
-     .offset = OFF(ca_bundle),
+     .offset = OFF(s3.ca_bundle),
      .metavar = "FILE",
      .help = "CA certificates to verify TLS with (default: the system's)"},
     {.name = "cache-size",
      .kind = OPT_SIZE,
-     .offset = OFF(cache_size),
+     .offset = OFF(cache.budget_bytes),
      .min = 0,
      .max = UINT64_MAX,
      .metavar = "SIZE",
@@ -136,28 +137,28 @@ static const struct opt_def opt_table[] = {
 	     "(default 256M)"},
     {.name = "part-size",
      .kind = OPT_SIZE,
-     .offset = OFF(part_size),
-     .min = FS_MIN_PART_SIZE,
-     .max = FS_MAX_PART_SIZE,
+     .offset = OFF(cache.block_size),
+     .min = CACHE_MIN_BLOCK_SIZE,
+     .max = CACHE_MAX_BLOCK_SIZE,
      .metavar = "SIZE",
      .help = "bytes per cache block, 64K to 1G (default 8M)"},
     {.name = "max-connections",
      .kind = OPT_UINT,
-     .offset = OFF(max_connections),
+     .offset = OFF(s3.max_connections),
      .min = 1,
      .max = 256,
      .metavar = "N",
      .help = "parallel connections to S3, 1 to 256 (default 64)"},
     {.name = "max-retries",
      .kind = OPT_UINT,
-     .offset = OFF(max_retries),
+     .offset = OFF(s3.max_retries),
      .min = 0,
      .max = 20,
      .metavar = "N",
      .help = "retries of a failed request, 0 to 20 (default 5)"},
     {.name = "stall-timeout",
      .kind = OPT_UINT,
-     .offset = OFF(stall_timeout),
+     .offset = OFF(s3.stall_seconds),
      .min = 1,
      .max = 3600,
      .metavar = "SECONDS",
@@ -363,70 +364,6 @@ static int parse_size(struct parse_state *st, const struct opt_def *d,
 	return 0;
 }
 
-/* True for "http(s)://HOST[:PORT][/]" with nothing else. */
-static bool endpoint_ok(const char *url, size_t *hostlen)
-{
-	const char *host, *port = NULL;
-	size_t len, i;
-	unsigned long n = 0;
-
-	if (strncmp(url, "http://", 7) == 0)
-		host = url + 7;
-	else if (strncmp(url, "https://", 8) == 0)
-		host = url + 8;
-	else
-		return false;
-	len = strlen(host);
-	if (len > 0 && host[len - 1] == '/')
-		len--;
-	if (len == 0)
-		return false;
-	for (i = 0; i < len; i++) {
-		unsigned char c = (unsigned char)host[i];
-
-		if (c <= 0x20 || c == 0x7f || c == '/' || c == '?' ||
-		    c == '#' || c == '@' || c == '\\')
-			return false;
-	}
-	if (host[0] == '[') {
-		const char *close = memchr(host, ']', len);
-
-		if (!close || close == host + 1)
-			return false;
-		if ((size_t)(close - host) + 1 < len) {
-			if (close[1] != ':')
-				return false;
-			port = close + 2;
-		}
-	} else {
-		const char *colon = memchr(host, ':', len);
-
-		if (colon == host)
-			return false;
-		if (colon) {
-			if (memchr(colon + 1, ':',
-				   len - (size_t)(colon + 1 - host)))
-				return false;
-			port = colon + 1;
-		}
-	}
-	if (port) {
-		if (port == host + len)
-			return false;
-		for (; port < host + len; port++) {
-			if (*port < '0' || *port > '9')
-				return false;
-			n = n * 10 + (unsigned long)(*port - '0');
-			if (n > 65535)
-				return false;
-		}
-		if (n == 0)
-			return false;
-	}
-	*hostlen = (size_t)(host - url) + len;
-	return true;
-}
-
 static int set_endpoint(struct parse_state *st, const char *val)
 {
 	size_t len = 0;
@@ -437,7 +374,7 @@ static int set_endpoint(struct parse_state *st, const char *val)
 			    "invalid %s '%s': it must start with http:// or "
 			    "https://",
 			    st->shown, val);
-	if (!endpoint_ok(val, &len))
+	if (!s3_endpoint_valid(val, &len))
 		return fail(
 		    st, EINVAL,
 		    "invalid %s '%s': use http(s)://HOST[:PORT] with no "
@@ -446,8 +383,14 @@ static int set_endpoint(struct parse_state *st, const char *val)
 	copy = strndup(val, len);
 	if (!copy)
 		return fail_nomem(st);
-	free(st->o->endpoint_url);
-	st->o->endpoint_url = copy;
+	free(st->o->s3.endpoint);
+	st->o->s3.endpoint = copy;
+	return 0;
+}
+
+static int set_no_verify_ssl(struct parse_state *st, const char *val)
+{
+	st->o->s3.tls_verify = false;
 	return 0;
 }
 
@@ -679,10 +622,8 @@ static int parse_short(struct parse_state *st, int argc, char **argv, int *i)
 				st->o->fake = true;
 				continue;
 			}
-			if (*p == 's' || *p == 'n' || *p == 'v') {
-				st->o->read_only_fake = true;
-				continue;
-			}
+			if (*p == 's' || *p == 'n' || *p == 'v')
+				continue; /* accepted, ignored */
 			if (*p == 't') {
 				if (!short_value(p + 1, argc, argv, i))
 					return fail(st, EINVAL,
@@ -874,13 +815,11 @@ static int positionals_helper(struct parse_state *st, char **pos, int npos)
 void fs_options_init(struct fs_options *o)
 {
 	memset(o, 0, sizeof(*o));
-	o->cache_size = FS_DEFAULT_CACHE_SIZE;
-	o->part_size = FS_DEFAULT_PART_SIZE;
-	o->max_connections = FS_DEFAULT_MAX_CONNECTIONS;
-	o->max_retries = FS_DEFAULT_MAX_RETRIES;
-	o->stall_timeout = FS_DEFAULT_STALL_TIMEOUT;
+	s3_client_conf_init(&o->s3);
+	cache_conf_init(&o->cache);
 	o->epochs = 0;
 	o->seek = FS_SEEK_REJECT;
+	o->max_threads = FS_DEFAULT_MAX_THREADS;
 }
 
 void fs_options_free(struct fs_options *o)
@@ -897,15 +836,8 @@ void fs_options_free(struct fs_options *o)
 	}
 	o->nchannels = 0;
 	free(o->mountpoint);
-	free(o->endpoint_url);
-	free(o->region);
-	free(o->profile);
-	free(o->ca_bundle);
 	o->mountpoint = NULL;
-	o->endpoint_url = NULL;
-	o->region = NULL;
-	o->profile = NULL;
-	o->ca_bundle = NULL;
+	s3_client_conf_free(&o->s3);
 }
 
 int fs_options_parse(int argc, char **argv, bool mount_helper,
@@ -955,13 +887,13 @@ int fs_options_parse(int argc, char **argv, bool mount_helper,
 		rc = positionals_s3pipe(&st, pos, npos);
 	if (rc)
 		goto fail;
-	if (o->cache_size / 2 < o->part_size)
+	if (o->cache.budget_bytes / 2 < o->cache.block_size)
 		rc = fail(&st, EINVAL,
 			  "--cache-size (%s) must be at least twice "
 			  "--part-size (%s): raise --cache-size or lower "
 			  "--part-size",
-			  size_str(o->cache_size, a, sizeof(a)),
-			  size_str(o->part_size, b, sizeof(b)));
+			  size_str(o->cache.budget_bytes, a, sizeof(a)),
+			  size_str(o->cache.block_size, b, sizeof(b)));
 fail:
 	free(pos);
 	return rc;

@@ -23,17 +23,17 @@
 #include <stdio.h>
 #include <sys/types.h>
 
+#define FUSE_USE_VERSION 314
+#include <fuse_opt.h>
+
+#include "cache/cache.h"
+#include "s3/s3.h"
+
 #define FS_MAX_CHANNELS	    64
 #define FS_CHANNEL_NAME_MAX 64
 
-#define FS_DEFAULT_CHANNEL	   "train" /* mount.s3pipe without -o channel */
-#define FS_DEFAULT_CACHE_SIZE	   (256ULL << 20)
-#define FS_DEFAULT_PART_SIZE	   (8ULL << 20)
-#define FS_MIN_PART_SIZE	   (64ULL << 10)
-#define FS_MAX_PART_SIZE	   (1ULL << 30)
-#define FS_DEFAULT_MAX_CONNECTIONS 64
-#define FS_DEFAULT_MAX_RETRIES	   5
-#define FS_DEFAULT_STALL_TIMEOUT   30
+#define FS_DEFAULT_CHANNEL     "train" /* mount.s3pipe without -o channel */
+#define FS_DEFAULT_MAX_THREADS 16      /* FUSE worker threads */
 
 enum fs_seek_mode { FS_SEEK_REJECT = 0, FS_SEEK_EMULATE = 1 };
 
@@ -44,34 +44,32 @@ struct fs_channel_spec {
 	char *prefix; /* owned, "" when none */
 };
 
+/*
+ * Everything the command line sets.  The option table (fs/options.c) points
+ * straight into the module confs embedded here, whose defaults their own
+ * xxx_conf_init() writes; the rest is the mount's own.
+ */
 struct fs_options {
+	struct s3_client_conf s3; /* endpoint, credentials, connections */
+	struct cache_conf cache;  /* budget, block size */
 	struct fs_channel_spec channels[FS_MAX_CHANNELS];
 	unsigned nchannels;
-	char *mountpoint;   /* owned */
-	char *endpoint_url; /* owned or NULL; "http(s)://host[:port]", no '/' */
-	char *region;	    /* owned or NULL */
-	char *profile;	    /* owned or NULL */
-	char *ca_bundle;    /* owned or NULL */
-	bool no_sign_request;
-	bool force_path_style;
-	bool no_verify_ssl;
-	uint64_t cache_size;	  /* default 256M */
-	uint64_t part_size;	  /* default 8M */
-	unsigned max_connections; /* default 64 */
-	unsigned max_retries;	  /* default 5 */
-	unsigned stall_timeout;	  /* seconds, default 30 */
-	unsigned epochs;	  /* 0 = unlimited */
+	char *mountpoint; /* owned */
+	unsigned epochs;  /* 0 = unlimited */
 	enum fs_seek_mode seek;
+	unsigned max_threads; /* FUSE worker threads */
 	bool foreground;
 	bool debug;
 	bool allow_other;
 	bool uid_set, gid_set;
 	uid_t uid;
 	gid_t gid;
-	bool read_only_fake; /* -n / -s / -v from mount(8): accepted, ignored */
 	bool fake; /* mount.s3pipe -f (mount -f): check, do not mount */
 	bool help;
 	bool version;
+	/* options for libfuse and the kernel (what s3pipe does not know),
+	 * as "-o" arguments; argv[0] is the program */
+	struct fuse_args fuse_args;
 };
 
 /* Fills defaults.  Call before fs_options_parse(). */

@@ -27,9 +27,6 @@
 
 #include <curl/curl.h>
 #include <errno.h>
-#include <inttypes.h>
-#include <openssl/evp.h>
-#include <openssl/hmac.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,8 +37,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#define EMPTY_SHA256                                                           \
-	"e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
 #define ERROR_BODY_MAX	(64 * 1024)
 #define LIST_BODY_MAX	(64 * 1024 * 1024)
 #define GET_BUFFER_SIZE (512 * 1024)
@@ -62,10 +57,10 @@ struct s3_request {
 	char *token; /* LIST: continuation token, may be NULL */
 	unsigned max_keys;
 	uint64_t offset; /* GET: first byte of the object wanted */
-	size_t len;	 /* GET: bytes wanted (the parts' total) */
-	size_t got;    /* GET: bytes already delivered (kept across retries) */
-	unsigned part; /* GET: the part being filled */
-	size_t part_got;     /* GET: bytes already in that part */
+	size_t len;	 /* GET: bytes wanted (the buffers' total) */
+	size_t got;	/* GET: bytes already delivered (kept across retries) */
+	unsigned buf;	/* GET: the buffer being filled */
+	size_t buf_got; /* GET: bytes already in that buffer */
 	size_t attempt_from; /* GET: got when this attempt started */
 	bool urgent;
 	bool unanswered; /* an urgent GET attempt with no response yet */
@@ -89,29 +84,24 @@ struct s3_request {
 	char curl_error[CURL_ERROR_SIZE];
 
 	struct s3_client *client;
-	s3_get_part_fn *part_done;
+	s3_get_buffer_fn *buffer_done;
 	s3_get_done_fn *get_done;
 	s3_list_done_fn *list_done;
 	void *arg;
-	unsigned nparts;
-	struct s3_get_part parts[]; /* GET: where the body goes */
+	unsigned nbuffers;
+	struct s3_buffer buffers[]; /* GET: where the body goes */
 };
 
 struct s3_client {
+	struct s3_store store; /* first: the client is a store */
 	/* configuration, immutable after create */
-	char *scheme;	 /* "http" or "https" */
-	char *authority; /* "host[:port]" as given */
-	char *host;	 /* host without port or brackets */
-	bool ip_or_localhost;
+	struct s3_endpoint endpoint;
 	bool force_path_style;
-	bool plain_http; /* no TLS: socket bytes are body bytes */
-	bool no_sign;
 	bool tls_verify;
 	char *ca_bundle;
 	char *region;
-	struct s3_creds creds;
+	struct s3_creds creds; /* empty when anonymous */
 	unsigned max_connections;
-	unsigned urgent_unanswered; /* running requests with unanswered set */
 	unsigned max_retries;
 	unsigned retry_base_ms;
 	unsigned retry_max_ms;
@@ -142,11 +132,11 @@ struct s3_client {
 	int batch_removed[EPOLL_BATCH];
 	unsigned nbatch_removed; /* more than fit: skip the rest */
 	unsigned running;
+	unsigned urgent_unanswered; /* running requests with unanswered set */
 	CURL **idle;
 	unsigned nidle;
 	unsigned rand_state;
-	char key_date[9];	       /* date of signing_key, "" = none yet */
-	unsigned char signing_key[32]; /* a secret: wiped on destroy */
+	struct s3_signer signer; /* its key is a secret: wiped on destroy */
 	/* written by the engine only, read by s3_client_get_stats(); a cache
 	 * line of its own, away from the lock and queue the submitters write */
 	struct s3_stats stats __attribute__((aligned(64)));
@@ -165,71 +155,7 @@ static void stats_add(uint64_t *field, uint64_t n)
 	__atomic_add_fetch(field, n, __ATOMIC_RELAXED);
 }
 
-/* ---- endpoint ---- */
-
-static int parse_endpoint(struct s3_client *c, const char *endpoint,
-			  const char *region)
-{
-	char buf[512];
-	const char *rest;
-	const char *slash;
-	size_t alen;
-
-	if (!endpoint) {
-		snprintf(buf, sizeof(buf), "https://s3.%s.amazonaws.com",
-			 region);
-		endpoint = buf;
-	}
-	if (strncasecmp(endpoint, "http://", 7) == 0) {
-		c->scheme = strdup("http");
-		c->plain_http = true;
-		rest = endpoint + 7;
-	} else if (strncasecmp(endpoint, "https://", 8) == 0) {
-		c->scheme = strdup("https");
-		rest = endpoint + 8;
-	} else {
-		return EINVAL;
-	}
-	slash = strchr(rest, '/');
-	alen = slash ? (size_t)(slash - rest) : strlen(rest);
-	if (alen == 0)
-		return EINVAL;
-	c->authority = strndup(rest, alen);
-	if (!c->scheme || !c->authority)
-		return ENOMEM;
-	if (c->authority[0] == '[') {
-		const char *end = strchr(c->authority, ']');
-
-		if (!end)
-			return EINVAL;
-		c->host =
-		    strndup(c->authority + 1, (size_t)(end - c->authority - 1));
-		c->ip_or_localhost = true;
-	} else {
-		const char *colon = strchr(c->authority, ':');
-		size_t hlen = colon ? (size_t)(colon - c->authority) : alen;
-		bool digits_and_dots = true;
-
-		c->host = strndup(c->authority, hlen);
-		if (!c->host)
-			return ENOMEM;
-		for (const char *p = c->host; *p; p++)
-			if (!((*p >= '0' && *p <= '9') || *p == '.'))
-				digits_and_dots = false;
-		c->ip_or_localhost =
-		    digits_and_dots || strcasecmp(c->host, "localhost") == 0;
-	}
-	return c->host ? 0 : ENOMEM;
-}
-
-static bool use_path_style(const struct s3_client *c, const char *bucket)
-{
-	/* Dotted bucket names break TLS wildcard certificates. */
-	return c->force_path_style || c->ip_or_localhost ||
-	       strchr(bucket, '.') != NULL;
-}
-
-/* ---- request construction ---- */
+/* ---- requests ---- */
 
 static void request_free(struct s3_request *r)
 {
@@ -243,168 +169,6 @@ static void request_free(struct s3_request *r)
 	curl_slist_free_all(r->headers);
 	util_buf_free(&r->body);
 	free(r);
-}
-
-static int append_query_param(struct util_buf *q, const char *name,
-			      const char *value)
-{
-	int rc;
-
-	if (q->len) {
-		rc = util_buf_append(q, "&", 1);
-		if (rc)
-			return rc;
-	}
-	rc = util_buf_append_str(q, name);
-	if (!rc)
-		rc = util_buf_append(q, "=", 1);
-	if (!rc)
-		rc = s3_uri_encode(q, value, false);
-	return rc;
-}
-
-/* Builds r->url and the canonical path and query used for signing. */
-static int build_target(struct s3_client *c, struct s3_request *r,
-			struct util_buf *host, struct util_buf *path,
-			struct util_buf *query)
-{
-	struct util_buf url;
-	bool path_style = use_path_style(c, r->bucket);
-	char num[32];
-	int rc = 0;
-
-	if (path_style) {
-		rc = util_buf_append_str(host, c->authority);
-		if (!rc)
-			rc = util_buf_append(path, "/", 1);
-		if (!rc)
-			rc = s3_uri_encode(path, r->bucket, false);
-	} else {
-		rc = util_buf_printf(host, "%s.%s", r->bucket, c->authority);
-	}
-	if (rc)
-		return rc;
-	if (r->kind == REQUEST_GET) {
-		rc = util_buf_append(path, "/", 1);
-		if (!rc)
-			rc = s3_uri_encode(path, r->key, true);
-	} else {
-		if (!path_style)
-			rc = util_buf_append(path, "/", 1);
-		/* canonical order: names sorted by byte value */
-		if (!rc && r->token)
-			rc = append_query_param(query, "continuation-token",
-						r->token);
-		if (!rc)
-			rc = append_query_param(query, "encoding-type", "url");
-		if (!rc)
-			rc = append_query_param(query, "list-type", "2");
-		snprintf(num, sizeof(num), "%u", r->max_keys);
-		if (!rc)
-			rc = append_query_param(query, "max-keys", num);
-		if (!rc)
-			rc = append_query_param(query, "prefix", r->key);
-	}
-	if (rc)
-		return rc;
-	util_buf_init(&url, 0);
-	rc = util_buf_printf(&url, "%s://%s%s%s%s", c->scheme, host->data,
-			     path->data, query->len ? "?" : "",
-			     query->len ? query->data : "");
-	if (rc) {
-		util_buf_free(&url);
-		return rc;
-	}
-	free(r->url);
-	r->url = util_buf_take(&url);
-	return 0;
-}
-
-/* Appends "name: value" (or "name:" to suppress a curl default). */
-static int add_header(struct s3_request *r, const char *name, const char *value)
-{
-	struct util_buf line;
-	struct curl_slist *l = NULL;
-	int rc;
-
-	util_buf_init(&line, 0);
-	rc = util_buf_printf(&line, "%s:%s%s", name, value ? " " : "",
-			     value ? value : "");
-	if (!rc) {
-		l = curl_slist_append(r->headers, line.data);
-		rc = l ? 0 : ENOMEM;
-	}
-	if (line.data) /* may hold a token or a signature */
-		explicit_bzero(line.data, line.len);
-	util_buf_free(&line);
-	if (!rc)
-		r->headers = l;
-	return rc;
-}
-
-/*
- * Signs the attempt.  The header list handed to curl and the one signed
- * are built from the same values so they cannot disagree.
- */
-static int sign_request(struct s3_client *c, struct s3_request *r,
-			const char *host, const char *path, const char *query)
-{
-	struct s3_sigv4_header hdrs[4];
-	struct s3_sigv4_request sreq;
-	char amz_date[17];
-	char auth[1024];
-	struct tm tm;
-	time_t now = time(NULL);
-	size_t n = 0;
-	int rc;
-
-	gmtime_r(&now, &tm);
-	strftime(amz_date, sizeof(amz_date), "%Y%m%dT%H%M%SZ", &tm);
-	if (strncmp(c->key_date, amz_date, 8) != 0) {
-		memcpy(c->key_date, amz_date, 8);
-		c->key_date[8] = '\0';
-		rc = s3_sigv4_signing_key(c->creds.secret_key, c->key_date,
-					  c->region, "s3", c->signing_key);
-		if (rc) {
-			c->key_date[0] = '\0';
-			return rc;
-		}
-	}
-
-	hdrs[n++] = (struct s3_sigv4_header){"host", host};
-	hdrs[n++] =
-	    (struct s3_sigv4_header){"x-amz-content-sha256", EMPTY_SHA256};
-	hdrs[n++] = (struct s3_sigv4_header){"x-amz-date", amz_date};
-	if (c->creds.session_token)
-		hdrs[n++] = (struct s3_sigv4_header){"x-amz-security-token",
-						     c->creds.session_token};
-	sreq = (struct s3_sigv4_request){
-	    .method = "GET",
-	    .canonical_uri = path,
-	    .canonical_query = query,
-	    .headers = hdrs,
-	    .nheaders = n,
-	    .payload_hash = EMPTY_SHA256,
-	    .amz_date = amz_date,
-	    .region = c->region,
-	    .service = "s3",
-	    .access_key = c->creds.access_key,
-	    .secret_key = c->creds.secret_key,
-	    .signing_key = c->signing_key,
-	};
-	rc = s3_sigv4_authorization(&sreq, auth, sizeof(auth), NULL);
-	if (rc)
-		return rc;
-	rc = add_header(r, "x-amz-content-sha256", EMPTY_SHA256);
-	if (!rc)
-		rc = add_header(r, "x-amz-date", amz_date);
-	if (!rc && c->creds.session_token)
-		rc = add_header(r, "x-amz-security-token",
-				c->creds.session_token);
-	if (!rc)
-		rc = add_header(r, "Authorization", auth);
-	explicit_bzero(auth, sizeof(auth));
-	return rc;
 }
 
 /* ---- curl callbacks (engine thread) ---- */
@@ -516,21 +280,21 @@ static size_t on_body(char *ptr, size_t size, size_t nmemb, void *userdata)
 	}
 	r->got += n;
 	while (n) {
-		struct s3_get_part *p = &r->parts[r->part];
-		size_t take = p->len - r->part_got;
+		struct s3_buffer *b = &r->buffers[r->buf];
+		size_t take = b->len - r->buf_got;
 
 		if (take > n)
 			take = n;
-		util_copy_to_cold(p->dest + r->part_got, ptr, take);
+		util_copy_to_cold(b->dest + r->buf_got, ptr, take);
 		ptr += take;
 		n -= take;
-		r->part_got += take;
-		if (r->part_got == p->len) {
+		r->buf_got += take;
+		if (r->buf_got == b->len) {
 			util_copy_publish();
-			if (r->part_done)
-				r->part_done(r->arg, r->part);
-			r->part++;
-			r->part_got = 0;
+			if (r->buffer_done)
+				r->buffer_done(r->arg, r->buf);
+			r->buf++;
+			r->buf_got = 0;
 		}
 	}
 	body_set_lowat(r);
@@ -672,17 +436,36 @@ static void enqueue_pending(struct s3_client *c, struct s3_request *r)
 	c->pending_tail = r;
 }
 
+/* Builds what this attempt sends: a fresh URL, headers and signature. */
+static int build_attempt(struct s3_client *c, struct s3_request *r)
+{
+	struct s3_request_spec spec = {
+	    .list = r->kind == REQUEST_LIST,
+	    .bucket = r->bucket,
+	    .key = r->key,
+	    .etag = r->etag,
+	    .token = r->token,
+	    .max_keys = r->max_keys,
+	    /* a whole-object GET sends Range only to resume */
+	    .ranged = !(r->whole && r->got == 0),
+	    .first = r->offset + r->got,
+	    .last = r->offset + r->len - 1,
+	};
+
+	free(r->url);
+	r->url = NULL;
+	curl_slist_free_all(r->headers);
+	r->headers = NULL;
+	return s3_request_build(&c->endpoint, c->force_path_style, &c->signer,
+				&spec, time(NULL), &r->url, &r->headers);
+}
+
 static void start_request(struct s3_client *c, struct s3_request *r)
 {
-	struct util_buf host, path, query;
 	struct s3_error err;
 	char ebuf[64];
-	char range[80];
 	int rc;
 
-	util_buf_init(&host, 0);
-	util_buf_init(&path, 0);
-	util_buf_init(&query, 0);
 	r->status = 0;
 	r->status_known = false;
 	r->etag_mismatch = false;
@@ -695,30 +478,10 @@ static void start_request(struct s3_client *c, struct s3_request *r)
 	r->curl_error[0] = '\0';
 	util_buf_free(&r->body);
 	util_buf_init(&r->body, r->kind == REQUEST_LIST ? LIST_BODY_MAX : 0);
-	curl_slist_free_all(r->headers);
-	r->headers = NULL;
 
-	rc = build_target(c, r, &host, &path, &query);
+	rc = build_attempt(c, r);
 	if (rc)
 		goto fail;
-	rc = add_header(r, "Host", host.data);
-	if (!rc && !c->no_sign)
-		rc = sign_request(c, r, host.data, path.data,
-				  query.len ? query.data : "");
-	if (!rc && r->kind == REQUEST_GET && !(r->whole && r->got == 0)) {
-		snprintf(range, sizeof(range), "bytes=%" PRIu64 "-%" PRIu64,
-			 r->offset + r->got, r->offset + r->len - 1);
-		rc = add_header(r, "Range", range);
-	}
-	if (!rc && r->kind == REQUEST_GET) {
-		if (r->etag)
-			rc = add_header(r, "If-Match", r->etag);
-	}
-	if (!rc)
-		rc = add_header(r, "Expect", NULL);
-	if (rc)
-		goto fail;
-
 	r->easy = take_easy(c);
 	if (!r->easy) {
 		rc = ENOMEM;
@@ -748,15 +511,9 @@ static void start_request(struct s3_client *c, struct s3_request *r)
 		c->urgent_unanswered++;
 	}
 	stats_add(&c->stats.requests, 1);
-	util_buf_free(&host);
-	util_buf_free(&path);
-	util_buf_free(&query);
 	return;
 
 fail:
-	util_buf_free(&host);
-	util_buf_free(&path);
-	util_buf_free(&query);
 	set_error(&err, rc, r);
 	snprintf(err.message, sizeof(err.message),
 		 "cannot build a request for s3://%s/%s: %s", r->bucket, r->key,
@@ -813,61 +570,34 @@ static void finish_request(struct s3_client *c, struct s3_request *r,
 			   CURLcode result)
 {
 	struct s3_error err;
+	struct s3_attempt a;
 	bool retryable = false;
-	int e = 0;
 
 	if (!r->status_known)
 		curl_easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE, &r->status);
 	detach(c, r);
 	stats_add(&c->stats.bytes_received, r->got - r->attempt_from);
-	memset(&err, 0, sizeof(err));
-	if (r->etag_mismatch) {
-		e = s3_error_classify(412, "PreconditionFailed", 0, &retryable);
-		snprintf(err.code, sizeof(err.code), "PreconditionFailed");
-		snprintf(err.message, sizeof(err.message),
-			 "ETag %s differs from the listed %s", r->resp_etag,
-			 r->etag);
-	} else if (r->overflow || r->ignored_range) {
-		e = EIO;
-		snprintf(err.message, sizeof(err.message), "%s",
-			 r->overflow ? "response longer than requested"
-				     : "server ignored the Range header");
-	} else if (r->status >= 200 && r->status <= 299 &&
-		   (result == CURLE_OK ||
-		    (r->kind == REQUEST_GET && r->got == r->len))) {
-		/* (every byte wanted arrived: a transport error after them,
-		 * such as a connection closed early, does not matter) */
-		if (r->kind == REQUEST_GET && r->got != r->len) {
-			e = s3_error_classify(0, NULL, CURLE_PARTIAL_FILE,
-					      &retryable);
-			snprintf(err.message, sizeof(err.message),
-				 "short body: %zu of %zu bytes", r->got,
-				 r->len);
-		}
-	} else {
-		char code[64] = "", msg[256] = "";
-
-		if (result == CURLE_OK && r->body.len)
-			s3_xml_parse_error(r->body.data, r->body.len, code,
-					   sizeof(code), msg, sizeof(msg));
-		e = s3_error_classify(result == CURLE_OK ? r->status : 0, code,
-				      result, &retryable);
-		snprintf(err.code, sizeof(err.code), "%s", code);
-		if (result != CURLE_OK)
-			snprintf(err.message, sizeof(err.message), "%s",
-				 r->curl_error[0] ? r->curl_error
-						  : curl_easy_strerror(result));
-		else
-			snprintf(err.message, sizeof(err.message), "%s", msg);
-	}
-	if (!e) {
+	a = (struct s3_attempt){
+	    .http_status = r->status,
+	    .curl_code = (int)result,
+	    .get = r->kind == REQUEST_GET,
+	    .wanted = r->len,
+	    .got = r->got,
+	    .etag_mismatch = r->etag_mismatch,
+	    .etag = r->etag,
+	    .resp_etag = r->resp_etag,
+	    .overflow = r->overflow,
+	    .ignored_range = r->ignored_range,
+	    .body = r->body.data,
+	    .body_len = r->body.len,
+	    .curl_message = r->curl_error,
+	    .url = r->url,
+	};
+	s3_error_from_attempt(&a, &err, &retryable);
+	if (!err.err) {
 		complete(c, r, NULL);
 		return;
 	}
-	err.err = e;
-	err.http_status = result == CURLE_OK ? r->status : 0;
-	err.curl_code = (int)result;
-	snprintf(err.url, sizeof(err.url), "%s", r->url ? r->url : "");
 	if (retryable && r->attempt <= c->max_retries) {
 		util_debug("retrying %s (attempt %u): %s %s", r->url,
 			   r->attempt + 1, err.code, err.message);
@@ -908,7 +638,7 @@ static int on_socket(CURL *easy, curl_socket_t fd, int what, void *userp,
 
 	if (easy)
 		curl_easy_getinfo(easy, CURLINFO_PRIVATE, (char **)&r);
-	if (r && r->kind == REQUEST_GET && c->plain_http) {
+	if (r && r->kind == REQUEST_GET && c->endpoint.plain_http) {
 		if (what == CURL_POLL_REMOVE) {
 			if (r->fd == fd)
 				body_forget_socket(r);
@@ -1084,7 +814,7 @@ static void *engine_main(void *arg)
 	return NULL;
 }
 
-/* ---- public API ---- */
+/* ---- the store ---- */
 
 static void wake(struct s3_client *c)
 {
@@ -1092,144 +822,6 @@ static void wake(struct s3_client *c)
 	ssize_t put = write(c->wake_fd, &one, sizeof(one));
 
 	(void)put; /* EAGAIN only when the counter is full: awake anyway */
-}
-
-struct s3_client *s3_client_create(const struct s3_client_conf *conf)
-{
-	struct s3_client *c = NULL;
-	int rc = 0;
-
-	pthread_once(&curl_once, curl_init);
-	if (curl_init_result != CURLE_OK) {
-		errno = EIO;
-		return NULL;
-	}
-	c = calloc(1, sizeof(*c));
-	if (!c) {
-		errno = ENOMEM;
-		return NULL;
-	}
-	c->epoll_fd = c->wake_fd = -1;
-	pthread_mutex_init(&c->lock, NULL);
-	rc = parse_endpoint(c, conf->endpoint, conf->region);
-	if (rc)
-		goto fail;
-	c->force_path_style = conf->force_path_style;
-	c->no_sign = conf->no_sign;
-	c->tls_verify = conf->tls_verify;
-	c->ca_bundle = util_strdup0(conf->ca_bundle);
-	c->region = strdup(conf->region);
-	c->max_connections = conf->max_connections ? conf->max_connections : 1;
-	c->max_retries = conf->max_retries;
-	c->retry_base_ms = conf->retry_base_ms ? conf->retry_base_ms : 100;
-	c->retry_max_ms = conf->retry_max_ms ? conf->retry_max_ms : 5000;
-	c->stall_seconds = conf->stall_seconds ? conf->stall_seconds : 30;
-	c->connect_timeout_seconds =
-	    conf->connect_timeout_seconds ? conf->connect_timeout_seconds : 10;
-	c->rand_state = (unsigned)util_now_ns();
-	if (!c->region) {
-		rc = ENOMEM;
-		goto fail;
-	}
-	if (!c->no_sign) {
-		if (!conf->creds || !conf->creds->access_key ||
-		    !conf->creds->secret_key) {
-			rc = EINVAL;
-			goto fail;
-		}
-		c->creds.access_key = strdup(conf->creds->access_key);
-		c->creds.secret_key = strdup(conf->creds->secret_key);
-		c->creds.session_token =
-		    util_strdup0(conf->creds->session_token);
-		if (!c->creds.access_key || !c->creds.secret_key) {
-			rc = ENOMEM;
-			goto fail;
-		}
-	}
-	c->idle = calloc(c->max_connections, sizeof(*c->idle));
-	c->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
-	c->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	if (c->epoll_fd < 0 || c->wake_fd < 0) {
-		rc = errno;
-		goto fail;
-	}
-	{
-		struct epoll_event ev = {.events = EPOLLIN,
-					 .data.fd = c->wake_fd};
-
-		if (epoll_ctl(c->epoll_fd, EPOLL_CTL_ADD, c->wake_fd, &ev)) {
-			rc = errno;
-			goto fail;
-		}
-	}
-	c->multi = curl_multi_init();
-	if (!c->idle || !c->multi) {
-		rc = ENOMEM;
-		goto fail;
-	}
-	curl_multi_setopt(c->multi, CURLMOPT_SOCKETFUNCTION, on_socket);
-	curl_multi_setopt(c->multi, CURLMOPT_SOCKETDATA, c);
-	curl_multi_setopt(c->multi, CURLMOPT_TIMERFUNCTION, on_timer);
-	curl_multi_setopt(c->multi, CURLMOPT_TIMERDATA, c);
-	curl_multi_setopt(c->multi, CURLMOPT_MAX_TOTAL_CONNECTIONS,
-			  (long)c->max_connections);
-	curl_multi_setopt(c->multi, CURLMOPT_MAX_HOST_CONNECTIONS,
-			  (long)c->max_connections);
-	curl_multi_setopt(c->multi, CURLMOPT_MAXCONNECTS,
-			  (long)c->max_connections);
-	rc = pthread_create(&c->thread, NULL, engine_main, c);
-	if (rc)
-		goto fail;
-	c->thread_started = true;
-	return c;
-
-fail:
-	s3_client_destroy(c);
-	errno = rc;
-	return NULL;
-}
-
-void s3_client_destroy(struct s3_client *c)
-{
-	if (!c)
-		return;
-	if (c->thread_started) {
-		pthread_mutex_lock(&c->lock);
-		c->stopping = true;
-		pthread_mutex_unlock(&c->lock);
-		wake(c);
-		pthread_join(c->thread, NULL);
-		/* requests submitted after the engine's last look */
-		cancel_list(c, c->queue_head);
-		c->queue_head = c->queue_tail = NULL;
-	}
-	for (unsigned i = 0; i < c->nidle; i++)
-		curl_easy_cleanup(c->idle[i]);
-	free(c->idle);
-	if (c->multi)
-		curl_multi_cleanup(c->multi);
-	if (c->epoll_fd >= 0)
-		close(c->epoll_fd);
-	if (c->wake_fd >= 0)
-		close(c->wake_fd);
-	s3_creds_clear(&c->creds);
-	explicit_bzero(c->signing_key, sizeof(c->signing_key));
-	free(c->scheme);
-	free(c->authority);
-	free(c->host);
-	free(c->ca_bundle);
-	free(c->region);
-	pthread_mutex_destroy(&c->lock);
-	free(c);
-}
-
-void s3_client_get_stats(struct s3_client *c, struct s3_stats *out)
-{
-	out->requests = __atomic_load_n(&c->stats.requests, __ATOMIC_RELAXED);
-	out->retries = __atomic_load_n(&c->stats.retries, __ATOMIC_RELAXED);
-	out->failures = __atomic_load_n(&c->stats.failures, __ATOMIC_RELAXED);
-	out->bytes_received =
-	    __atomic_load_n(&c->stats.bytes_received, __ATOMIC_RELAXED);
 }
 
 /* Queues r for the engine; wakes it only if the queue was empty (the
@@ -1256,118 +848,232 @@ static int submit(struct s3_client *c, struct s3_request *r)
 	return 0;
 }
 
-int s3_get(struct s3_client *c, const char *bucket, const char *key,
-	   const char *etag, uint64_t offset, const struct s3_get_part *parts,
-	   unsigned nparts, unsigned flags, s3_get_part_fn *part_done,
-	   s3_get_done_fn *done, void *arg)
+static int client_get(struct s3_store *st, const struct s3_get *req)
 {
+	struct s3_client *c = (struct s3_client *)st;
 	struct s3_request *r;
 	size_t len = 0;
+	int rc = s3_get_check(req, &len);
 
-	if (nparts == 0 || nparts > S3_GET_PARTS_MAX)
-		return EINVAL;
-	for (unsigned i = 0; i < nparts; i++) {
-		if (parts[i].len == 0 || parts[i].len > SIZE_MAX - len ||
-		    parts[i].len > UINT64_MAX - offset - len)
-			return EINVAL;
-		len += parts[i].len;
-	}
-	r = calloc(1, sizeof(*r) + nparts * sizeof(*parts));
+	if (rc)
+		return rc;
+	r = calloc(1, sizeof(*r) + req->nbuffers * sizeof(*req->buffers));
 	if (!r)
 		return ENOMEM;
 	r->kind = REQUEST_GET;
-	r->bucket = strdup(bucket);
-	r->key = strdup(key);
-	r->etag = util_strdup0(etag);
-	if (!r->bucket || !r->key || (etag && !r->etag)) {
+	r->bucket = strdup(req->bucket);
+	r->key = strdup(req->key);
+	r->etag = util_strdup0(req->etag);
+	if (!r->bucket || !r->key || (req->etag && !r->etag)) {
 		request_free(r);
 		return ENOMEM;
 	}
-	r->offset = offset;
+	r->offset = req->offset;
 	r->len = len;
-	memcpy(r->parts, parts, nparts * sizeof(*parts));
-	r->nparts = nparts;
+	memcpy(r->buffers, req->buffers, req->nbuffers * sizeof(*req->buffers));
+	r->nbuffers = req->nbuffers;
 	r->client = c;
-	r->urgent = (flags & S3_GET_URGENT) != 0;
-	r->whole = (flags & S3_GET_WHOLE) != 0 && offset == 0;
-	r->part_done = part_done;
-	r->get_done = done;
-	r->arg = arg;
+	r->urgent = (req->flags & S3_GET_URGENT) != 0;
+	r->whole = (req->flags & S3_GET_WHOLE) != 0 && req->offset == 0;
+	r->buffer_done = req->buffer_done;
+	r->get_done = req->done;
+	r->arg = req->arg;
 	util_buf_init(&r->body, 0);
 	return submit(c, r);
 }
 
-int s3_list(struct s3_client *c, const char *bucket, const char *prefix,
-	    const char *token, unsigned max_keys, s3_list_done_fn *done,
-	    void *arg)
+static int client_list(struct s3_store *st, const struct s3_list *req)
 {
-	struct s3_request *r = calloc(1, sizeof(*r));
+	struct s3_client *c = (struct s3_client *)st;
+	struct s3_request *r;
 
+	if (!req->bucket || !req->done || req->max_keys < 1 ||
+	    req->max_keys > 1000)
+		return EINVAL;
+	r = calloc(1, sizeof(*r));
 	if (!r)
 		return ENOMEM;
 	r->kind = REQUEST_LIST;
-	r->bucket = strdup(bucket);
-	r->key = strdup(prefix ? prefix : "");
-	r->token = util_strdup0(token);
-	if (!r->bucket || !r->key || (token && !r->token)) {
+	r->bucket = strdup(req->bucket);
+	r->key = strdup(req->prefix ? req->prefix : "");
+	r->token = util_strdup0(req->token);
+	if (!r->bucket || !r->key || (req->token && !r->token)) {
 		request_free(r);
 		return ENOMEM;
 	}
 	r->client = c;
-	r->max_keys = max_keys ? max_keys : 1000;
+	r->max_keys = req->max_keys;
 	r->urgent = true; /* a reader may be waiting for the next segment */
-	r->list_done = done;
-	r->arg = arg;
+	r->list_done = req->done;
+	r->arg = req->arg;
 	util_buf_init(&r->body, LIST_BODY_MAX);
 	return submit(c, r);
 }
 
-struct list_wait {
-	pthread_mutex_t lock;
-	pthread_cond_t cond;
-	bool done;
-	struct s3_list_page *page;
-	struct s3_error *err;
-};
-
-static void list_sync_done(void *arg, struct s3_list_page *page,
-			   const struct s3_error *err)
+static void client_get_stats(struct s3_store *st, struct s3_stats *out)
 {
-	struct list_wait *w = arg;
+	struct s3_client *c = (struct s3_client *)st;
 
-	pthread_mutex_lock(&w->lock);
-	if (err) {
-		*w->err = *err;
-	} else {
-		*w->page = *page;
-		memset(w->err, 0, sizeof(*w->err));
-	}
-	w->done = true;
-	pthread_cond_signal(&w->cond);
-	pthread_mutex_unlock(&w->lock);
+	out->requests = __atomic_load_n(&c->stats.requests, __ATOMIC_RELAXED);
+	out->retries = __atomic_load_n(&c->stats.retries, __ATOMIC_RELAXED);
+	out->failures = __atomic_load_n(&c->stats.failures, __ATOMIC_RELAXED);
+	out->bytes_received =
+	    __atomic_load_n(&c->stats.bytes_received, __ATOMIC_RELAXED);
 }
 
-int s3_list_sync(struct s3_client *c, const char *bucket, const char *prefix,
-		 const char *token, unsigned max_keys,
-		 struct s3_list_page *page, struct s3_error *err)
+static void client_destroy(struct s3_client *c)
 {
-	struct list_wait w = {
-	    .lock = PTHREAD_MUTEX_INITIALIZER,
-	    .cond = PTHREAD_COND_INITIALIZER,
-	    .page = page,
-	    .err = err,
-	};
-	int rc;
-
-	memset(page, 0, sizeof(*page));
-	rc = s3_list(c, bucket, prefix, token, max_keys, list_sync_done, &w);
-	if (rc) {
-		set_error(err, rc, NULL);
-		return rc;
+	if (!c)
+		return;
+	if (c->thread_started) {
+		pthread_mutex_lock(&c->lock);
+		c->stopping = true;
+		pthread_mutex_unlock(&c->lock);
+		wake(c);
+		pthread_join(c->thread, NULL);
+		/* requests submitted after the engine's last look */
+		cancel_list(c, c->queue_head);
+		c->queue_head = c->queue_tail = NULL;
 	}
-	pthread_mutex_lock(&w.lock);
-	while (!w.done)
-		pthread_cond_wait(&w.cond, &w.lock);
-	pthread_mutex_unlock(&w.lock);
-	return err->err;
+	for (unsigned i = 0; i < c->nidle; i++)
+		curl_easy_cleanup(c->idle[i]);
+	free(c->idle);
+	if (c->multi)
+		curl_multi_cleanup(c->multi);
+	if (c->epoll_fd >= 0)
+		close(c->epoll_fd);
+	if (c->wake_fd >= 0)
+		close(c->wake_fd);
+	s3_creds_clear(&c->creds);
+	explicit_bzero(&c->signer, sizeof(c->signer));
+	s3_endpoint_free(&c->endpoint);
+	free(c->ca_bundle);
+	free(c->region);
+	pthread_mutex_destroy(&c->lock);
+	free(c);
+}
+
+static void client_store_destroy(struct s3_store *st)
+{
+	client_destroy((struct s3_client *)st);
+}
+
+static const struct s3_store_ops client_ops = {
+    .get = client_get,
+    .list = client_list,
+    .get_stats = client_get_stats,
+    .destroy = client_store_destroy,
+};
+
+/* The multi handle and the epoll set the engine waits in. */
+static int client_open_multi(struct s3_client *c)
+{
+	struct epoll_event ev = {.events = EPOLLIN};
+
+	c->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
+	c->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (c->epoll_fd < 0 || c->wake_fd < 0)
+		return errno;
+	ev.data.fd = c->wake_fd;
+	if (epoll_ctl(c->epoll_fd, EPOLL_CTL_ADD, c->wake_fd, &ev))
+		return errno;
+	c->multi = curl_multi_init();
+	if (!c->multi)
+		return ENOMEM;
+	curl_multi_setopt(c->multi, CURLMOPT_SOCKETFUNCTION, on_socket);
+	curl_multi_setopt(c->multi, CURLMOPT_SOCKETDATA, c);
+	curl_multi_setopt(c->multi, CURLMOPT_TIMERFUNCTION, on_timer);
+	curl_multi_setopt(c->multi, CURLMOPT_TIMERDATA, c);
+	curl_multi_setopt(c->multi, CURLMOPT_MAX_TOTAL_CONNECTIONS,
+			  (long)c->max_connections);
+	curl_multi_setopt(c->multi, CURLMOPT_MAX_HOST_CONNECTIONS,
+			  (long)c->max_connections);
+	curl_multi_setopt(c->multi, CURLMOPT_MAXCONNECTS,
+			  (long)c->max_connections);
+	return 0;
+}
+
+/* Copies the credentials unless the conf asks for anonymous requests. */
+static int client_take_creds(struct s3_client *c,
+			     const struct s3_client_conf *conf)
+{
+	const struct s3_creds *cr = &conf->creds;
+
+	if (conf->no_sign)
+		return 0;
+	if (!cr->access_key || !cr->secret_key)
+		return EINVAL;
+	c->creds.access_key = strdup(cr->access_key);
+	c->creds.secret_key = strdup(cr->secret_key);
+	c->creds.session_token = util_strdup0(cr->session_token);
+	if (!c->creds.access_key || !c->creds.secret_key ||
+	    (cr->session_token && !c->creds.session_token))
+		return ENOMEM;
+	c->signer.creds = &c->creds;
+	return 0;
+}
+
+struct s3_store *s3_client_create(const struct s3_client_conf *conf)
+{
+	struct s3_client *c = NULL;
+	int rc = 0;
+
+	pthread_once(&curl_once, curl_init);
+	if (curl_init_result != CURLE_OK) {
+		errno = EIO;
+		return NULL;
+	}
+	if (!conf->region || conf->max_connections == 0) {
+		errno = EINVAL;
+		return NULL;
+	}
+	c = calloc(1, sizeof(*c));
+	if (!c) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	c->store.ops = &client_ops;
+	c->store.max_parallel = conf->max_connections;
+	c->epoll_fd = c->wake_fd = -1;
+	pthread_mutex_init(&c->lock, NULL);
+	rc = s3_endpoint_parse(conf->endpoint, conf->region, &c->endpoint);
+	if (rc)
+		goto fail;
+	c->force_path_style = conf->force_path_style;
+	c->tls_verify = conf->tls_verify;
+	c->ca_bundle = util_strdup0(conf->ca_bundle);
+	c->region = strdup(conf->region);
+	c->max_connections = conf->max_connections;
+	c->max_retries = conf->max_retries;
+	c->retry_base_ms = conf->retry_base_ms;
+	c->retry_max_ms = conf->retry_max_ms;
+	c->stall_seconds = conf->stall_seconds;
+	c->connect_timeout_seconds = conf->connect_timeout_seconds;
+	c->rand_state = (unsigned)util_now_ns();
+	c->signer.region = c->region;
+	if (!c->region || (conf->ca_bundle && !c->ca_bundle)) {
+		rc = ENOMEM;
+		goto fail;
+	}
+	rc = client_take_creds(c, conf);
+	if (rc)
+		goto fail;
+	c->idle = calloc(c->max_connections, sizeof(*c->idle));
+	if (!c->idle) {
+		rc = ENOMEM;
+		goto fail;
+	}
+	rc = client_open_multi(c);
+	if (rc)
+		goto fail;
+	rc = pthread_create(&c->thread, NULL, engine_main, c);
+	if (rc)
+		goto fail;
+	c->thread_started = true;
+	return &c->store;
+
+fail:
+	client_destroy(c);
+	errno = rc;
+	return NULL;
 }

@@ -346,3 +346,61 @@ void s3_error_describe(const struct s3_error *err, const char *bucket,
 			out[i] = ' ';
 	}
 }
+
+void s3_error_from_attempt(const struct s3_attempt *a, struct s3_error *err,
+			   bool *retryable)
+{
+	bool ok = a->curl_code == CURLE_OK;
+	int e = 0;
+
+	memset(err, 0, sizeof(*err));
+	*retryable = false;
+	if (a->etag_mismatch) {
+		e = s3_error_classify(412, "PreconditionFailed", 0, retryable);
+		snprintf(err->code, sizeof(err->code), "PreconditionFailed");
+		snprintf(err->message, sizeof(err->message),
+			 "ETag %s differs from the listed %s",
+			 a->resp_etag ? a->resp_etag : "",
+			 a->etag ? a->etag : "");
+	} else if (a->overflow || a->ignored_range) {
+		/* a server that does not do what HTTP says: not retried */
+		e = EIO;
+		snprintf(err->message, sizeof(err->message), "%s",
+			 a->overflow ? "response longer than requested"
+				     : "server ignored the Range header");
+	} else if (error_http_ok(a->http_status) &&
+		   (ok || (a->get && a->got == a->wanted))) {
+		/* (every byte wanted arrived: a transport error after them,
+		 * such as a connection closed early, does not matter) */
+		if (a->get && a->got != a->wanted) {
+			e = s3_error_classify(0, NULL, CURLE_PARTIAL_FILE,
+					      retryable);
+			snprintf(err->message, sizeof(err->message),
+				 "short body: %zu of %zu bytes", a->got,
+				 a->wanted);
+		}
+	} else {
+		char code[64] = "", msg[256] = "";
+
+		if (ok && a->body && a->body_len)
+			s3_xml_parse_error(a->body, a->body_len, code,
+					   sizeof(code), msg, sizeof(msg));
+		e = s3_error_classify(ok ? a->http_status : 0, code,
+				      a->curl_code, retryable);
+		snprintf(err->code, sizeof(err->code), "%s", code);
+		if (!ok)
+			snprintf(
+			    err->message, sizeof(err->message), "%s",
+			    a->curl_message && a->curl_message[0]
+				? a->curl_message
+				: curl_easy_strerror((CURLcode)a->curl_code));
+		else
+			snprintf(err->message, sizeof(err->message), "%s", msg);
+	}
+	if (!e)
+		return;
+	err->err = e;
+	err->http_status = ok ? a->http_status : 0;
+	err->curl_code = a->curl_code;
+	snprintf(err->url, sizeof(err->url), "%s", a->url ? a->url : "");
+}

@@ -1,13 +1,15 @@
 /*
  * s3 internals shared between the files of s3/ and the unit tests:
- * SigV4 signing, URI encoding, XML parsing and error classification.
- * Nothing outside s3/ and tests/ includes this.
+ * SigV4 signing, URI encoding, request building, XML parsing and error
+ * classification.  Nothing outside s3/ and tests/ includes this.
  */
 #ifndef S3PIPE_S3_INTERNAL_H
 #define S3PIPE_S3_INTERNAL_H
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
+#include <time.h>
 
 #include "s3/s3.h"
 #include "util/util.h"
@@ -56,11 +58,64 @@ void s3_sha256_hex(const void *data, size_t len, char out[65]);
 int s3_sigv4_authorization(const struct s3_sigv4_request *req, char *out,
 			   size_t outlen, char *sig);
 
+/* ---- uri.c ---- */
+
 /*
  * Appends in to out, URI-encoded per SigV4: every byte except A-Z a-z 0-9
  * - . _ ~ becomes %XX (uppercase hex); '/' is kept when keep_slash.
  */
 int s3_uri_encode(struct util_buf *out, const char *in, bool keep_slash);
+
+/* ---- request.c ---- */
+
+/* A parsed endpoint; strings owned (s3_endpoint_free). */
+struct s3_endpoint {
+	char *scheme;	      /* "http" or "https" */
+	char *authority;      /* "host[:port]" as given */
+	char *host;	      /* host without port or brackets */
+	bool ip_or_localhost; /* buckets go in the path */
+	bool plain_http;      /* no TLS: socket bytes are body bytes */
+};
+
+/* Parses endpoint (NULL: AWS's for region) by s3_endpoint_valid()'s
+ * rules.  0, EINVAL or ENOMEM. */
+int s3_endpoint_parse(const char *endpoint, const char *region,
+		      struct s3_endpoint *ep);
+void s3_endpoint_free(struct s3_endpoint *ep);
+
+/* What one attempt asks for. */
+struct s3_request_spec {
+	bool list; /* ListObjectsV2; else GET */
+	const char *bucket;
+	const char *key;   /* GET: the object; LIST: the prefix */
+	const char *etag;  /* GET: sent as If-Match; may be NULL */
+	const char *token; /* LIST: continuation token; may be NULL */
+	unsigned max_keys; /* LIST */
+	bool ranged;	   /* GET: send Range: bytes=first-last */
+	uint64_t first;
+	uint64_t last; /* inclusive */
+};
+
+/* What a client keeps for signing: the credentials and the day's key. */
+struct s3_signer {
+	const struct s3_creds *creds; /* NULL: anonymous requests */
+	const char *region;
+	char key_date[9];      /* the key's day, "" = none yet */
+	unsigned char key[32]; /* a secret: wipe it */
+};
+
+struct curl_slist;
+
+/*
+ * The URL (*url, owned) and the header list for curl (*headers, owned,
+ * curl_slist_free_all) of one attempt at spec, signed for time now when
+ * signer has credentials.  Returns 0, or ENOMEM / EINVAL / ENOSPC (then
+ * nothing is returned).
+ */
+int s3_request_build(const struct s3_endpoint *ep, bool force_path_style,
+		     struct s3_signer *signer,
+		     const struct s3_request_spec *spec, time_t now, char **url,
+		     struct curl_slist **headers);
 
 /* ---- xml.c ---- */
 
@@ -98,5 +153,30 @@ int s3_xml_parse_error(const char *body, size_t len, char *code, size_t codelen,
  */
 int s3_error_classify(long http_status, const char *s3_code, int curl_code,
 		      bool *retryable);
+
+/* What one attempt came to, as the engine saw it. */
+struct s3_attempt {
+	long http_status;   /* 0 when no response */
+	int curl_code;	    /* CURLcode of the transfer */
+	bool get;	    /* a GET (else a LIST) */
+	size_t wanted;	    /* GET: bytes asked for in all */
+	size_t got;	    /* GET: bytes delivered so far */
+	bool etag_mismatch; /* the response's ETag is not the listed one */
+	const char *etag;   /* the listed ETag (with etag_mismatch) */
+	const char *resp_etag;
+	bool overflow;	    /* more bytes came than were asked for */
+	bool ignored_range; /* a whole object answered a ranged GET */
+	const char *body;   /* an error response's body, may be NULL */
+	size_t body_len;
+	const char *curl_message; /* curl's error buffer, may be "" */
+	const char *url;	  /* no secrets */
+};
+
+/*
+ * The attempt's outcome as an error (err->err 0: success) and whether to
+ * try again: every check the engine makes on a response ends here.
+ */
+void s3_error_from_attempt(const struct s3_attempt *a, struct s3_error *err,
+			   bool *retryable);
 
 #endif

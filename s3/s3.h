@@ -1,17 +1,17 @@
 /*
- * s3: the S3 client used by cache/ and fs/.
+ * s3: the S3 client used by cache/ (through the store interface,
+ * s3/store.h) and set up by fs/.
  *
  * One engine thread drives every HTTP transfer through a single curl multi
  * handle (keep-alive connections, at most max_connections at once).  Other
- * threads submit requests with s3_get() / s3_list(); these never block on
- * the network.  Completion callbacks run on the engine thread: they must be
- * quick and must not call back into the client's destroy.
+ * threads submit requests through the store's get and list; these never
+ * block on the network.  Completion callbacks run on the engine thread.
  *
  * Failed requests are retried with exponential backoff and jitter; a GET
  * resumes at the byte where the previous attempt broke.  Every GET carries
  * If-Match with the listed ETag and the response's ETag is checked too.
- * All HTTP status / S3 error code / curl result mapping lives in
- * s3_error_classify() (s3/error.c).
+ * Every HTTP status / S3 error code / curl result / response check becomes
+ * an errno in s3/error.c.
  *
  * Secrets (secret key, session token, Authorization) never reach a log.
  */
@@ -21,6 +21,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include "s3/store.h"
 
 /* Credentials; every string is owned by the struct (s3_creds_clear frees). */
 struct s3_creds {
@@ -59,113 +61,60 @@ bool s3_region_valid(const char *region);
 int s3_uri_parse(const char *uri, char **bucket, char **prefix, char *err,
 		 size_t errlen);
 
-/* What went wrong with a request; err is 0 on success. */
-struct s3_error {
-	int err;	   /* positive errno; see s3_error_classify() */
-	long http_status;  /* 0 when no HTTP response was received */
-	int curl_code;	   /* CURLcode, 0 when none */
-	char code[64];	   /* S3 error code (NoSuchBucket, ...) or "" */
-	char message[256]; /* server or curl message, no secrets */
-	char url[1024];	   /* request URL without query secrets */
-};
+/*
+ * True for an endpoint s3pipe can use: "http(s)://HOST[:PORT]" with an
+ * optional trailing '/', nothing else (no path, user or query).  *len is
+ * then the length without that '/'.  The one parser of endpoints
+ * (s3/request.c): the option parser and the client both call it.
+ */
+bool s3_endpoint_valid(const char *url, size_t *len);
 
-struct s3_object {
-	char *key;  /* owned */
-	char *etag; /* owned, as listed (with quotes) */
-	uint64_t size;
-};
-
-struct s3_list_page {
-	struct s3_object *objects; /* owned array of count */
-	size_t count;
-	bool truncated;
-	char *next_token; /* owned; NULL when not truncated */
-};
-
-void s3_list_page_clear(struct s3_list_page *page);
-
+/*
+ * The client's settings.  s3_client_conf_init() writes every default;
+ * strings are owned by the conf and freed by s3_client_conf_free(), which
+ * also wipes the credentials.
+ */
 struct s3_client_conf {
-	const char *endpoint;	      /* "http(s)://host[:port]"; NULL = AWS */
-	const char *region;	      /* required */
-	bool force_path_style;	      /* path-style even for DNS names */
-	bool no_sign;		      /* anonymous requests */
-	bool tls_verify;	      /* verify peer and host (default on) */
-	const char *ca_bundle;	      /* NULL = system default */
-	const struct s3_creds *creds; /* copied; NULL only with no_sign */
-	unsigned max_connections;     /* concurrent transfers, >= 1 */
-	unsigned max_retries;	      /* attempts after the first */
-	unsigned retry_base_ms;	      /* first backoff delay */
-	unsigned retry_max_ms;	      /* backoff cap */
-	unsigned stall_seconds;	      /* abort a transfer idle this long */
-	unsigned connect_timeout_seconds;
+	char *endpoint;		  /* "http(s)://host[:port]"; NULL = AWS */
+	char *region;		  /* NULL: s3_client_conf_resolve() finds it */
+	char *profile;		  /* NULL = AWS_PROFILE or "default" */
+	char *ca_bundle;	  /* NULL = AWS_CA_BUNDLE or the system's */
+	bool force_path_style;	  /* path-style even for DNS names */
+	bool no_sign;		  /* anonymous requests */
+	bool tls_verify;	  /* verify peer and host (default on) */
+	struct s3_creds creds;	  /* filled by s3_client_conf_resolve() */
+	unsigned max_connections; /* concurrent transfers, 1-256 */
+	unsigned max_retries;	  /* attempts after the first */
+	unsigned retry_base_ms;	  /* first backoff delay */
+	unsigned retry_max_ms;	  /* backoff cap */
+	unsigned stall_seconds;	  /* abort a transfer idle this long */
+	unsigned connect_timeout_seconds; /* per connection attempt */
 };
 
-struct s3_stats {
-	uint64_t requests;
-	uint64_t retries;
-	uint64_t failures;
-	uint64_t bytes_received;
-};
+#define S3_DEFAULT_MAX_CONNECTIONS 64
+#define S3_DEFAULT_MAX_RETRIES	   5
+#define S3_DEFAULT_STALL_SECONDS   30
 
-/* Starts the engine thread.  Returns NULL and sets errno on failure. */
-struct s3_client *s3_client_create(const struct s3_client_conf *conf);
-/*
- * Stops the engine: every request still queued or running completes with
- * err = ECANCELED (its callback runs before this returns).
- */
-void s3_client_destroy(struct s3_client *c);
-void s3_client_get_stats(struct s3_client *c, struct s3_stats *out);
-
-/* s3_get() flags */
-/* a reader waits: to the front of the queue, and no request without this
- * flag starts until the server has begun to answer it */
-#define S3_GET_URGENT 1u
-/* the parts cover the whole object: no Range header (a cheaper request for
- * servers) unless resuming */
-#define S3_GET_WHOLE 2u
-
-/* One destination of a GET: consecutive parts take consecutive bytes. */
-struct s3_get_part {
-	char *dest; /* must stay valid until done runs */
-	size_t len;
-};
-#define S3_GET_PARTS_MAX 64
+void s3_client_conf_init(struct s3_client_conf *conf);
+void s3_client_conf_free(struct s3_client_conf *conf);
 
 /*
- * GET the bytes of bucket/key from offset on into parts[0..nparts) (the
- * array is copied; at most S3_GET_PARTS_MAX), so one request can fill
- * several cache blocks.  etag (may be NULL) is sent as If-Match and
- * compared with the response.  part_done(arg, i) (may be NULL) runs on the
- * engine thread as soon as part i is complete, in order and at most once;
- * then done(arg, NULL) on success, or done(arg, err) after retries are
- * exhausted or on a permanent error (the parts not reported complete are
- * not).  Returns 0, or EINVAL/ENOMEM (then no callback ever runs).
+ * Completes conf from the environment, without network access: the region
+ * (conf->region, else as s3_region_resolve() says), the CA bundle (a
+ * readable AWS_CA_BUNDLE when conf has none; a conf->ca_bundle that cannot
+ * be read is an error) and, unless no_sign, the credentials along the chain
+ * for conf->profile.  Returns 0; ENOENT when no provider had credentials;
+ * EINVAL when something is unusable.  err gets one line for users (may be
+ * "" with ENOENT).
  */
-typedef void s3_get_part_fn(void *arg, unsigned part);
-typedef void s3_get_done_fn(void *arg, const struct s3_error *err);
-int s3_get(struct s3_client *c, const char *bucket, const char *key,
-	   const char *etag, uint64_t offset, const struct s3_get_part *parts,
-	   unsigned nparts, unsigned flags, s3_get_part_fn *part_done,
-	   s3_get_done_fn *done, void *arg);
+int s3_client_conf_resolve(struct s3_client_conf *conf, char *err,
+			   size_t errlen);
 
 /*
- * One ListObjectsV2 page of bucket under prefix, continuing after token
- * (NULL for the first page), at most max_keys keys.  done receives the page
- * (and then owns its contents) or an error.
+ * Starts the engine thread for a resolved conf (copied: the caller may
+ * free it) and returns the client as a store; s3_store_destroy() stops it.
+ * Returns NULL and sets errno on failure.
  */
-typedef void s3_list_done_fn(void *arg, struct s3_list_page *page,
-			     const struct s3_error *err);
-int s3_list(struct s3_client *c, const char *bucket, const char *prefix,
-	    const char *token, unsigned max_keys, s3_list_done_fn *done,
-	    void *arg);
-
-/* Blocking form of s3_list() for start-up checks.  Returns err->err. */
-int s3_list_sync(struct s3_client *c, const char *bucket, const char *prefix,
-		 const char *token, unsigned max_keys,
-		 struct s3_list_page *page, struct s3_error *err);
-
-/* One line for users: "bucket 'x' does not exist (NoSuchBucket at URL)". */
-void s3_error_describe(const struct s3_error *err, const char *bucket,
-		       char *out, size_t outlen);
+struct s3_store *s3_client_create(const struct s3_client_conf *conf);
 
 #endif

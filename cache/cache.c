@@ -1,0 +1,134 @@
+/*
+ * cache: the cache object, its settings and the values derived from them.
+ *
+ * cache_conf_init() holds every default.  cache_create() works out what the
+ * conf leaves to it from the budget it is given and the store below it:
+ *
+ *   max_window        half the budget (128 MiB of the default 256 MiB, four
+ *                     32 MiB GETs in flight on large objects: S3 serves
+ *                     each connection at a limited rate, so parallel
+ *                     streams count), at least two blocks;
+ *   request_size      a quarter of the window, at most 32 MiB: fewer,
+ *                     larger GETs cost servers less per byte;
+ *   max_ahead_objects four per request the store runs at once: enough
+ *                     fetched small objects to keep every connection busy.
+ *
+ * The blocks, streams and readers are in block.c, stream.c and reader.c.
+ */
+#include "config.h"
+
+#include "cache/internal.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* the largest automatic request_size: past it a GET saves servers little */
+#define REQUEST_SIZE_AUTO_MAX (32u << 20)
+/* small objects fetched ahead per request the store runs at once */
+#define AHEAD_OBJECTS_PER_REQUEST 4
+
+void cache_conf_init(struct cache_conf *conf)
+{
+	memset(conf, 0, sizeof(*conf));
+	conf->budget_bytes = CACHE_DEFAULT_BUDGET;
+	conf->block_size = CACHE_DEFAULT_BLOCK_SIZE;
+	conf->list_page_keys = 1000; /* S3's most per page */
+	conf->first_page_keys = 100;
+	/* the default window (half the default budget) and two blocks:
+	 * faulting in more would hold up the mount of a large cache */
+	conf->warm_max_bytes =
+	    CACHE_DEFAULT_BUDGET / 2 + 2 * CACHE_DEFAULT_BLOCK_SIZE;
+}
+
+/* Fills in what c->conf left to the cache (see the top of the file). */
+static void derive(struct cache *c, const struct s3_store *store)
+{
+	struct cache_conf *conf = &c->conf;
+
+	if (!conf->max_window)
+		conf->max_window = conf->budget_bytes / 2;
+	if (conf->max_window < 2 * conf->block_size)
+		conf->max_window = 2 * conf->block_size;
+	if (!conf->request_size) {
+		conf->request_size = conf->max_window / 4;
+		if (conf->request_size > REQUEST_SIZE_AUTO_MAX)
+			conf->request_size = REQUEST_SIZE_AUTO_MAX;
+	}
+	if (!conf->max_ahead_objects && store)
+		conf->max_ahead_objects =
+		    AHEAD_OBJECTS_PER_REQUEST * store->max_parallel;
+	if (!conf->first_page_keys)
+		conf->first_page_keys = conf->list_page_keys;
+	c->run_max = (unsigned)(conf->request_size / conf->block_size);
+	if (c->run_max < 1)
+		c->run_max = 1;
+	if (c->run_max > S3_GET_BUFFERS_MAX)
+		c->run_max = S3_GET_BUFFERS_MAX;
+	c->pool_max = conf->budget_bytes / conf->block_size;
+}
+
+struct cache *cache_create(const struct cache_conf *conf,
+			   struct s3_store *store)
+{
+	struct cache *c = NULL;
+
+	if (!conf->block_size || !conf->list_page_keys) {
+		errno = EINVAL;
+		return NULL;
+	}
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		goto nomem;
+	c->conf = *conf;
+	c->store = store;
+	derive(c, store);
+	c->nbuckets = 1024;
+	c->table = calloc(c->nbuckets, sizeof(*c->table));
+	c->pool = calloc(c->pool_max + 1, sizeof(*c->pool));
+	if (!c->table || !c->pool)
+		goto nomem;
+	c->stats.budget_bytes = conf->budget_bytes;
+	pthread_mutex_init(&c->lock, NULL);
+	pthread_cond_init(&c->memory, NULL);
+	return c;
+
+nomem:
+	if (c) {
+		free(c->table);
+		free(c->pool);
+		free(c);
+	}
+	errno = ENOMEM;
+	return NULL;
+}
+
+void cache_destroy(struct cache *c)
+{
+	if (!c)
+		return;
+	for (size_t i = 0; i < c->nbuckets; i++) {
+		struct cache_block *b = c->table[i];
+
+		while (b) {
+			struct cache_block *next = b->hash_next;
+
+			cache_block_free(c, b);
+			b = next;
+		}
+	}
+	free(c->table);
+	while (c->pool_count)
+		free(c->pool[--c->pool_count]);
+	free(c->pool);
+	pthread_cond_destroy(&c->memory);
+	pthread_mutex_destroy(&c->lock);
+	free(c);
+}
+
+void cache_get_stats(struct cache *c, struct cache_stats *out)
+{
+	pthread_mutex_lock(&c->lock);
+	*out = c->stats;
+	pthread_mutex_unlock(&c->lock);
+}
