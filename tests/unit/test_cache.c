@@ -1,16 +1,21 @@
 /*
  * test_cache: the block cache's byte budget, eviction rules and table.
  *
- * block.c is compiled into this program (UNITTEST convention) so that its
- * static fetch callbacks block_arrived() and fetch_done() can drive blocks
- * from FETCHING to READY or FAILED exactly as the engine thread does.  The
- * cache has no S3 client: no test ever reaches cache_block_fetch().
+ * The cache sits on the recording test store (tests/unit/test_store.h):
+ * a block is fetched with cache_block_fetch() as the reader does, and the
+ * test then plays the store's part with the GET's recorded callbacks,
+ * driving blocks from FETCHING to READY or FAILED exactly as the S3 engine
+ * would.  evict_one() and buffer_cap() are reached through the UNITTEST
+ * convention (cache/internal.h).
  *
  * Block keys only need distinct segment addresses, so the segments here are
  * plain static structs.  Every helper takes c->lock where the cache expects
  * it held; the fetch callbacks take it themselves.
  */
-#include "cache/block.c"
+#include "config.h"
+
+#include "cache/internal.h"
+#include "tests/unit/test_store.h"
 
 #include <errno.h>
 #include <setjmp.h>
@@ -26,21 +31,45 @@
 #define MIB (1024u * 1024u)
 #define BS  MIB
 
-static struct cache_segment segs[4];
+static struct cache_segment segs[4] = {
+    {.key = "seg0", .size = 64 * BS},
+    {.key = "seg1", .size = 64 * BS},
+    {.key = "seg2", .size = 64 * BS},
+    {.key = "seg3", .size = 64 * BS},
+};
+
+/* the store every cache here fetches through (recording) */
+static struct test_store *store;
+/* what cache_block_fetch() takes a bucket from */
+static struct cache_stream blocks_stream = {.bucket = "bucket"};
 
 /* ---- helpers ---- */
 
 /* window 0: the cache's automatic prefetch window */
+static struct cache *new_warm_cache(uint64_t budget, uint64_t block_size,
+				    uint64_t window, uint64_t warm_max)
+{
+	struct cache_conf conf;
+	struct cache *c;
+
+	if (!store)
+		store = test_store_create(false, 4);
+	assert_non_null(store);
+	cache_conf_init(&conf);
+	conf.budget_bytes = budget;
+	conf.block_size = block_size;
+	conf.max_window = window;
+	if (warm_max)
+		conf.warm_max_bytes = warm_max;
+	c = cache_create(&conf, &store->store);
+	assert_non_null(c);
+	return c;
+}
+
 static struct cache *new_window_cache(uint64_t budget, uint64_t block_size,
 				      uint64_t window)
 {
-	struct cache_conf conf = {.budget_bytes = budget,
-				  .block_size = block_size,
-				  .max_window = window};
-	struct cache *c = cache_create(&conf, NULL);
-
-	assert_non_null(c);
-	return c;
+	return new_warm_cache(budget, block_size, window, 0);
 }
 
 static struct cache *new_cache(uint64_t budget, uint64_t block_size)
@@ -76,17 +105,32 @@ static bool room(struct cache *c, size_t len, bool demand)
 	return ok;
 }
 
-/* The fetch a GET of blocks[0..n) would carry. */
-static struct block_fetch *fetch_of(struct cache_block *const *blocks,
-				    unsigned n)
+/* Fetches blocks[0..n) as a reader does; returns the store's record of
+ * the GET, whose callbacks the test then calls as the engine would. */
+static struct test_get *fetch_run(struct cache_block *const *blocks, unsigned n)
 {
-	struct block_fetch *f = calloc(1, sizeof(*f) + n * sizeof(*blocks));
+	struct cache *c = blocks[0]->cache;
+	unsigned before = store->ngets;
 
-	assert_non_null(f);
-	f->cache = blocks[0]->cache;
-	f->count = n;
-	memcpy(f->blocks, blocks, n * sizeof(*blocks));
-	return f;
+	pthread_mutex_lock(&c->lock);
+	cache_block_fetch(blocks, n, &blocks_stream, false);
+	pthread_mutex_unlock(&c->lock);
+	assert_int_equal(store->ngets, before + 1);
+	assert_int_equal(store->gets[before].nbuffers, n);
+	assert_int_equal(store->gets[before].offset,
+			 blocks[0]->index * c->conf.block_size);
+	return &store->gets[before];
+}
+
+/* The GET is over: once every recorded one is, the record starts afresh. */
+static void get_done(struct test_get *g, const struct s3_error *err)
+{
+	g->finished = true;
+	g->done(g->arg, err);
+	for (unsigned i = 0; i < store->ngets; i++)
+		if (!store->gets[i].finished)
+			return;
+	store->ngets = 0;
 }
 
 static void engine_error(struct s3_error *e, int err)
@@ -97,13 +141,13 @@ static void engine_error(struct s3_error *e, int err)
 	snprintf(e->code, sizeof(e->code), "SlowDown");
 }
 
-/* The engine's callbacks for a one-block GET that succeeded. */
+/* The store's callbacks for a one-block GET that succeeded. */
 static void complete(struct cache_block *b)
 {
-	struct block_fetch *f = fetch_of(&b, 1);
+	struct test_get *g = fetch_run(&b, 1);
 
-	block_arrived(f, 0);
-	fetch_done(f, NULL);
+	g->buffer_done(g->arg, 0);
+	get_done(g, NULL);
 }
 
 /* ... and for one that failed (after retries). */
@@ -112,7 +156,7 @@ static void fail_fetch(struct cache_block *b, int err)
 	struct s3_error e;
 
 	engine_error(&e, err);
-	fetch_done(fetch_of(&b, 1), &e);
+	get_done(fetch_run(&b, 1), &e);
 }
 
 static struct cache_block *ready(struct cache *c,
@@ -789,7 +833,7 @@ static void test_run_fetch_partial(void **state)
 {
 	struct cache *c = new_cache(8 * BS, BS);
 	struct cache_block *run[4];
-	struct block_fetch *f;
+	struct test_get *g;
 	struct s3_error e;
 	struct cache_stats st;
 
@@ -797,18 +841,18 @@ static void test_run_fetch_partial(void **state)
 		run[i] = create(c, &segs[1], i, BS, false);
 		assert_non_null(run[i]);
 	}
-	f = fetch_of(run, 4);
-	block_arrived(f, 0);
+	g = fetch_run(run, 4);
+	g->buffer_done(g->arg, 0);
 	assert_int_equal(run[0]->state, BLOCK_READY);
 	assert_true(run[0]->in_lru);
 	for (unsigned i = 1; i < 4; i++)
 		assert_int_equal(run[i]->state, BLOCK_FETCHING);
-	block_arrived(f, 1);
+	g->buffer_done(g->arg, 1);
 	assert_int_equal(run[1]->state, BLOCK_READY);
 	/* a reader already waits on block 2 when the GET gives up */
 	pin(c, run[2]);
 	engine_error(&e, EIO);
-	fetch_done(f, &e);
+	get_done(g, &e);
 	assert_int_equal(run[2]->state, BLOCK_FAILED);
 	assert_int_equal(run[2]->error, EIO);
 	assert_ptr_equal(lookup(c, &segs[1], 0), run[0]);
@@ -829,10 +873,10 @@ static void test_run_fetch_partial(void **state)
 		run[i] = create(c, &segs[2], i, i == 2 ? 1000 : BS, false);
 		assert_non_null(run[i]);
 	}
-	f = fetch_of(run, 3);
+	g = fetch_run(run, 3);
 	for (unsigned i = 0; i < 3; i++)
-		block_arrived(f, i);
-	fetch_done(f, NULL);
+		g->buffer_done(g->arg, i);
+	get_done(g, NULL);
 	for (unsigned i = 0; i < 3; i++) {
 		assert_int_equal(run[i]->state, BLOCK_READY);
 		assert_ptr_equal(lookup(c, &segs[2], i), run[i]);
@@ -950,7 +994,7 @@ static void test_warm_fills_pool(void **state)
 	struct cache_stats st;
 
 	fake_stream(&f, c, sizes, 3);
-	assert_int_equal(cache_stream_warm(&f.s, 64 * BS), 6 * BS);
+	assert_int_equal(cache_stream_warm(&f.s), 6 * BS);
 	st = stats(c);
 	assert_int_equal(st.warm_bytes, 6 * BS);
 	assert_int_equal(st.used_bytes, 6 * BS);
@@ -958,7 +1002,7 @@ static void test_warm_fills_pool(void **state)
 	assert_int_equal(c->pool_count, 6);
 	/* a second stream needing no more adds nothing */
 	fake_stream(&g, c, sizes, 2);
-	assert_int_equal(cache_stream_warm(&g.s, 64 * BS), 0);
+	assert_int_equal(cache_stream_warm(&g.s), 0);
 	memcpy(pooled, c->pool, sizeof(pooled));
 	/* the first six blocks take warmed buffers without growing */
 	for (int i = 0; i < 6; i++) {
@@ -986,12 +1030,12 @@ static void test_warm_counts_pooled_blocks_only(void **state)
 	struct fake_stream f;
 
 	fake_stream(&f, c, small, 4);
-	assert_int_equal(cache_stream_warm(&f.s, 64 * BS), 0);
+	assert_int_equal(cache_stream_warm(&f.s), 0);
 	assert_int_equal(stats(c).used_bytes, 0);
 	fake_stream(&f, c, mixed, 4);
 	/* up to 6 blocks in: BS, (BS/2), BS/2+1, BS, BS, then two of the
 	 * 8 BS object's blocks reach past it */
-	assert_int_equal(cache_stream_warm(&f.s, 64 * BS), 6 * BS);
+	assert_int_equal(cache_stream_warm(&f.s), 6 * BS);
 	assert_int_equal(c->pool_count, 6);
 	(void)state;
 	cache_destroy(c);
@@ -1000,14 +1044,14 @@ static void test_warm_counts_pooled_blocks_only(void **state)
 static void test_warm_within_budget_and_max(void **state)
 {
 	struct cache *c = new_window_cache(3 * BS, BS, 4 * BS);
-	struct cache *d = new_window_cache(16 * BS, BS, 8 * BS);
+	struct cache *d = new_warm_cache(16 * BS, BS, 8 * BS, 5 * BS + 100);
 	const uint64_t sizes[] = {16 * BS};
 	struct fake_stream f;
 
 	/* a window past the budget: warming stops at the budget, and a
 	 * small block still finds room by giving pooled bytes back */
 	fake_stream(&f, c, sizes, 1);
-	assert_int_equal(cache_stream_warm(&f.s, 64 * BS), 3 * BS);
+	assert_int_equal(cache_stream_warm(&f.s), 3 * BS);
 	assert_int_equal(stats(c).used_bytes, 3 * BS);
 	assert_non_null(create(c, &segs[0], 0, 1000, false));
 	assert_int_equal(c->pool_count, 2);
@@ -1015,7 +1059,7 @@ static void test_warm_within_budget_and_max(void **state)
 	assert_int_equal(stats(c).peak_bytes, 3 * BS);
 	/* max bounds it below one window */
 	fake_stream(&f, d, sizes, 1);
-	assert_int_equal(cache_stream_warm(&f.s, 5 * BS + 100), 5 * BS);
+	assert_int_equal(cache_stream_warm(&f.s), 5 * BS);
 	assert_int_equal(stats(d).used_bytes, 5 * BS);
 	(void)state;
 	cache_destroy(c);
@@ -1184,6 +1228,15 @@ static void test_stats(void **state)
 	cache_destroy(c);
 }
 
+/* Every cache is gone: the GETs a test left open have nowhere to report. */
+static int free_store(void **state)
+{
+	store->ngets = 0;
+	test_store_destroy(store);
+	store = NULL;
+	return 0;
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1209,5 +1262,5 @@ int main(void)
 	    cmocka_unit_test(test_stats),
 	};
 
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return cmocka_run_group_tests(tests, NULL, free_store);
 }

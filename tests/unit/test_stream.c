@@ -2,18 +2,18 @@
  * test_stream: stream offset -> segment mapping, listing pages, and the
  * reader's block arithmetic, on objects larger than 4 GiB.
  *
- * The cache sources are compiled into this program (UNITTEST convention)
- * to reach take_page(), cache_block_len() and frontier_to_position().  The
- * cache has no S3 client: every stream here is built with cache_stream_append()
- * or take_page(), and nothing may reach the network.  s3_get() is wrapped
- * at link time (-Wl,--wrap=s3_get): the wrapper records each GET the
- * prefetcher issues, so a test can check their ranges and then play the
- * engine's part with the recorded callbacks.  Any other request on the
- * NULL client crashes, which fails the test.
+ * take_page(), frontier_to_position() and prefetch() are reached through
+ * the UNITTEST convention (cache/internal.h).  The cache sits on the
+ * recording test store (tests/unit/test_store.h): every stream here is
+ * built with cache_stream_append() or take_page(), each GET or LIST the
+ * cache makes is recorded, so a test can check their ranges and then play
+ * the store's part with the recorded callbacks, and a test that expects
+ * no request checks that none was made.
  */
-#include "cache/block.c"
-#include "cache/reader.c"
-#include "cache/stream.c"
+#include "config.h"
+
+#include "cache/internal.h"
+#include "tests/unit/test_store.h"
 
 #include <errno.h>
 #include <setjmp.h>
@@ -31,17 +31,33 @@
 #define MIB (1024ull * 1024)
 #define GIB (1024ull * 1024 * 1024)
 
+/* the store every cache here fetches and lists through (recording) */
+static struct test_store *store;
+
 /* ---- helpers ---- */
+
+/* A cache with 100-key listing pages; window 0 is the automatic one, and
+ * ahead 0 the automatic objects-ahead limit (4 x 64 requests). */
+static struct cache *new_conf_cache(uint64_t budget, uint64_t block_size,
+				    uint64_t window, unsigned ahead)
+{
+	struct cache_conf conf;
+	struct cache *c;
+
+	cache_conf_init(&conf);
+	conf.budget_bytes = budget;
+	conf.block_size = block_size;
+	conf.max_window = window;
+	conf.max_ahead_objects = ahead;
+	conf.list_page_keys = 100;
+	c = cache_create(&conf, &store->store);
+	assert_non_null(c);
+	return c;
+}
 
 static struct cache *new_cache(uint64_t budget, uint64_t block_size)
 {
-	struct cache_conf conf = {.budget_bytes = budget,
-				  .block_size = block_size,
-				  .list_page_keys = 100};
-	struct cache *c = cache_create(&conf, NULL);
-
-	assert_non_null(c);
-	return c;
+	return new_conf_cache(budget, block_size, 0, 0);
 }
 
 static void append(struct cache_stream *s, const char *key, const char *etag,
@@ -147,77 +163,28 @@ static struct cache_stream *mixed_stream(struct cache *c, bool complete)
 
 /* ---- recorded GETs ---- */
 
-struct recorded_get {
-	char key[32];
-	uint64_t offset;
-	uint64_t len;
-	unsigned nparts;
-	unsigned flags;
-	s3_get_part_fn *part_done;
-	s3_get_done_fn *done;
-	void *arg;
-};
-
-static struct recorded_get gets[64];
-static unsigned ngets;
-static bool gets_allowed; /* only tests that expect GETs set it */
-
-int __wrap_s3_get(struct s3_client *c, const char *bucket, const char *key,
-		  const char *etag, uint64_t offset,
-		  const struct s3_get_part *parts, unsigned nparts,
-		  unsigned flags, s3_get_part_fn *part_done,
-		  s3_get_done_fn *done, void *arg);
-int __wrap_s3_get(struct s3_client *c, const char *bucket, const char *key,
-		  const char *etag, uint64_t offset,
-		  const struct s3_get_part *parts, unsigned nparts,
-		  unsigned flags, s3_get_part_fn *part_done,
-		  s3_get_done_fn *done, void *arg)
-{
-	struct recorded_get *g;
-
-	(void)c;
-	(void)bucket;
-	(void)etag;
-	assert_true(gets_allowed);
-	assert_true(ngets < sizeof(gets) / sizeof(gets[0]));
-	assert_true(nparts >= 1 && nparts <= S3_GET_PARTS_MAX);
-	g = &gets[ngets++];
-	snprintf(g->key, sizeof(g->key), "%s", key);
-	g->offset = offset;
-	g->len = 0;
-	for (unsigned i = 0; i < nparts; i++) {
-		assert_non_null(parts[i].dest);
-		g->len += parts[i].len;
-	}
-	g->nparts = nparts;
-	g->flags = flags;
-	g->part_done = part_done;
-	g->done = done;
-	g->arg = arg;
-	return 0;
-}
-
 static void check_get(unsigned i, const char *key, uint64_t offset,
-		      uint64_t len, unsigned nparts)
+		      uint64_t len, unsigned nbuffers)
 {
-	assert_true(i < ngets);
-	assert_string_equal(gets[i].key, key);
-	assert_int_equal(gets[i].offset, offset);
-	assert_int_equal(gets[i].len, len);
-	assert_int_equal(gets[i].nparts, nparts);
+	assert_true(i < store->ngets);
+	assert_string_equal(store->gets[i].bucket, "b");
+	assert_string_equal(store->gets[i].key, key);
+	assert_int_equal(store->gets[i].offset, offset);
+	assert_int_equal(store->gets[i].len, len);
+	assert_int_equal(store->gets[i].nbuffers, nbuffers);
 }
 
-/* Ends every recorded GET as the engine does at shutdown. */
+/* Ends every recorded request as the engine does at shutdown. */
 static void cancel_gets(void)
 {
-	struct s3_error e;
+	test_store_cancel_all(store);
+}
 
-	memset(&e, 0, sizeof(e));
-	e.err = ECANCELED;
-	for (unsigned i = 0; i < ngets; i++)
-		gets[i].done(gets[i].arg, &e);
-	ngets = 0;
-	gets_allowed = false;
+/* The test expected no request at all. */
+static void check_no_requests(void)
+{
+	assert_int_equal(store->ngets, 0);
+	assert_int_equal(store->nlists, 0);
 }
 
 /* ---- segments ---- */
@@ -565,8 +532,7 @@ static void test_stream_want(void **state)
 		append(s, key, NULL, 5 * GIB);
 	}
 	pthread_mutex_lock(&c->lock);
-	/* list_page_keys 100: far from the end, no request (a request on
-	 * the NULL client would crash) */
+	/* list_page_keys 100: far from the end, no request */
 	cache_stream_want(s, 0);
 	cache_stream_want(s, 149);
 	assert_false(s->listing);
@@ -576,6 +542,7 @@ static void test_stream_want(void **state)
 	cache_stream_want(s, 10000);
 	assert_false(s->listing);
 	pthread_mutex_unlock(&c->lock);
+	check_no_requests();
 	cache_stream_destroy(s);
 	cache_destroy(c);
 }
@@ -689,6 +656,7 @@ static void test_read_at_end(void **state)
 	cache_get_stats(c, &st);
 	assert_int_equal(st.seeks, 2);
 	assert_int_equal(st.used_bytes, 0);
+	check_no_requests();
 	cache_view_release(c, v);
 	free(v);
 	cache_reader_destroy(r);
@@ -740,14 +708,9 @@ static struct cache_reader *reader_with_window(struct cache_stream *s,
  * starts with a 100 MiB object. */
 static struct cache_stream *window_stream(void)
 {
-	struct cache_conf conf = {.budget_bytes = 256 * MIB,
-				  .block_size = MIB,
-				  .max_window = 32 * MIB,
-				  .list_page_keys = 100};
-	struct cache *c = cache_create(&conf, NULL);
+	struct cache *c = new_conf_cache(256 * MIB, MIB, 32 * MIB, 0);
 	struct cache_stream *s;
 
-	assert_non_null(c);
 	/* auto: requests of a quarter of the window */
 	assert_int_equal(c->conf.max_window, 32 * MIB);
 	assert_int_equal(c->run_max, 8);
@@ -769,60 +732,58 @@ static void test_prefetch_runs(void **state)
 	append(s, "p/tiny", NULL, 100);
 	r = cache_reader_create(s);
 	assert_non_null(r);
-	ngets = 0;
-	gets_allowed = true;
 
 	/* the first read asks for its own block only */
 	prefetch_at(r, 0, 4096);
-	assert_int_equal(ngets, 1);
+	assert_int_equal(store->ngets, 1);
 	check_get(0, "p/big", 0, MIB, 1);
-	assert_int_equal(gets[0].flags & S3_GET_WHOLE, 0);
+	assert_int_equal(store->gets[0].flags & S3_GET_WHOLE, 0);
 	/* the full window: whole runs of 8 blocks, then it waits while half
 	 * a window is still ahead (frontier 25 MiB, a run would end past
 	 * 32 MiB) */
 	r->window = 32 * MIB;
 	prefetch_at(r, 0, r->window);
-	assert_int_equal(ngets, 4);
+	assert_int_equal(store->ngets, 4);
 	check_get(1, "p/big", 1 * MIB, 8 * MIB, 8);
 	check_get(2, "p/big", 9 * MIB, 8 * MIB, 8);
 	check_get(3, "p/big", 17 * MIB, 8 * MIB, 8);
 	prefetch_at(r, 1 * MIB, r->window);
-	assert_int_equal(ngets, 5);
+	assert_int_equal(store->ngets, 5);
 	check_get(4, "p/big", 25 * MIB, 8 * MIB, 8);
 	prefetch_at(r, 8 * MIB, r->window);
-	assert_int_equal(ngets, 5);
+	assert_int_equal(store->ngets, 5);
 	prefetch_at(r, 9 * MIB, r->window);
-	assert_int_equal(ngets, 6);
+	assert_int_equal(store->ngets, 6);
 	check_get(5, "p/big", 33 * MIB, 8 * MIB, 8);
 
 	/* a reader with nothing ahead (and a position inside a block, so the
 	 * frontier starts behind it) takes a short run at the window edge */
 	r2 = reader_with_window(s, 6 * MIB);
 	prefetch_at(r2, 50 * MIB + 4096, r2->window);
-	assert_int_equal(ngets, 7);
+	assert_int_equal(store->ngets, 7);
 	check_get(6, "p/big", 50 * MIB, 7 * MIB, 7);
 	/* a run stops before a block that is already cached or coming */
 	r3 = reader_with_window(s, 6 * MIB);
 	prefetch_at(r3, 46 * MIB, r3->window);
-	assert_int_equal(ngets, 8);
+	assert_int_equal(store->ngets, 8);
 	check_get(7, "p/big", 46 * MIB, 4 * MIB, 4);
 
 	/* a run ends with its object; small objects get one GET each, of
 	 * the whole object (no Range) */
 	prefetch_at(r, 90 * MIB, r->window);
-	assert_int_equal(ngets, 13);
+	assert_int_equal(store->ngets, 13);
 	check_get(8, "p/big", 90 * MIB, 8 * MIB, 8);
 	check_get(9, "p/big", 98 * MIB, 2 * MIB, 2);
 	check_get(10, "p/small", 0, 8 * MIB, 8);
 	check_get(11, "p/small", 8 * MIB, 2 * MIB + 5, 3);
 	check_get(12, "p/tiny", 0, 100, 1);
-	assert_true(gets[12].flags & S3_GET_WHOLE);
-	assert_int_equal(gets[10].flags & S3_GET_WHOLE, 0);
+	assert_true(store->gets[12].flags & S3_GET_WHOLE);
+	assert_int_equal(store->gets[10].flags & S3_GET_WHOLE, 0);
 
 	/* blocks of a run become readable one by one; a failure takes only
 	 * the rest */
-	gets[10].part_done(gets[10].arg, 0);
-	gets[10].part_done(gets[10].arg, 1);
+	store->gets[10].buffer_done(store->gets[10].arg, 0);
+	store->gets[10].buffer_done(store->gets[10].arg, 1);
 	b = lookup_block(c, s, 1, 1);
 	assert_non_null(b);
 	assert_int_equal(b->state, BLOCK_READY);
@@ -831,8 +792,8 @@ static void test_prefetch_runs(void **state)
 	assert_int_equal(b->state, BLOCK_FETCHING);
 	memset(&e, 0, sizeof(e));
 	e.err = EIO;
-	gets[10].done(gets[10].arg, &e);
-	gets[10] = gets[--ngets]; /* ended */
+	store->gets[10].done(store->gets[10].arg, &e);
+	store->gets[10] = store->gets[--store->ngets]; /* ended */
 	assert_non_null(lookup_block(c, s, 1, 0));
 	assert_null(lookup_block(c, s, 1, 2));
 	assert_null(lookup_block(c, s, 1, 7));
@@ -852,24 +813,26 @@ static void put_block(struct cache_stream *s, size_t seg_idx, uint64_t index)
 	const struct cache_segment *seg = s->segs[seg_idx];
 	uint64_t bs = c->conf.block_size;
 	struct cache_block *b;
+	struct test_get *g;
 
 	pthread_mutex_lock(&c->lock);
 	b = cache_block_create(c, seg, index, cache_block_len(c, seg, index),
 			       true);
 	pthread_mutex_unlock(&c->lock);
 	assert_non_null(b);
+	/* fetched as a reader does; the test answers for the store */
+	pthread_mutex_lock(&c->lock);
+	cache_block_fetch(&b, 1, s, false);
+	pthread_mutex_unlock(&c->lock);
+	assert_int_equal(store->ngets, 1);
+	g = &store->gets[0];
+	assert_ptr_equal(g->buffers[0].dest, b->data);
 	for (size_t k = 0; k < b->len; k++)
 		b->data[k] = (char)pattern(seg->start + index * bs + k);
-	{
-		struct block_fetch *f = calloc(1, sizeof(*f) + sizeof(b));
-
-		assert_non_null(f);
-		f->cache = c;
-		f->count = 1;
-		f->blocks[0] = b;
-		block_arrived(f, 0);
-		fetch_done(f, NULL);
-	}
+	g->buffer_done(g->arg, 0);
+	g->finished = true;
+	g->done(g->arg, NULL);
+	store->ngets = 0;
 }
 
 static void check_view(const struct cache_view *v, uint64_t offset, size_t size)
@@ -932,6 +895,7 @@ static void test_read_across_objects(void **state)
 	assert_int_equal(st.seeks, 1);
 	assert_int_equal(st.misses, 0);
 	assert_int_equal(st.hits, 5);
+	check_no_requests(); /* the window found everything cached */
 	free(v);
 	cache_reader_destroy(r);
 	cache_stream_destroy(s);
@@ -942,17 +906,11 @@ static void test_read_across_objects(void **state)
  * reader's, however large the byte window. */
 static void test_prefetch_ahead_objects(void **state)
 {
-	struct cache_conf conf = {.budget_bytes = 256 * MIB,
-				  .block_size = MIB,
-				  .max_window = 32 * MIB,
-				  .max_ahead_objects = 3,
-				  .list_page_keys = 100};
-	struct cache *c = cache_create(&conf, NULL);
+	struct cache *c = new_conf_cache(256 * MIB, MIB, 32 * MIB, 3);
 	struct cache_stream *s;
 	struct cache_reader *r;
 	char key[16];
 
-	assert_non_null(c);
 	s = cache_stream_create(c, "b", "p/");
 	assert_non_null(s);
 	for (int i = 0; i < 10; i++) {
@@ -960,19 +918,17 @@ static void test_prefetch_ahead_objects(void **state)
 		append(s, key, NULL, 100 * KIB);
 	}
 	r = reader_with_window(s, 32 * MIB);
-	ngets = 0;
-	gets_allowed = true;
 	prefetch_at(r, 0, r->window);
-	assert_int_equal(ngets, 3);
+	assert_int_equal(store->ngets, 3);
 	check_get(0, "p/0", 0, 100 * KIB, 1);
 	check_get(2, "p/2", 0, 100 * KIB, 1);
 	/* into object 1: one more */
 	prefetch_at(r, 150 * KIB, r->window);
-	assert_int_equal(ngets, 4);
+	assert_int_equal(store->ngets, 4);
 	check_get(3, "p/3", 0, 100 * KIB, 1);
 	/* into object 6: objects 6 to 8, the frontier follows the reader */
 	prefetch_at(r, 650 * KIB, r->window);
-	assert_int_equal(ngets, 7);
+	assert_int_equal(store->ngets, 7);
 	check_get(4, "p/6", 0, 100 * KIB, 1);
 	check_get(6, "p/8", 0, 100 * KIB, 1);
 	cancel_gets();
@@ -1008,18 +964,18 @@ static void wait_gets(struct cache *c, unsigned n)
 		unsigned seen;
 
 		pthread_mutex_lock(&c->lock);
-		seen = ngets;
+		seen = store->ngets;
 		pthread_mutex_unlock(&c->lock);
 		if (seen >= n)
 			return;
 		usleep(1000);
 	}
-	fail_msg("the reader issued %u GETs, expected %u", ngets, n);
+	fail_msg("the reader issued %u GETs, expected %u", store->ngets, n);
 }
 
 static void check_urgent(unsigned i, bool urgent)
 {
-	assert_int_equal((gets[i].flags & S3_GET_URGENT) != 0, urgent);
+	assert_int_equal((store->gets[i].flags & S3_GET_URGENT) != 0, urgent);
 }
 
 /*
@@ -1036,13 +992,11 @@ static void test_wait_opens_window(void **state)
 	pthread_t t;
 	unsigned first;
 
-	s->complete = true; /* no listing requests: there is no client */
+	s->complete = true; /* no listing requests */
 	memset(&j, 0, sizeof(j));
 	j.r = cache_reader_create(s);
 	assert_non_null(j.r);
 	assert_int_equal(j.r->window, 32 * MIB);
-	ngets = 0;
-	gets_allowed = true;
 
 	/* the first read, before any data: its own block, urgent, then the
 	 * whole window in runs of 8 blocks (as test_prefetch_runs) */
@@ -1050,7 +1004,7 @@ static void test_wait_opens_window(void **state)
 	assert_int_equal(pthread_create(&t, NULL, read_job_run, &j), 0);
 	wait_gets(c, 1);
 	pthread_mutex_lock(&c->lock);
-	assert_int_equal(ngets, 4);
+	assert_int_equal(store->ngets, 4);
 	pthread_mutex_unlock(&c->lock);
 	check_get(0, "p/big", 0, MIB, 1);
 	check_urgent(0, true);
@@ -1059,8 +1013,8 @@ static void test_wait_opens_window(void **state)
 	check_get(3, "p/big", 17 * MIB, 8 * MIB, 8);
 	check_urgent(1, false);
 	check_urgent(3, false);
-	gets[0].part_done(gets[0].arg, 0);
-	gets[0].done(gets[0].arg, NULL);
+	store->gets[0].buffer_done(store->gets[0].arg, 0);
+	store->gets[0].done(store->gets[0].arg, NULL);
 	assert_int_equal(pthread_join(t, NULL), 0);
 	assert_int_equal(j.rc, 0);
 	assert_int_equal(j.view.bytes, 4096);
@@ -1068,19 +1022,19 @@ static void test_wait_opens_window(void **state)
 	assert_int_equal(j.r->window, 32 * MIB);
 
 	/* a seek: its own block, urgent, then a window of two blocks */
-	first = ngets;
+	first = store->ngets;
 	j.offset = 60 * MIB;
 	assert_int_equal(pthread_create(&t, NULL, read_job_run, &j), 0);
 	wait_gets(c, first + 1);
 	pthread_mutex_lock(&c->lock);
-	assert_int_equal(ngets, first + 2);
+	assert_int_equal(store->ngets, first + 2);
 	pthread_mutex_unlock(&c->lock);
 	check_get(first, "p/big", 60 * MIB, MIB, 1);
 	check_urgent(first, true);
 	check_get(first + 1, "p/big", 61 * MIB, MIB, 1);
 	check_urgent(first + 1, false);
-	gets[first].part_done(gets[first].arg, 0);
-	gets[first].done(gets[first].arg, NULL);
+	store->gets[first].buffer_done(store->gets[first].arg, 0);
+	store->gets[first].done(store->gets[first].arg, NULL);
 	assert_int_equal(pthread_join(t, NULL), 0);
 	assert_int_equal(j.rc, 0);
 	assert_int_equal(j.view.bytes, 4096);
@@ -1089,12 +1043,24 @@ static void test_wait_opens_window(void **state)
 	assert_int_equal(j.r->window, 4 * MIB);
 
 	/* the two GETs that ended leave the list; the engine ends the rest */
-	gets[first] = gets[--ngets];
-	gets[0] = gets[--ngets];
+	store->gets[first] = store->gets[--store->ngets];
+	store->gets[0] = store->gets[--store->ngets];
 	cancel_gets();
 	cache_reader_destroy(j.r);
 	cache_stream_destroy(s);
 	cache_destroy(c);
+}
+
+static int make_store(void **state)
+{
+	store = test_store_create(false, 64);
+	return store ? 0 : -1;
+}
+
+static int free_store(void **state)
+{
+	test_store_destroy(store);
+	return 0;
 }
 
 int main(void)
@@ -1119,5 +1085,5 @@ int main(void)
 	    cmocka_unit_test(test_wait_opens_window),
 	};
 
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return cmocka_run_group_tests(tests, make_store, free_store);
 }
