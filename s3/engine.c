@@ -2,22 +2,24 @@
  * s3 engine: one thread, one curl multi handle, every transfer.
  *
  * Submitters (FUSE threads, the cache) append requests to a locked queue
- * and wake the engine through an eventfd.  The engine waits in epoll_wait()
- * and drives curl with curl_multi_socket_action(), so each wakeup touches
- * only the transfers whose sockets are ready (with dozens of connections a
- * poll()-and-perform loop spends its time scanning).  It moves requests to
- * its private pending list, starts at most max_connections at once, signs
- * each attempt just before it starts (SigV4), and finishes them from
- * curl_multi_info_read().  GET bodies are written straight into the
- * caller's buffers (one request may fill several, reporting each as it
- * completes); a failed attempt is retried after an exponential backoff
- * with jitter and resumes at the byte where it broke.  An urgent GET (a
- * reader is waiting for it) goes first and gets a head start: no
+ * and wake the engine through an eventfd: the client is a store
+ * (s3/store.h) whose get and list only queue a request.  The engine waits
+ * in epoll_wait() and drives curl with curl_multi_socket_action(), so each
+ * wakeup touches only the transfers whose sockets are ready (with dozens
+ * of connections a poll()-and-perform loop spends its time scanning).  It
+ * moves requests to its private pending list, starts at most
+ * max_connections at once, builds and signs each attempt just before it
+ * starts (s3/request.c), and finishes them from curl_multi_info_read(),
+ * where s3/error.c judges the outcome.  GET bodies are written straight
+ * into the caller's buffers (one request may fill several, reporting each
+ * as it completes); a failed attempt is retried after an exponential
+ * backoff with jitter and resumes at the byte where it broke.  An urgent
+ * GET (a reader is waiting for it) goes first and gets a head start: no
  * non-urgent request starts while an urgent GET is still waiting for its
  * response, so a burst of prefetches never stands between the server and
- * the bytes a reader needs now.  Only the engine
- * thread touches curl handles, the pending/delayed lists and the signing
- * key cache, so none of those need a lock.
+ * the bytes a reader needs now.  Only the engine thread touches curl
+ * handles, the pending/delayed lists and the signer's key cache, so none
+ * of those need a lock.
  *
  * Request life: queue -> pending -> running -> (delayed -> pending)* -> done.
  */

@@ -1,7 +1,10 @@
 /*
  * s3 errors: the one place where an HTTP status, an S3 error code and a curl
- * result become an errno and a retry decision (s3_error_classify), and where
- * a failed request becomes one line for the user (s3_error_describe).
+ * result become an errno and a retry decision (s3_error_classify), where
+ * everything the engine saw of one attempt (those, plus its own checks: an
+ * ETag other than the listed one, a body longer or shorter than asked, a
+ * Range ignored) becomes an s3_error (s3_error_from_attempt), and where a
+ * failed request becomes one line for the user (s3_error_describe).
  *
  * Order of precedence in s3_error_classify:
  *   1. a curl failure with no HTTP status, or on a 2xx (the body broke off

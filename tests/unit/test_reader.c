@@ -95,6 +95,42 @@ static struct cache_stream *start_stream(struct cache *c, const char *prefix)
 	return s;
 }
 
+/* A serving store with a dataset under "data/", a cache over it and a
+ * started stream of the dataset. */
+struct fixture {
+	struct test_store *ts;
+	struct dataset d;
+	struct cache *c;
+	struct cache_stream *s;
+};
+
+static void fixture_start(struct fixture *f, unsigned parallel, unsigned count,
+			  uint64_t max_size, uint64_t budget,
+			  uint64_t block_size, unsigned page_keys)
+{
+	f->ts = test_store_create(true, parallel);
+	assert_non_null(f->ts);
+	make_dataset(f->ts, &f->d, count, max_size);
+	f->c = new_cache(f->ts, budget, block_size, page_keys);
+	f->s = start_stream(f->c, "data/");
+}
+
+/* The store first: what it still answers lands in the cache. */
+static void fixture_stop(struct fixture *f)
+{
+	test_store_destroy(f->ts);
+	cache_stream_destroy(f->s);
+	cache_destroy(f->c);
+}
+
+static struct cache_stats stats_of(const struct fixture *f)
+{
+	struct cache_stats st;
+
+	cache_get_stats(f->c, &st);
+	return st;
+}
+
 /* Reads from offset to the end in reads of size bytes, checking every
  * byte; returns the first error, or 0 with *got the bytes read. */
 static int read_all(struct cache *c, struct cache_stream *s,
@@ -134,34 +170,22 @@ static int read_all(struct cache *c, struct cache_stream *s,
  * byte arrives, in order, and memory stays inside the budget. */
 static void test_whole_stream_small_budget(void **state)
 {
-	struct test_store *ts = test_store_create(true, 8);
-	struct dataset d;
-	struct cache *c;
-	struct cache_stream *s;
-	struct cache_stats st;
+	struct fixture f;
 	uint64_t size = 0, got = 0;
 
-	assert_non_null(ts);
-	make_dataset(ts, &d, 60, 300 * KIB);
-	c = new_cache(ts, 512 * KIB, 64 * KIB, 7);
-	s = start_stream(c, "data/");
-	assert_int_equal(read_all(c, s, &d, 0, 128 * KIB, &got), 0);
-	assert_int_equal(got, d.total);
-	assert_true(cache_stream_size(s, &size));
-	assert_int_equal(size, d.total);
-	cache_get_stats(c, &st);
-	assert_true(st.peak_bytes <= 512 * KIB);
-	assert_true(st.prefetched > 0);
-	assert_int_equal(st.fetch_errors, 0);
-	test_store_destroy(ts);
-	cache_stream_destroy(s);
-	cache_destroy(c);
+	fixture_start(&f, 8, 60, 300 * KIB, 512 * KIB, 64 * KIB, 7);
+	assert_int_equal(read_all(f.c, f.s, &f.d, 0, 128 * KIB, &got), 0);
+	assert_int_equal(got, f.d.total);
+	assert_true(cache_stream_size(f.s, &size));
+	assert_int_equal(size, f.d.total);
+	assert_true(stats_of(&f).peak_bytes <= 512 * KIB);
+	assert_true(stats_of(&f).prefetched > 0);
+	assert_int_equal(stats_of(&f).fetch_errors, 0);
+	fixture_stop(&f);
 }
 
 struct reader_job {
-	struct cache *c;
-	struct cache_stream *s;
-	const struct dataset *d;
+	struct fixture *f;
 	size_t size;
 	uint64_t got;
 	int rc;
@@ -171,7 +195,7 @@ static void *reader_job_run(void *arg)
 {
 	struct reader_job *j = arg;
 
-	j->rc = read_all(j->c, j->s, j->d, 0, j->size, &j->got);
+	j->rc = read_all(j->f->c, j->f->s, &j->f->d, 0, j->size, &j->got);
 	return NULL;
 }
 
@@ -179,24 +203,14 @@ static void *reader_job_run(void *arg)
  * gets every byte, sharing blocks within one budget. */
 static void test_concurrent_readers(void **state)
 {
-	struct test_store *ts = test_store_create(true, 16);
 	struct reader_job jobs[3];
 	pthread_t threads[3];
-	struct dataset d;
-	struct cache *c;
-	struct cache_stream *s;
-	struct cache_stats st;
+	struct fixture f;
 
-	assert_non_null(ts);
-	make_dataset(ts, &d, 40, 600 * KIB);
-	c = new_cache(ts, 2 * MIB, 128 * KIB, 10);
-	s = start_stream(c, "data/");
+	fixture_start(&f, 16, 40, 600 * KIB, 2 * MIB, 128 * KIB, 10);
 	for (unsigned i = 0; i < 3; i++) {
-		jobs[i] =
-		    (struct reader_job){.c = c,
-					.s = s,
-					.d = &d,
-					.size = (size_t)(4 * KIB) << i * 3};
+		jobs[i] = (struct reader_job){
+		    .f = &f, .size = (size_t)(4 * KIB) << i * 3};
 		assert_int_equal(
 		    pthread_create(&threads[i], NULL, reader_job_run, &jobs[i]),
 		    0);
@@ -204,40 +218,28 @@ static void test_concurrent_readers(void **state)
 	for (unsigned i = 0; i < 3; i++) {
 		assert_int_equal(pthread_join(threads[i], NULL), 0);
 		assert_int_equal(jobs[i].rc, 0);
-		assert_int_equal(jobs[i].got, d.total);
+		assert_int_equal(jobs[i].got, f.d.total);
 	}
-	cache_get_stats(c, &st);
-	assert_true(st.peak_bytes <= 2 * MIB);
-	test_store_destroy(ts);
-	cache_stream_destroy(s);
-	cache_destroy(c);
+	assert_true(stats_of(&f).peak_bytes <= 2 * MIB);
+	fixture_stop(&f);
 }
 
 /* A read at another offset restarts the stream there (an emulated seek),
  * backwards or forwards, across the listing's pages. */
 static void test_seek_restarts(void **state)
 {
-	struct test_store *ts = test_store_create(true, 4);
-	struct dataset d;
-	struct cache *c;
-	struct cache_stream *s;
-	struct cache_stats st;
-	uint64_t got = 0;
+	struct fixture f;
+	uint64_t got = 0, mid;
 
-	assert_non_null(ts);
-	make_dataset(ts, &d, 30, 200 * KIB);
-	c = new_cache(ts, 1 * MIB, 64 * KIB, 4);
-	s = start_stream(c, "data/");
-	assert_int_equal(read_all(c, s, &d, d.total - 1, 4096, &got), 0);
-	assert_int_equal(got, 1);
-	assert_int_equal(read_all(c, s, &d, d.total / 3 + 17, 64 * KIB, &got),
+	fixture_start(&f, 4, 30, 200 * KIB, 1 * MIB, 64 * KIB, 4);
+	mid = f.d.total / 3 + 17;
+	assert_int_equal(read_all(f.c, f.s, &f.d, f.d.total - 1, 4096, &got),
 			 0);
-	assert_int_equal(got, d.total - (d.total / 3 + 17));
-	cache_get_stats(c, &st);
-	assert_int_equal(st.seeks, 2);
-	test_store_destroy(ts);
-	cache_stream_destroy(s);
-	cache_destroy(c);
+	assert_int_equal(got, 1);
+	assert_int_equal(read_all(f.c, f.s, &f.d, mid, 64 * KIB, &got), 0);
+	assert_int_equal(got, f.d.total - mid);
+	assert_int_equal(stats_of(&f).seeks, 2);
+	fixture_stop(&f);
 }
 
 /* GETs still in flight read it on the store's thread. */
@@ -253,52 +255,34 @@ static void set_fail_every(struct test_store *ts, unsigned n)
  * failing a read may still complete, byte-exact. */
 static void test_store_failure_is_eio(void **state)
 {
-	struct test_store *ts = test_store_create(true, 4);
-	struct dataset d;
-	struct cache *c;
-	struct cache_stream *s;
-	struct cache_stats st;
+	struct fixture f;
 	uint64_t got = 0;
 	int rc;
 
-	assert_non_null(ts);
-	make_dataset(ts, &d, 20, 300 * KIB);
-	c = new_cache(ts, 1 * MIB, 64 * KIB, 100);
-	s = start_stream(c, "data/");
-	set_fail_every(ts, 1); /* every GET */
-	assert_int_equal(read_all(c, s, &d, 0, 128 * KIB, &got), EIO);
+	fixture_start(&f, 4, 20, 300 * KIB, 1 * MIB, 64 * KIB, 100);
+	set_fail_every(f.ts, 1); /* every GET */
+	assert_int_equal(read_all(f.c, f.s, &f.d, 0, 128 * KIB, &got), EIO);
 	assert_int_equal(got, 0);
-	set_fail_every(ts, 4); /* some: each byte read was checked */
-	rc = read_all(c, s, &d, 0, 128 * KIB, &got);
+	set_fail_every(f.ts, 4); /* some: each byte read was checked */
+	rc = read_all(f.c, f.s, &f.d, 0, 128 * KIB, &got);
 	assert_true(rc == 0 || rc == EIO);
-	assert_true(rc ? got < d.total : got == d.total);
-	cache_get_stats(c, &st);
-	assert_true(st.fetch_errors > 0);
-	test_store_destroy(ts);
-	cache_stream_destroy(s);
-	cache_destroy(c);
+	assert_true(rc ? got < f.d.total : got == f.d.total);
+	assert_true(stats_of(&f).fetch_errors > 0);
+	fixture_stop(&f);
 }
 
 /* An object replaced after it was listed is not served: the store sees
  * the listed ETag and refuses, and the reader gets EIO. */
 static void test_changed_object_is_eio(void **state)
 {
-	struct test_store *ts = test_store_create(true, 4);
-	struct dataset d;
-	struct cache *c;
-	struct cache_stream *s;
+	struct fixture f;
 	uint64_t got = 0;
 
-	assert_non_null(ts);
-	make_dataset(ts, &d, 3, 100 * KIB);
-	c = new_cache(ts, 1 * MIB, 64 * KIB, 100);
-	s = start_stream(c, "data/");
-	test_store_put(ts, d.keys[1], "\"v2\"", NULL, d.sizes[1]);
-	assert_int_equal(read_all(c, s, &d, 0, 4096, &got), EIO);
-	assert_true(got <= d.sizes[0]);
-	test_store_destroy(ts);
-	cache_stream_destroy(s);
-	cache_destroy(c);
+	fixture_start(&f, 4, 3, 100 * KIB, 1 * MIB, 64 * KIB, 100);
+	test_store_put(f.ts, f.d.keys[1], "\"v2\"", NULL, f.d.sizes[1]);
+	assert_int_equal(read_all(f.c, f.s, &f.d, 0, 4096, &got), EIO);
+	assert_true(got <= f.d.sizes[0]);
+	fixture_stop(&f);
 }
 
 /* The blocking list any store gets: a page, its token, the next page. */
