@@ -1,0 +1,505 @@
+/*
+ * test_engine: the S3 client's engine, driven through the store interface
+ * against a scripted HTTP server on the loopback address.
+ *
+ * The server (a thread in this program) accepts one request per connection
+ * and answers it from a script: a status, headers and a body, of which it
+ * may send only the first bytes before closing (a connection cut
+ * mid-body).  It records each request's line and its Range and If-Match
+ * headers, so a test can check what the engine asked for: a resumed GET's
+ * range, a retry after a 503, the If-Match it sends, and what reaches the
+ * caller (bytes, buffer callbacks, the error).  Nothing leaves 127.0.0.1.
+ */
+#include "config.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "s3/s3.h"
+
+#define MAX_STEPS 8
+
+/* One scripted answer. */
+struct step {
+	int status;
+	const char *headers; /* extra header lines, each ending "\r\n" */
+	const char *body;
+	size_t body_len; /* the Content-Length announced */
+	size_t send_len; /* bytes of body sent before closing */
+};
+
+/* One request as the server saw it. */
+struct seen {
+	char line[512];
+	char range[64];
+	char if_match[64];
+};
+
+struct server {
+	int fd;
+	int port;
+	pthread_t thread;
+	struct step steps[MAX_STEPS];
+	unsigned nsteps;
+	struct seen seen[MAX_STEPS];
+	unsigned nseen; /* guarded by lock */
+	pthread_mutex_t lock;
+};
+
+/* The value of header name (lowercase, with ':') in a request head. */
+static void header_value(const char *head, const char *name, char *out,
+			 size_t len)
+{
+	const char *p = strcasestr(head, name);
+	size_t n;
+
+	out[0] = '\0';
+	if (!p)
+		return;
+	p += strlen(name);
+	while (*p == ' ')
+		p++;
+	n = strcspn(p, "\r\n");
+	snprintf(out, len, "%.*s", (int)n, p);
+}
+
+static void send_all(int fd, const char *p, size_t len)
+{
+	while (len) {
+		ssize_t n = send(fd, p, len, MSG_NOSIGNAL);
+
+		if (n <= 0)
+			return;
+		p += n;
+		len -= (size_t)n;
+	}
+}
+
+/* Reads one request head, records it and answers step i. */
+static void serve_one(struct server *sv, int fd, unsigned i)
+{
+	const struct step *st = &sv->steps[i];
+	char head[4096];
+	char resp[1024];
+	size_t got = 0;
+	int n;
+
+	while (got + 1 < sizeof(head)) {
+		ssize_t r = recv(fd, head + got, sizeof(head) - 1 - got, 0);
+
+		if (r <= 0)
+			return;
+		got += (size_t)r;
+		head[got] = '\0';
+		if (strstr(head, "\r\n\r\n"))
+			break;
+	}
+	pthread_mutex_lock(&sv->lock);
+	snprintf(sv->seen[i].line, sizeof(sv->seen[i].line), "%.*s",
+		 (int)strcspn(head, "\r\n"), head);
+	header_value(head, "\nrange:", sv->seen[i].range,
+		     sizeof(sv->seen[i].range));
+	header_value(head, "\nif-match:", sv->seen[i].if_match,
+		     sizeof(sv->seen[i].if_match));
+	sv->nseen = i + 1;
+	pthread_mutex_unlock(&sv->lock);
+	n = snprintf(resp, sizeof(resp),
+		     "HTTP/1.1 %d Scripted\r\nContent-Length: %zu\r\n"
+		     "Connection: close\r\n%s\r\n",
+		     st->status, st->body_len, st->headers ? st->headers : "");
+	send_all(fd, resp, (size_t)n);
+	send_all(fd, st->body ? st->body : "", st->send_len);
+}
+
+static void *server_main(void *arg)
+{
+	struct server *sv = arg;
+
+	for (unsigned i = 0; i < sv->nsteps; i++) {
+		int fd = accept(sv->fd, NULL, NULL);
+
+		if (fd < 0)
+			break;
+		serve_one(sv, fd, i);
+		close(fd);
+	}
+	return NULL;
+}
+
+static void server_start(struct server *sv)
+{
+	struct sockaddr_in sa = {.sin_family = AF_INET};
+	socklen_t len = sizeof(sa);
+
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	pthread_mutex_init(&sv->lock, NULL);
+	sv->fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	assert_true(sv->fd >= 0);
+	assert_int_equal(bind(sv->fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	assert_int_equal(listen(sv->fd, 16), 0);
+	assert_int_equal(getsockname(sv->fd, (struct sockaddr *)&sa, &len), 0);
+	sv->port = ntohs(sa.sin_port);
+	assert_int_equal(pthread_create(&sv->thread, NULL, server_main, sv), 0);
+}
+
+/* Waits for the script to be used up (or cuts it short) and closes. */
+static void server_stop(struct server *sv)
+{
+	shutdown(sv->fd, SHUT_RDWR);
+	pthread_join(sv->thread, NULL);
+	close(sv->fd);
+	pthread_mutex_destroy(&sv->lock);
+}
+
+static void add_step(struct server *sv, int status, const char *headers,
+		     const char *body, size_t body_len, size_t send_len)
+{
+	assert_true(sv->nsteps < MAX_STEPS);
+	sv->steps[sv->nsteps++] = (struct step){
+	    .status = status,
+	    .headers = headers,
+	    .body = body,
+	    .body_len = body_len,
+	    .send_len = send_len,
+	};
+}
+
+/* A client of the server: anonymous, quick retries and timeouts. */
+static struct s3_store *client_for(const struct server *sv, unsigned retries)
+{
+	struct s3_client_conf conf;
+	struct s3_store *st;
+	char url[64];
+
+	s3_client_conf_init(&conf);
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d", sv->port);
+	conf.endpoint = strdup(url);
+	conf.region = strdup("us-east-1");
+	conf.no_sign = true;
+	conf.max_retries = retries;
+	conf.retry_base_ms = 1;
+	conf.retry_max_ms = 2;
+	conf.stall_seconds = 5;
+	conf.connect_timeout_seconds = 2;
+	st = s3_client_create(&conf);
+	s3_client_conf_free(&conf);
+	assert_non_null(st);
+	return st;
+}
+
+/* What a GET reported, and a way to wait for it. */
+struct outcome {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	bool done;
+	struct s3_error err;
+	bool failed;
+	unsigned buffers_done;
+	bool out_of_order; /* a buffer reported twice or before another */
+};
+
+static void on_buffer(void *arg, unsigned index)
+{
+	struct outcome *o = arg;
+
+	pthread_mutex_lock(&o->lock);
+	if (index != o->buffers_done) /* (no assert off the main thread) */
+		o->out_of_order = true;
+	o->buffers_done++;
+	pthread_mutex_unlock(&o->lock);
+}
+
+static void on_done(void *arg, const struct s3_error *err)
+{
+	struct outcome *o = arg;
+
+	pthread_mutex_lock(&o->lock);
+	o->failed = err != NULL;
+	if (err)
+		o->err = *err;
+	o->done = true;
+	pthread_cond_signal(&o->cond);
+	pthread_mutex_unlock(&o->lock);
+}
+
+/* GETs key from offset into two buffers of len/2 and len - len/2 bytes
+ * and waits for the outcome. */
+static void get_and_wait(struct s3_store *st, const char *etag, uint64_t offset,
+			 char *dest, size_t len, unsigned flags,
+			 struct outcome *o)
+{
+	struct s3_buffer bufs[2] = {{dest, len / 2},
+				    {dest + len / 2, len - len / 2}};
+	struct s3_get get = {
+	    .bucket = "bucket",
+	    .key = "dir/obj",
+	    .etag = etag,
+	    .offset = offset,
+	    .buffers = bufs,
+	    .nbuffers = 2,
+	    .flags = flags,
+	    .buffer_done = on_buffer,
+	    .done = on_done,
+	    .arg = o,
+	};
+
+	memset(o, 0, sizeof(*o));
+	pthread_mutex_init(&o->lock, NULL);
+	pthread_cond_init(&o->cond, NULL);
+	assert_int_equal(s3_get(st, &get), 0);
+	pthread_mutex_lock(&o->lock);
+	while (!o->done)
+		pthread_cond_wait(&o->cond, &o->lock);
+	pthread_mutex_unlock(&o->lock);
+	assert_false(o->out_of_order);
+}
+
+static const char body[] = "0123456789abcdefghijklmnopqrstuvwxyz";
+#define BODY_LEN (sizeof(body) - 1)
+
+/* A ranged GET into two buffers: the path-style URL, the Range and
+ * If-Match it sends, both buffers reported in order. */
+static void test_get_ranged(void **state)
+{
+	struct server sv = {0};
+	struct s3_store *st;
+	struct outcome o;
+	struct s3_stats stats;
+	char dest[10];
+
+	add_step(&sv, 206, "ETag: \"e1\"\r\n", body + 4, 10, 10);
+	server_start(&sv);
+	st = client_for(&sv, 0);
+	get_and_wait(st, "\"e1\"", 4, dest, 10, 0, &o);
+	assert_false(o.failed);
+	assert_int_equal(o.buffers_done, 2);
+	assert_memory_equal(dest, body + 4, 10);
+	assert_string_equal(sv.seen[0].line, "GET /bucket/dir/obj HTTP/1.1");
+	assert_string_equal(sv.seen[0].range, "bytes=4-13");
+	assert_string_equal(sv.seen[0].if_match, "\"e1\"");
+	s3_store_get_stats(st, &stats);
+	assert_int_equal(stats.requests, 1);
+	assert_int_equal(stats.bytes_received, 10);
+	s3_store_destroy(st);
+	server_stop(&sv);
+}
+
+/* A body cut off mid-way: the next attempt asks for the rest only, and
+ * the caller sees every byte once. */
+static void test_cut_resumes_at_break(void **state)
+{
+	struct server sv = {0};
+	struct s3_store *st;
+	struct outcome o;
+	struct s3_stats stats;
+	char dest[BODY_LEN];
+
+	add_step(&sv, 200, "ETag: \"e1\"\r\n", body, BODY_LEN, 20);
+	add_step(&sv, 206, "ETag: \"e1\"\r\n", body + 20, BODY_LEN - 20,
+		 BODY_LEN - 20);
+	server_start(&sv);
+	st = client_for(&sv, 3);
+	get_and_wait(st, "\"e1\"", 0, dest, BODY_LEN, S3_GET_WHOLE, &o);
+	assert_false(o.failed);
+	assert_memory_equal(dest, body, BODY_LEN);
+	assert_int_equal(o.buffers_done, 2);
+	/* the whole object without Range, then the rest from byte 20 */
+	assert_string_equal(sv.seen[0].range, "");
+	assert_string_equal(sv.seen[1].range, "bytes=20-35");
+	s3_store_get_stats(st, &stats);
+	assert_int_equal(stats.retries, 1);
+	s3_store_destroy(st);
+	server_stop(&sv);
+}
+
+/* SlowDown is retried; the retry succeeds. */
+static void test_slowdown_retried(void **state)
+{
+	static const char xml[] = "<Error><Code>SlowDown</Code>"
+				  "<Message>slow</Message></Error>";
+	struct server sv = {0};
+	struct s3_store *st;
+	struct outcome o;
+	char dest[8];
+
+	add_step(&sv, 503, NULL, xml, sizeof(xml) - 1, sizeof(xml) - 1);
+	add_step(&sv, 206, NULL, body, 8, 8);
+	server_start(&sv);
+	st = client_for(&sv, 2);
+	get_and_wait(st, NULL, 0, dest, 8, 0, &o);
+	assert_false(o.failed);
+	assert_memory_equal(dest, body, 8);
+	assert_int_equal(sv.nseen, 2);
+	s3_store_destroy(st);
+	server_stop(&sv);
+}
+
+/* Retries run out: the caller gets the last error, nothing reported
+ * complete. */
+static void test_retries_exhausted(void **state)
+{
+	static const char xml[] = "<Error><Code>InternalError</Code></Error>";
+	struct server sv = {0};
+	struct s3_store *st;
+	struct outcome o;
+	char dest[8];
+
+	for (int i = 0; i < 3; i++)
+		add_step(&sv, 500, NULL, xml, sizeof(xml) - 1, sizeof(xml) - 1);
+	server_start(&sv);
+	st = client_for(&sv, 2);
+	get_and_wait(st, NULL, 0, dest, 8, 0, &o);
+	assert_true(o.failed);
+	assert_int_equal(o.err.err, EIO);
+	assert_int_equal(o.err.http_status, 500);
+	assert_string_equal(o.err.code, "InternalError");
+	assert_int_equal(o.buffers_done, 0);
+	assert_int_equal(sv.nseen, 3);
+	s3_store_destroy(st);
+	server_stop(&sv);
+}
+
+/* A response for another version of the object is refused, not retried:
+ * the server's ETag is checked even if it ignores If-Match. */
+static void test_other_etag_refused(void **state)
+{
+	struct server sv = {0};
+	struct s3_store *st;
+	struct outcome o;
+	char dest[8];
+
+	add_step(&sv, 206, "ETag: \"e2\"\r\n", body, 8, 8);
+	server_start(&sv);
+	st = client_for(&sv, 3);
+	get_and_wait(st, "\"e1\"", 0, dest, 8, 0, &o);
+	assert_true(o.failed);
+	assert_int_equal(o.err.err, ESTALE);
+	assert_string_equal(o.err.code, "PreconditionFailed");
+	assert_int_equal(o.buffers_done, 0);
+	assert_int_equal(sv.nseen, 1);
+	s3_store_destroy(st);
+	server_stop(&sv);
+}
+
+/* A 200 with the whole object to a ranged GET is not taken for the
+ * range. */
+static void test_ignored_range_refused(void **state)
+{
+	struct server sv = {0};
+	struct s3_store *st;
+	struct outcome o;
+	char dest[8];
+
+	add_step(&sv, 200, NULL, body, BODY_LEN, BODY_LEN);
+	server_start(&sv);
+	st = client_for(&sv, 3);
+	get_and_wait(st, NULL, 8, dest, 8, 0, &o);
+	assert_true(o.failed);
+	assert_int_equal(o.err.err, EIO);
+	assert_non_null(strstr(o.err.message, "Range"));
+	assert_int_equal(o.buffers_done, 0);
+	s3_store_destroy(st);
+	server_stop(&sv);
+}
+
+/* A listing page through the blocking list: the query the engine sends
+ * and the page it parses. */
+static void test_list_page(void **state)
+{
+	static const char xml[] =
+	    "<ListBucketResult><IsTruncated>true</IsTruncated>"
+	    "<NextContinuationToken>t2</NextContinuationToken>"
+	    "<Contents><Key>p%2Fa%20b</Key><ETag>\"x\"</ETag>"
+	    "<Size>5</Size></Contents>"
+	    "<EncodingType>url</EncodingType></ListBucketResult>";
+	struct server sv = {0};
+	struct s3_store *st;
+	struct s3_list_page page;
+	struct s3_error err;
+
+	add_step(&sv, 200, NULL, xml, sizeof(xml) - 1, sizeof(xml) - 1);
+	server_start(&sv);
+	st = client_for(&sv, 0);
+	assert_int_equal(s3_list_sync(st, "bucket", "p/", "t1", 7, &page, &err),
+			 0);
+	assert_string_equal(sv.seen[0].line,
+			    "GET /bucket?continuation-token=t1&encoding-type="
+			    "url&list-type=2&max-keys=7&prefix=p%2F HTTP/1.1");
+	assert_int_equal(page.count, 1);
+	assert_string_equal(page.objects[0].key, "p/a b");
+	assert_int_equal(page.objects[0].size, 5);
+	assert_true(page.truncated);
+	assert_string_equal(page.next_token, "t2");
+	s3_list_page_clear(&page);
+	/* a page size S3 would refuse never leaves the client */
+	assert_int_equal(
+	    s3_list_sync(st, "bucket", "p/", NULL, 1001, &page, &err), EINVAL);
+	s3_store_destroy(st);
+	server_stop(&sv);
+}
+
+/* Requests still waiting when the client stops end with ECANCELED. */
+static void test_destroy_cancels(void **state)
+{
+	struct server sv = {0};
+	struct s3_store *st;
+	struct outcome o;
+	char dest[8];
+	struct s3_buffer buf = {dest, 8};
+	struct s3_get get = {
+	    .bucket = "bucket",
+	    .key = "k",
+	    .buffers = &buf,
+	    .nbuffers = 1,
+	    .done = on_done,
+	    .arg = &o,
+	};
+
+	/* a server that accepts and never answers */
+	sv.nsteps = 0;
+	server_start(&sv);
+	memset(&o, 0, sizeof(o));
+	pthread_mutex_init(&o.lock, NULL);
+	pthread_cond_init(&o.cond, NULL);
+	st = client_for(&sv, 0);
+	assert_int_equal(s3_get(st, &get), 0);
+	s3_store_destroy(st);
+	assert_true(o.done);
+	assert_true(o.failed);
+	assert_int_equal(o.err.err, ECANCELED);
+	server_stop(&sv);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_get_ranged),
+	    cmocka_unit_test(test_cut_resumes_at_break),
+	    cmocka_unit_test(test_slowdown_retried),
+	    cmocka_unit_test(test_retries_exhausted),
+	    cmocka_unit_test(test_other_etag_refused),
+	    cmocka_unit_test(test_ignored_range_refused),
+	    cmocka_unit_test(test_list_page),
+	    cmocka_unit_test(test_destroy_cancels),
+	};
+
+	/* nothing here may reach a proxy or a metadata address */
+	unsetenv("http_proxy");
+	unsetenv("HTTP_PROXY");
+	unsetenv("all_proxy");
+	unsetenv("ALL_PROXY");
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
