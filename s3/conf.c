@@ -18,7 +18,7 @@
 #define DEFAULT_RETRY_BASE_MS	100
 #define DEFAULT_RETRY_MAX_MS	5000
 #define DEFAULT_CONNECT_TIMEOUT 10 /* seconds */
-#define REGION_MAX		64
+#define REGION_MAX		256 /* longer than any valid one: no silent cut */
 
 void s3_client_conf_init(struct s3_client_conf *conf)
 {
