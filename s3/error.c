@@ -238,6 +238,32 @@ static void error_describe_curl(const struct s3_error *err, const char *ep,
 		snprintf(out, outlen, "request failed (%s)%s", detail, at);
 }
 
+/* What the user can do about an authentication failure, by S3 code. */
+struct auth_hint {
+	const char *code;
+	const char *what; /* what the server rejected */
+	const char *todo;
+};
+
+static const struct auth_hint auth_hints[] = {
+    {"InvalidAccessKeyId", "credentials",
+     "check AWS_ACCESS_KEY_ID or the profile"},
+    {"SignatureDoesNotMatch", "credentials",
+     "check AWS_SECRET_ACCESS_KEY or the profile"},
+    {"ExpiredToken", "session token", "refresh the credentials"},
+    {"InvalidToken", "session token", "refresh the credentials"},
+    {"TokenRefreshRequired", "session token", "refresh the credentials"},
+    {"RequestTimeTooSkewed", "request time", "check the system clock"},
+};
+
+static const struct auth_hint *auth_hint(const struct s3_error *err)
+{
+	for (size_t i = 0; i < sizeof(auth_hints) / sizeof(auth_hints[0]); i++)
+		if (error_code_is(err, auth_hints[i].code))
+			return &auth_hints[i];
+	return NULL;
+}
+
 void s3_error_describe(const struct s3_error *err, const char *bucket,
 		       char *out, size_t outlen)
 {
@@ -247,6 +273,7 @@ void s3_error_describe(const struct s3_error *err, const char *bucket,
 	char at[sizeof(err->url) + 8];
 	char what[sizeof(err->code) + 32];
 	char ebuf[128];
+	const struct auth_hint *hint;
 	size_t i;
 
 	if (!out || outlen == 0)
@@ -263,6 +290,7 @@ void s3_error_describe(const struct s3_error *err, const char *bucket,
 	else
 		snprintf(what, sizeof(what), "no response");
 	snprintf(tag, sizeof(tag), "(%s%s)", what, at);
+	hint = err->err == EACCES ? auth_hint(err) : NULL;
 	if (bucket && *bucket)
 		snprintf(bname, sizeof(bname), "bucket '%s'", bucket);
 	else
@@ -279,32 +307,9 @@ void s3_error_describe(const struct s3_error *err, const char *bucket,
 		snprintf(out, outlen, "object does not exist %s", tag);
 	} else if (err->err == ENOENT) {
 		snprintf(out, outlen, "not found %s", tag);
-	} else if (err->err == EACCES &&
-		   error_code_is(err, "InvalidAccessKeyId")) {
-		snprintf(out, outlen,
-			 "credentials rejected by the server %s: check "
-			 "AWS_ACCESS_KEY_ID or the profile",
-			 tag);
-	} else if (err->err == EACCES &&
-		   error_code_is(err, "SignatureDoesNotMatch")) {
-		snprintf(out, outlen,
-			 "credentials rejected by the server %s: check "
-			 "AWS_SECRET_ACCESS_KEY or the profile",
-			 tag);
-	} else if (err->err == EACCES &&
-		   (error_code_is(err, "ExpiredToken") ||
-		    error_code_is(err, "InvalidToken") ||
-		    error_code_is(err, "TokenRefreshRequired"))) {
-		snprintf(out, outlen,
-			 "session token rejected by the server %s: refresh "
-			 "the credentials",
-			 tag);
-	} else if (err->err == EACCES &&
-		   error_code_is(err, "RequestTimeTooSkewed")) {
-		snprintf(out, outlen,
-			 "request time rejected by the server %s: check the "
-			 "system clock",
-			 tag);
+	} else if (hint) {
+		snprintf(out, outlen, "%s rejected by the server %s: %s",
+			 hint->what, tag, hint->todo);
 	} else if (err->err == EACCES) {
 		snprintf(out, outlen,
 			 "access denied to %s %s: check the credentials and "

@@ -1112,6 +1112,23 @@ static void test_describe(void **state)
 	    "credentials rejected by the server (InvalidAccessKeyId "
 	    "at " LIST_URL "): check AWS_ACCESS_KEY_ID or the profile");
 
+	set_error(&e, 403, "SignatureDoesNotMatch", 0, "", LIST_URL);
+	assert_describe(
+	    &e, "foo",
+	    "credentials rejected by the server (SignatureDoesNotMatch "
+	    "at " LIST_URL "): check AWS_SECRET_ACCESS_KEY or the profile");
+
+	set_error(&e, 400, "ExpiredToken", 0, "", LIST_URL);
+	assert_describe(&e, "foo",
+			"session token rejected by the server (ExpiredToken "
+			"at " LIST_URL "): refresh the credentials");
+
+	set_error(&e, 403, "RequestTimeTooSkewed", 0, "", LIST_URL);
+	assert_describe(
+	    &e, "foo",
+	    "request time rejected by the server (RequestTimeTooSkewed "
+	    "at " LIST_URL "): check the system clock");
+
 	set_error(&e, 0, "", CURLE_COULDNT_CONNECT, "",
 		  "http://127.0.0.1:1/foo?list-type=2");
 	assert_describe(&e, "foo",
