@@ -264,6 +264,24 @@ static int xml_parse_bool(const xmlNode *n, bool *out)
 	return rc;
 }
 
+/* Parses body and checks that its root element is called name: 0 with
+ * *doc (the caller frees it) and *root, or EPROTO / ENOMEM and nothing. */
+static int xml_read_root(const char *body, size_t len, bool recover,
+			 const char *name, xmlDocPtr *doc, const xmlNode **root)
+{
+	int rc = xml_read(body, len, recover, doc);
+
+	if (rc)
+		return rc;
+	*root = xmlDocGetRootElement(*doc);
+	if (!xml_is(*root, name)) {
+		xmlFreeDoc(*doc);
+		*doc = NULL;
+		return EPROTO;
+	}
+	return 0;
+}
+
 int s3_xml_parse_list(const char *body, size_t len, struct s3_list_page *page)
 {
 	struct s3_list_page p = {0};
@@ -277,13 +295,10 @@ int s3_xml_parse_list(const char *body, size_t len, struct s3_list_page *page)
 	int rc;
 
 	memset(page, 0, sizeof(*page));
-	rc = xml_read(body, len, false, &doc);
+	rc = xml_read_root(body, len, false, "ListBucketResult", &doc, &root);
 	if (rc)
 		return rc;
 	rc = EPROTO;
-	root = xmlDocGetRootElement(doc);
-	if (!xml_is(root, "ListBucketResult"))
-		goto fail;
 
 	/* Pass 1: the page's own fields (EncodingType may come last). */
 	for (n = root->children; n; n = n->next) {
@@ -397,13 +412,10 @@ int s3_xml_parse_error(const char *body, size_t len, char *code, size_t codelen,
 		code[0] = '\0';
 	if (msglen)
 		message[0] = '\0';
-	rc = xml_read(body, len, true, &doc);
+	rc = xml_read_root(body, len, true, "Error", &doc, &root);
 	if (rc)
 		return rc;
 	rc = EPROTO;
-	root = xmlDocGetRootElement(doc);
-	if (!xml_is(root, "Error"))
-		goto fail;
 	for (n = root->children; n; n = n->next) {
 		bool *seen;
 		char *dst;
