@@ -38,7 +38,7 @@ static void check(const struct fs_options *o, int rc, const char *err)
 	if (o->nchannels == 0 || o->nchannels > FS_MAX_CHANNELS ||
 	    !o->mountpoint || !o->mountpoint[0])
 		abort();
-	if (o->cache_size / 2 < o->part_size)
+	if (o->cache.budget_bytes / 2 < o->cache.block_size)
 		abort();
 	for (i = 0; i < o->nchannels; i++) {
 		if (!fs_channel_name_valid(o->channels[i].name) ||

@@ -123,18 +123,18 @@ static void test_defaults(void **state)
 	fs_options_init(&o);
 	assert_int_equal(o.nchannels, 0);
 	assert_null(o.mountpoint);
-	assert_null(o.endpoint_url);
-	assert_null(o.region);
-	assert_null(o.profile);
-	assert_null(o.ca_bundle);
-	assert_false(o.no_sign_request);
-	assert_false(o.force_path_style);
-	assert_false(o.no_verify_ssl);
-	assert_int_equal(o.cache_size, 256ULL << 20);
-	assert_int_equal(o.part_size, 8ULL << 20);
-	assert_int_equal(o.max_connections, 64);
-	assert_int_equal(o.max_retries, 5);
-	assert_int_equal(o.stall_timeout, 30);
+	assert_null(o.s3.endpoint);
+	assert_null(o.s3.region);
+	assert_null(o.s3.profile);
+	assert_null(o.s3.ca_bundle);
+	assert_false(o.s3.no_sign);
+	assert_false(o.s3.force_path_style);
+	assert_true(o.s3.tls_verify);
+	assert_int_equal(o.cache.budget_bytes, 256ULL << 20);
+	assert_int_equal(o.cache.block_size, 8ULL << 20);
+	assert_int_equal(o.s3.max_connections, 64);
+	assert_int_equal(o.s3.max_retries, 5);
+	assert_int_equal(o.s3.stall_seconds, 30);
 	assert_int_equal(o.epochs, 0);
 	assert_int_equal(o.seek, FS_SEEK_REJECT);
 	assert_false(o.foreground);
@@ -153,11 +153,11 @@ static void test_defaults_after_parse(void **state)
 	struct fs_options o;
 
 	OK(false, &o, "train=s3://bucket", "/mnt");
-	assert_int_equal(o.cache_size, 256ULL << 20);
-	assert_int_equal(o.part_size, 8ULL << 20);
-	assert_int_equal(o.max_connections, 64);
-	assert_int_equal(o.max_retries, 5);
-	assert_int_equal(o.stall_timeout, 30);
+	assert_int_equal(o.cache.budget_bytes, 256ULL << 20);
+	assert_int_equal(o.cache.block_size, 8ULL << 20);
+	assert_int_equal(o.s3.max_connections, 64);
+	assert_int_equal(o.s3.max_retries, 5);
+	assert_int_equal(o.s3.stall_seconds, 30);
 	assert_int_equal(o.epochs, 0);
 	assert_int_equal(o.seek, FS_SEEK_REJECT);
 	assert_false(o.foreground);
@@ -174,7 +174,7 @@ static void test_issue_s3pipe(void **state)
 	OK(false, &o, "--endpoint-url", "http://127.0.0.1:9000",
 	   "train=s3://bucket/data/train/", "validation=s3://bucket/data/val/",
 	   "/opt/ml/input/data");
-	assert_string_equal(o.endpoint_url, "http://127.0.0.1:9000");
+	assert_string_equal(o.s3.endpoint, "http://127.0.0.1:9000");
 	assert_int_equal(o.nchannels, 2);
 	assert_string_equal(o.channels[0].name, "train");
 	assert_string_equal(o.channels[0].uri, "s3://bucket/data/train/");
@@ -201,8 +201,8 @@ static void test_issue_mount_helper(void **state)
 	assert_string_equal(o.channels[0].bucket, "bucket");
 	assert_string_equal(o.channels[0].prefix, "data/train/");
 	assert_string_equal(o.mountpoint, "/mnt/train");
-	assert_string_equal(o.region, "eu-west-1");
-	assert_int_equal(o.cache_size, 512ULL << 20);
+	assert_string_equal(o.s3.region, "eu-west-1");
+	assert_int_equal(o.cache.budget_bytes, 512ULL << 20);
 	assert_false(o.foreground);
 	assert_false(o.fake);
 	fs_options_free(&o);
@@ -224,7 +224,6 @@ static void test_fstab_style(void **state)
 	   "rw,_netdev,channel=validation,allow_other");
 	assert_string_equal(o.channels[0].name, "validation");
 	assert_string_equal(o.channels[0].prefix, "data/val");
-	assert_true(o.read_only_fake);
 	fs_options_free(&o);
 
 	/* every keyword fstab or mount may hand us */
@@ -234,7 +233,7 @@ static void test_fstab_style(void **state)
 	   "x-systemd.idle-timeout=60,comment=hello,user=alice");
 	assert_string_equal(o.channels[0].name, "train");
 	assert_false(o.allow_other);
-	assert_int_equal(o.cache_size, 256ULL << 20);
+	assert_int_equal(o.cache.budget_bytes, 256ULL << 20);
 	fs_options_free(&o);
 
 	/* the keywords are harmless on s3pipe's own command line too */
@@ -258,18 +257,18 @@ static void test_helper_default_channel(void **state)
 
 static void check_all_set(const struct fs_options *o)
 {
-	assert_string_equal(o->endpoint_url, "https://s3.example.com:8443");
-	assert_string_equal(o->region, "eu-west-1");
-	assert_string_equal(o->profile, "dev");
-	assert_string_equal(o->ca_bundle, "/etc/ssl/ca.pem");
-	assert_true(o->no_sign_request);
-	assert_true(o->force_path_style);
-	assert_true(o->no_verify_ssl);
-	assert_int_equal(o->cache_size, 1ULL << 30);
-	assert_int_equal(o->part_size, 16ULL << 20);
-	assert_int_equal(o->max_connections, 64);
-	assert_int_equal(o->max_retries, 0);
-	assert_int_equal(o->stall_timeout, 90);
+	assert_string_equal(o->s3.endpoint, "https://s3.example.com:8443");
+	assert_string_equal(o->s3.region, "eu-west-1");
+	assert_string_equal(o->s3.profile, "dev");
+	assert_string_equal(o->s3.ca_bundle, "/etc/ssl/ca.pem");
+	assert_true(o->s3.no_sign);
+	assert_true(o->s3.force_path_style);
+	assert_false(o->s3.tls_verify);
+	assert_int_equal(o->cache.budget_bytes, 1ULL << 30);
+	assert_int_equal(o->cache.block_size, 16ULL << 20);
+	assert_int_equal(o->s3.max_connections, 64);
+	assert_int_equal(o->s3.max_retries, 0);
+	assert_int_equal(o->s3.stall_seconds, 90);
 	assert_int_equal(o->epochs, 3);
 	assert_int_equal(o->seek, FS_SEEK_EMULATE);
 	assert_true(o->uid_set);
@@ -361,10 +360,10 @@ static void test_underscores_in_long(void **state)
 
 	OK(false, &o, "--cache_size", "64M", "--allow_other",
 	   "--no_sign-request", "--max_connections=2", "a=s3://bucket", "/mnt");
-	assert_int_equal(o.cache_size, 64ULL << 20);
+	assert_int_equal(o.cache.budget_bytes, 64ULL << 20);
 	assert_true(o.allow_other);
-	assert_true(o.no_sign_request);
-	assert_int_equal(o.max_connections, 2);
+	assert_true(o.s3.no_sign);
+	assert_int_equal(o.s3.max_connections, 2);
 	fs_options_free(&o);
 }
 
@@ -410,11 +409,11 @@ static void test_sizes(void **state)
 	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		OK(false, &o, "--part-size", cases[i].text, "--cache-size",
 		   "4G", "a=s3://bucket", "/mnt");
-		assert_int_equal(o.part_size, cases[i].value);
+		assert_int_equal(o.cache.block_size, cases[i].value);
 		fs_options_free(&o);
 	}
 	OK(false, &o, "--cache-size", "2T", "a=s3://bucket", "/mnt");
-	assert_int_equal(o.cache_size, 2ULL << 40);
+	assert_int_equal(o.cache.budget_bytes, 2ULL << 40);
 	fs_options_free(&o);
 }
 
@@ -426,11 +425,11 @@ static void test_limits_accepted(void **state)
 	   "--max-connections", "1", "--max-retries", "20", "--stall-timeout",
 	   "1", "--epochs", "4294967295", "--uid", "0", "--gid", "0",
 	   "a=s3://bucket", "/mnt");
-	assert_int_equal(o.part_size, 64ULL << 10);
-	assert_int_equal(o.cache_size, 128ULL << 10);
-	assert_int_equal(o.max_connections, 1);
-	assert_int_equal(o.max_retries, 20);
-	assert_int_equal(o.stall_timeout, 1);
+	assert_int_equal(o.cache.block_size, 64ULL << 10);
+	assert_int_equal(o.cache.budget_bytes, 128ULL << 10);
+	assert_int_equal(o.s3.max_connections, 1);
+	assert_int_equal(o.s3.max_retries, 20);
+	assert_int_equal(o.s3.stall_seconds, 1);
 	assert_int_equal(o.epochs, 4294967295U);
 	assert_true(o.uid_set);
 	assert_int_equal(o.uid, 0);
@@ -440,9 +439,9 @@ static void test_limits_accepted(void **state)
 	OK(false, &o, "--part-size", "1G", "--cache-size", "2G",
 	   "--max-connections", "256", "--stall-timeout", "3600", "--uid",
 	   "4294967294", "a=s3://bucket", "/mnt");
-	assert_int_equal(o.part_size, 1ULL << 30);
-	assert_int_equal(o.max_connections, 256);
-	assert_int_equal(o.stall_timeout, 3600);
+	assert_int_equal(o.cache.block_size, 1ULL << 30);
+	assert_int_equal(o.s3.max_connections, 256);
+	assert_int_equal(o.s3.stall_seconds, 3600);
 	assert_int_equal(o.uid, (uid_t)4294967294U);
 	fs_options_free(&o);
 }
@@ -465,9 +464,9 @@ static void test_last_wins(void **state)
 	   "--region=ap-south-1", "--profile", "a", "--profile", "b",
 	   "--cache-size", "1G", "--cache-size", "32M", "a=s3://bucket",
 	   "/mnt");
-	assert_string_equal(o.region, "ap-south-1");
-	assert_string_equal(o.profile, "b");
-	assert_int_equal(o.cache_size, 32ULL << 20);
+	assert_string_equal(o.s3.region, "ap-south-1");
+	assert_string_equal(o.s3.profile, "b");
+	assert_int_equal(o.cache.budget_bytes, 32ULL << 20);
 	fs_options_free(&o);
 
 	OK(true, &o, "s3://bucket", "/mnt", "-o", "channel=a,channel=b");
@@ -495,7 +494,7 @@ static void test_endpoint_forms(void **state)
 	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		OK(false, &o, "--endpoint-url", cases[i].in, "a=s3://bucket",
 		   "/mnt");
-		assert_string_equal(o.endpoint_url, cases[i].out);
+		assert_string_equal(o.s3.endpoint, cases[i].out);
 		fs_options_free(&o);
 	}
 }
@@ -510,7 +509,7 @@ static void test_options_anywhere(void **state)
 	   "/mnt", "-f", "-o", "allow_other");
 	assert_int_equal(o.nchannels, 2);
 	assert_string_equal(o.channels[1].name, "b");
-	assert_string_equal(o.region, "r1");
+	assert_string_equal(o.s3.region, "r1");
 	assert_true(o.foreground);
 	assert_true(o.allow_other);
 	assert_string_equal(o.mountpoint, "/mnt");
@@ -519,7 +518,7 @@ static void test_options_anywhere(void **state)
 	OK(true, &o, "-o", "channel=val", "s3://bucket/v", "--region=r2",
 	   "/mnt/v");
 	assert_string_equal(o.channels[0].name, "val");
-	assert_string_equal(o.region, "r2");
+	assert_string_equal(o.s3.region, "r2");
 	assert_string_equal(o.mountpoint, "/mnt/v");
 	fs_options_free(&o);
 }
@@ -581,8 +580,8 @@ static void test_escaped_comma(void **state)
 
 	OK(false, &o, "-o", "ca_bundle=/etc/a\\,b.pem,allow_other,,", "-o",
 	   ",profile=x\\\\y", "a=s3://bucket", "/mnt");
-	assert_string_equal(o.ca_bundle, "/etc/a,b.pem");
-	assert_string_equal(o.profile, "x\\y");
+	assert_string_equal(o.s3.ca_bundle, "/etc/a,b.pem");
+	assert_string_equal(o.s3.profile, "x\\y");
 	assert_true(o.allow_other);
 	fs_options_free(&o);
 }
@@ -594,7 +593,6 @@ static void test_helper_flags(void **state)
 	struct fs_options o;
 
 	OK(true, &o, "s3://bucket", "/mnt", "-s", "-n", "-v");
-	assert_true(o.read_only_fake);
 	assert_false(o.fake);
 	assert_false(o.foreground);
 	fs_options_free(&o);
@@ -607,7 +605,6 @@ static void test_helper_flags(void **state)
 
 	OK(true, &o, "s3://bucket", "/mnt", "-sfnv", "-o", "channel=t");
 	assert_true(o.fake);
-	assert_true(o.read_only_fake);
 	assert_false(o.foreground);
 	assert_string_equal(o.channels[0].name, "t");
 	fs_options_free(&o);
@@ -926,7 +923,7 @@ static void test_errors_cache_vs_part(void **state)
 	    "--cache-size", "16777215", "a=s3://bucket", "/mnt");
 	/* exactly twice is enough */
 	OK(false, &o, "--cache-size", "16M", "a=s3://bucket", "/mnt");
-	assert_int_equal(o.cache_size, 16ULL << 20);
+	assert_int_equal(o.cache.budget_bytes, 16ULL << 20);
 	fs_options_free(&o);
 }
 
@@ -1035,8 +1032,8 @@ static void test_free_is_idempotent(void **state)
 	fs_options_free(&o);
 	assert_int_equal(o.nchannels, 0);
 	assert_null(o.mountpoint);
-	assert_null(o.region);
-	assert_null(o.endpoint_url);
+	assert_null(o.s3.region);
+	assert_null(o.s3.endpoint);
 	fs_options_free(&o);
 
 	/* a failure half-way leaves o freeable (ASan/valgrind: no leak) */
