@@ -1,14 +1,35 @@
 /*
- * fs options: one table drives every form of every option.
+ * fs options: one table, parsed with libfuse's fuse_opt.
  *
  * Each option is one row of opt_table: its canonical name (with dashes), an
- * optional short letter, a kind (flag, string, size, number, or a setter for
- * the few that need more), where the value lands in struct fs_options, its
- * limits and its help line.  "--name VALUE", "--name=VALUE", "-x" and
- * "-o name=VALUE" all end in opt_apply() with the same row, and
- * fs_options_usage() prints the same table.  Option names compare with '-'
- * and '_' equal.  Inside -o lists a comma may be escaped as "\," (and a
- * backslash as "\\"), as libfuse does.
+ * optional short letter (flags only), a kind (flag, string, size, number,
+ * or a setter for the few that need more), where the value lands in struct
+ * fs_options (often inside a module's conf), its limits and its help line.
+ * Every form of an option ends in opt_apply() with its row, and
+ * fs_options_usage() prints the same rows, with the defaults read from a
+ * freshly initialised struct.  Names compare with '-' and '_' equal.
+ *
+ * fs_options_parse() runs fuse_opt_parse() over argv with templates built
+ * from the table (build_templates()) and one processing function,
+ * opt_proc():
+ *
+ *   --name VALUE     templates "--name" (a value follows: noted in
+ *                    st->pending) and "--name " (fuse_opt takes the next
+ *                    argument), for every '-'/'_' spelling of the name;
+ *   --name=VALUE     the "--name " template again, matched as a prefix;
+ *   --flag, -x, -fd  no template: opt_proc looks the name up, or takes a
+ *                    cluster of short flags one letter at a time;
+ *   -o name[=VALUE]  fuse_opt splits the list (a backslash escapes the next
+ *                    character, "\," is a comma; \NNN is an octal byte)
+ *                    and opt_proc looks each name up;
+ *   fstab keywords   FUSE_OPT_KEY_DISCARD templates (x-* in opt_proc);
+ *   other -o items   for libfuse and the kernel: opt_proc tries each on a
+ *                    throw-away fuse_session_new() (it opens and mounts
+ *                    nothing), refuses what libfuse refuses and keeps the
+ *                    rest, which fuse_opt gathers into "-o LIST": that is
+ *                    o->fuse_args, and fs_options_session_args() puts it
+ *                    after s3pipe's own session options;
+ *   NAME=URI, MOUNTPOINT  non-options, checked once all options are in.
  *
  * mount(8) runs helpers as (section EXTERNAL HELPERS of util-linux mount(8))
  *
@@ -19,12 +40,12 @@
  * is NOT foreground: "mount -f" must not mount, and a helper that stayed in
  * the foreground would hang mount(8).  We set o->fake (check everything,
  * mount nothing) and foreground is "-o foreground".  -s, -n and -v are
- * accepted and ignored; sloppy is optional per mount(8),
- * and unknown options stay errors.  -t only names a subtype and is ignored.
- * -N asks for a mount in another namespace, which we cannot honour, so it is
+ * accepted and ignored.  -t only names a subtype and is ignored.  -N asks
+ * for a mount in another namespace, which we cannot honour, so it is
  * refused rather than mounting in the wrong place.  mount(8) strips auto,
- * noauto, comment= and x-* itself; fstab keywords it does pass (_netdev,
- * nofail, user, user=NAME for user mounts, rw, ...) are ignored here.
+ * noauto, comment= and x-* itself; the fstab keywords it does pass (_netdev,
+ * nofail, user, user=NAME for user mounts, rw, ...) are dropped here: the
+ * mount is always read-only.
  *
  * Error messages are one line: control characters from argv are replaced
  * with '?' so a hostile argument cannot forge extra lines.
@@ -36,6 +57,8 @@
 #include "s3/s3.h"
 #include "util/util.h"
 
+#include <fuse_lowlevel.h>
+
 #include <errno.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -46,6 +69,7 @@
 #define HELP_COLUMN 28		  /* where help text starts in --help */
 #define HELP_WIDTH  79		  /* and where it wraps */
 #define ID_MAX	    4294967294ULL /* (uid_t)-1 means "no change" */
+#define FSNAME_MAX  512		  /* longest source shown as fsname */
 
 enum opt_kind {
 	OPT_FLAG,   /* bool at offset, no value */
@@ -61,25 +85,39 @@ enum opt_form {
 	FORM_O,	    /* -o name[=value] */
 };
 
+/* opt_proc()'s keys for our templates (fuse_opt's own are negative) */
+enum {
+	KEY_PASS = -100,    /* not a key: o_item() hands the item to libfuse */
+	KEY_TYPE_NEXT = 1,  /* mount.s3pipe "-t": its value follows */
+	KEY_TYPE,	    /* "-t TYPE" or "-tTYPE" */
+	KEY_NEXT = 0x1000,  /* + row: "--name", its value follows */
+	KEY_VALUE = 0x2000, /* + row: "--name VALUE" glued, or "--name..." */
+};
+
 struct parse_state {
 	struct fs_options *o;
 	bool mount_helper;
 	const char *prog;		       /* for "(see PROG --help)" */
 	char channel[FS_CHANNEL_NAME_MAX + 1]; /* -o channel=, "" if unset */
-	char shown[96]; /* the option being applied, as the user wrote it */
+	char shown[96];	  /* the option being applied, as the user wrote it */
+	const char **pos; /* the non-options, pointing into argv */
+	int npos;
+	int pending; /* KEY_NEXT + row or KEY_TYPE_NEXT, else 0 */
+	int rc;	     /* why opt_proc() stopped fuse_opt_parse() */
 	char *err;
 	size_t errlen;
 };
 
 struct opt_def {
-	const char *name;    /* canonical, with dashes */
-	char short_name;     /* 0 when none */
+	const char *name;    /* canonical, with dashes; not the start of
+				another name ("--name " matches prefixes) */
+	char short_name;     /* 0 when none; only for flags */
 	enum opt_kind kind;  /* how the value is parsed and stored */
 	size_t offset;	     /* into struct fs_options (not OPT_SETTER) */
 	uint64_t min, max;   /* OPT_SIZE, OPT_UINT */
 	const char *metavar; /* NULL: the option takes no value */
 	int (*set)(struct parse_state *st, const char *val); /* OPT_SETTER */
-	const char *help;
+	const char *help; /* fs_options_usage() adds SIZE and UINT defaults */
 };
 
 static int set_endpoint(struct parse_state *st, const char *val);
@@ -133,43 +171,49 @@ static const struct opt_def opt_table[] = {
      .min = 0,
      .max = UINT64_MAX,
      .metavar = "SIZE",
-     .help = "memory for all cached data, at least twice --part-size "
-	     "(default 256M)"},
+     .help = "memory for all cached data, at least twice --part-size"},
     {.name = "part-size",
      .kind = OPT_SIZE,
      .offset = OFF(cache.block_size),
      .min = CACHE_MIN_BLOCK_SIZE,
      .max = CACHE_MAX_BLOCK_SIZE,
      .metavar = "SIZE",
-     .help = "bytes per cache block, 64K to 1G (default 8M)"},
+     .help = "bytes per cache block, 64K to 1G"},
     {.name = "max-connections",
      .kind = OPT_UINT,
      .offset = OFF(s3.max_connections),
      .min = 1,
      .max = 256,
      .metavar = "N",
-     .help = "parallel connections to S3, 1 to 256 (default 64)"},
+     .help = "parallel connections to S3, 1 to 256"},
     {.name = "max-retries",
      .kind = OPT_UINT,
      .offset = OFF(s3.max_retries),
      .min = 0,
      .max = 20,
      .metavar = "N",
-     .help = "retries of a failed request, 0 to 20 (default 5)"},
+     .help = "retries of a failed request, 0 to 20"},
     {.name = "stall-timeout",
      .kind = OPT_UINT,
      .offset = OFF(s3.stall_seconds),
      .min = 1,
      .max = 3600,
      .metavar = "SECONDS",
-     .help = "retry a stalled transfer after SECONDS, 1 to 3600 (default 30)"},
+     .help = "retry a stalled transfer after SECONDS, 1 to 3600"},
+    {.name = "max-threads",
+     .kind = OPT_UINT,
+     .offset = OFF(max_threads),
+     .min = 1,
+     .max = 256,
+     .metavar = "N",
+     .help = "FUSE worker threads, 1 to 256"},
     {.name = "epochs",
      .kind = OPT_UINT,
      .offset = OFF(epochs),
      .min = 0,
      .max = UINT32_MAX,
      .metavar = "N",
-     .help = "epoch files per channel, 0 = no limit (default 0)"},
+     .help = "epoch files per channel, 0 = no limit"},
     {.name = "seek",
      .kind = OPT_SETTER,
      .metavar = "MODE",
@@ -205,7 +249,8 @@ static const struct opt_def opt_table[] = {
      .kind = OPT_SETTER,
      .metavar = "NAME",
      .set = set_channel,
-     .help = "mount.s3pipe only: the channel name of SOURCE (default train)"},
+     .help = "mount.s3pipe only: the channel name of SOURCE "
+	     "(default " FS_DEFAULT_CHANNEL ")"},
     {.name = "help",
      .short_name = 'h',
      .kind = OPT_FLAG,
@@ -220,14 +265,42 @@ static const struct opt_def opt_table[] = {
 
 #define OPT_COUNT (sizeof(opt_table) / sizeof(opt_table[0]))
 
-/* mount(8)/fstab keywords that mean nothing to s3pipe (-o only). */
-static const char *const ignored_words[] = {
-    "_netdev", "auto",	 "noauto", "user",     "users", "nouser",
-    "owner",   "group",	 "nofail", "defaults", "rw",	"ro",
-    "exec",    "noexec", "suid",   "nosuid",   "dev",	"nodev",
+/*
+ * fstab(5) and mount(8) keywords that mean nothing to a read-only s3pipe,
+ * dropped wherever they appear in -o.  x-* is dropped in o_item(): a
+ * template without '=' matches only itself.
+ */
+static const struct fuse_opt discard_templates[] = {
+    FUSE_OPT_KEY("_netdev", FUSE_OPT_KEY_DISCARD),
+    FUSE_OPT_KEY("nofail", FUSE_OPT_KEY_DISCARD),
+    FUSE_OPT_KEY("auto", FUSE_OPT_KEY_DISCARD),
+    FUSE_OPT_KEY("noauto", FUSE_OPT_KEY_DISCARD),
+    FUSE_OPT_KEY("user", FUSE_OPT_KEY_DISCARD),
+    FUSE_OPT_KEY("users", FUSE_OPT_KEY_DISCARD),
+    FUSE_OPT_KEY("nouser", FUSE_OPT_KEY_DISCARD),
+    FUSE_OPT_KEY("owner", FUSE_OPT_KEY_DISCARD),
+    FUSE_OPT_KEY("group", FUSE_OPT_KEY_DISCARD),
+    FUSE_OPT_KEY("defaults", FUSE_OPT_KEY_DISCARD),
+    FUSE_OPT_KEY("rw", FUSE_OPT_KEY_DISCARD),
+    FUSE_OPT_KEY("ro", FUSE_OPT_KEY_DISCARD),
+    FUSE_OPT_KEY("exec", FUSE_OPT_KEY_DISCARD),
+    FUSE_OPT_KEY("noexec", FUSE_OPT_KEY_DISCARD),
+    FUSE_OPT_KEY("suid", FUSE_OPT_KEY_DISCARD),
+    FUSE_OPT_KEY("nosuid", FUSE_OPT_KEY_DISCARD),
+    FUSE_OPT_KEY("dev", FUSE_OPT_KEY_DISCARD),
+    FUSE_OPT_KEY("nodev", FUSE_OPT_KEY_DISCARD),
+    FUSE_OPT_KEY("comment=", FUSE_OPT_KEY_DISCARD),
+    FUSE_OPT_KEY("user=", FUSE_OPT_KEY_DISCARD),
 };
 
-static const char *const ignored_prefixes[] = {"x-", "comment=", "user="};
+/* mount.s3pipe's "-t TYPE" ("-t" notes that a value follows) */
+static const struct fuse_opt helper_templates[] = {
+    FUSE_OPT_KEY("-t", KEY_TYPE_NEXT),
+    FUSE_OPT_KEY("-t ", KEY_TYPE),
+};
+
+#define NDISCARD (sizeof(discard_templates) / sizeof(discard_templates[0]))
+#define NHELPER	 (sizeof(helper_templates) / sizeof(helper_templates[0]))
 
 __attribute__((format(printf, 3, 4))) static int
 fail(struct parse_state *st, int rc, const char *fmt, ...)
@@ -498,159 +571,348 @@ static int opt_apply(struct parse_state *st, const struct opt_def *d,
 	}
 }
 
-static bool ignored_keyword(const char *item)
+/* ---- templates for fuse_opt_parse() ---- */
+
+static unsigned count_dashes(const char *name)
+{
+	unsigned n = 0;
+
+	for (; *name; name++)
+		n += *name == '-';
+	return n;
+}
+
+/*
+ * "--NAME" (or "--NAME " with space) where bit i of mask turns the i-th
+ * '-' of name into '_'.  NULL when out of memory.
+ */
+static char *spelling(const char *name, unsigned mask, bool space)
+{
+	size_t len = strlen(name);
+	char *s = malloc(len + 4);
+	unsigned bit = 0;
+	size_t i;
+
+	if (!s)
+		return NULL;
+	s[0] = s[1] = '-';
+	for (i = 0; i < len; i++) {
+		s[i + 2] = name[i];
+		if (name[i] == '-' && (mask >> bit++) & 1)
+			s[i + 2] = '_';
+	}
+	s[len + 2] = space ? ' ' : '\0';
+	s[len + 3] = '\0';
+	return s;
+}
+
+/* Frees what build_templates() made: the first n templates' strings. */
+static void free_templates(struct fuse_opt *t, size_t n)
 {
 	size_t i;
 
-	for (i = 0; i < sizeof(ignored_words) / sizeof(ignored_words[0]); i++) {
-		if (strcmp(item, ignored_words[i]) == 0)
-			return true;
-	}
-	for (i = 0; i < sizeof(ignored_prefixes) / sizeof(ignored_prefixes[0]);
-	     i++) {
-		if (strncmp(item, ignored_prefixes[i],
-			    strlen(ignored_prefixes[i])) == 0)
-			return true;
-	}
-	return false;
+	if (!t)
+		return;
+	for (i = 0; i < n; i++)
+		free((char *)t[i].templ);
+	free(t);
 }
 
-/* One "name" or "name=value" from a -o list. */
-static int apply_o_item(struct parse_state *st, const char *item)
+/*
+ * The templates for one parse: "--NAME" and "--NAME " for each spelling
+ * of each option that takes a value, then the keywords to discard (and
+ * mount.s3pipe's -t), then FUSE_OPT_END.  *nbuilt gets the number of
+ * allocated template strings at the start.  NULL when out of memory.
+ */
+static struct fuse_opt *build_templates(bool mount_helper, size_t *nbuilt)
 {
-	const char *eq = strchr(item, '=');
-	size_t len = eq ? (size_t)(eq - item) : strlen(item);
-	const struct opt_def *d;
+	struct fuse_opt *t;
+	size_t i, n = 0, cap = NDISCARD + NHELPER + 1;
+	unsigned mask;
 
-	if (ignored_keyword(item))
-		return 0;
-	d = find_long(item, len);
-	if (!d)
-		return fail(st, EINVAL,
-			    "unknown option '%.*s' in -o (see %s --help)",
-			    (int)(len > 64 ? 64 : len), item, st->prog);
-	return opt_apply(st, d, FORM_O, eq ? eq + 1 : NULL);
-}
-
-/* A comma-separated -o list; "\," is a comma, "\\" a backslash. */
-static int apply_o_list(struct parse_state *st, const char *list)
-{
-	char *copy = strdup(list);
-	char *p, *w, *item;
-	char end;
-	int rc = 0;
-
-	if (!copy)
-		return fail_nomem(st);
-	p = copy;
-	for (;;) {
-		item = p;
-		w = p;
-		while (*p && *p != ',') {
-			if (p[0] == '\\' && (p[1] == ',' || p[1] == '\\')) {
-				*w++ = p[1];
-				p += 2;
-			} else {
-				*w++ = *p++;
+	for (i = 0; i < OPT_COUNT; i++) {
+		if (opt_table[i].metavar)
+			cap += 2u << count_dashes(opt_table[i].name);
+	}
+	t = calloc(cap, sizeof(*t));
+	if (!t)
+		return NULL;
+	for (i = 0; i < OPT_COUNT; i++) {
+		if (!opt_table[i].metavar)
+			continue;
+		for (mask = 0; mask < 1u << count_dashes(opt_table[i].name);
+		     mask++) {
+			t[n] = (struct fuse_opt)FUSE_OPT_KEY(
+			    spelling(opt_table[i].name, mask, false),
+			    KEY_NEXT + (int)i);
+			t[n + 1] = (struct fuse_opt)FUSE_OPT_KEY(
+			    spelling(opt_table[i].name, mask, true),
+			    KEY_VALUE + (int)i);
+			n += 2;
+			if (!t[n - 2].templ || !t[n - 1].templ) {
+				free_templates(t, n);
+				return NULL;
 			}
 		}
-		end = *p;
-		*w = '\0';
-		if (*item) {
-			rc = apply_o_item(st, item);
-			if (rc)
-				goto fail;
-		}
-		if (!end)
-			break;
-		p++;
 	}
-fail:
-	free(copy);
+	*nbuilt = n;
+	memcpy(t + n, discard_templates, sizeof(discard_templates));
+	if (mount_helper)
+		memcpy(t + n + NDISCARD, helper_templates,
+		       sizeof(helper_templates));
+	return t; /* calloc wrote FUSE_OPT_END */
+}
+
+/* ---- options for libfuse ---- */
+
+/*
+ * What libfuse logged during the current parse.  Its log function takes no
+ * user pointer, hence a static: options are parsed once, at start-up, on
+ * one thread.
+ */
+static char fuse_msg[256];
+
+__attribute__((format(printf, 2, 0))) static void
+capture_fuse_log(enum fuse_log_level level, const char *fmt, va_list ap)
+{
+	size_t used = strlen(fuse_msg);
+
+	(void)level;
+	if (used + 1 < sizeof(fuse_msg))
+		vsnprintf(fuse_msg + used, sizeof(fuse_msg) - used, fmt, ap);
+}
+
+/*
+ * Whether libfuse takes "-o item": a session is created and destroyed
+ * (fuse_session_new() parses and allocates; it opens and mounts nothing).
+ * Returns 0, EINVAL with libfuse's message in fuse_msg, or ENOMEM.
+ */
+static int libfuse_takes(const char *item)
+{
+	static const struct fuse_lowlevel_ops no_ops;
+	struct fuse_args args = FUSE_ARGS_INIT(0, NULL);
+	struct fuse_session *se;
+	char *list = NULL;
+	int rc = ENOMEM;
+
+	fuse_msg[0] = '\0';
+	if (fuse_opt_add_opt_escaped(&list, item) != 0 ||
+	    fuse_opt_add_arg(&args, "s3pipe") != 0 ||
+	    fuse_opt_add_arg(&args, "-o") != 0 ||
+	    fuse_opt_add_arg(&args, list) != 0)
+		goto out;
+	se = fuse_session_new(&args, &no_ops, sizeof(no_ops), NULL);
+	rc = se ? 0 : EINVAL;
+	if (se)
+		fuse_session_destroy(se);
+out:
+	free(list);
+	fuse_opt_free_args(&args);
 	return rc;
 }
 
-/* "--name", "--name=value" or "--name value" (consuming argv[*i + 1]). */
-static int parse_long(struct parse_state *st, int argc, char **argv, int *i)
+/*
+ * An -o item s3pipe does not know: KEY_PASS (fuse_opt keeps it for libfuse)
+ * when a session takes it, else an error.
+ */
+static int passthrough(struct parse_state *st, const char *item, size_t len)
 {
-	const char *body = argv[*i] + 2;
-	const char *eq = strchr(body, '=');
-	size_t len = eq ? (size_t)(eq - body) : strlen(body);
-	const struct opt_def *d = find_long(body, len);
-
-	if (!d)
-		return fail(st, EINVAL,
-			    "unknown option '--%.*s' (see %s --help)",
-			    (int)(len > 64 ? 64 : len), body, st->prog);
-	if (eq || !d->metavar)
-		return opt_apply(st, d, FORM_LONG, eq ? eq + 1 : NULL);
-	if (*i + 1 >= argc)
-		return opt_apply(st, d, FORM_LONG, NULL);
-	(*i)++;
-	return opt_apply(st, d, FORM_LONG, argv[*i]);
-}
-
-/* A value for a short option: the rest of the cluster or the next arg. */
-static const char *short_value(const char *rest, int argc, char **argv, int *i)
-{
-	if (*rest)
-		return rest;
-	if (*i + 1 >= argc)
-		return NULL;
-	(*i)++;
-	return argv[*i];
-}
-
-/* A cluster of short options: "-f", "-fd", "-oallow_other", "-sfnv". */
-static int parse_short(struct parse_state *st, int argc, char **argv, int *i)
-{
-	const char *p = argv[*i] + 1;
-	const struct opt_def *d;
-	const char *val;
+	const char *msg = fuse_msg;
+	int n = (int)(len > 64 ? 64 : len);
 	int rc;
 
+	if (name_eq(item, len, "max-read"))
+		return fail(st, EINVAL,
+			    "option -o max_read cannot be set: s3pipe mounts "
+			    "with max_read=%u",
+			    FS_MAX_READ);
+	rc = libfuse_takes(item);
+	if (rc == ENOMEM)
+		return fail_nomem(st);
+	if (rc == 0)
+		return KEY_PASS;
+	if (strstr(fuse_msg, "unknown option") || !fuse_msg[0])
+		return fail(st, EINVAL,
+			    "unknown option '-o %.*s' (see %s --help)", n, item,
+			    st->prog);
+	if (strncmp(msg, "fuse: ", 6) == 0)
+		msg += 6;
+	return fail(st, EINVAL, "option '-o %.*s' refused by libfuse: %.*s", n,
+		    item, (int)strcspn(msg, "\n"), msg);
+}
+
+/* ---- what opt_proc() gets ---- */
+
+static int unknown_long(struct parse_state *st, const char *arg)
+{
+	size_t len = strcspn(arg + 2, "=");
+
+	return fail(st, EINVAL, "unknown option '--%.*s' (see %s --help)",
+		    (int)(len > 64 ? 64 : len), arg + 2, st->prog);
+}
+
+/* A "--name" template's row; arg is "--nameVALUE" when the value was the
+ * next argument (st->pending says so), else "--name=VALUE" or a longer
+ * name. */
+static int long_value(struct parse_state *st, int row, const char *arg)
+{
+	const struct opt_def *d = &opt_table[row];
+	const char *rest = arg + 2 + strlen(d->name);
+	bool separate = st->pending == KEY_NEXT + row;
+
+	st->pending = 0;
+	if (separate)
+		return opt_apply(st, d, FORM_LONG, rest);
+	if (*rest == '=')
+		return opt_apply(st, d, FORM_LONG, rest + 1);
+	return unknown_long(st, arg);
+}
+
+/* "--flag" or "--flag=value": an option without a template. */
+static int long_flag(struct parse_state *st, const char *arg)
+{
+	const char *name = arg + 2;
+	size_t len = strcspn(name, "=");
+	const struct opt_def *d = find_long(name, len);
+
+	if (!d)
+		return unknown_long(st, arg);
+	return opt_apply(st, d, FORM_LONG, name[len] ? name + len + 1 : NULL);
+}
+
+/* mount(8)'s letters for mount.s3pipe (-t aside); 1 when c is not one. */
+static int helper_letter(struct parse_state *st, char c)
+{
+	switch (c) {
+	case 'f':
+		st->o->fake = true;
+		return 0;
+	case 's':
+	case 'n':
+	case 'v':
+		return 0; /* accepted, ignored */
+	case 'N':
+		return fail(st, EINVAL,
+			    "option -N (mount in another namespace) is not "
+			    "supported: run mount.s3pipe inside that "
+			    "namespace");
+	default:
+		return 1;
+	}
+}
+
+/* Short flags, one or several: "-f", "-fd", "-sfnv". */
+static int short_flags(struct parse_state *st, const char *p)
+{
+	const struct opt_def *d;
+	int rc;
+
+	if (!*p)
+		return fail(st, EINVAL, "unknown option '-' (see %s --help)",
+			    st->prog);
 	for (; *p; p++) {
-		if (*p == 'o') {
-			val = short_value(p + 1, argc, argv, i);
-			if (!val)
-				return fail(st, EINVAL,
-					    "option -o needs a value");
-			return apply_o_list(st, val);
-		}
-		if (st->mount_helper) {
-			if (*p == 'f') {
-				st->o->fake = true;
-				continue;
-			}
-			if (*p == 's' || *p == 'n' || *p == 'v')
-				continue; /* accepted, ignored */
-			if (*p == 't') {
-				if (!short_value(p + 1, argc, argv, i))
-					return fail(st, EINVAL,
-						    "option -t needs a value");
-				return 0;
-			}
-			if (*p == 'N')
-				return fail(
-				    st, EINVAL,
-				    "option -N (mount in another "
-				    "namespace) is not supported: run "
-				    "mount.s3pipe inside that namespace");
-		}
+		if (st->mount_helper && *p == 't')
+			return p[1] ? 0 /* the rest is the type */
+				    : fail(st, EINVAL,
+					   "option -t needs a value");
+		rc = st->mount_helper ? helper_letter(st, *p) : 1;
+		if (rc == 0)
+			continue;
+		if (rc != 1)
+			return rc;
+		if (*p == 'o')
+			return fail(st, EINVAL,
+				    "option -o must start an argument: -o "
+				    "OPTIONS or -oOPTIONS");
 		d = find_short(*p);
 		if (!d)
 			return fail(st, EINVAL,
 				    "unknown option '-%c' (see %s --help)", *p,
 				    st->prog);
-		if (d->metavar) {
-			val = short_value(p + 1, argc, argv, i);
-			return opt_apply(st, d, FORM_SHORT, val);
-		}
 		rc = opt_apply(st, d, FORM_SHORT, NULL);
 		if (rc || st->o->help || st->o->version)
 			return rc;
 	}
 	return 0;
+}
+
+/* One item of an -o list, unescaped: 0, an errno, or KEY_PASS. */
+static int o_item(struct parse_state *st, const char *item)
+{
+	size_t len = strcspn(item, "=");
+	const struct opt_def *d;
+
+	if (!*item || strncmp(item, "x-", 2) == 0)
+		return 0; /* empty, or an fstab x-* keyword */
+	d = find_long(item, len);
+	if (!d)
+		return passthrough(st, item, len);
+	return opt_apply(st, d, FORM_O, item[len] ? item + len + 1 : NULL);
+}
+
+/* One argument or -o item from fuse_opt: 0, an errno, or KEY_PASS. */
+static int opt_dispatch(struct parse_state *st, const char *arg, int key)
+{
+	if (key == FUSE_OPT_KEY_NONOPT) {
+		st->pos[st->npos++] = arg; /* in argv, not in an -o copy */
+		return 0;
+	}
+	if (key == KEY_TYPE_NEXT || (key >= KEY_NEXT && key < KEY_VALUE)) {
+		st->pending = key;
+		return 0;
+	}
+	if (key == KEY_TYPE) {
+		st->pending = 0;
+		return 0; /* -t TYPE: ignored */
+	}
+	if (key >= KEY_VALUE)
+		return long_value(st, key - KEY_VALUE, arg);
+	if (arg[0] == '-' && arg[1] == '-')
+		return long_flag(st, arg);
+	if (arg[0] == '-')
+		return short_flags(st, arg + 1);
+	return o_item(st, arg);
+}
+
+/*
+ * fuse_opt's processing function (see the top of the file): 0 drops arg,
+ * 1 keeps it (for libfuse), -1 stops the parse with st->rc and the message
+ * in st->err.
+ */
+static int opt_proc(void *data, const char *arg, int key,
+		    struct fuse_args *outargs)
+{
+	struct parse_state *st = data;
+	int rc;
+
+	(void)outargs;
+	if (st->o->help || st->o->version)
+		return 0; /* once seen, the rest of the line does not matter */
+	rc = opt_dispatch(st, arg, key);
+	if (rc == KEY_PASS)
+		return 1;
+	if (rc == 0)
+		return 0;
+	st->rc = rc;
+	return -1;
+}
+
+/* fuse_opt_parse() failed: why, unless opt_proc() said so already. */
+static int parse_failed(struct parse_state *st, int argc, char **argv)
+{
+	if (st->rc)
+		return st->rc;
+	if (st->o->help || st->o->version)
+		return 0;
+	/* fuse_opt found no argument for a template with a space */
+	if (st->pending == KEY_TYPE_NEXT)
+		return fail(st, EINVAL, "option -t needs a value");
+	if (st->pending >= KEY_NEXT)
+		return opt_apply(st, &opt_table[st->pending - KEY_NEXT],
+				 FORM_LONG, NULL);
+	if (argc > 1 && strcmp(argv[argc - 1], "-o") == 0)
+		return fail(st, EINVAL, "option -o needs a value");
+	return fail_nomem(st); /* fuse_opt fails in no other way */
 }
 
 /* "NAME=s3://x" shaped: a channel where a mountpoint was expected. */
@@ -757,7 +1019,8 @@ static int set_mountpoint(struct parse_state *st, const char *path)
 }
 
 /* s3pipe: NAME=URI ... MOUNTPOINT */
-static int positionals_s3pipe(struct parse_state *st, char **pos, int npos)
+static int positionals_s3pipe(struct parse_state *st, const char **pos,
+			      int npos)
 {
 	const char *last, *eq;
 	int i, rc;
@@ -790,7 +1053,8 @@ static int positionals_s3pipe(struct parse_state *st, char **pos, int npos)
 }
 
 /* mount.s3pipe: SOURCE MOUNTPOINT */
-static int positionals_helper(struct parse_state *st, char **pos, int npos)
+static int positionals_helper(struct parse_state *st, const char **pos,
+			      int npos)
 {
 	const char *name = st->channel[0] ? st->channel : FS_DEFAULT_CHANNEL;
 	int rc;
@@ -838,18 +1102,49 @@ void fs_options_free(struct fs_options *o)
 	free(o->mountpoint);
 	o->mountpoint = NULL;
 	s3_client_conf_free(&o->s3);
+	fuse_opt_free_args(&o->fuse_args);
+}
+
+/* After the options: the positionals, the cross-checks, and args (what
+ * fuse_opt kept) moved into o->fuse_args. */
+static int finish_parse(struct parse_state *st, struct fuse_args *args)
+{
+	struct fs_options *o = st->o;
+	char a[32], b[32];
+	int rc;
+
+	if (o->help || o->version)
+		return 0; /* nothing else matters */
+	if (st->mount_helper)
+		rc = positionals_helper(st, st->pos, st->npos);
+	else
+		rc = positionals_s3pipe(st, st->pos, st->npos);
+	if (rc)
+		return rc;
+	if (o->cache.budget_bytes / 2 < o->cache.block_size)
+		return fail(st, EINVAL,
+			    "--cache-size (%s) must be at least twice "
+			    "--part-size (%s): raise --cache-size or lower "
+			    "--part-size",
+			    size_str(o->cache.budget_bytes, a, sizeof(a)),
+			    size_str(o->cache.block_size, b, sizeof(b)));
+	if (args->argc == 0 && fuse_opt_add_arg(args, st->prog) != 0)
+		return fail_nomem(st);
+	fuse_opt_free_args(&o->fuse_args);
+	o->fuse_args = *args;
+	*args = (struct fuse_args)FUSE_ARGS_INIT(0, NULL);
+	return 0;
 }
 
 int fs_options_parse(int argc, char **argv, bool mount_helper,
 		     struct fs_options *o, char *err, size_t errlen)
 {
 	struct parse_state st;
-	char **pos = NULL;
-	char a[32], b[32];
-	bool end_opts = false;
-	const char *arg;
-	int npos = 0;
-	int i, rc = 0;
+	struct fuse_args args;
+	struct fuse_opt *templates;
+	size_t nbuilt = 0;
+	int n = 0;
+	int rc;
 
 	memset(&st, 0, sizeof(st));
 	st.o = o;
@@ -859,44 +1154,102 @@ int fs_options_parse(int argc, char **argv, bool mount_helper,
 	st.errlen = errlen;
 	if (err && errlen)
 		err[0] = '\0';
-	if (argc < 1 || !argv)
-		argc = 1;
-	pos = calloc((size_t)argc, sizeof(*pos));
-	if (!pos)
-		return fail_nomem(&st);
-	for (i = 1; i < argc; i++) {
-		arg = argv[i];
-		if (!arg)
-			break;
-		if (!end_opts && strcmp(arg, "--") == 0)
-			end_opts = true;
-		else if (!end_opts && arg[0] == '-' && arg[1] == '-')
-			rc = parse_long(&st, argc, argv, &i);
-		else if (!end_opts && arg[0] == '-' && arg[1] != '\0')
-			rc = parse_short(&st, argc, argv, &i);
-		else
-			pos[npos++] = argv[i];
-		if (rc)
-			goto fail;
-		if (o->help || o->version)
-			goto fail; /* rc is 0: nothing else matters */
+	while (argv && n < argc && argv[n])
+		n++;
+	args = (struct fuse_args)FUSE_ARGS_INIT(n, argv);
+	st.pos = calloc((size_t)n + 1, sizeof(*st.pos));
+	templates = build_templates(mount_helper, &nbuilt);
+	if (!st.pos || !templates) {
+		rc = fail_nomem(&st);
+		goto out;
 	}
-	if (mount_helper)
-		rc = positionals_helper(&st, pos, npos);
+	fuse_set_log_func(capture_fuse_log);
+	if (fuse_opt_parse(&args, &st, templates, opt_proc) != 0)
+		rc = parse_failed(&st, n, argv);
 	else
-		rc = positionals_s3pipe(&st, pos, npos);
-	if (rc)
-		goto fail;
-	if (o->cache.budget_bytes / 2 < o->cache.block_size)
-		rc = fail(&st, EINVAL,
-			  "--cache-size (%s) must be at least twice "
-			  "--part-size (%s): raise --cache-size or lower "
-			  "--part-size",
-			  size_str(o->cache.budget_bytes, a, sizeof(a)),
-			  size_str(o->cache.block_size, b, sizeof(b)));
-fail:
-	free(pos);
+		rc = finish_parse(&st, &args);
+	fuse_set_log_func(NULL); /* libfuse's default: stderr */
+out:
+	fuse_opt_free_args(&args); /* a no-op unless fuse_opt made a copy */
+	free_templates(templates, nbuilt);
+	free(st.pos);
 	return rc;
+}
+
+/* ---- the FUSE session's options ---- */
+
+enum { USER_FSNAME = 1, USER_SUBTYPE = 2 };
+
+static const struct fuse_opt user_name_templates[] = {
+    FUSE_OPT_KEY("fsname=", USER_FSNAME),
+    FUSE_OPT_KEY("subtype=", USER_SUBTYPE),
+    FUSE_OPT_END,
+};
+
+/* Notes which of fsname= and subtype= the user gave; keeps everything. */
+static int note_user_name(void *data, const char *arg, int key,
+			  struct fuse_args *outargs)
+{
+	unsigned *seen = data;
+
+	(void)arg;
+	(void)outargs;
+	if (key > 0)
+		*seen |= (unsigned)key;
+	return 1;
+}
+
+/* USER_FSNAME | USER_SUBTYPE as found in o->fuse_args, or -1 (ENOMEM). */
+static int user_names(const struct fs_options *o)
+{
+	struct fuse_args copy =
+	    FUSE_ARGS_INIT(o->fuse_args.argc, o->fuse_args.argv);
+	unsigned seen = 0;
+	int rc =
+	    fuse_opt_parse(&copy, &seen, user_name_templates, note_user_name);
+
+	fuse_opt_free_args(&copy); /* fuse_opt's copy, never o's */
+	return rc ? -1 : (int)seen;
+}
+
+/*
+ * mount(8) shows the source as the file system's name; a URI with a comma
+ * or a backslash would need escaping, and a long one is no use there.
+ */
+static const char *session_fsname(const struct fs_options *o, bool mount_helper)
+{
+	const char *uri = o->nchannels ? o->channels[0].uri : NULL;
+
+	if (!mount_helper || !uri || strpbrk(uri, ",\\") ||
+	    strlen(uri) >= FSNAME_MAX)
+		return "s3pipe";
+	return uri;
+}
+
+int fs_options_session_args(const struct fs_options *o, const char *prog,
+			    bool mount_helper, struct fuse_args *out)
+{
+	char own[FSNAME_MAX + 128];
+	int user = user_names(o);
+	int i;
+
+	if (user < 0)
+		return ENOMEM;
+	snprintf(own, sizeof(own), "-oro%s%s%s,max_read=%u%s",
+		 user & USER_FSNAME ? "" : ",fsname=",
+		 user & USER_FSNAME ? "" : session_fsname(o, mount_helper),
+		 user & USER_SUBTYPE ? "" : ",subtype=s3pipe", FS_MAX_READ,
+		 o->allow_other ? ",allow_other" : "");
+	if (fuse_opt_add_arg(out, prog) != 0 || fuse_opt_add_arg(out, own) != 0)
+		goto nomem;
+	for (i = 1; i < o->fuse_args.argc; i++) {
+		if (fuse_opt_add_arg(out, o->fuse_args.argv[i]) != 0)
+			goto nomem;
+	}
+	return 0;
+nomem:
+	fuse_opt_free_args(out);
+	return ENOMEM;
 }
 
 bool fs_channel_name_valid(const char *name)
@@ -945,13 +1298,44 @@ static void print_wrapped(FILE *out, const char *text, int col)
 	fputc('\n', out);
 }
 
+/* One row of --help; SIZE and UINT rows end with their default. */
+static void usage_row(FILE *out, const struct opt_def *d,
+		      const struct fs_options *defaults)
+{
+	const char *field = (const char *)defaults + d->offset;
+	char left[64], help[512], v[32];
+	int n;
+
+	if (d->short_name)
+		n = snprintf(left, sizeof(left), "  -%c, --%s%s%s",
+			     d->short_name, d->name, d->metavar ? " " : "",
+			     d->metavar ? d->metavar : "");
+	else
+		n = snprintf(left, sizeof(left), "      --%s%s%s", d->name,
+			     d->metavar ? " " : "",
+			     d->metavar ? d->metavar : "");
+	if (n < 0)
+		return;
+	if (n + 2 > HELP_COLUMN)
+		fprintf(out, "%s\n%*s", left, HELP_COLUMN, "");
+	else
+		fprintf(out, "%-*s", HELP_COLUMN, left);
+	if (d->kind == OPT_SIZE)
+		snprintf(help, sizeof(help), "%s (default %s)", d->help,
+			 size_str(*(const uint64_t *)field, v, sizeof(v)));
+	else if (d->kind == OPT_UINT)
+		snprintf(help, sizeof(help), "%s (default %u)", d->help,
+			 *(const unsigned *)field);
+	else
+		snprintf(help, sizeof(help), "%s", d->help);
+	print_wrapped(out, help, HELP_COLUMN);
+}
+
 void fs_options_usage(FILE *out, const char *progname)
 {
 	const char *base = progname ? strrchr(progname, '/') : NULL;
-	const struct opt_def *d;
-	char left[64];
+	struct fs_options defaults;
 	size_t i;
-	int n;
 
 	base = base ? base + 1 : (progname ? progname : "s3pipe");
 	if (strncmp(base, "mount.", 6) == 0) {
@@ -979,27 +1363,16 @@ void fs_options_usage(FILE *out, const char *progname)
 	      "'-' and '_'\n"
 	      "are the same in names; SIZE takes a K, M or G suffix):\n",
 	      out);
-	for (i = 0; i < OPT_COUNT; i++) {
-		d = &opt_table[i];
-		if (d->short_name)
-			n = snprintf(left, sizeof(left), "  -%c, --%s%s%s",
-				     d->short_name, d->name,
-				     d->metavar ? " " : "",
-				     d->metavar ? d->metavar : "");
-		else
-			n = snprintf(left, sizeof(left), "      --%s%s%s",
-				     d->name, d->metavar ? " " : "",
-				     d->metavar ? d->metavar : "");
-		if (n < 0)
-			continue;
-		if (n + 2 > HELP_COLUMN)
-			fprintf(out, "%s\n%*s", left, HELP_COLUMN, "");
-		else
-			fprintf(out, "%-*s", HELP_COLUMN, left);
-		print_wrapped(out, d->help, HELP_COLUMN);
-	}
+	fs_options_init(&defaults);
+	for (i = 0; i < OPT_COUNT; i++)
+		usage_row(out, &opt_table[i], &defaults);
+	fs_options_free(&defaults);
 	fprintf(out, "%-*s", HELP_COLUMN, "  -o OPTS");
-	print_wrapped(out, "options as a comma-separated list", HELP_COLUMN);
+	print_wrapped(out,
+		      "options as a comma-separated list; those s3pipe does "
+		      "not know go to libfuse and the kernel (auto_unmount, "
+		      "default_permissions, fsname=, subtype=, ...)",
+		      HELP_COLUMN);
 	fputs("\nmount.s3pipe (mount -t s3pipe, /etc/fstab) takes one SOURCE "
 	      "and names its\n"
 	      "channel with -o channel=NAME.  Its -f is mount's fake mode, "

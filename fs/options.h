@@ -6,8 +6,11 @@
  *
  * Every option exists as "--long-option VALUE" (or "--long-option=VALUE")
  * and as "-o long_option=VALUE" (dashes and underscores interchangeable).
- * Parsing only checks syntax and values; nothing here touches the network
- * or the mountpoint.
+ * libfuse's fuse_opt does the splitting; -o options that s3pipe does not
+ * know are handed to libfuse and the kernel (auto_unmount, fsname=, ...),
+ * after libfuse has said it takes them.  fstab keywords (_netdev, nofail,
+ * rw, x-*, ...) are dropped.  Parsing only checks syntax and values;
+ * nothing here touches the network or the mountpoint.
  *
  * For mount.s3pipe, -s -f -n -v keep mount(8)'s meanings (see the EXTERNAL
  * HELPERS section of mount(8)): -f is "fake" (check, do not mount) and sets
@@ -34,6 +37,8 @@
 
 #define FS_DEFAULT_CHANNEL     "train" /* mount.s3pipe without -o channel */
 #define FS_DEFAULT_MAX_THREADS 16      /* FUSE worker threads */
+/* the session's max_read: the FUSE init must set conn->max_read to it */
+#define FS_MAX_READ (1U << 20)
 
 enum fs_seek_mode { FS_SEEK_REJECT = 0, FS_SEEK_EMULATE = 1 };
 
@@ -68,7 +73,8 @@ struct fs_options {
 	bool help;
 	bool version;
 	/* options for libfuse and the kernel (what s3pipe does not know),
-	 * as "-o" arguments; argv[0] is the program */
+	 * owned: argv[0] is the program, then "-o" and the list (escaped as
+	 * fuse_opt escapes) when there is one */
 	struct fuse_args fuse_args;
 };
 
@@ -85,12 +91,33 @@ void fs_options_free(struct fs_options *o);
  * argv is not modified and nothing in o points into it.  mount_helper
  * selects mount.s3pipe's convention.  Returns 0; or EINVAL (ENOMEM) with one
  * user-facing line in err (lowercase, no "s3pipe:" prefix, no trailing
- * period).  With --help or --version it returns 0 as soon as it sees them,
- * with o->help / o->version set, and may leave the channels and mountpoint
- * empty.  The caller calls fs_options_free() in every case.
+ * period).  With --help or --version it returns 0 and ignores the rest of
+ * the line, with o->help / o->version set, and may leave the channels,
+ * mountpoint and fuse_args empty.  The caller calls fs_options_free() in
+ * every case.
+ *
+ * Each -o option s3pipe does not know is tried on a throw-away
+ * fuse_session_new() (no file descriptor, no mount) and lands in
+ * o->fuse_args only if libfuse takes it; max_read is refused.  While it
+ * runs, libfuse's log goes to a buffer of this module; afterwards
+ * fuse_set_log_func(NULL) puts back libfuse's default (stderr).  Not
+ * thread-safe: parse once, at start-up.
  */
 int fs_options_parse(int argc, char **argv, bool mount_helper,
 		     struct fs_options *o, char *err, size_t errlen);
+
+/*
+ * Fills out, which must be empty (FUSE_ARGS_INIT(0, NULL)), with the
+ * arguments for fuse_session_new(): prog, then
+ * "-oro,fsname=FSNAME,subtype=s3pipe,max_read=1048576[,allow_other]", then
+ * o->fuse_args after its argv[0].  FSNAME is, for mount.s3pipe, the first
+ * channel's URI when it has no comma or backslash and is shorter than 512
+ * bytes, else "s3pipe".  A fsname= or subtype= in o->fuse_args replaces
+ * s3pipe's own instead of being given twice.  Returns 0, or ENOMEM with out
+ * freed. The caller frees out with fuse_opt_free_args().
+ */
+int fs_options_session_args(const struct fs_options *o, const char *prog,
+			    bool mount_helper, struct fuse_args *out);
 
 /* True when name matches SageMaker's channel rule [A-Za-z0-9.\-_]{1,64}. */
 bool fs_channel_name_valid(const char *name);

@@ -4,11 +4,12 @@
  * The input is split on NUL bytes into at most MAX_ARGS arguments (the rest
  * is dropped), then parsed once as s3pipe and once as mount.s3pipe.  A
  * successful parse must yield a consistent result (channels valid, a
- * mountpoint, cache >= 2 x part); a failed one must leave one line in err.
- * fs_options_usage() is exercised once on the first run.
+ * mountpoint, cache >= 2 x part, the FUSE session's arguments built from
+ * it); a failed one must leave one line in err.  fs_options_usage() is
+ * exercised once on the first run.
  *
- * Build: clang -fsanitize=fuzzer,address,undefined -I. -I$BUILD \
- *        tests/fuzz/fuzz_options.c fs/options.c s3/uri.c util/util.c
+ * Build: ./configure CC=clang --enable-fuzzing && make tests/fuzz/fuzz_options
+ * (it links libfs.a, libcache.a, libs3.a, libutil.a and libfuse3).
  */
 #include "config.h"
 
@@ -24,7 +25,20 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-static void check(const struct fs_options *o, int rc, const char *err)
+static void check_session_args(const struct fs_options *o, bool helper)
+{
+	struct fuse_args fa = FUSE_ARGS_INIT(0, NULL);
+
+	if (fs_options_session_args(o, "s3pipe", helper, &fa) != 0)
+		return; /* out of memory */
+	if (fa.argc < 2 || strcmp(fa.argv[0], "s3pipe") != 0 ||
+	    strncmp(fa.argv[1], "-oro,", 5) != 0 || fa.argv[fa.argc])
+		abort();
+	fuse_opt_free_args(&fa);
+}
+
+static void check(const struct fs_options *o, bool helper, int rc,
+		  const char *err)
 {
 	unsigned i;
 
@@ -38,7 +52,7 @@ static void check(const struct fs_options *o, int rc, const char *err)
 	if (o->nchannels == 0 || o->nchannels > FS_MAX_CHANNELS ||
 	    !o->mountpoint || !o->mountpoint[0])
 		abort();
-	if (o->cache_size / 2 < o->part_size)
+	if (o->cache.budget_bytes / 2 < o->cache.block_size)
 		abort();
 	for (i = 0; i < o->nchannels; i++) {
 		if (!fs_channel_name_valid(o->channels[i].name) ||
@@ -46,6 +60,9 @@ static void check(const struct fs_options *o, int rc, const char *err)
 		    !o->channels[i].prefix)
 			abort();
 	}
+	if (o->fuse_args.argc < 1)
+		abort();
+	check_session_args(o, helper);
 }
 
 static void parse_once(int argc, char **argv, bool helper)
@@ -57,7 +74,7 @@ static void parse_once(int argc, char **argv, bool helper)
 	fs_options_init(&o);
 	err[0] = '\0';
 	rc = fs_options_parse(argc, argv, helper, &o, err, sizeof(err));
-	check(&o, rc, err);
+	check(&o, helper, rc, err);
 	fs_options_free(&o);
 }
 

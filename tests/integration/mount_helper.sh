@@ -1,8 +1,10 @@
 #!/bin/bash
 # mount_helper: mount.s3pipe SOURCE MOUNTPOINT -o channel=NAME,... (the
 # mount(8)/fstab convention): options given as -o keys, fstab keywords
-# accepted and ignored, umount stops the daemon; and, as root, a real
-# `mount -t s3pipe` through /sbin/mount.s3pipe.
+# accepted and ignored, umount stops the daemon; libfuse's own -o options
+# (auto_unmount, fsname=) reach the mount and an unknown one is refused
+# before anything starts; and, as root, a real `mount -t s3pipe` through
+# /sbin/mount.s3pipe.
 . "$(cd "$(dirname "$0")/.." && pwd)/lib.sh"
 require_fuse
 require_cmd python3
@@ -82,6 +84,40 @@ PY
 sleep 1
 assert_eq ENOENT "$(errno_of stat "$MP/val_1")" "val_1 with -o epochs=1"
 umount_and_check "$MP"
+
+# ---- an -o option libfuse does not know: one line, exit 1, nothing mounted ----
+MP=$(new_mountpoint bogus)
+rc=0
+"$MOUNT_S3PIPE" s3://data/train/ "$MP" -o "channel=train,endpoint_url=$S3_URL,bogus_option" \
+	2>"$TEST_TMP/mount.err" </dev/null || rc=$?
+track_mount "$MP"
+assert_eq 1 "$rc" "exit status of mount.s3pipe -o bogus_option"
+assert_eq "s3pipe: unknown option '-o bogus_option' (see mount.s3pipe --help)" \
+	"$(cat "$TEST_TMP/mount.err")" "stderr of mount.s3pipe -o bogus_option"
+assert_not_mounted "$MP"
+assert_eq "" "$(daemon_pids "$MP")" "daemons left by mount.s3pipe -o bogus_option"
+
+# ---- libfuse's options reach the mount: auto_unmount, fsname= ----
+# auto_unmount goes through fusermount3 even for root; when the daemon dies
+# (SIGKILL: no clean-up of its own), fusermount3 unmounts.
+MP=$(new_mountpoint auto)
+rc=0
+"$MOUNT_S3PIPE" s3://data/train/ "$MP" \
+	-o "channel=train,endpoint_url=$S3_URL,auto_unmount,fsname=s3pipe-auto" \
+	2>"$TEST_TMP/mount.err" </dev/null || rc=$?
+track_mount "$MP"
+[ "$rc" -eq 0 ] || fail "mount.s3pipe -o auto_unmount exited $rc: $(cat "$TEST_TMP/mount.err")"
+assert_mounted "$MP"
+tcat "$MP/train_0" >"$TEST_TMP/out" || fail "reading train_0 (-o auto_unmount) failed"
+assert_file_eq "$TEST_TMP/train.exp" "$TEST_TMP/out" "train_0 with -o auto_unmount"
+info=$(awk -v mp="$(realpath -m "$MP")" '$5 == mp' /proc/self/mountinfo)
+assert_match ' - fuse\.s3pipe s3pipe-auto ro,' "$info" "mountinfo with -o fsname=s3pipe-auto"
+pids=$(daemon_pids "$MP")
+[ -n "$pids" ] || fail "no s3pipe process found for $MP"
+kill -KILL $pids
+wait_pids_gone 10 $pids || fail "daemon ($pids) survived SIGKILL"
+wait_until 10 eval '! is_mounted "$MP"' ||
+	fail "-o auto_unmount: $MP still mounted after its daemon was killed"
 
 # ---- real mount -t s3pipe (root only) ----
 if [ "$(id -u)" -ne 0 ]; then

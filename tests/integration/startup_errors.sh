@@ -3,8 +3,8 @@
 # "s3pipe: ..." on stderr that names what failed, leaves no mount behind and
 # no daemon running: malformed URIs, bad channel names, missing or unusable
 # mountpoints, no credentials, access denied, no such bucket, unreachable
-# endpoint, bad option values. Also: --help/--version, and that
-# --no-sign-request needs no credentials.
+# endpoint, bad option values, -o options libfuse refuses. Also:
+# --help/--version, and that --no-sign-request needs no credentials.
 . "$(cd "$(dirname "$0")/.." && pwd)/lib.sh"
 require_fuse
 require_cmd python3
@@ -142,6 +142,10 @@ M=$(mp); expect_error "--uid not a number" "uid" "$M" -- "$S" "${E[@]}" --uid no
 M=$(mp); expect_error "--endpoint-url not a URL" "endpoint" "$M" -- "$S" --endpoint-url "not a url" "$GOOD" "$M"
 M=$(mp); expect_error "unknown option" "frobnicate" "$M" -- "$S" "${E[@]}" --frobnicate "$GOOD" "$M"
 M=$(mp); expect_error "unknown -o option" "frobnicate" "$M" -- "$S" "${E[@]}" -o frobnicate=1 "$GOOD" "$M"
+M=$(mp); expect_error "-o option libfuse does not know" "'-o bogus_option'" "$M" -- \
+	"$S" "${E[@]}" -o auto_unmount,bogus_option "$GOOD" "$M"
+M=$(mp); expect_error "-o max_read" "max_read" "$M" -- "$S" "${E[@]}" -o max_read=65536 "$GOOD" "$M"
+M=$(mp); expect_error "--max-threads 0" "max-threads|max_threads" "$M" -- "$S" "${E[@]}" --max-threads 0 "$GOOD" "$M"
 
 # ---- the opposite: --no-sign-request needs no credentials ----
 M=$(mp)

@@ -123,18 +123,18 @@ static void test_defaults(void **state)
 	fs_options_init(&o);
 	assert_int_equal(o.nchannels, 0);
 	assert_null(o.mountpoint);
-	assert_null(o.endpoint_url);
-	assert_null(o.region);
-	assert_null(o.profile);
-	assert_null(o.ca_bundle);
-	assert_false(o.no_sign_request);
-	assert_false(o.force_path_style);
-	assert_false(o.no_verify_ssl);
-	assert_int_equal(o.cache_size, 256ULL << 20);
-	assert_int_equal(o.part_size, 8ULL << 20);
-	assert_int_equal(o.max_connections, 64);
-	assert_int_equal(o.max_retries, 5);
-	assert_int_equal(o.stall_timeout, 30);
+	assert_null(o.s3.endpoint);
+	assert_null(o.s3.region);
+	assert_null(o.s3.profile);
+	assert_null(o.s3.ca_bundle);
+	assert_false(o.s3.no_sign);
+	assert_false(o.s3.force_path_style);
+	assert_true(o.s3.tls_verify);
+	assert_int_equal(o.cache.budget_bytes, 256ULL << 20);
+	assert_int_equal(o.cache.block_size, 8ULL << 20);
+	assert_int_equal(o.s3.max_connections, 64);
+	assert_int_equal(o.s3.max_retries, 5);
+	assert_int_equal(o.s3.stall_seconds, 30);
 	assert_int_equal(o.epochs, 0);
 	assert_int_equal(o.seek, FS_SEEK_REJECT);
 	assert_false(o.foreground);
@@ -145,6 +145,8 @@ static void test_defaults(void **state)
 	assert_false(o.fake);
 	assert_false(o.help);
 	assert_false(o.version);
+	assert_int_equal(o.max_threads, 16);
+	assert_int_equal(o.fuse_args.argc, 0);
 	fs_options_free(&o);
 }
 
@@ -153,17 +155,22 @@ static void test_defaults_after_parse(void **state)
 	struct fs_options o;
 
 	OK(false, &o, "train=s3://bucket", "/mnt");
-	assert_int_equal(o.cache_size, 256ULL << 20);
-	assert_int_equal(o.part_size, 8ULL << 20);
-	assert_int_equal(o.max_connections, 64);
-	assert_int_equal(o.max_retries, 5);
-	assert_int_equal(o.stall_timeout, 30);
+	assert_int_equal(o.cache.budget_bytes, 256ULL << 20);
+	assert_int_equal(o.cache.block_size, 8ULL << 20);
+	assert_int_equal(o.s3.max_connections, 64);
+	assert_int_equal(o.s3.max_retries, 5);
+	assert_int_equal(o.s3.stall_seconds, 30);
 	assert_int_equal(o.epochs, 0);
 	assert_int_equal(o.seek, FS_SEEK_REJECT);
 	assert_false(o.foreground);
+	assert_int_equal(o.max_threads, FS_DEFAULT_MAX_THREADS);
 	assert_int_equal(o.nchannels, 1);
 	assert_string_equal(o.channels[0].bucket, "bucket");
 	assert_string_equal(o.channels[0].prefix, "");
+	/* nothing for libfuse but the program */
+	assert_int_equal(o.fuse_args.argc, 1);
+	assert_string_equal(o.fuse_args.argv[0], "s3pipe");
+	assert_null(o.fuse_args.argv[1]);
 	fs_options_free(&o);
 }
 
@@ -174,7 +181,7 @@ static void test_issue_s3pipe(void **state)
 	OK(false, &o, "--endpoint-url", "http://127.0.0.1:9000",
 	   "train=s3://bucket/data/train/", "validation=s3://bucket/data/val/",
 	   "/opt/ml/input/data");
-	assert_string_equal(o.endpoint_url, "http://127.0.0.1:9000");
+	assert_string_equal(o.s3.endpoint, "http://127.0.0.1:9000");
 	assert_int_equal(o.nchannels, 2);
 	assert_string_equal(o.channels[0].name, "train");
 	assert_string_equal(o.channels[0].uri, "s3://bucket/data/train/");
@@ -201,8 +208,8 @@ static void test_issue_mount_helper(void **state)
 	assert_string_equal(o.channels[0].bucket, "bucket");
 	assert_string_equal(o.channels[0].prefix, "data/train/");
 	assert_string_equal(o.mountpoint, "/mnt/train");
-	assert_string_equal(o.region, "eu-west-1");
-	assert_int_equal(o.cache_size, 512ULL << 20);
+	assert_string_equal(o.s3.region, "eu-west-1");
+	assert_int_equal(o.cache.budget_bytes, 512ULL << 20);
 	assert_false(o.foreground);
 	assert_false(o.fake);
 	fs_options_free(&o);
@@ -224,7 +231,6 @@ static void test_fstab_style(void **state)
 	   "rw,_netdev,channel=validation,allow_other");
 	assert_string_equal(o.channels[0].name, "validation");
 	assert_string_equal(o.channels[0].prefix, "data/val");
-	assert_true(o.read_only_fake);
 	fs_options_free(&o);
 
 	/* every keyword fstab or mount may hand us */
@@ -234,7 +240,9 @@ static void test_fstab_style(void **state)
 	   "x-systemd.idle-timeout=60,comment=hello,user=alice");
 	assert_string_equal(o.channels[0].name, "train");
 	assert_false(o.allow_other);
-	assert_int_equal(o.cache_size, 256ULL << 20);
+	assert_int_equal(o.cache.budget_bytes, 256ULL << 20);
+	/* dropped, not handed to libfuse (which would take rw and user=) */
+	assert_int_equal(o.fuse_args.argc, 1);
 	fs_options_free(&o);
 
 	/* the keywords are harmless on s3pipe's own command line too */
@@ -258,18 +266,18 @@ static void test_helper_default_channel(void **state)
 
 static void check_all_set(const struct fs_options *o)
 {
-	assert_string_equal(o->endpoint_url, "https://s3.example.com:8443");
-	assert_string_equal(o->region, "eu-west-1");
-	assert_string_equal(o->profile, "dev");
-	assert_string_equal(o->ca_bundle, "/etc/ssl/ca.pem");
-	assert_true(o->no_sign_request);
-	assert_true(o->force_path_style);
-	assert_true(o->no_verify_ssl);
-	assert_int_equal(o->cache_size, 1ULL << 30);
-	assert_int_equal(o->part_size, 16ULL << 20);
-	assert_int_equal(o->max_connections, 64);
-	assert_int_equal(o->max_retries, 0);
-	assert_int_equal(o->stall_timeout, 90);
+	assert_string_equal(o->s3.endpoint, "https://s3.example.com:8443");
+	assert_string_equal(o->s3.region, "eu-west-1");
+	assert_string_equal(o->s3.profile, "dev");
+	assert_string_equal(o->s3.ca_bundle, "/etc/ssl/ca.pem");
+	assert_true(o->s3.no_sign);
+	assert_true(o->s3.force_path_style);
+	assert_false(o->s3.tls_verify);
+	assert_int_equal(o->cache.budget_bytes, 1ULL << 30);
+	assert_int_equal(o->cache.block_size, 16ULL << 20);
+	assert_int_equal(o->s3.max_connections, 64);
+	assert_int_equal(o->s3.max_retries, 0);
+	assert_int_equal(o->s3.stall_seconds, 90);
 	assert_int_equal(o->epochs, 3);
 	assert_int_equal(o->seek, FS_SEEK_EMULATE);
 	assert_true(o->uid_set);
@@ -361,10 +369,10 @@ static void test_underscores_in_long(void **state)
 
 	OK(false, &o, "--cache_size", "64M", "--allow_other",
 	   "--no_sign-request", "--max_connections=2", "a=s3://bucket", "/mnt");
-	assert_int_equal(o.cache_size, 64ULL << 20);
+	assert_int_equal(o.cache.budget_bytes, 64ULL << 20);
 	assert_true(o.allow_other);
-	assert_true(o.no_sign_request);
-	assert_int_equal(o.max_connections, 2);
+	assert_true(o.s3.no_sign);
+	assert_int_equal(o.s3.max_connections, 2);
 	fs_options_free(&o);
 }
 
@@ -410,11 +418,11 @@ static void test_sizes(void **state)
 	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		OK(false, &o, "--part-size", cases[i].text, "--cache-size",
 		   "4G", "a=s3://bucket", "/mnt");
-		assert_int_equal(o.part_size, cases[i].value);
+		assert_int_equal(o.cache.block_size, cases[i].value);
 		fs_options_free(&o);
 	}
 	OK(false, &o, "--cache-size", "2T", "a=s3://bucket", "/mnt");
-	assert_int_equal(o.cache_size, 2ULL << 40);
+	assert_int_equal(o.cache.budget_bytes, 2ULL << 40);
 	fs_options_free(&o);
 }
 
@@ -426,11 +434,11 @@ static void test_limits_accepted(void **state)
 	   "--max-connections", "1", "--max-retries", "20", "--stall-timeout",
 	   "1", "--epochs", "4294967295", "--uid", "0", "--gid", "0",
 	   "a=s3://bucket", "/mnt");
-	assert_int_equal(o.part_size, 64ULL << 10);
-	assert_int_equal(o.cache_size, 128ULL << 10);
-	assert_int_equal(o.max_connections, 1);
-	assert_int_equal(o.max_retries, 20);
-	assert_int_equal(o.stall_timeout, 1);
+	assert_int_equal(o.cache.block_size, 64ULL << 10);
+	assert_int_equal(o.cache.budget_bytes, 128ULL << 10);
+	assert_int_equal(o.s3.max_connections, 1);
+	assert_int_equal(o.s3.max_retries, 20);
+	assert_int_equal(o.s3.stall_seconds, 1);
 	assert_int_equal(o.epochs, 4294967295U);
 	assert_true(o.uid_set);
 	assert_int_equal(o.uid, 0);
@@ -440,9 +448,9 @@ static void test_limits_accepted(void **state)
 	OK(false, &o, "--part-size", "1G", "--cache-size", "2G",
 	   "--max-connections", "256", "--stall-timeout", "3600", "--uid",
 	   "4294967294", "a=s3://bucket", "/mnt");
-	assert_int_equal(o.part_size, 1ULL << 30);
-	assert_int_equal(o.max_connections, 256);
-	assert_int_equal(o.stall_timeout, 3600);
+	assert_int_equal(o.cache.block_size, 1ULL << 30);
+	assert_int_equal(o.s3.max_connections, 256);
+	assert_int_equal(o.s3.stall_seconds, 3600);
 	assert_int_equal(o.uid, (uid_t)4294967294U);
 	fs_options_free(&o);
 }
@@ -465,9 +473,9 @@ static void test_last_wins(void **state)
 	   "--region=ap-south-1", "--profile", "a", "--profile", "b",
 	   "--cache-size", "1G", "--cache-size", "32M", "a=s3://bucket",
 	   "/mnt");
-	assert_string_equal(o.region, "ap-south-1");
-	assert_string_equal(o.profile, "b");
-	assert_int_equal(o.cache_size, 32ULL << 20);
+	assert_string_equal(o.s3.region, "ap-south-1");
+	assert_string_equal(o.s3.profile, "b");
+	assert_int_equal(o.cache.budget_bytes, 32ULL << 20);
 	fs_options_free(&o);
 
 	OK(true, &o, "s3://bucket", "/mnt", "-o", "channel=a,channel=b");
@@ -495,7 +503,7 @@ static void test_endpoint_forms(void **state)
 	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		OK(false, &o, "--endpoint-url", cases[i].in, "a=s3://bucket",
 		   "/mnt");
-		assert_string_equal(o.endpoint_url, cases[i].out);
+		assert_string_equal(o.s3.endpoint, cases[i].out);
 		fs_options_free(&o);
 	}
 }
@@ -510,7 +518,7 @@ static void test_options_anywhere(void **state)
 	   "/mnt", "-f", "-o", "allow_other");
 	assert_int_equal(o.nchannels, 2);
 	assert_string_equal(o.channels[1].name, "b");
-	assert_string_equal(o.region, "r1");
+	assert_string_equal(o.s3.region, "r1");
 	assert_true(o.foreground);
 	assert_true(o.allow_other);
 	assert_string_equal(o.mountpoint, "/mnt");
@@ -519,7 +527,7 @@ static void test_options_anywhere(void **state)
 	OK(true, &o, "-o", "channel=val", "s3://bucket/v", "--region=r2",
 	   "/mnt/v");
 	assert_string_equal(o.channels[0].name, "val");
-	assert_string_equal(o.region, "r2");
+	assert_string_equal(o.s3.region, "r2");
 	assert_string_equal(o.mountpoint, "/mnt/v");
 	fs_options_free(&o);
 }
@@ -581,10 +589,230 @@ static void test_escaped_comma(void **state)
 
 	OK(false, &o, "-o", "ca_bundle=/etc/a\\,b.pem,allow_other,,", "-o",
 	   ",profile=x\\\\y", "a=s3://bucket", "/mnt");
-	assert_string_equal(o.ca_bundle, "/etc/a,b.pem");
-	assert_string_equal(o.profile, "x\\y");
+	assert_string_equal(o.s3.ca_bundle, "/etc/a,b.pem");
+	assert_string_equal(o.s3.profile, "x\\y");
 	assert_true(o.allow_other);
 	fs_options_free(&o);
+
+	/* as in libfuse: a backslash escapes any character, \NNN is octal */
+	OK(false, &o, "-o", "ca_bundle=/a\\b\\054c,profile=p\\",
+	   "a=s3://bucket", "/mnt");
+	assert_string_equal(o.s3.ca_bundle, "/ab,c");
+	assert_string_equal(o.s3.profile, "p\\");
+	fs_options_free(&o);
+
+	/* on the command line a backslash is just a character */
+	OK(false, &o, "--profile", "a\\,b", "a=s3://bucket", "/mnt");
+	assert_string_equal(o.s3.profile, "a\\,b");
+	fs_options_free(&o);
+}
+
+/* ---- options for libfuse ---- */
+
+/* Asserts that o.fuse_args is exactly "PROG -o LIST". */
+static void check_fuse_args(const struct fs_options *o, const char *prog,
+			    const char *list)
+{
+	assert_int_equal(o->fuse_args.argc, 3);
+	assert_string_equal(o->fuse_args.argv[0], prog);
+	assert_string_equal(o->fuse_args.argv[1], "-o");
+	assert_string_equal(o->fuse_args.argv[2], list);
+	assert_null(o->fuse_args.argv[3]);
+}
+
+static void test_passthrough(void **state)
+{
+	struct fs_options o;
+
+	OK(false, &o, "-o", "auto_unmount", "a=s3://bucket", "/mnt");
+	check_fuse_args(&o, "s3pipe", "auto_unmount");
+	fs_options_free(&o);
+
+	/* mixed with s3pipe's own and fstab's, over several -o */
+	OK(false, &o, "-o", "allow_other,auto_unmount,cache_size=64M,_netdev",
+	   "-odefault_permissions", "a=s3://bucket", "/mnt", "-o",
+	   "fsname=data,subtype=train,debug");
+	check_fuse_args(&o, "s3pipe",
+			"auto_unmount,default_permissions,fsname=data,"
+			"subtype=train");
+	assert_true(o.allow_other);
+	assert_true(o.debug);
+	assert_int_equal(o.cache.budget_bytes, 64ULL << 20);
+	fs_options_free(&o);
+
+	/* mount.s3pipe, as fstab gives it */
+	OK(true, &o, "s3://bucket/p", "/mnt", "-o",
+	   "rw,nofail,channel=c,auto_unmount,allow_root");
+	check_fuse_args(&o, "mount.s3pipe", "auto_unmount,allow_root");
+	assert_string_equal(o.channels[0].name, "c");
+	fs_options_free(&o);
+
+	/* a comma in a value stays escaped for libfuse */
+	OK(false, &o, "-o", "fsname=a\\,b", "a=s3://bucket", "/mnt");
+	check_fuse_args(&o, "s3pipe", "fsname=a\\,b");
+	fs_options_free(&o);
+
+	/* argv[0] as given */
+	{
+		char *argv[] = {"/usr/bin/s3pipe", "-o",   "auto_unmount",
+				"a=s3://bucket",   "/mnt", NULL};
+
+		fs_options_init(&o);
+		assert_int_equal(
+		    fs_options_parse(5, argv, false, &o, err, sizeof(err)), 0);
+		check_fuse_args(&o, "/usr/bin/s3pipe", "auto_unmount");
+		fs_options_free(&o);
+	}
+}
+
+static void test_passthrough_errors(void **state)
+{
+	static const char *const unknown[] = {"bogus",
+					      "bogus=1",
+					      "fsname",
+					      "nonempty",
+					      "max_idle_threads=4",
+					      "auto-unmount",
+					      "clone_fd"};
+	char msg[256], name[64];
+	size_t i;
+
+	for (i = 0; i < sizeof(unknown) / sizeof(unknown[0]); i++) {
+		snprintf(name, sizeof(name), "%.*s",
+			 (int)strcspn(unknown[i], "="), unknown[i]);
+		snprintf(msg, sizeof(msg),
+			 "unknown option '-o %s' (see s3pipe --help)", name);
+		ERR(false, msg, "-o", unknown[i], "a=s3://bucket", "/mnt");
+	}
+	ERR(true, "unknown option '-o bogus_option' (see mount.s3pipe --help)",
+	    "s3://bucket", "/mnt", "-o", "auto_unmount,bogus_option");
+	/* the first bad one is named */
+	ERR(false, "unknown option '-o one' (see s3pipe --help)", "-o",
+	    "auto_unmount,one,two", "a=s3://bucket", "/mnt");
+	/* s3pipe's FUSE init depends on its max_read */
+	snprintf(msg, sizeof(msg),
+		 "option -o max_read cannot be set: s3pipe mounts with "
+		 "max_read=%u",
+		 1U << 20);
+	ERR(false, msg, "-o", "max_read=4096", "a=s3://bucket", "/mnt");
+	ERR(true, msg, "s3://bucket", "/mnt", "-o", "max-read");
+	/* libfuse's options exist only in -o */
+	ERR(false, "unknown option '--auto-unmount' (see s3pipe --help)",
+	    "--auto-unmount", "a=s3://bucket", "/mnt");
+	ERR(false, "unknown option '--fsname' (see s3pipe --help)",
+	    "--fsname=x", "a=s3://bucket", "/mnt");
+}
+
+static void test_max_threads(void **state)
+{
+	struct fs_options o;
+
+	OK(false, &o, "--max-threads", "4", "a=s3://bucket", "/mnt");
+	assert_int_equal(o.max_threads, 4);
+	assert_int_equal(o.fuse_args.argc, 1);
+	fs_options_free(&o);
+
+	OK(false, &o, "--max_threads=1", "a=s3://bucket", "/mnt");
+	assert_int_equal(o.max_threads, 1);
+	fs_options_free(&o);
+
+	/* libfuse's own name, in -o, is s3pipe's option */
+	OK(true, &o, "s3://bucket", "/mnt", "-o", "max_threads=256");
+	assert_int_equal(o.max_threads, 256);
+	assert_int_equal(o.fuse_args.argc, 1);
+	fs_options_free(&o);
+
+	ERR(false, "--max-threads must be between 1 and 256", "--max-threads",
+	    "0", "a=s3://bucket", "/mnt");
+	ERR(false, "-o max_threads must be between 1 and 256", "-o",
+	    "max_threads=257", "a=s3://bucket", "/mnt");
+	ERR(false, "invalid number 'x' for --max-threads", "--max-threads=x",
+	    "a=s3://bucket", "/mnt");
+	ERR(false, "option --max-threads needs a value", "a=s3://bucket",
+	    "/mnt", "--max-threads");
+}
+
+/* Parses args, builds the session's arguments and compares them with
+ * want (NULL-terminated, after the program). */
+static void expect_session_v(bool helper, const char *const *want,
+			     const char *const *args)
+{
+	struct fuse_args fa = FUSE_ARGS_INIT(0, NULL);
+	struct fs_options o;
+	int i, rc = run(helper, &o, args);
+
+	if (rc)
+		print_error("unexpected failure: %s\n", err);
+	assert_int_equal(rc, 0);
+	assert_int_equal(fs_options_session_args(&o, "prog", helper, &fa), 0);
+	fs_options_free(&o); /* fa owns its strings */
+	assert_string_equal(fa.argv[0], "prog");
+	for (i = 0; want[i]; i++) {
+		assert_true(i + 1 < fa.argc);
+		assert_string_equal(fa.argv[i + 1], want[i]);
+	}
+	assert_int_equal(fa.argc, i + 1);
+	assert_null(fa.argv[fa.argc]);
+	fuse_opt_free_args(&fa);
+}
+
+#define SESSION(helper, want, ...)                                             \
+	expect_session_v(helper, want, ARGS(__VA_ARGS__))
+
+static void test_session_args(void **state)
+{
+	char uri[600], arg[700];
+
+	SESSION(false,
+		ARGS("-oro,fsname=s3pipe,subtype=s3pipe,max_read=1048576"),
+		"a=s3://bucket/x", "/mnt");
+	SESSION(false,
+		ARGS("-oro,fsname=s3pipe,subtype=s3pipe,max_read=1048576,"
+		     "allow_other",
+		     "-o", "auto_unmount"),
+		"--allow-other", "-o", "auto_unmount", "a=s3://bucket/x",
+		"/mnt");
+	/* mount.s3pipe: the source is the file system's name */
+	SESSION(true,
+		ARGS("-oro,fsname=s3://bucket/x,subtype=s3pipe,"
+		     "max_read=1048576"),
+		"s3://bucket/x", "/mnt");
+	/* ... unless it would need escaping or is too long */
+	SESSION(true,
+		ARGS("-oro,fsname=s3pipe,subtype=s3pipe,max_read=1048576"),
+		"s3://bucket/a,b", "/mnt");
+	SESSION(true,
+		ARGS("-oro,fsname=s3pipe,subtype=s3pipe,max_read=1048576"),
+		"s3://bucket/a\\b", "/mnt");
+	memset(uri, 'k', sizeof(uri));
+	memcpy(uri, "s3://bucket/", 12);
+	uri[511] = '\0';
+	snprintf(arg, sizeof(arg),
+		 "-oro,fsname=%s,subtype=s3pipe,max_read=1048576", uri);
+	SESSION(true, ARGS(arg), uri, "/mnt");
+	uri[511] = 'k';
+	uri[512] = '\0';
+	SESSION(true,
+		ARGS("-oro,fsname=s3pipe,subtype=s3pipe,max_read=1048576"), uri,
+		"/mnt");
+	/* the user's fsname= and subtype= replace s3pipe's */
+	SESSION(true,
+		ARGS("-oro,subtype=s3pipe,max_read=1048576,allow_other", "-o",
+		     "auto_unmount,fsname=mine"),
+		"s3://bucket/x", "/mnt", "-o",
+		"allow_other,auto_unmount,fsname=mine");
+	SESSION(
+	    false,
+	    ARGS("-oro,fsname=s3pipe,max_read=1048576", "-o", "subtype=data"),
+	    "-o", "subtype=data", "a=s3://bucket/x", "/mnt");
+	SESSION(false,
+		ARGS("-oro,max_read=1048576", "-o", "fsname=a\\,b,subtype=t"),
+		"-o", "fsname=a\\,b", "-osubtype=t", "a=s3://bucket/x", "/mnt");
+	/* a name that only starts like fsname= is not one */
+	SESSION(false,
+		ARGS("-oro,fsname=s3pipe,subtype=s3pipe,max_read=1048576", "-o",
+		     "default_permissions"),
+		"-o", "default_permissions", "a=s3://bucket/x", "/mnt");
 }
 
 /* ---- mount(8) helper flags ---- */
@@ -594,7 +822,6 @@ static void test_helper_flags(void **state)
 	struct fs_options o;
 
 	OK(true, &o, "s3://bucket", "/mnt", "-s", "-n", "-v");
-	assert_true(o.read_only_fake);
 	assert_false(o.fake);
 	assert_false(o.foreground);
 	fs_options_free(&o);
@@ -607,7 +834,6 @@ static void test_helper_flags(void **state)
 
 	OK(true, &o, "s3://bucket", "/mnt", "-sfnv", "-o", "channel=t");
 	assert_true(o.fake);
-	assert_true(o.read_only_fake);
 	assert_false(o.foreground);
 	assert_string_equal(o.channels[0].name, "t");
 	fs_options_free(&o);
@@ -650,6 +876,17 @@ static void test_helper_flag_errors(void **state)
 	    "a=s3://bucket", "/mnt");
 	ERR(false, "unknown option '-n' (see s3pipe --help)", "-fn",
 	    "a=s3://bucket", "/mnt");
+	ERR(false, "unknown option '-t' (see s3pipe --help)", "-t", "x",
+	    "a=s3://bucket", "/mnt");
+	/* a lone dash is no option, and no place to mount on */
+	ERR(false, "unknown option '-' (see s3pipe --help)", "a=s3://bucket",
+	    "-");
+	ERR(true, "unknown option '-' (see mount.s3pipe --help)", "s3://bucket",
+	    "/mnt", "-o", "-");
+	ERR(true, "option -t needs a value", "s3://bucket", "/mnt", "-vt");
+	/* -o does not hide in a cluster */
+	ERR(true, "option -o must start an argument: -o OPTIONS or -oOPTIONS",
+	    "s3://bucket", "/mnt", "-so", "foreground");
 }
 
 /* ---- --help and --version ---- */
@@ -723,6 +960,7 @@ static void test_usage(void **state)
 	    "--max-connections N",
 	    "--max-retries N",
 	    "--stall-timeout SECONDS",
+	    "--max-threads N",
 	    "--epochs N",
 	    "--seek MODE",
 	    "--uid N",
@@ -740,7 +978,11 @@ static void test_usage(void **state)
 	    "(default 64)",
 	    "(default 5)",
 	    "(default 30)",
+	    "(default 16)",
+	    "(default 0)",
 	    "(default reject)",
+	    "(default train)",
+	    "auto_unmount",
 	};
 	char *text = usage_text("/usr/bin/s3pipe");
 	const char *line;
@@ -834,9 +1076,9 @@ static void test_errors_forms(void **state)
 	    "a=s3://bucket", "/mnt");
 	ERR(false, "unknown option '-x' (see s3pipe --help)", "-x",
 	    "a=s3://bucket", "/mnt");
-	ERR(false, "unknown option 'foo' in -o (see s3pipe --help)", "-o",
+	ERR(false, "unknown option '-o foo' (see s3pipe --help)", "-o",
 	    "allow_other,foo=1", "a=s3://bucket", "/mnt");
-	ERR(true, "unknown option 'bogus' in -o (see mount.s3pipe --help)",
+	ERR(true, "unknown option '-o bogus' (see mount.s3pipe --help)",
 	    "s3://bucket", "/mnt", "-o", "rw,bogus");
 	ERR(true, "unknown option '--foo' (see mount.s3pipe --help)",
 	    "s3://bucket", "/mnt", "--foo");
@@ -859,6 +1101,11 @@ static void test_errors_forms(void **state)
 	ERR(false, "option --debug takes no value", "--debug=1",
 	    "a=s3://bucket", "/mnt");
 	ERR(false, "option -o needs a value", "a=s3://bucket", "/mnt", "-o");
+	/* a value is glued with '=' only */
+	ERR(false, "unknown option '--regionx' (see s3pipe --help)",
+	    "--regionx", "a=s3://bucket", "/mnt");
+	ERR(false, "unknown option '--max-threads4' (see s3pipe --help)",
+	    "--max-threads4", "a=s3://bucket", "/mnt");
 	/* control characters never reach the message */
 	ERR(false, "unknown option '--fo?o' (see s3pipe --help)", "--fo\no",
 	    "a=s3://bucket", "/mnt");
@@ -926,7 +1173,7 @@ static void test_errors_cache_vs_part(void **state)
 	    "--cache-size", "16777215", "a=s3://bucket", "/mnt");
 	/* exactly twice is enough */
 	OK(false, &o, "--cache-size", "16M", "a=s3://bucket", "/mnt");
-	assert_int_equal(o.cache_size, 16ULL << 20);
+	assert_int_equal(o.cache.budget_bytes, 16ULL << 20);
 	fs_options_free(&o);
 }
 
@@ -1030,13 +1277,15 @@ static void test_free_is_idempotent(void **state)
 {
 	struct fs_options o;
 
-	OK(false, &o, "--region", "x", "--endpoint-url", "http://h",
-	   "a=s3://bucket/p", "b=s3://bucket/q", "/mnt");
+	OK(false, &o, "--region", "x", "--endpoint-url", "http://h", "-o",
+	   "auto_unmount", "a=s3://bucket/p", "b=s3://bucket/q", "/mnt");
 	fs_options_free(&o);
 	assert_int_equal(o.nchannels, 0);
 	assert_null(o.mountpoint);
-	assert_null(o.region);
-	assert_null(o.endpoint_url);
+	assert_null(o.s3.region);
+	assert_null(o.s3.endpoint);
+	assert_int_equal(o.fuse_args.argc, 0);
+	assert_null(o.fuse_args.argv);
 	fs_options_free(&o);
 
 	/* a failure half-way leaves o freeable (ASan/valgrind: no leak) */
@@ -1105,6 +1354,10 @@ int main(void)
 	    cmocka_unit_test(test_mountpoint_with_equals),
 	    cmocka_unit_test(test_max_channels),
 	    cmocka_unit_test(test_escaped_comma),
+	    cmocka_unit_test(test_passthrough),
+	    cmocka_unit_test(test_passthrough_errors),
+	    cmocka_unit_test(test_max_threads),
+	    cmocka_unit_test(test_session_args),
 	    cmocka_unit_test(test_helper_flags),
 	    cmocka_unit_test(test_helper_flag_errors),
 	    cmocka_unit_test(test_help_version),
