@@ -118,12 +118,6 @@ static void go_quiet(int ready_fd)
 	}
 }
 
-static void add_arg(struct fuse_args *args, const char *arg)
-{
-	if (fuse_opt_add_arg(args, arg) != 0)
-		die("out of memory");
-}
-
 /* The S3 client, the cache over it and one stream per channel, each
  * channel's first page listed and its first window's memory faulted in. */
 static void build_stack(struct fs_options *o, struct fs_state *st)
@@ -207,20 +201,9 @@ static struct fuse_session *mount_session(struct fs_options *o,
 					  bool helper, struct fuse_args *fargs)
 {
 	struct fuse_session *se;
-	char fsopts[1024];
-	const char *fsname;
 
-	/* mount(8) shows the source as the file system's name; a comma would
-	 * end the option, so such a URI is not used */
-	fsname = helper && !strpbrk(o->channels[0].uri, ",\\") &&
-			 strlen(o->channels[0].uri) < 512
-		     ? o->channels[0].uri
-		     : "s3pipe";
-	snprintf(fsopts, sizeof(fsopts),
-		 "-oro,fsname=%s,subtype=s3pipe,max_read=1048576%s", fsname,
-		 o->allow_other ? ",allow_other" : "");
-	add_arg(fargs, prog);
-	add_arg(fargs, fsopts);
+	if (fs_options_session_args(o, prog, helper, fargs) != 0)
+		die("out of memory");
 	se = fuse_session_new(fargs, fs_operations(),
 			      sizeof(struct fuse_lowlevel_ops), st);
 	if (!se)

@@ -127,7 +127,7 @@ static void root_attr(struct fs_state *st, struct stat *stbuf)
 
 static void op_init(void *userdata, struct fuse_conn_info *conn)
 {
-	conn->max_read = 1 << 20;
+	conn->max_read = FS_MAX_READ; /* as the session args say */
 	if (conn->max_write < (1u << 20))
 		conn->max_write = 1 << 20;
 	conn->want &= ~FUSE_CAP_SPLICE_READ;

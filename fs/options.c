@@ -27,8 +27,9 @@
  *                    throw-away fuse_session_new() (it opens and mounts
  *                    nothing), refuses what libfuse refuses and keeps the
  *                    rest, which fuse_opt gathers into "-o LIST": that is
- *                    o->fuse_args, and fs_options_session_args() puts it
- *                    after s3pipe's own session options;
+ *                    o->fuse_args, and fs_options_session_args()
+ *                    (fs/session.c) puts it after s3pipe's own session
+ *                    options;
  *   NAME=URI, MOUNTPOINT  non-options, checked once all options are in.
  *
  * mount(8) runs helpers as (section EXTERNAL HELPERS of util-linux mount(8))
@@ -69,7 +70,6 @@
 #define HELP_COLUMN 28		  /* where help text starts in --help */
 #define HELP_WIDTH  79		  /* and where it wraps */
 #define ID_MAX	    4294967294ULL /* (uid_t)-1 means "no change" */
-#define FSNAME_MAX  512		  /* longest source shown as fsname */
 
 enum opt_kind {
 	OPT_FLAG,   /* bool at offset, no value */
@@ -663,60 +663,13 @@ static struct fuse_opt *build_templates(bool mount_helper, size_t *nbuilt)
 	return t; /* calloc wrote FUSE_OPT_END */
 }
 
-/* ---- options for libfuse ---- */
-
-/*
- * What libfuse logged during the current parse.  Its log function takes no
- * user pointer, hence a static: options are parsed once, at start-up, on
- * one thread.
- */
-static char fuse_msg[256];
-
-__attribute__((format(printf, 2, 0))) static void
-capture_fuse_log(enum fuse_log_level level, const char *fmt, va_list ap)
-{
-	size_t used = strlen(fuse_msg);
-
-	(void)level;
-	if (used + 1 < sizeof(fuse_msg))
-		vsnprintf(fuse_msg + used, sizeof(fuse_msg) - used, fmt, ap);
-}
-
-/*
- * Whether libfuse takes "-o item": a session is created and destroyed
- * (fuse_session_new() parses and allocates; it opens and mounts nothing).
- * Returns 0, EINVAL with libfuse's message in fuse_msg, or ENOMEM.
- */
-static int libfuse_takes(const char *item)
-{
-	static const struct fuse_lowlevel_ops no_ops;
-	struct fuse_args args = FUSE_ARGS_INIT(0, NULL);
-	struct fuse_session *se;
-	char *list = NULL;
-	int rc = ENOMEM;
-
-	fuse_msg[0] = '\0';
-	if (fuse_opt_add_opt_escaped(&list, item) != 0 ||
-	    fuse_opt_add_arg(&args, "s3pipe") != 0 ||
-	    fuse_opt_add_arg(&args, "-o") != 0 ||
-	    fuse_opt_add_arg(&args, list) != 0)
-		goto out;
-	se = fuse_session_new(&args, &no_ops, sizeof(no_ops), NULL);
-	rc = se ? 0 : EINVAL;
-	if (se)
-		fuse_session_destroy(se);
-out:
-	free(list);
-	fuse_opt_free_args(&args);
-	return rc;
-}
-
 /*
  * An -o item s3pipe does not know: KEY_PASS (fuse_opt keeps it for libfuse)
  * when a session takes it, else an error.
  */
 static int passthrough(struct parse_state *st, const char *item, size_t len)
 {
+	char fuse_msg[256];
 	const char *msg = fuse_msg;
 	int n = (int)(len > 64 ? 64 : len);
 	int rc;
@@ -726,7 +679,7 @@ static int passthrough(struct parse_state *st, const char *item, size_t len)
 			    "option -o max_read cannot be set: s3pipe mounts "
 			    "with max_read=%u",
 			    FS_MAX_READ);
-	rc = libfuse_takes(item);
+	rc = fs_session_option_check(item, fuse_msg, sizeof(fuse_msg));
 	if (rc == ENOMEM)
 		return fail_nomem(st);
 	if (rc == 0)
@@ -1163,93 +1116,17 @@ int fs_options_parse(int argc, char **argv, bool mount_helper,
 		rc = fail_nomem(&st);
 		goto out;
 	}
-	fuse_set_log_func(capture_fuse_log);
+	fs_session_quiet(true); /* one line of ours, not libfuse's */
 	if (fuse_opt_parse(&args, &st, templates, opt_proc) != 0)
 		rc = parse_failed(&st, n, argv);
 	else
 		rc = finish_parse(&st, &args);
-	fuse_set_log_func(NULL); /* libfuse's default: stderr */
+	fs_session_quiet(false);
 out:
 	fuse_opt_free_args(&args); /* a no-op unless fuse_opt made a copy */
 	free_templates(templates, nbuilt);
 	free(st.pos);
 	return rc;
-}
-
-/* ---- the FUSE session's options ---- */
-
-enum { USER_FSNAME = 1, USER_SUBTYPE = 2 };
-
-static const struct fuse_opt user_name_templates[] = {
-    FUSE_OPT_KEY("fsname=", USER_FSNAME),
-    FUSE_OPT_KEY("subtype=", USER_SUBTYPE),
-    FUSE_OPT_END,
-};
-
-/* Notes which of fsname= and subtype= the user gave; keeps everything. */
-static int note_user_name(void *data, const char *arg, int key,
-			  struct fuse_args *outargs)
-{
-	unsigned *seen = data;
-
-	(void)arg;
-	(void)outargs;
-	if (key > 0)
-		*seen |= (unsigned)key;
-	return 1;
-}
-
-/* USER_FSNAME | USER_SUBTYPE as found in o->fuse_args, or -1 (ENOMEM). */
-static int user_names(const struct fs_options *o)
-{
-	struct fuse_args copy =
-	    FUSE_ARGS_INIT(o->fuse_args.argc, o->fuse_args.argv);
-	unsigned seen = 0;
-	int rc =
-	    fuse_opt_parse(&copy, &seen, user_name_templates, note_user_name);
-
-	fuse_opt_free_args(&copy); /* fuse_opt's copy, never o's */
-	return rc ? -1 : (int)seen;
-}
-
-/*
- * mount(8) shows the source as the file system's name; a URI with a comma
- * or a backslash would need escaping, and a long one is no use there.
- */
-static const char *session_fsname(const struct fs_options *o, bool mount_helper)
-{
-	const char *uri = o->nchannels ? o->channels[0].uri : NULL;
-
-	if (!mount_helper || !uri || strpbrk(uri, ",\\") ||
-	    strlen(uri) >= FSNAME_MAX)
-		return "s3pipe";
-	return uri;
-}
-
-int fs_options_session_args(const struct fs_options *o, const char *prog,
-			    bool mount_helper, struct fuse_args *out)
-{
-	char own[FSNAME_MAX + 128];
-	int user = user_names(o);
-	int i;
-
-	if (user < 0)
-		return ENOMEM;
-	snprintf(own, sizeof(own), "-oro%s%s%s,max_read=%u%s",
-		 user & USER_FSNAME ? "" : ",fsname=",
-		 user & USER_FSNAME ? "" : session_fsname(o, mount_helper),
-		 user & USER_SUBTYPE ? "" : ",subtype=s3pipe", FS_MAX_READ,
-		 o->allow_other ? ",allow_other" : "");
-	if (fuse_opt_add_arg(out, prog) != 0 || fuse_opt_add_arg(out, own) != 0)
-		goto nomem;
-	for (i = 1; i < o->fuse_args.argc; i++) {
-		if (fuse_opt_add_arg(out, o->fuse_args.argv[i]) != 0)
-			goto nomem;
-	}
-	return 0;
-nomem:
-	fuse_opt_free_args(out);
-	return ENOMEM;
 }
 
 bool fs_channel_name_valid(const char *name)

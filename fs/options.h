@@ -106,6 +106,28 @@ void fs_options_free(struct fs_options *o);
 int fs_options_parse(int argc, char **argv, bool mount_helper,
 		     struct fs_options *o, char *err, size_t errlen);
 
+/* True when name matches SageMaker's channel rule [A-Za-z0-9.\-_]{1,64}. */
+bool fs_channel_name_valid(const char *name);
+
+/* The usage text for --help. */
+void fs_options_usage(FILE *out, const char *progname);
+
+/* ---- fs/session.c: what s3pipe hands libfuse ---- */
+
+/*
+ * quiet: libfuse's log messages are kept (for fs_session_option_check())
+ * instead of printed, until as many fs_session_quiet(false) calls follow.
+ * Start-up only, one thread.
+ */
+void fs_session_quiet(bool quiet);
+
+/*
+ * Whether libfuse takes "-o item" (asked of a session created and destroyed
+ * at once: nothing is opened or mounted).  Returns 0; EINVAL with libfuse's
+ * own message in msg; or ENOMEM.
+ */
+int fs_session_option_check(const char *item, char *msg, size_t msglen);
+
 /*
  * Fills out, which must be empty (FUSE_ARGS_INIT(0, NULL)), with the
  * arguments for fuse_session_new(): prog, then
@@ -118,11 +140,5 @@ int fs_options_parse(int argc, char **argv, bool mount_helper,
  */
 int fs_options_session_args(const struct fs_options *o, const char *prog,
 			    bool mount_helper, struct fuse_args *out);
-
-/* True when name matches SageMaker's channel rule [A-Za-z0-9.\-_]{1,64}. */
-bool fs_channel_name_valid(const char *name);
-
-/* The usage text for --help. */
-void fs_options_usage(FILE *out, const char *progname);
 
 #endif

@@ -114,7 +114,7 @@ static void expect_error_prefix_v(bool helper, const char *prefix,
 
 #define CHANNEL_HINT "invalid channel name '%s': use 1-64 of A-Z a-z 0-9 . - _"
 
-/* ---- defaults and the issue's examples ---- */
+/* ---- defaults and the documented command lines ---- */
 
 static void test_defaults(void **state)
 {
@@ -174,7 +174,7 @@ static void test_defaults_after_parse(void **state)
 	fs_options_free(&o);
 }
 
-static void test_issue_s3pipe(void **state)
+static void test_two_channels_with_endpoint(void **state)
 {
 	struct fs_options o;
 
@@ -196,7 +196,7 @@ static void test_issue_s3pipe(void **state)
 	fs_options_free(&o);
 }
 
-static void test_issue_mount_helper(void **state)
+static void test_mount_helper_source_and_options(void **state)
 {
 	struct fs_options o;
 
@@ -1039,7 +1039,7 @@ static void test_channel_name_valid(void **state)
 
 /* ---- errors ---- */
 
-static void test_errors_issue(void **state)
+static void test_errors_common_mistakes(void **state)
 {
 	ERR(false, "unknown option '--foo' (see s3pipe --help)", "--foo",
 	    "a=s3://bucket", "/mnt");
@@ -1334,8 +1334,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_defaults),
 	    cmocka_unit_test(test_defaults_after_parse),
-	    cmocka_unit_test(test_issue_s3pipe),
-	    cmocka_unit_test(test_issue_mount_helper),
+	    cmocka_unit_test(test_two_channels_with_endpoint),
+	    cmocka_unit_test(test_mount_helper_source_and_options),
 	    cmocka_unit_test(test_fstab_style),
 	    cmocka_unit_test(test_helper_default_channel),
 	    cmocka_unit_test(test_all_long_space),
@@ -1363,7 +1363,7 @@ int main(void)
 	    cmocka_unit_test(test_help_version),
 	    cmocka_unit_test(test_usage),
 	    cmocka_unit_test(test_channel_name_valid),
-	    cmocka_unit_test(test_errors_issue),
+	    cmocka_unit_test(test_errors_common_mistakes),
 	    cmocka_unit_test(test_errors_forms),
 	    cmocka_unit_test(test_errors_numbers),
 	    cmocka_unit_test(test_errors_cache_vs_part),
