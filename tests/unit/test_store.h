@@ -1,0 +1,97 @@
+/*
+ * test_store: an in-memory store (s3/store.h) for the unit tests.
+ *
+ * Two ways to answer:
+ *   - recording (serve == false): every GET and LIST is kept, in order, and
+ *     answered only when a test says so (test_store_finish_get(), or by
+ *     calling the recorded callbacks itself), so a test can look at the
+ *     ranges the cache asks for and play the store's part step by step;
+ *   - serving (serve == true): a thread of its own answers from the objects
+ *     put in with test_store_put(), like the S3 engine: LIST pages in key
+ *     order with continuation tokens, GETs copied into the buffers with a
+ *     buffer_done per buffer, the listed ETag checked, and faults on
+ *     request (every Nth GET fails).
+ * Destroying it cancels what is still open with ECANCELED, as the engine
+ * does.
+ */
+#ifndef S3PIPE_TEST_STORE_H
+#define S3PIPE_TEST_STORE_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "s3/store.h"
+
+#define TEST_STORE_MAX_RECORDED 256
+
+struct test_get {
+	char bucket[64];
+	char key[256];
+	char etag[64]; /* "" when none was sent */
+	uint64_t offset;
+	uint64_t len; /* all buffers */
+	unsigned nbuffers;
+	unsigned flags;
+	struct s3_buffer buffers[S3_GET_BUFFERS_MAX];
+	s3_get_buffer_fn *buffer_done;
+	s3_get_done_fn *done;
+	void *arg;
+	bool finished; /* done has run */
+};
+
+struct test_list {
+	char bucket[64];
+	char prefix[256];
+	char token[64]; /* "" for the first page */
+	unsigned max_keys;
+	s3_list_done_fn *done;
+	void *arg;
+	bool finished;
+};
+
+struct test_object {
+	char *key;
+	char *etag;
+	unsigned char *data;
+	uint64_t size;
+};
+
+struct test_store {
+	struct s3_store store; /* first: what the cache is given */
+	bool serve;
+	pthread_mutex_t lock;
+	/* recording: what was asked, in order */
+	struct test_get gets[TEST_STORE_MAX_RECORDED];
+	unsigned ngets;
+	struct test_list lists[TEST_STORE_MAX_RECORDED];
+	unsigned nlists;
+	/* serving */
+	struct test_object *objects; /* sorted by key */
+	unsigned nobjects;
+	unsigned fail_every; /* fail every Nth GET with a 503; 0 = never */
+	unsigned get_count;
+	struct test_queued *queue_head, *queue_tail;
+	pthread_cond_t wake;
+	bool stopping;
+	pthread_t thread;
+	struct s3_stats stats;
+};
+
+struct test_store *test_store_create(bool serve, unsigned max_parallel);
+void test_store_destroy(struct test_store *ts);
+/* Adds (or replaces) an object; data is copied.  Serving mode only, before
+ * the first request or with nothing in flight. */
+void test_store_put(struct test_store *ts, const char *key, const char *etag,
+		    const void *data, uint64_t size);
+/* Recording mode: answers GET i, filling its buffers with
+ * test_store_byte() values and reporting each, then done (err NULL or an
+ * error with that errno). */
+void test_store_finish_get(struct test_store *ts, unsigned i, int err);
+/* Recording mode: ends every open GET and LIST with ECANCELED and forgets
+ * them all. */
+void test_store_cancel_all(struct test_store *ts);
+/* The byte at offset of an object (a pattern that differs per key). */
+unsigned char test_store_byte(const char *key, uint64_t offset);
+
+#endif
