@@ -47,7 +47,8 @@ struct cache_conf {
 	unsigned first_page_keys; /* keys in the first page (small: fast
 				     start) */
 	/* block memory faulted in per stream before the first reader
-	 * (cache_stream_warm), at most: bounds the start-up time */
+	 * (cache_stream_warm), at most; 0 = auto (bounds the start-up
+	 * time) */
 	uint64_t warm_max_bytes;
 };
 

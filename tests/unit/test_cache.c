@@ -1228,6 +1228,51 @@ static void test_stats(void **state)
 	cache_destroy(c);
 }
 
+/* What cache_create() works out from the budget and the store. */
+static void test_derived_settings(void **state)
+{
+	struct cache_conf conf;
+	struct cache *c;
+
+	if (!store)
+		store = test_store_create(false, 4);
+	assert_non_null(store);
+	cache_conf_init(&conf); /* 256 MiB, 8 MiB blocks */
+	c = cache_create(&conf, &store->store);
+	assert_non_null(c);
+	assert_int_equal(c->conf.max_window, 128 * MIB);
+	assert_int_equal(c->conf.request_size, 32 * MIB); /* capped */
+	assert_int_equal(c->run_max, 4);
+	assert_int_equal(c->conf.max_ahead_objects, 4 * 4);
+	assert_int_equal(c->conf.warm_max_bytes, 144 * MIB);
+	cache_destroy(c);
+	/* a small budget: everything scales down with it */
+	conf.budget_bytes = 64 * MIB;
+	c = cache_create(&conf, &store->store);
+	assert_non_null(c);
+	assert_int_equal(c->conf.max_window, 32 * MIB);
+	assert_int_equal(c->conf.request_size, 8 * MIB);
+	assert_int_equal(c->run_max, 1);
+	assert_int_equal(c->conf.warm_max_bytes, 48 * MIB);
+	cache_destroy(c);
+	/* a large one: the warm-up stays bounded; the window is never
+	 * under two blocks; what the conf sets is kept */
+	conf.budget_bytes = 4096ull * MIB;
+	conf.max_ahead_objects = 7;
+	c = cache_create(&conf, &store->store);
+	assert_non_null(c);
+	assert_int_equal(c->conf.max_window, 2048ull * MIB);
+	assert_int_equal(c->conf.warm_max_bytes, 144 * MIB);
+	assert_int_equal(c->conf.max_ahead_objects, 7);
+	cache_destroy(c);
+	conf.budget_bytes = 16 * MIB;
+	conf.max_window = 1;
+	c = cache_create(&conf, &store->store);
+	assert_non_null(c);
+	assert_int_equal(c->conf.max_window, 16 * MIB);
+	cache_destroy(c);
+}
+
 /* Every cache is gone: the GETs a test left open have nowhere to report. */
 static int free_store(void **state)
 {
@@ -1260,6 +1305,7 @@ int main(void)
 	    cmocka_unit_test(test_block_over_block_size_refused),
 	    cmocka_unit_test(test_table_growth),
 	    cmocka_unit_test(test_stats),
+	    cmocka_unit_test(test_derived_settings),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, free_store);
