@@ -73,10 +73,11 @@ struct cache_stats {
 };
 
 /*
- * A cache over store, with conf copied.  The store must outlive the cache:
- * destroy the store first (its pending callbacks land here), then the
- * streams, then the cache.  Returns NULL and sets errno (EINVAL when conf
- * has no block size or page size).
+ * A cache over store, with conf copied.  The store must stay up while the
+ * cache uses it; at the end it goes first (destroying it runs its pending
+ * callbacks, which land in the cache), then the streams, then the cache.
+ * Returns NULL and sets errno (EINVAL when conf has no block size or page
+ * size).
  */
 struct cache *cache_create(const struct cache_conf *conf,
 			   struct s3_store *store);

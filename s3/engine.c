@@ -449,7 +449,7 @@ static int build_attempt(struct s3_client *c, struct s3_request *r)
 	    .token = r->token,
 	    .max_keys = r->max_keys,
 	    /* a whole-object GET sends Range only to resume */
-	    .ranged = !(r->whole && r->got == 0),
+	    .ranged = r->kind == REQUEST_GET && !(r->whole && r->got == 0),
 	    .first = r->offset + r->got,
 	    .last = r->offset + r->len - 1,
 	};
