@@ -4,8 +4,10 @@
  * (warmed before the first reader).
  *
  * See cache/internal.h for the state table.  Blocks are keyed by
- * (segment pointer, block index): a segment is one listed (key, ETag) of a
- * stream, so a block is never served for another version of an object.
+ * (object, block index): an object is one interned (bucket, key, ETag,
+ * size), so a block is never served for another version of an object and
+ * is found by every stream that names this one.  A block holds a reference
+ * on its object.
  */
 #include "config.h"
 
@@ -18,19 +20,19 @@
 
 #include "util/util.h"
 
-size_t cache_block_len(const struct cache *c, const struct cache_segment *seg,
+size_t cache_block_len(const struct cache *c, const struct cache_object *obj,
 		       uint64_t index)
 {
 	uint64_t off = index * c->conf.block_size;
-	uint64_t left = seg->size - off;
+	uint64_t left = obj->size - off;
 
 	return (size_t)(left < c->conf.block_size ? left : c->conf.block_size);
 }
 
-static size_t hash_key(size_t nbuckets, const struct cache_segment *seg,
+static size_t hash_key(size_t nbuckets, const struct cache_object *obj,
 		       uint64_t index)
 {
-	uint64_t h = (uint64_t)(uintptr_t)seg * 0x9E3779B97F4A7C15ull;
+	uint64_t h = (uint64_t)(uintptr_t)obj * 0x9E3779B97F4A7C15ull;
 
 	h ^= index + 0x632BE59BD9B4E019ull + (h << 6) + (h >> 2);
 	h ^= h >> 29;
@@ -49,7 +51,7 @@ static void table_grow(struct cache *c)
 
 		while (b) {
 			struct cache_block *next = b->hash_next;
-			size_t h = hash_key(n, b->seg, b->index);
+			size_t h = hash_key(n, b->obj, b->index);
 
 			b->hash_next = t[h];
 			t[h] = b;
@@ -64,7 +66,7 @@ static void table_grow(struct cache *c)
 static void table_remove(struct cache *c, struct cache_block *b)
 {
 	struct cache_block **pp =
-	    &c->table[hash_key(c->nbuckets, b->seg, b->index)];
+	    &c->table[hash_key(c->nbuckets, b->obj, b->index)];
 
 	while (*pp && *pp != b)
 		pp = &(*pp)->hash_next;
@@ -76,12 +78,12 @@ static void table_remove(struct cache *c, struct cache_block *b)
 }
 
 struct cache_block *cache_block_lookup(struct cache *c,
-				       const struct cache_segment *seg,
+				       const struct cache_object *obj,
 				       uint64_t index)
 {
-	struct cache_block *b = c->table[hash_key(c->nbuckets, seg, index)];
+	struct cache_block *b = c->table[hash_key(c->nbuckets, obj, index)];
 
-	while (b && !(b->seg == seg && b->index == index))
+	while (b && !(b->obj == obj && b->index == index))
 		b = b->hash_next;
 	return b;
 }
@@ -139,6 +141,7 @@ static void buffer_put(struct cache *c, char *data, size_t cap)
 void cache_block_free(struct cache *c, struct cache_block *b)
 {
 	buffer_put(c, b->data, b->cap);
+	cache_object_put(c, b->obj);
 	pthread_cond_destroy(&b->ready);
 	free(b);
 }
@@ -236,9 +239,8 @@ bool cache_block_room(struct cache *c, size_t len, bool demand)
 }
 
 struct cache_block *cache_block_create(struct cache *c,
-				       const struct cache_segment *seg,
-				       uint64_t index, size_t len,
-				       enum cache_admit admit)
+				       struct cache_object *obj, uint64_t index,
+				       size_t len, enum cache_admit admit)
 {
 	bool demand = admit == CACHE_ADMIT_DEMAND;
 	struct cache_block *b;
@@ -258,14 +260,15 @@ struct cache_block *cache_block_create(struct cache *c,
 		return NULL;
 	}
 	b->cache = c;
-	b->seg = seg;
+	b->obj = obj;
+	cache_object_ref(obj);
 	b->index = index;
 	b->len = len;
 	b->state = BLOCK_FETCHING;
 	pthread_cond_init(&b->ready, NULL);
 	if (c->nblocks >= c->nbuckets * 2)
 		table_grow(c);
-	h = hash_key(c->nbuckets, seg, index);
+	h = hash_key(c->nbuckets, obj, index);
 	b->hash_next = c->table[h];
 	c->table[h] = b;
 	c->nblocks++;
@@ -352,10 +355,10 @@ static void fetch_done(void *arg, const struct s3_error *err)
 }
 
 void cache_block_fetch(struct cache_block *const *blocks, unsigned n,
-		       const struct cache_stream *s, bool urgent)
+		       bool urgent)
 {
 	struct cache *c = blocks[0]->cache;
-	const struct cache_segment *seg = blocks[0]->seg;
+	const struct cache_object *obj = blocks[0]->obj;
 	struct s3_buffer buffers[S3_GET_BUFFERS_MAX];
 	struct block_fetch *f = NULL;
 	uint64_t total = 0;
@@ -367,9 +370,9 @@ void cache_block_fetch(struct cache_block *const *blocks, unsigned n,
 		rc = ENOMEM;
 	else {
 		struct s3_get get = {
-		    .bucket = s->bucket,
-		    .key = seg->key,
-		    .etag = seg->etag,
+		    .bucket = obj->bucket,
+		    .key = obj->key,
+		    .etag = obj->etag,
 		    .offset = blocks[0]->index * c->conf.block_size,
 		    .buffers = buffers,
 		    .nbuffers = n,
@@ -387,7 +390,7 @@ void cache_block_fetch(struct cache_block *const *blocks, unsigned n,
 			buffers[i].len = blocks[i]->len;
 			total += blocks[i]->len;
 		}
-		if (blocks[0]->index == 0 && total == seg->size)
+		if (blocks[0]->index == 0 && total == obj->size)
 			get.flags |= S3_GET_WHOLE;
 		rc = s3_get(c->store, &get);
 	}
@@ -413,10 +416,15 @@ static uint64_t first_window_pooled(const struct cache_stream *s)
 
 	for (size_t i = 0; i < s->count && pos < reach; i++) {
 		const struct cache_segment *seg = s->segs[i];
+		uint64_t end = seg->obj_offset + seg->size;
 
-		for (uint64_t index = 0; index * bs < seg->size && pos < reach;
-		     index++) {
-			size_t len = cache_block_len(c, seg, index);
+		if (!seg->obj) {
+			pos += seg->size;
+			continue;
+		}
+		for (uint64_t index = seg->obj_offset / bs;
+		     index * bs < end && pos < reach; index++) {
+			size_t len = cache_block_len(c, seg->obj, index);
 
 			if (buffer_cap(c, len) == bs)
 				pooled += bs;
@@ -467,4 +475,41 @@ uint64_t cache_stream_warm(struct cache_stream *s)
 	}
 	pthread_mutex_unlock(&c->lock);
 	return added;
+}
+
+/* ---- buffers for stages ---- */
+
+void *cache_buffer_get(struct cache *c, bool demand)
+{
+	char *p;
+
+	pthread_mutex_lock(&c->lock);
+	if (!demand &&
+	    c->lent_bytes + c->conf.block_size > c->conf.budget_bytes / 2)
+		p = NULL;
+	else if (!cache_block_room(c, c->conf.block_size, demand))
+		p = NULL;
+	else
+		p = buffer_get(c, c->conf.block_size,
+			       demand ? CACHE_ADMIT_DEMAND
+				      : CACHE_ADMIT_PREFETCH);
+	if (p)
+		c->lent_bytes += c->conf.block_size;
+	pthread_mutex_unlock(&c->lock);
+	return p;
+}
+
+void cache_buffer_put(struct cache *c, void *buf)
+{
+	if (!buf)
+		return;
+	pthread_mutex_lock(&c->lock);
+	c->lent_bytes -= c->conf.block_size;
+	buffer_put(c, buf, c->conf.block_size);
+	pthread_mutex_unlock(&c->lock);
+}
+
+size_t cache_buffer_size(const struct cache *c)
+{
+	return (size_t)c->conf.block_size;
 }

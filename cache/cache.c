@@ -125,6 +125,7 @@ void cache_destroy(struct cache *c)
 		}
 	}
 	free(c->table);
+	cache_object_table_free(c);
 	while (c->pool_count)
 		free(c->pool[--c->pool_count]);
 	free(c->pool);
@@ -138,4 +139,24 @@ void cache_get_stats(struct cache *c, struct cache_stats *out)
 	pthread_mutex_lock(&c->lock);
 	*out = c->stats;
 	pthread_mutex_unlock(&c->lock);
+}
+
+void cache_lock(struct cache *c)
+{
+	pthread_mutex_lock(&c->lock);
+}
+
+void cache_unlock(struct cache *c)
+{
+	pthread_mutex_unlock(&c->lock);
+}
+
+uint64_t cache_budget(const struct cache *c)
+{
+	return c->conf.budget_bytes;
+}
+
+uint64_t cache_max_window(const struct cache *c)
+{
+	return c->conf.max_window;
 }

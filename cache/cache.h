@@ -1,14 +1,19 @@
 /*
  * cache: streams, block cache and prefetcher between fs/ and s3/.
  *
- * A stream is an ordered list of segments (object key, ETag, size) that is
- * read as one byte sequence; it is filled page by page from ListObjectsV2,
- * on demand, so a reader waits only for the segment it needs.
+ * A stream is an ordered list of segments (a range of one object, or
+ * literal bytes) that is read as one byte sequence.  A listing stream is
+ * filled page by page from ListObjectsV2, on demand, so a reader waits only
+ * for the segment it needs; a framer may turn each listed object into
+ * several segments (a record header, the object, padding).  A plan stream
+ * is filled by its owner, in any order of objects, and asked for more
+ * (a want hook) as readers come near its end.
  *
- * Blocks are pieces of one object (at most block_size bytes, never across
- * objects), keyed by (segment, block index); a segment is one listed
- * (key, ETag), so a cached block is never served for another version.
- * All block memory counts against one byte budget.
+ * Objects are versions (bucket, key, ETag, size), interned: blocks are
+ * pieces of one object (at most block_size bytes), keyed by (object, block
+ * index), so a block is never served for another version, and is found by
+ * every stream that names the same version.  All block memory counts
+ * against one byte budget.
  *
  * A reader is a cursor over a stream with its own prefetch window: each
  * read pins the blocks it returns (a cache_view) and moves the window of
@@ -85,6 +90,70 @@ void cache_destroy(struct cache *c);
 void cache_get_stats(struct cache *c, struct cache_stats *out);
 
 /*
+ * The cache's one lock.  Functions marked "lock held" below are for a
+ * stream's hooks (which run with it held) or for code between these calls.
+ */
+void cache_lock(struct cache *c);
+void cache_unlock(struct cache *c);
+
+/* ---- objects ---- */
+
+struct cache_object;
+struct cache_stream;
+
+/*
+ * The interned object (bucket, key, etag, size), with a reference for the
+ * caller; etag may be NULL.  NULL on ENOMEM.  Lock held.
+ */
+struct cache_object *cache_object_get(struct cache *c, const char *bucket,
+				      const char *key, const char *etag,
+				      uint64_t size);
+void cache_object_ref(struct cache_object *o);			/* lock held */
+void cache_object_put(struct cache *c, struct cache_object *o); /* lock held */
+uint64_t cache_object_size(const struct cache_object *o);
+const char *cache_object_bucket(const struct cache_object *o);
+const char *cache_object_key(const struct cache_object *o);
+
+/*
+ * Asks the store for the size and ETag of bucket/key (a HEAD), without
+ * the lock.  done runs once, on the store's thread, without the lock: with
+ * a reference to the object for the callee, or with NULL and the error.
+ * Returns 0, or an errno when the request cannot start (then done does not
+ * run).
+ */
+typedef void cache_resolve_fn(void *arg, struct cache_object *obj,
+			      const struct s3_error *err);
+int cache_object_resolve(struct cache *c, const char *bucket, const char *key,
+			 cache_resolve_fn *done, void *arg);
+/* The same, blocking (start-up only): *out gets a reference.  Returns
+ * err->err. */
+int cache_object_resolve_sync(struct cache *c, const char *bucket,
+			      const char *key, struct cache_object **out,
+			      struct s3_error *err);
+
+/*
+ * Reads the whole of o (cache_object_size() bytes) into buf, blocking,
+ * past the cache (start-up only: a manifest).  Returns err->err.
+ */
+int cache_object_read_sync(struct cache *c, const struct cache_object *o,
+			   char *buf, struct s3_error *err);
+
+/* ---- streams ---- */
+
+/*
+ * Turns one listed object into segments with cache_stream_add_object()
+ * and cache_stream_add_bytes() (lock held, on whichever thread the page
+ * arrives); returns 0 or an errno, which fails the page.
+ */
+typedef int cache_frame_fn(void *arg, struct cache_stream *s,
+			   struct cache_object *obj);
+/*
+ * A plan stream's owner is asked for more segments (lock held; must not
+ * block) when a reader comes near the end of what it added.
+ */
+typedef void cache_want_fn(void *arg, struct cache_stream *s);
+
+/*
  * A stream over every object under bucket/prefix in listing order, skipping
  * empty objects and folder markers.  cache_stream_start() fetches the first
  * page synchronously (it is also the start-up check: missing bucket, denied
@@ -93,6 +162,64 @@ void cache_get_stats(struct cache *c, struct cache_stats *out);
 struct cache_stream *cache_stream_create(struct cache *c, const char *bucket,
 					 const char *prefix);
 int cache_stream_start(struct cache_stream *s, struct s3_error *err);
+/*
+ * Sets how each listed object becomes segments (default: the whole object
+ * as one segment).  Before cache_stream_start().
+ */
+void cache_stream_set_framer(struct cache_stream *s, cache_frame_fn *frame,
+			     void *arg);
+/*
+ * Lists the rest of a started listing stream, blocking, page after page
+ * (for channels that need every key before the first byte); pages are
+ * framed as they arrive.  Returns 0 or EIO (logged).
+ */
+int cache_stream_list_all(struct cache_stream *s);
+
+/* A stream whose segments its owner adds (want may be NULL). */
+struct cache_stream *cache_stream_create_plan(struct cache *c,
+					      cache_want_fn *want, void *arg);
+/*
+ * Appends bytes [offset, offset + len) of obj (a reference is taken) or a
+ * copy of literal bytes; empty additions are skipped.  0, ENOMEM or
+ * EOVERFLOW.  Lock held.
+ */
+int cache_stream_add_object(struct cache_stream *s, struct cache_object *obj,
+			    uint64_t offset, uint64_t len);
+int cache_stream_add_bytes(struct cache_stream *s, const void *bytes,
+			   size_t len);
+/*
+ * Appends an empty literal segment: no bytes to read, but a place that
+ * cache_stream_segment() shows, for stages that count items (an empty
+ * item is still a record).  Lock held.
+ */
+int cache_stream_add_mark(struct cache_stream *s);
+/*
+ * Ends a plan stream: nothing more will be added.  With err != 0, a reader
+ * that reaches the end fails with err instead of seeing end of file (what
+ * comes before it is read as usual).  Lock held.
+ */
+void cache_stream_end(struct cache_stream *s, int err);
+/* Segments added so far (lock held). */
+size_t cache_stream_count(const struct cache_stream *s);
+
+/* Where segment idx of a stream lies, and whether it is literal bytes. */
+struct cache_segment_info {
+	uint64_t start;
+	uint64_t size;
+	bool literal;
+	/* the object's, for messages (NULL for literal bytes); valid while
+	 * the stream lives */
+	const char *bucket;
+	const char *key;
+};
+/*
+ * Waits until segment idx is there (asking the listing or the owner for
+ * more) and describes it: 0, ENODATA after the last segment, or the
+ * error that ended the stream (EIO).
+ */
+int cache_stream_segment(struct cache_stream *s, size_t idx,
+			 struct cache_segment_info *info);
+
 /* True once the listing is complete; *size is then the total byte count. */
 bool cache_stream_size(struct cache_stream *s, uint64_t *size);
 /*
@@ -117,6 +244,15 @@ struct cache_view {
 };
 
 struct cache_reader *cache_reader_create(struct cache_stream *s);
+/*
+ * A reader of bytes [offset, end) of s only (offset must be listed
+ * already): reads stop at end, and so does its prefetch, whose window is
+ * at most window bytes (0: the cache's).  For stages that work on one
+ * object at a time.
+ */
+struct cache_reader *cache_reader_create_at(struct cache_stream *s,
+					    uint64_t offset, uint64_t end,
+					    uint64_t window);
 void cache_reader_destroy(struct cache_reader *r);
 /* The offset the next sequential read starts at. */
 uint64_t cache_reader_position(struct cache_reader *r);
@@ -130,5 +266,21 @@ uint64_t cache_reader_position(struct cache_reader *r);
 int cache_reader_read(struct cache_reader *r, uint64_t offset, size_t size,
 		      struct cache_view *view);
 void cache_view_release(struct cache *c, struct cache_view *view);
+
+/*
+ * Memory for stages that hold bytes of their own (gunzipped output), from
+ * the same budget as the blocks: a buffer of cache_buffer_size() bytes,
+ * evicting consumed blocks for it (any idle block with demand), or NULL
+ * when the budget has no room now.  Without demand, buffers lent out stay
+ * within half the budget, whatever the number of stages, so that stages
+ * working ahead never starve one that a reader waits for (demand).
+ * Return it with cache_buffer_put().
+ */
+void *cache_buffer_get(struct cache *c, bool demand);
+void cache_buffer_put(struct cache *c, void *buf);
+size_t cache_buffer_size(const struct cache *c);
+uint64_t cache_budget(const struct cache *c);
+/* The cache's own prefetch window cap. */
+uint64_t cache_max_window(const struct cache *c);
 
 #endif

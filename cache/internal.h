@@ -23,6 +23,9 @@
  *     end; eviction takes from the cold end.
  *   - prefetch may only evict consumed blocks; a demand read may evict any
  *     block in the LRU.
+ *   - every block and every object segment holds a reference on its
+ *     object, so an object lives as long as anything names it, and a
+ *     stream built later for the same version finds its blocks.
  */
 #ifndef S3PIPE_CACHE_INTERNAL_H
 #define S3PIPE_CACHE_INTERNAL_H
@@ -31,19 +34,43 @@
 
 #include "cache/cache.h"
 
+/*
+ * An object version: what a block belongs to.  Interned in the cache's
+ * object table by (bucket, key, ETag, size), so every stream that names the
+ * same version (another epoch's order, another channel) finds the same
+ * object and its cached blocks.  refs counts the segments, blocks and
+ * outside holders (cache_object_get); the last put frees it.
+ */
+struct cache_object {
+	char *bucket; /* owned */
+	char *key;    /* owned */
+	char *etag;   /* owned, may be NULL */
+	uint64_t size;
+	uint64_t hash;
+	unsigned long refs;
+	struct cache_object *hash_next;
+};
+
+/*
+ * A piece of a stream: a range of one object, or literal bytes that the
+ * stream's owner gave (framing, manifest text).  Empty only as a mark
+ * (cache_stream_add_mark), which readers pass over.
+ */
 struct cache_segment {
-	char *key;	/* owned */
-	char *etag;	/* owned, may be NULL */
-	uint64_t size;	/* > 0: empty objects are never segments */
-	uint64_t start; /* offset of the first byte in the stream */
+	struct cache_object *obj; /* a reference; NULL for literal bytes */
+	uint64_t obj_offset;	  /* first byte of obj in this segment */
+	char *bytes;		  /* owned literal bytes when obj is NULL */
+	uint64_t size;		  /* bytes in the stream, > 0 but in marks */
+	uint64_t start;		  /* offset of the first byte in the stream */
+	size_t obj_seq;		  /* object segments before this one */
 };
 
 enum cache_block_state { BLOCK_FETCHING, BLOCK_READY, BLOCK_FAILED };
 
 struct cache_block {
 	struct cache *cache;
-	const struct cache_segment *seg; /* key part 1 (identity only) */
-	uint64_t index;			 /* key part 2: block within object */
+	struct cache_object *obj; /* key part 1; a reference */
+	uint64_t index;		  /* key part 2: block within the object */
 	char *data;
 	size_t len;
 	size_t cap; /* bytes of data counted against the budget */
@@ -66,27 +93,37 @@ struct cache {
 	struct cache_block **table;
 	size_t nbuckets; /* power of two */
 	size_t nblocks;
+	struct cache_object **objects; /* the object table */
+	size_t nobject_buckets;	       /* power of two */
+	size_t nobjects;
 	struct cache_block *lru_hot;
 	struct cache_block *lru_cold;
 	char **pool; /* free buffers of block_size bytes, kept to reuse */
 	size_t pool_count;
 	size_t pool_max;
-	unsigned run_max; /* blocks per prefetch GET */
+	unsigned run_max;    /* blocks per prefetch GET */
+	uint64_t lent_bytes; /* buffers lent to stages (cache_buffer_get) */
 	struct cache_stats stats;
 };
 
 struct cache_stream {
 	struct cache *cache;
-	char *bucket;
+	char *bucket; /* NULL for a plan stream (no listing) */
 	char *prefix;
 	struct cache_segment **segs; /* pointers stay put when segs grows */
 	size_t count;
 	size_t cap;
+	size_t nobject_segs;   /* segments that are object ranges */
 	uint64_t listed_bytes; /* end offset of the last segment */
 	bool complete;
-	bool listing; /* a page request is in flight */
-	int error;    /* last listing error, cleared by the next request */
+	bool listing;  /* a page request is in flight */
+	int error;     /* last listing error, cleared by the next request */
+	int end_error; /* set by cache_stream_end(): reading past the end */
 	char *next_token;
+	cache_frame_fn *frame; /* turns a listed object into segments */
+	void *frame_arg;
+	cache_want_fn *want; /* a plan stream's owner, asked for more */
+	void *want_arg;
 	pthread_cond_t grown; /* segments added, complete, or error */
 };
 
@@ -101,30 +138,32 @@ enum cache_admit {
 	CACHE_ADMIT_RECYCLE = 2,
 };
 
+/* ---- object.c (cache->lock held) ---- */
+void cache_object_table_free(struct cache *c);
+
 /* ---- block.c (cache->lock held unless noted) ---- */
-/* Bytes in block index of seg: block_size, or less for the object's last. */
-size_t cache_block_len(const struct cache *c, const struct cache_segment *seg,
+/* Bytes in block index of obj: block_size, or less for the object's last. */
+size_t cache_block_len(const struct cache *c, const struct cache_object *obj,
 		       uint64_t index);
 struct cache_block *cache_block_lookup(struct cache *c,
-				       const struct cache_segment *seg,
+				       const struct cache_object *obj,
 				       uint64_t index);
 /*
  * Allocates a FETCHING block of len bytes and inserts it in the table,
  * evicting as admit allows.  Returns NULL when the budget cannot make room.
  */
 struct cache_block *cache_block_create(struct cache *c,
-				       const struct cache_segment *seg,
-				       uint64_t index, size_t len,
-				       enum cache_admit admit);
+				       struct cache_object *obj, uint64_t index,
+				       size_t len, enum cache_admit admit);
 void cache_block_pin(struct cache_block *b);
 void cache_block_unpin(struct cache_block *b);
 /*
- * Starts one GET that fills blocks[0..n), consecutive blocks of one object
- * of stream s; each becomes READY as soon as its own bytes are in.  When
- * the GET cannot even start they are FAILED on return.
+ * Starts one GET that fills blocks[0..n), consecutive blocks of one object;
+ * each becomes READY as soon as its own bytes are in.  When the GET cannot
+ * even start they are FAILED on return.
  */
 void cache_block_fetch(struct cache_block *const *blocks, unsigned n,
-		       const struct cache_stream *s, bool urgent);
+		       bool urgent);
 /* True when len more bytes could be made to fit by evicting. */
 bool cache_block_room(struct cache *c, size_t len, bool demand);
 
@@ -142,9 +181,17 @@ size_t cache_stream_find(const struct cache_stream *s, uint64_t offset);
 int cache_stream_wait(struct cache_stream *s, size_t idx);
 /* Asks for the next listing page if the frontier idx is getting close. */
 void cache_stream_want(struct cache_stream *s, size_t idx);
-/* Appends one listed object (skipping empty ones); for tests as well. */
+/* Appends one listed object of s->bucket (skipping empty ones) through
+ * the stream's framer; for tests as well. */
 int cache_stream_append(struct cache_stream *s, const char *key,
 			const char *etag, uint64_t size);
+/* The block of segment seg's object holding stream offset off. */
+static inline uint64_t cache_segment_block(const struct cache *c,
+					   const struct cache_segment *seg,
+					   uint64_t off)
+{
+	return (seg->obj_offset + (off - seg->start)) / c->conf.block_size;
+}
 
 /* ---- reader.c ---- */
 
@@ -157,6 +204,8 @@ struct cache_reader {
 	uint64_t pf_block;
 	uint64_t pf_offset; /* stream offset of that block */
 	uint64_t window;
+	uint64_t max_window; /* the window's cap */
+	uint64_t end;	     /* reads and prefetch stop here; 0 = never */
 };
 
 /*

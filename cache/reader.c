@@ -31,11 +31,11 @@
 #include "util/util.h"
 
 /* the window after a seek */
-static uint64_t initial_window(const struct cache *c)
+static uint64_t initial_window(const struct cache_reader *r)
 {
-	uint64_t w = 2 * c->conf.block_size;
+	uint64_t w = 2 * r->stream->cache->conf.block_size;
 
-	return w < c->conf.max_window ? w : c->conf.max_window;
+	return w < r->max_window ? w : r->max_window;
 }
 
 struct cache_reader *cache_reader_create(struct cache_stream *s)
@@ -48,6 +48,7 @@ struct cache_reader *cache_reader_create(struct cache_stream *s)
 	}
 	r->stream = s;
 	r->window = s->cache->conf.max_window;
+	r->max_window = r->window;
 	return r;
 }
 
@@ -66,35 +67,66 @@ uint64_t cache_reader_position(struct cache_reader *r)
 	return pos;
 }
 
-/* Moves the frontier to the block holding pos (after a seek, or when the
- * reader overtook it). */
-UNITTEST void frontier_to_position(struct cache_reader *r)
+/* Stream offset where block index of seg's object starts within seg (its
+ * first block may begin before the segment does). */
+static uint64_t block_start_in(const struct cache *c,
+			       const struct cache_segment *seg, uint64_t index)
+{
+	uint64_t at = index * c->conf.block_size;
+
+	return seg->start + (at > seg->obj_offset ? at - seg->obj_offset : 0);
+}
+
+/* Puts the frontier at the start of segment idx. */
+static void frontier_to_segment(struct cache_reader *r, size_t idx)
 {
 	struct cache_stream *s = r->stream;
-	uint64_t bs = s->cache->conf.block_size;
 
-	r->pf_seg = r->seg_idx;
-	if (r->seg_idx < s->count) {
-		const struct cache_segment *seg = s->segs[r->seg_idx];
+	r->pf_seg = idx;
+	if (idx < s->count) {
+		const struct cache_segment *seg = s->segs[idx];
 
-		r->pf_block = (r->pos - seg->start) / bs;
-		r->pf_offset = seg->start + r->pf_block * bs;
+		r->pf_block =
+		    seg->obj ? cache_segment_block(s->cache, seg, seg->start)
+			     : 0;
+		r->pf_offset = seg->start;
 	} else {
 		r->pf_block = 0;
 		r->pf_offset = s->listed_bytes;
 	}
 }
 
-/* Moves the frontier one block on. */
-static void frontier_advance(struct cache_reader *r,
-			     const struct cache_segment *seg, size_t len)
+/* Moves the frontier to the block holding pos (after a seek, or when the
+ * reader overtook it). */
+UNITTEST void frontier_to_position(struct cache_reader *r)
 {
-	r->pf_offset += len;
-	r->pf_block++;
-	if (r->pf_block * r->stream->cache->conf.block_size >= seg->size) {
-		r->pf_seg++;
-		r->pf_block = 0;
+	struct cache_stream *s = r->stream;
+	const struct cache_segment *seg;
+
+	frontier_to_segment(r, r->seg_idx);
+	if (r->seg_idx >= s->count)
+		return;
+	seg = s->segs[r->seg_idx];
+	if (!seg->obj)
+		return;
+	r->pf_block = cache_segment_block(s->cache, seg, r->pos);
+	r->pf_offset = block_start_in(s->cache, seg, r->pf_block);
+}
+
+/* Moves the frontier past its block of seg (len bytes of the stream), or
+ * past seg when that was its last. */
+static void frontier_advance(struct cache_reader *r,
+			     const struct cache_segment *seg)
+{
+	const struct cache *c = r->stream->cache;
+	uint64_t next = (r->pf_block + 1) * c->conf.block_size;
+
+	if (next >= seg->obj_offset + seg->size) {
+		frontier_to_segment(r, r->pf_seg + 1);
+		return;
 	}
+	r->pf_block++;
+	r->pf_offset = block_start_in(c, seg, r->pf_block);
 }
 
 /*
@@ -138,42 +170,64 @@ UNITTEST void prefetch(struct cache_reader *r, uint64_t ahead, bool urgent,
 		? CACHE_ADMIT_RECYCLE
 		: CACHE_ADMIT_PREFETCH;
 	struct cache_block *run[S3_GET_BUFFERS_MAX];
+	/* objects are counted from the one the reader is in */
+	const size_t first_seq = r->seg_idx < s->count
+				     ? s->segs[r->seg_idx]->obj_seq
+				     : s->nobject_segs;
 	unsigned n = 0;
 
+	if (r->end && limit > r->end)
+		limit = r->end;
 	if (r->pf_offset < r->pos || r->pf_seg < r->seg_idx)
 		frontier_to_position(r);
 	while (r->pf_offset < limit && r->pf_seg < s->count) {
-		const struct cache_segment *seg = s->segs[r->pf_seg];
-		size_t len = cache_block_len(c, seg, r->pf_block);
+		const size_t seg_idx = r->pf_seg;
+		const struct cache_segment *seg = s->segs[seg_idx];
+		size_t len;
 		struct cache_block *b;
 
+		if (!seg->obj) {
+			/* literal bytes: nothing to fetch; a run of
+			 * blocks never spans them */
+			if (n)
+				cache_block_fetch(run, n, urgent);
+			n = 0;
+			frontier_to_segment(r, r->pf_seg + 1);
+			continue;
+		}
 		if (c->conf.max_ahead_objects &&
-		    r->pf_seg >= r->seg_idx + c->conf.max_ahead_objects)
+		    seg->obj_seq >= first_seq + c->conf.max_ahead_objects)
 			break;
 		if (n == 0 && run_should_wait(r, seg, limit))
 			break;
-		b = cache_block_lookup(c, seg, r->pf_block);
+		len = cache_block_len(c, seg->obj, r->pf_block);
+		b = cache_block_lookup(c, seg->obj, r->pf_block);
 		if (b) {
 			/* already cached or coming: the run ends before it */
 			if (n)
-				cache_block_fetch(run, n, s, urgent);
+				cache_block_fetch(run, n, urgent);
 			n = 0;
-			frontier_advance(r, seg, len);
+			frontier_advance(r, seg);
 			continue;
 		}
-		b = cache_block_create(c, seg, r->pf_block, len, admit);
+		if (n && run[n - 1]->obj != seg->obj) {
+			cache_block_fetch(run, n, urgent);
+			n = 0;
+		}
+		b = cache_block_create(c, seg->obj, r->pf_block, len, admit);
 		if (!b)
 			break; /* budget full of unread data */
 		c->stats.prefetched++;
 		run[n++] = b;
-		frontier_advance(r, seg, len);
-		if (n == c->run_max || r->pf_block == 0) {
-			cache_block_fetch(run, n, s, urgent);
+		frontier_advance(r, seg);
+		/* a run ends with its segment */
+		if (n == c->run_max || r->pf_seg != seg_idx) {
+			cache_block_fetch(run, n, urgent);
 			n = 0;
 		}
 	}
 	if (n)
-		cache_block_fetch(run, n, s, urgent);
+		cache_block_fetch(run, n, urgent);
 	if (may_list)
 		cache_stream_want(s, r->pf_seg);
 }
@@ -188,8 +242,10 @@ static bool position_ready(struct cache_reader *r)
 	if (r->seg_idx >= s->count)
 		return false;
 	seg = s->segs[r->seg_idx];
-	b = cache_block_lookup(
-	    s->cache, seg, (r->pos - seg->start) / s->cache->conf.block_size);
+	if (!seg->obj)
+		return true;
+	b = cache_block_lookup(s->cache, seg->obj,
+			       cache_segment_block(s->cache, seg, r->pos));
 	return b && b->state == BLOCK_READY;
 }
 
@@ -209,14 +265,14 @@ static int reposition(struct cache_reader *r, uint64_t offset)
 	}
 	r->pos = offset;
 	r->seg_idx = cache_stream_find(s, offset);
-	r->window = initial_window(s->cache);
+	r->window = initial_window(r);
 	frontier_to_position(r);
 	return 0;
 }
 
 /* Pins the block holding r->pos, fetching it on demand.  With no pins held
  * yet (first) it may wait for memory; otherwise it gives up (ENOSPC). */
-static int pin_block(struct cache_reader *r, const struct cache_segment *seg,
+static int pin_block(struct cache_reader *r, struct cache_object *obj,
 		     uint64_t index, bool first, struct cache_block **out,
 		     bool *waited)
 {
@@ -224,16 +280,16 @@ static int pin_block(struct cache_reader *r, const struct cache_segment *seg,
 	struct cache_block *b;
 
 	for (;;) {
-		b = cache_block_lookup(c, seg, index);
+		b = cache_block_lookup(c, obj, index);
 		if (b)
 			break;
-		b = cache_block_create(c, seg, index,
-				       cache_block_len(c, seg, index),
+		b = cache_block_create(c, obj, index,
+				       cache_block_len(c, obj, index),
 				       CACHE_ADMIT_DEMAND);
 		if (b) {
 			c->stats.misses++;
 			cache_block_pin(b);
-			cache_block_fetch(&b, 1, r->stream, true);
+			cache_block_fetch(&b, 1, true);
 			if (b->state == BLOCK_FAILED) {
 				cache_block_unpin(b);
 				return EIO;
@@ -281,6 +337,12 @@ int cache_reader_read(struct cache_reader *r, uint64_t offset, size_t size,
 		if (rc)
 			goto out;
 	}
+	if (r->end) {
+		if (r->pos >= r->end)
+			goto out; /* the end of the range */
+		if (size > r->end - r->pos)
+			size = (size_t)(r->end - r->pos);
+	}
 	/* what this read needs first; then, if it must wait for it, the
 	 * rest of the window at once rather than after the wait */
 	prefetch(r, size, true, false);
@@ -304,36 +366,46 @@ int cache_reader_read(struct cache_reader *r, uint64_t offset, size_t size,
 		if (rc)
 			break;
 		seg = s->segs[r->seg_idx];
+		if (seg->size == 0) {
+			r->seg_idx++; /* a mark */
+			continue;
+		}
 		in_seg = r->pos - seg->start;
-		index = in_seg / bs;
-		rc = pin_block(r, seg, index, view->count == 0, &b, &waited);
-		if (rc)
-			break;
-		in_block = in_seg - index * bs;
-		n = b->len - in_block;
+		n = seg->size - in_seg;
 		if (n > size - view->bytes)
 			n = size - view->bytes;
-		view->iov[view->count].iov_base = b->data + in_block;
+		if (seg->obj) {
+			index = cache_segment_block(c, seg, r->pos);
+			rc = pin_block(r, seg->obj, index, view->count == 0, &b,
+				       &waited);
+			if (rc)
+				break;
+			in_block = seg->obj_offset + in_seg - index * bs;
+			if (n > b->len - in_block)
+				n = b->len - in_block;
+			if (in_block + n == b->len)
+				b->consumed = true;
+			view->iov[view->count].iov_base = b->data + in_block;
+		} else {
+			view->iov[view->count].iov_base = seg->bytes + in_seg;
+		}
 		view->iov[view->count].iov_len = n;
 		view->blocks[view->count] = b;
 		view->count++;
 		view->bytes += n;
 		r->pos += n;
-		if (in_block + n == b->len) {
-			b->consumed = true;
-			if (r->pos == seg->start + seg->size)
-				r->seg_idx++;
-		}
+		if (r->pos == seg->start + seg->size)
+			r->seg_idx++;
 	}
 	/* a short read is fine once something is in hand */
 	if (view->bytes && (rc == ENOSPC || rc == EIO || rc == ECANCELED))
 		rc = 0;
 	if (rc == ENOSPC)
 		rc = EIO;
-	if (waited && r->window < c->conf.max_window) {
+	if (waited && r->window < r->max_window) {
 		r->window *= 2;
-		if (r->window > c->conf.max_window)
-			r->window = c->conf.max_window;
+		if (r->window > r->max_window)
+			r->window = r->max_window;
 	}
 	prefetch(r, r->window, false, true);
 out:
@@ -346,9 +418,30 @@ void cache_view_release(struct cache *c, struct cache_view *view)
 	if (!view->count)
 		return;
 	pthread_mutex_lock(&c->lock);
-	for (int i = 0; i < view->count; i++)
-		cache_block_unpin(view->blocks[i]);
+	for (int i = 0; i < view->count; i++) {
+		if (view->blocks[i])
+			cache_block_unpin(view->blocks[i]);
+	}
 	pthread_mutex_unlock(&c->lock);
 	view->count = 0;
 	view->bytes = 0;
+}
+
+struct cache_reader *cache_reader_create_at(struct cache_stream *s,
+					    uint64_t offset, uint64_t end,
+					    uint64_t window)
+{
+	struct cache_reader *r = cache_reader_create(s);
+
+	if (!r)
+		return NULL;
+	if (window && window < r->max_window)
+		r->window = r->max_window = window;
+	pthread_mutex_lock(&s->cache->lock);
+	r->pos = offset;
+	r->end = end;
+	r->seg_idx = cache_stream_find(s, offset);
+	frontier_to_position(r);
+	pthread_mutex_unlock(&s->cache->lock);
+	return r;
 }

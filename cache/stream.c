@@ -1,15 +1,21 @@
 /*
- * cache streams: a listing read as one byte sequence.
+ * cache streams: segments read as one byte sequence.
  *
- * The first ListObjectsV2 page is fetched synchronously by
- * cache_stream_start() (it doubles as the start-up check).  Later pages
+ * A listing stream: the first ListObjectsV2 page is fetched synchronously
+ * by cache_stream_start() (it doubles as the start-up check).  Later pages
  * are asked for only when a reader's prefetch frontier comes within half a
  * page of the end of what is listed, one request at a time, and appended
- * from the engine thread.  Readers wait on s->grown for the segment they
- * need, so the first byte never waits for the whole listing.
+ * from the engine thread, each object through the stream's framer (by
+ * default the whole object as one segment).  Readers wait on s->grown for
+ * the segment they need, so the first byte never waits for the whole
+ * listing.
+ *
+ * A plan stream has no listing: its owner adds segments (objects in any
+ * order, literal bytes) and ends it, and is asked for more through its
+ * want hook at the same distance from the end as a listing would be.
  *
  * Segments are never removed or moved (the array holds pointers), so a
- * block may key on a segment pointer for the life of the stream.
+ * reader may hold a segment pointer for the life of the stream.
  */
 #include "config.h"
 
@@ -46,15 +52,58 @@ fail:
 	return NULL;
 }
 
+struct cache_stream *cache_stream_create_plan(struct cache *c,
+					      cache_want_fn *want, void *arg)
+{
+	struct cache_stream *s = calloc(1, sizeof(*s));
+
+	if (!s) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	s->cache = c;
+	s->want = want;
+	s->want_arg = arg;
+	pthread_cond_init(&s->grown, NULL);
+	return s;
+}
+
+void cache_stream_set_framer(struct cache_stream *s, cache_frame_fn *frame,
+			     void *arg)
+{
+	s->frame = frame;
+	s->frame_arg = arg;
+}
+
+static void segment_free(struct cache *c, struct cache_segment *seg)
+{
+	cache_object_put(c, seg->obj);
+	free(seg->bytes);
+	free(seg);
+}
+
+/* Drops the segments from index count on (lock held). */
+static void truncate_to(struct cache_stream *s, size_t count)
+{
+	while (s->count > count) {
+		struct cache_segment *seg = s->segs[--s->count];
+
+		if (seg->obj)
+			s->nobject_segs--;
+		segment_free(s->cache, seg);
+	}
+	s->listed_bytes = s->count ? s->segs[s->count - 1]->start +
+					 s->segs[s->count - 1]->size
+				   : 0;
+}
+
 void cache_stream_destroy(struct cache_stream *s)
 {
 	if (!s)
 		return;
-	for (size_t i = 0; i < s->count; i++) {
-		free(s->segs[i]->key);
-		free(s->segs[i]->etag);
-		free(s->segs[i]);
-	}
+	pthread_mutex_lock(&s->cache->lock);
+	truncate_to(s, 0);
+	pthread_mutex_unlock(&s->cache->lock);
 	free(s->segs);
 	free(s->next_token);
 	free(s->bucket);
@@ -63,42 +112,133 @@ void cache_stream_destroy(struct cache_stream *s)
 	free(s);
 }
 
-int cache_stream_append(struct cache_stream *s, const char *key,
-			const char *etag, uint64_t size)
+/* A new segment of size bytes at the end (lock held). */
+static struct cache_segment *segment_new(struct cache_stream *s, uint64_t size,
+					 int *rc)
 {
 	struct cache_segment *seg;
 
-	/* empty objects add no bytes; this also skips folder markers */
-	if (size == 0)
-		return 0;
 	/* a hostile listing must not wrap the stream's offsets */
-	if (size > (uint64_t)INT64_MAX - s->listed_bytes)
-		return EOVERFLOW;
+	if (size > (uint64_t)INT64_MAX - s->listed_bytes) {
+		*rc = EOVERFLOW;
+		return NULL;
+	}
 	if (s->count == s->cap) {
 		size_t cap = s->cap ? s->cap * 2 : 1024;
 		struct cache_segment **p = realloc(s->segs, cap * sizeof(*p));
 
-		if (!p)
-			return ENOMEM;
+		if (!p) {
+			*rc = ENOMEM;
+			return NULL;
+		}
 		s->segs = p;
 		s->cap = cap;
 	}
 	seg = calloc(1, sizeof(*seg));
-	if (!seg)
-		return ENOMEM;
-	seg->key = strdup(key);
-	seg->etag = util_strdup0(etag);
-	if (!seg->key || (etag && !seg->etag)) {
-		free(seg->key);
-		free(seg->etag);
-		free(seg);
-		return ENOMEM;
+	if (!seg) {
+		*rc = ENOMEM;
+		return NULL;
 	}
 	seg->size = size;
 	seg->start = s->listed_bytes;
+	seg->obj_seq = s->nobject_segs;
+	return seg;
+}
+
+static void segment_push(struct cache_stream *s, struct cache_segment *seg)
+{
 	s->segs[s->count++] = seg;
-	s->listed_bytes += size;
+	s->listed_bytes += seg->size;
+	if (seg->obj)
+		s->nobject_segs++;
+	pthread_cond_broadcast(&s->grown);
+}
+
+int cache_stream_add_object(struct cache_stream *s, struct cache_object *obj,
+			    uint64_t offset, uint64_t len)
+{
+	struct cache_segment *seg;
+	int rc = 0;
+
+	if (len == 0)
+		return 0;
+	if (offset > obj->size || len > obj->size - offset)
+		return EINVAL;
+	seg = segment_new(s, len, &rc);
+	if (!seg)
+		return rc;
+	seg->obj = obj;
+	seg->obj_offset = offset;
+	cache_object_ref(obj);
+	segment_push(s, seg);
 	return 0;
+}
+
+int cache_stream_add_bytes(struct cache_stream *s, const void *bytes,
+			   size_t len)
+{
+	struct cache_segment *seg;
+	int rc = 0;
+
+	if (len == 0)
+		return 0;
+	seg = segment_new(s, len, &rc);
+	if (!seg)
+		return rc;
+	seg->bytes = malloc(len);
+	if (!seg->bytes) {
+		free(seg);
+		return ENOMEM;
+	}
+	memcpy(seg->bytes, bytes, len);
+	segment_push(s, seg);
+	return 0;
+}
+
+int cache_stream_add_mark(struct cache_stream *s)
+{
+	struct cache_segment *seg;
+	int rc = 0;
+
+	seg = segment_new(s, 0, &rc);
+	if (!seg)
+		return rc;
+	segment_push(s, seg);
+	return 0;
+}
+
+void cache_stream_end(struct cache_stream *s, int err)
+{
+	s->complete = true;
+	s->end_error = err;
+	pthread_cond_broadcast(&s->grown);
+}
+
+size_t cache_stream_count(const struct cache_stream *s)
+{
+	return s->count;
+}
+
+int cache_stream_append(struct cache_stream *s, const char *key,
+			const char *etag, uint64_t size)
+{
+	struct cache_object *obj;
+	int rc;
+
+	/* empty objects add no bytes; this also skips folder markers */
+	if (size == 0)
+		return 0;
+	if (size > (uint64_t)INT64_MAX - s->listed_bytes)
+		return EOVERFLOW;
+	obj = cache_object_get(s->cache, s->bucket, key, etag, size);
+	if (!obj)
+		return ENOMEM;
+	if (s->frame)
+		rc = s->frame(s->frame_arg, s, obj);
+	else
+		rc = cache_stream_add_object(s, obj, 0, size);
+	cache_object_put(s->cache, obj);
+	return rc;
 }
 
 /* Adds a page's objects and remembers where to continue (lock held).
@@ -107,7 +247,6 @@ int cache_stream_append(struct cache_stream *s, const char *key,
 UNITTEST int take_page(struct cache_stream *s, struct s3_list_page *page)
 {
 	size_t count = s->count;
-	uint64_t listed = s->listed_bytes;
 	int rc = 0;
 
 	for (size_t i = 0; i < page->count && !rc; i++)
@@ -115,14 +254,7 @@ UNITTEST int take_page(struct cache_stream *s, struct s3_list_page *page)
 					 page->objects[i].etag,
 					 page->objects[i].size);
 	if (rc) {
-		while (s->count > count) {
-			struct cache_segment *seg = s->segs[--s->count];
-
-			free(seg->key);
-			free(seg->etag);
-			free(seg);
-		}
-		s->listed_bytes = listed;
+		truncate_to(s, count);
 		return rc;
 	}
 	free(s->next_token);
@@ -196,6 +328,11 @@ void cache_stream_want(struct cache_stream *s, size_t idx)
 
 	if (s->complete || s->listing || idx + ahead < s->count)
 		return;
+	if (!s->bucket) {
+		if (s->want)
+			s->want(s->want_arg, s);
+		return;
+	}
 	s->error = 0;
 	s->listing = true;
 	if (s3_list(c->store, &req)) {
@@ -210,13 +347,16 @@ int cache_stream_wait(struct cache_stream *s, size_t idx)
 
 	while (idx >= s->count) {
 		if (s->complete)
-			return ENODATA;
+			return s->end_error ? s->end_error : ENODATA;
 		if (s->error && asked)
 			return EIO;
 		cache_stream_want(s, idx);
 		asked = true;
 		if (s->error)
 			return EIO;
+		/* a plan's owner may have added or ended it right there */
+		if (idx < s->count || s->complete)
+			continue;
 		pthread_cond_wait(&s->grown, &s->cache->lock);
 	}
 	return 0;
@@ -250,4 +390,46 @@ bool cache_stream_size(struct cache_stream *s, uint64_t *size)
 	*size = complete ? s->listed_bytes : 0;
 	pthread_mutex_unlock(&s->cache->lock);
 	return complete;
+}
+
+int cache_stream_list_all(struct cache_stream *s)
+{
+	struct cache *c = s->cache;
+	int rc = 0;
+
+	pthread_mutex_lock(&c->lock);
+	while (!s->complete) {
+		if (!s->listing) {
+			if (s->error) {
+				rc = EIO;
+				break;
+			}
+			cache_stream_want(s, s->count);
+			if (s->error) {
+				rc = EIO;
+				break;
+			}
+		}
+		pthread_cond_wait(&s->grown, &c->lock);
+	}
+	pthread_mutex_unlock(&c->lock);
+	return rc;
+}
+
+int cache_stream_segment(struct cache_stream *s, size_t idx,
+			 struct cache_segment_info *info)
+{
+	int rc;
+
+	pthread_mutex_lock(&s->cache->lock);
+	rc = cache_stream_wait(s, idx);
+	if (!rc) {
+		info->start = s->segs[idx]->start;
+		info->size = s->segs[idx]->size;
+		info->literal = s->segs[idx]->obj == NULL;
+		info->bucket = info->literal ? NULL : s->segs[idx]->obj->bucket;
+		info->key = info->literal ? NULL : s->segs[idx]->obj->key;
+	}
+	pthread_mutex_unlock(&s->cache->lock);
+	return rc;
 }

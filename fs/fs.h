@@ -7,8 +7,8 @@
  * or abandoned), unless --epochs forbids it.  Inode numbers are derived:
  * 1 is the root, 2 + epoch * nchannels + channel is a channel file.
  *
- * Every open gets its own cache_reader (its own stream position) on the
- * channel's shared cache_stream, so concurrent readers share blocks.
+ * Every open gets its own channel_reader (its own position) on the
+ * channel's epoch, so concurrent readers share blocks.
  */
 #ifndef S3PIPE_FS_FS_H
 #define S3PIPE_FS_FS_H
@@ -18,12 +18,13 @@
 #include <pthread.h>
 
 #include "cache/cache.h"
+#include "channel/channel.h"
 #include "fs/options.h"
 
 struct fs_channel {
-	const char *name;	     /* points into the options */
-	struct cache_stream *stream; /* owned by the fs_state's owner */
-	unsigned visible;	     /* epochs 0..visible-1 are listed */
+	const char *name;	 /* points into the options */
+	struct channel *channel; /* owned by the fs_state's owner */
+	unsigned visible;	 /* epochs 0..visible-1 are listed */
 };
 
 struct fs_state {

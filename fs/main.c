@@ -118,8 +118,9 @@ static void go_quiet(int ready_fd)
 	}
 }
 
-/* The S3 client, the cache over it and one stream per channel, each
- * channel's first page listed and its first window's memory faulted in. */
+/* The S3 client, the cache over it and the channels, each started (its
+ * first listing page, its manifest, ...) and its first window's memory
+ * faulted in. */
 static void build_stack(struct fs_options *o, struct fs_state *st)
 {
 	struct s3_store *store = s3_client_create(&o->s3);
@@ -143,33 +144,28 @@ static void build_stack(struct fs_options *o, struct fs_state *st)
 	if (!st->cache || !st->channels)
 		die("out of memory");
 	for (unsigned i = 0; i < o->nchannels; i++) {
-		struct fs_channel_spec *spec = &o->channels[i];
 		struct fs_channel *ch = &st->channels[i];
-		struct s3_error serr;
-		char desc[768];
+		char err[1024];
 
-		ch->name = spec->name;
+		ch->name = o->channels[i].name;
 		ch->visible = 1;
-		ch->stream =
-		    cache_stream_create(st->cache, spec->bucket, spec->prefix);
-		if (!ch->stream)
+		ch->channel = channel_create(&o->channels[i], &o->host,
+					     &o->channel, st->cache);
+		if (!ch->channel)
 			die("out of memory");
-		if (cache_stream_start(ch->stream, &serr)) {
-			s3_error_describe(&serr, spec->bucket, desc,
-					  sizeof(desc));
-			die("channel '%s' (%s): %s", spec->name, spec->uri,
-			    desc);
-		}
+		if (channel_start(ch->channel, err, sizeof(err)))
+			die("%s", err);
 	}
 	/* the first epoch streams at full speed from its first byte: the
 	 * fresh memory its window takes is faulted in before the mount
 	 * appears */
 	for (unsigned i = 0; i < st->nchannels; i++)
-		cache_stream_warm(st->channels[i].stream);
+		channel_warm(st->channels[i].channel);
 }
 
 /* Logs what the mount did, then frees the stack: the store first (its
- * callbacks land in the cache), then the streams, then the cache. */
+ * callbacks land in the cache and the channels), then the channels, then
+ * the cache. */
 static void teardown_stack(struct fs_state *st)
 {
 	struct cache_stats cs;
@@ -189,10 +185,22 @@ static void teardown_stack(struct fs_state *st)
 		  (unsigned long long)cs.seeks);
 	s3_store_destroy(st->store);
 	for (unsigned i = 0; i < st->nchannels; i++)
-		cache_stream_destroy(st->channels[i].stream);
+		channel_destroy(st->channels[i].channel);
 	cache_destroy(st->cache);
 	free(st->channels);
 	pthread_mutex_destroy(&st->lock);
+}
+
+/* --write-container-config: what the training code's toolkit reads. */
+static void write_container_config(const struct fs_options *o)
+{
+	char err[1024];
+
+	if (!o->container_config_dir)
+		return;
+	if (channel_container_config_write(o->container_config_dir, o->channels,
+					   o->nchannels, err, sizeof(err)))
+		die("%s", err);
 }
 
 /* A FUSE session for st, mounted on the mountpoint. */
@@ -290,6 +298,7 @@ int main(int argc, char **argv)
 	if (!opts.foreground)
 		ready_fd = detach_with_handshake();
 	build_stack(&opts, &st);
+	write_container_config(&opts);
 	se = mount_session(&opts, &st, prog, helper, &fargs);
 	if (opts.foreground)
 		util_info("mounted %u channel(s) on %s", opts.nchannels,

@@ -23,7 +23,7 @@
 #define FIRST_FILE_INO 2
 
 struct fs_handle {
-	struct cache_reader *reader;
+	struct channel_reader *reader;
 	unsigned channel;
 	unsigned epoch;
 	pthread_mutex_t lock; /* one read at a time per open file */
@@ -98,7 +98,8 @@ static double file_attr(struct fs_state *st, unsigned ch, unsigned epoch,
 			struct stat *stbuf)
 {
 	uint64_t size = 0;
-	bool complete = cache_stream_size(st->channels[ch].stream, &size);
+	bool complete =
+	    channel_epoch_size(st->channels[ch].channel, epoch, &size);
 
 	memset(stbuf, 0, sizeof(*stbuf));
 	stbuf->st_ino = file_ino(st, ch, epoch);
@@ -272,10 +273,10 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
-	h->reader = cache_reader_create(st->channels[ch].stream);
+	h->reader = channel_reader_open(st->channels[ch].channel, epoch);
 	if (!h->reader) {
 		free(h);
-		fuse_reply_err(req, ENOMEM);
+		fuse_reply_err(req, errno ? errno : ENOMEM);
 		return;
 	}
 	h->channel = ch;
@@ -287,7 +288,7 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	fi->nonseekable = st->opts->seek == FS_SEEK_REJECT;
 	util_debug("open %s_%u", st->channels[ch].name, epoch);
 	if (fuse_reply_open(req, fi) != 0) {
-		cache_reader_destroy(h->reader);
+		channel_reader_close(h->reader);
 		pthread_mutex_destroy(&h->lock);
 		free(h);
 	}
@@ -310,12 +311,12 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 {
 	struct fs_state *st = state_of(req);
 	struct fs_handle *h = (struct fs_handle *)(uintptr_t)fi->fh;
-	struct cache_view view;
+	struct channel_view view;
 	char msg[128];
 	int rc;
 
 	pthread_mutex_lock(&h->lock);
-	if ((uint64_t)off != cache_reader_position(h->reader)) {
+	if ((uint64_t)off != channel_reader_position(h->reader)) {
 		if (st->opts->seek == FS_SEEK_REJECT) {
 			pthread_mutex_unlock(&h->lock);
 			fuse_reply_err(req, ESPIPE);
@@ -323,7 +324,7 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		}
 		warn_seek_once(st, h);
 	}
-	rc = cache_reader_read(h->reader, (uint64_t)off, size, &view);
+	rc = channel_reader_read(h->reader, (uint64_t)off, size, &view);
 	if (rc) {
 		util_debug("read %s_%u at %lld: %s",
 			   st->channels[h->channel].name, h->epoch,
@@ -336,7 +337,7 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	}
 	/* The reply is written: the kernel may already be releasing the
 	 * file, but op_release waits for h->lock before freeing h. */
-	cache_view_release(st->cache, &view);
+	channel_view_release(h->reader, &view);
 	pthread_mutex_unlock(&h->lock);
 }
 
@@ -357,7 +358,7 @@ static void op_release(fuse_req_t req, fuse_ino_t ino,
 	/* a read that has already replied may still hold the lock */
 	pthread_mutex_lock(&h->lock);
 	pthread_mutex_unlock(&h->lock);
-	cache_reader_destroy(h->reader);
+	channel_reader_close(h->reader);
 	pthread_mutex_destroy(&h->lock);
 	free(h);
 	fuse_reply_err(req, 0);

@@ -66,6 +66,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #define HELP_COLUMN 28		  /* where help text starts in --help */
 #define HELP_WIDTH  79		  /* and where it wraps */
@@ -127,6 +128,11 @@ static int set_uid(struct parse_state *st, const char *val);
 static int set_gid(struct parse_state *st, const char *val);
 static int set_debug(struct parse_state *st, const char *val);
 static int set_channel(struct parse_state *st, const char *val);
+static int set_shuffle_seed(struct parse_state *st, const char *val);
+static int set_record_wrapper(struct parse_state *st, const char *val);
+static int set_compression(struct parse_state *st, const char *val);
+static int set_host_index(struct parse_state *st, const char *val);
+static int set_host_count(struct parse_state *st, const char *val);
 
 #define OFF(field) offsetof(struct fs_options, field)
 
@@ -251,6 +257,62 @@ static const struct opt_def opt_table[] = {
      .set = set_channel,
      .help = "mount.s3pipe only: the channel name of SOURCE "
 	     "(default " FS_DEFAULT_CHANNEL ")"},
+    {.name = "input-data-config",
+     .kind = OPT_STRING,
+     .offset = OFF(input_data_config),
+     .metavar = "FILE",
+     .help = "the channels: SageMaker's InputDataConfig (a JSON array of "
+	     "channels), instead of NAME=URI arguments"},
+    {.name = "resource-config",
+     .kind = OPT_STRING,
+     .offset = OFF(resource_config),
+     .metavar = "FILE",
+     .help = "this host's place among the training hosts: SageMaker's "
+	     "resourceconfig.json (current_host in hosts)"},
+    {.name = "host-index",
+     .kind = OPT_SETTER,
+     .metavar = "I",
+     .set = set_host_index,
+     .help = "this host's index among --host-count hosts, from 0"},
+    {.name = "host-count",
+     .kind = OPT_SETTER,
+     .metavar = "N",
+     .set = set_host_count,
+     .help = "the number of training hosts that shard channels"},
+    {.name = "write-container-config",
+     .kind = OPT_STRING,
+     .offset = OFF(container_config_dir),
+     .metavar = "DIR",
+     .help = "write DIR/inputdataconfig.json, the container-side channel "
+	     "config that SageMaker's toolkits read"},
+    {.name = "shuffle-seed",
+     .kind = OPT_SETTER,
+     .metavar = "N",
+     .set = set_shuffle_seed,
+     .help = "NAME=URI channels: shuffle every epoch from (N, epoch)"},
+    {.name = "record-wrapper",
+     .kind = OPT_SETTER,
+     .metavar = "TYPE",
+     .set = set_record_wrapper,
+     .help = "NAME=URI channels: none, or recordio (each object one "
+	     "RecordIO record) (default none)"},
+    {.name = "compression",
+     .kind = OPT_SETTER,
+     .metavar = "TYPE",
+     .set = set_compression,
+     .help = "NAME=URI channels: none, or gzip (each object gunzipped) "
+	     "(default none)"},
+    {.name = "sharded",
+     .kind = OPT_FLAG,
+     .offset = OFF(args.sharded),
+     .help = "NAME=URI channels: ShardedByS3Key, this host reads its share "
+	     "of each epoch"},
+    {.name = "attribute-names",
+     .kind = OPT_STRING,
+     .offset = OFF(args.attribute_names),
+     .metavar = "LIST",
+     .help = "augmented+s3:// channels: the attributes to stream, "
+	     "comma-separated"},
     {.name = "help",
      .short_name = 'h',
      .kind = OPT_FLAG,
@@ -306,17 +368,10 @@ __attribute__((format(printf, 3, 4))) static int
 fail(struct parse_state *st, int rc, const char *fmt, ...)
 {
 	va_list ap;
-	char *p;
 
-	if (!st->err || st->errlen == 0)
-		return rc;
 	va_start(ap, fmt);
-	vsnprintf(st->err, st->errlen, fmt, ap);
+	rc = util_vfail(st->err, st->errlen, rc, fmt, ap);
 	va_end(ap);
-	for (p = st->err; *p; p++) {
-		if ((unsigned char)*p < 0x20 || *p == 0x7f)
-			*p = '?';
-	}
 	return rc;
 }
 
@@ -516,12 +571,79 @@ static int set_channel(struct parse_state *st, const char *val)
 		return fail(st, EINVAL,
 			    "option 'channel' is only for mount.s3pipe; name "
 			    "channels as NAME=s3://...");
-	if (!fs_channel_name_valid(val))
+	if (!channel_name_valid(val))
 		return fail(st, EINVAL,
 			    "invalid channel name '%s': use 1-64 of A-Z a-z "
 			    "0-9 . - _",
 			    val);
 	memcpy(st->channel, val, strlen(val) + 1);
+	return 0;
+}
+
+static int set_shuffle_seed(struct parse_state *st, const char *val)
+{
+	const char *digits = val[0] == '-' ? val + 1 : val;
+	uint64_t v;
+	int rc = util_parse_uint(
+	    digits, 0,
+	    val[0] == '-' ? (uint64_t)INT64_MAX + 1 : (uint64_t)INT64_MAX, &v);
+
+	if (rc)
+		return fail(st, EINVAL,
+			    "invalid seed '%s' for %s: a whole number of 64 "
+			    "bits",
+			    val, st->shown);
+	st->o->args.shuffle = true;
+	st->o->args.seed = val[0] == '-' ? (int64_t)(0 - v) : (int64_t)v;
+	return 0;
+}
+
+static int set_record_wrapper(struct parse_state *st, const char *val)
+{
+	if (strcasecmp(val, "none") == 0)
+		st->o->args.wrapper = CHANNEL_WRAPPER_NONE;
+	else if (strcasecmp(val, "recordio") == 0)
+		st->o->args.wrapper = CHANNEL_WRAPPER_RECORDIO;
+	else
+		return fail(st, EINVAL, "%s must be none or recordio",
+			    st->shown);
+	st->o->args.wrapper_set = true;
+	return 0;
+}
+
+static int set_compression(struct parse_state *st, const char *val)
+{
+	if (strcasecmp(val, "none") == 0)
+		st->o->args.compression = CHANNEL_COMPRESSION_NONE;
+	else if (strcasecmp(val, "gzip") == 0)
+		st->o->args.compression = CHANNEL_COMPRESSION_GZIP;
+	else
+		return fail(st, EINVAL, "%s must be none or gzip", st->shown);
+	st->o->args.compression_set = true;
+	return 0;
+}
+
+static int set_host_index(struct parse_state *st, const char *val)
+{
+	uint64_t v;
+	int rc = parse_number(st, val, 0, 65535, &v);
+
+	if (rc)
+		return rc;
+	st->o->args.host_index = (unsigned)v;
+	st->o->args.host_index_set = true;
+	return 0;
+}
+
+static int set_host_count(struct parse_state *st, const char *val)
+{
+	uint64_t v;
+	int rc = parse_number(st, val, 1, 65536, &v);
+
+	if (rc)
+		return rc;
+	st->o->args.host_count = (unsigned)v;
+	st->o->args.host_count_set = true;
 	return 0;
 }
 
@@ -891,7 +1013,9 @@ static int add_channel(struct parse_state *st, const char *name, size_t namelen,
 		       const char *uri)
 {
 	struct fs_options *o = st->o;
-	struct fs_channel_spec *c;
+	struct channel_spec *c;
+	const char *s3uri = uri;
+	enum channel_data_type type = fs_channel_uri_kind(uri, &s3uri);
 	char uerr[512];
 	char namebuf[FS_CHANNEL_NAME_MAX + 1];
 	char *bucket = NULL;
@@ -908,7 +1032,7 @@ static int add_channel(struct parse_state *st, const char *name, size_t namelen,
 	}
 	memcpy(namebuf, name, namelen);
 	namebuf[namelen] = '\0';
-	if (!fs_channel_name_valid(namebuf))
+	if (!channel_name_valid(namebuf))
 		return fail(st, EINVAL,
 			    "invalid channel name '%s': use 1-64 of A-Z a-z "
 			    "0-9 . - _",
@@ -922,7 +1046,14 @@ static int add_channel(struct parse_state *st, const char *name, size_t namelen,
 		return fail(st, EINVAL, "too many channels: at most %d",
 			    FS_MAX_CHANNELS);
 	uerr[0] = '\0';
-	rc = s3_uri_parse(uri, &bucket, &prefix, uerr, sizeof(uerr));
+	rc = s3_uri_parse(s3uri, &bucket, &prefix, uerr, sizeof(uerr));
+	if (rc == 0 && type != CHANNEL_S3_PREFIX &&
+	    (!*prefix || prefix[strlen(prefix) - 1] == '/')) {
+		snprintf(uerr, sizeof(uerr),
+			 "'%s' must name the manifest object, not a prefix",
+			 uri);
+		rc = EINVAL;
+	}
 	if (rc == ENOMEM)
 		goto nomem;
 	if (rc) {
@@ -943,7 +1074,9 @@ static int add_channel(struct parse_state *st, const char *name, size_t namelen,
 	if (!copy)
 		goto nomem;
 	c = &o->channels[o->nchannels++];
+	memset(c, 0, sizeof(*c));
 	memcpy(c->name, namebuf, namelen + 1);
+	c->data_type = type;
 	c->uri = copy;
 	c->bucket = bucket;
 	c->prefix = prefix;
@@ -991,17 +1124,21 @@ static int positionals_s3pipe(struct parse_state *st, const char **pos,
 		if (rc)
 			return rc;
 	}
+	if (npos == 0 && st->o->input_data_config)
+		return fail(st, EINVAL, "no mountpoint given");
 	if (npos == 0)
 		return fail(
 		    st, EINVAL,
-		    "no channel given: expected NAME=s3://BUCKET[/PREFIX]");
+		    "no channel given: expected NAME=s3://BUCKET[/PREFIX] or "
+		    "--input-data-config FILE");
 	last = pos[npos - 1];
 	if (!*last || looks_like_channel(last))
 		return fail(st, EINVAL, "no mountpoint given");
-	if (st->o->nchannels == 0)
+	if (st->o->nchannels == 0 && !st->o->input_data_config)
 		return fail(
 		    st, EINVAL,
-		    "no channel given: expected NAME=s3://BUCKET[/PREFIX]");
+		    "no channel given: expected NAME=s3://BUCKET[/PREFIX] or "
+		    "--input-data-config FILE");
 	return set_mountpoint(st, last);
 }
 
@@ -1023,9 +1160,13 @@ static int positionals_helper(struct parse_state *st, const char **pos,
 			    "unexpected argument '%s': mount.s3pipe takes "
 			    "SOURCE MOUNTPOINT [-o OPTIONS]",
 			    pos[2]);
-	rc = add_channel(st, name, strlen(name), pos[0]);
-	if (rc)
-		return rc;
+	/* with an input data config, SOURCE only names the mount (fstab's
+	 * first field) */
+	if (!st->o->input_data_config) {
+		rc = add_channel(st, name, strlen(name), pos[0]);
+		if (rc)
+			return rc;
+	}
 	return set_mountpoint(st, pos[1]);
 }
 
@@ -1034,6 +1175,8 @@ void fs_options_init(struct fs_options *o)
 	memset(o, 0, sizeof(*o));
 	s3_client_conf_init(&o->s3);
 	cache_conf_init(&o->cache);
+	channel_conf_init(&o->channel);
+	o->host.count = 1;
 	o->epochs = 0;
 	o->seek = FS_SEEK_REJECT;
 	o->max_threads = FS_DEFAULT_MAX_THREADS;
@@ -1043,15 +1186,17 @@ void fs_options_free(struct fs_options *o)
 {
 	unsigned i;
 
-	for (i = 0; i < o->nchannels && i < FS_MAX_CHANNELS; i++) {
-		free(o->channels[i].uri);
-		free(o->channels[i].bucket);
-		free(o->channels[i].prefix);
-		o->channels[i].uri = NULL;
-		o->channels[i].bucket = NULL;
-		o->channels[i].prefix = NULL;
-	}
+	for (i = 0; i < o->nchannels && i < FS_MAX_CHANNELS; i++)
+		channel_spec_free(&o->channels[i]);
 	o->nchannels = 0;
+	free(o->args.attribute_names);
+	o->args.attribute_names = NULL;
+	free(o->input_data_config);
+	o->input_data_config = NULL;
+	free(o->resource_config);
+	o->resource_config = NULL;
+	free(o->container_config_dir);
+	o->container_config_dir = NULL;
 	free(o->mountpoint);
 	o->mountpoint = NULL;
 	s3_client_conf_free(&o->s3);
@@ -1072,6 +1217,9 @@ static int finish_parse(struct parse_state *st, struct fuse_args *args)
 		rc = positionals_helper(st, st->pos, st->npos);
 	else
 		rc = positionals_s3pipe(st, st->pos, st->npos);
+	if (rc)
+		return rc;
+	rc = fs_channels_finish(o, st->err, st->errlen);
 	if (rc)
 		return rc;
 	if (o->cache.budget_bytes / 2 < o->cache.block_size)
@@ -1127,25 +1275,6 @@ out:
 	free_templates(templates, nbuilt);
 	free(st.pos);
 	return rc;
-}
-
-bool fs_channel_name_valid(const char *name)
-{
-	size_t i;
-
-	if (!name)
-		return false;
-	for (i = 0; name[i]; i++) {
-		char c = name[i];
-
-		if (i >= FS_CHANNEL_NAME_MAX)
-			return false;
-		if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
-		      (c >= '0' && c <= '9') || c == '.' || c == '-' ||
-		      c == '_'))
-			return false;
-	}
-	return i > 0;
 }
 
 /* Prints text from column col (the cursor is there), wrapped at words. */
@@ -1219,23 +1348,26 @@ void fs_options_usage(FILE *out, const char *progname)
 		fprintf(out,
 			"Usage: %s s3://BUCKET[/PREFIX] MOUNTPOINT [-o "
 			"OPTIONS]\n"
-			"       s3pipe [OPTIONS] NAME=s3://BUCKET[/PREFIX] "
-			"[NAME=URI ...] MOUNTPOINT\n",
-			base);
+			"       %s NAME MOUNTPOINT -o "
+			"input_data_config=FILE[,OPTIONS]\n",
+			base, base);
 	} else {
-		fprintf(
-		    out,
-		    "Usage: %s [OPTIONS] NAME=s3://BUCKET[/PREFIX] "
-		    "[NAME=URI ...] MOUNTPOINT\n"
-		    "       mount.s3pipe s3://BUCKET[/PREFIX] MOUNTPOINT [-o "
-		    "OPTIONS]\n",
-		    base);
+		fprintf(out,
+			"Usage: %s [OPTIONS] NAME=URI [NAME=URI ...] "
+			"MOUNTPOINT\n"
+			"       %s [OPTIONS] --input-data-config FILE "
+			"MOUNTPOINT\n",
+			base, base);
 	}
-	fputs("\nServes each S3 prefix as a channel: read-only files NAME_0, "
-	      "NAME_1, ...\n"
-	      "(one per epoch) that return the bytes of every object under "
-	      "the prefix\n"
-	      "in key order, like SageMaker Pipe mode.\n"
+	fputs("\nServes each channel as read-only files NAME_0, NAME_1, ... "
+	      "(one per epoch)\n"
+	      "holding its objects back to back, like SageMaker Pipe mode.  "
+	      "URI is\n"
+	      "s3://BUCKET[/PREFIX] (every object under the prefix, in key "
+	      "order),\n"
+	      "manifest+s3://BUCKET/KEY (a manifest file) or "
+	      "augmented+s3://BUCKET/KEY\n"
+	      "(an augmented manifest, with --attribute-names).\n"
 	      "\nOptions (each also as -o name=VALUE, or -o name for flags; "
 	      "'-' and '_'\n"
 	      "are the same in names; SIZE takes a K, M or G suffix):\n",

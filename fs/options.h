@@ -30,10 +30,11 @@
 #include <fuse_opt.h>
 
 #include "cache/cache.h"
+#include "channel/channel.h"
 #include "s3/s3.h"
 
-#define FS_MAX_CHANNELS	    64
-#define FS_CHANNEL_NAME_MAX 64
+#define FS_MAX_CHANNELS	    CHANNEL_MAX
+#define FS_CHANNEL_NAME_MAX CHANNEL_NAME_MAX
 
 #define FS_DEFAULT_CHANNEL     "train" /* mount.s3pipe without -o channel */
 #define FS_DEFAULT_MAX_THREADS 16      /* FUSE worker threads */
@@ -42,11 +43,20 @@
 
 enum fs_seek_mode { FS_SEEK_REJECT = 0, FS_SEEK_EMULATE = 1 };
 
-struct fs_channel_spec {
-	char name[FS_CHANNEL_NAME_MAX + 1];
-	char *uri;    /* owned: "s3://bucket/prefix" as given */
-	char *bucket; /* owned */
-	char *prefix; /* owned, "" when none */
+/*
+ * What the command line says of its NAME=URI channels (all of them), and
+ * of this host; fs/channels.c applies it.
+ */
+struct fs_channel_args {
+	bool shuffle; /* --shuffle-seed given */
+	int64_t seed;
+	enum channel_wrapper wrapper;	      /* --record-wrapper */
+	enum channel_compression compression; /* --compression */
+	bool wrapper_set, compression_set;
+	bool sharded;	       /* --sharded */
+	char *attribute_names; /* owned: --attribute-names, comma-separated */
+	bool host_index_set, host_count_set;
+	unsigned host_index, host_count;
 };
 
 /*
@@ -55,12 +65,19 @@ struct fs_channel_spec {
  * xxx_conf_init() writes; the rest is the mount's own.
  */
 struct fs_options {
-	struct s3_client_conf s3; /* endpoint, credentials, connections */
-	struct cache_conf cache;  /* budget, block size */
-	struct fs_channel_spec channels[FS_MAX_CHANNELS];
+	struct s3_client_conf s3;    /* endpoint, credentials, connections */
+	struct cache_conf cache;     /* budget, block size */
+	struct channel_conf channel; /* how channels run */
+	/* from NAME=URI arguments or from --input-data-config */
+	struct channel_spec channels[FS_MAX_CHANNELS];
 	unsigned nchannels;
-	char *mountpoint; /* owned */
-	unsigned epochs;  /* 0 = unlimited */
+	struct fs_channel_args args; /* per-channel options, host */
+	char *input_data_config;     /* owned: FILE, or NULL */
+	char *resource_config;	     /* owned: FILE, or NULL */
+	char *container_config_dir;  /* owned: DIR, or NULL */
+	struct channel_host host;    /* filled by the parse */
+	char *mountpoint;	     /* owned */
+	unsigned epochs;	     /* 0 = unlimited */
 	enum fs_seek_mode seek;
 	unsigned max_threads; /* FUSE worker threads */
 	bool foreground;
@@ -106,11 +123,25 @@ void fs_options_free(struct fs_options *o);
 int fs_options_parse(int argc, char **argv, bool mount_helper,
 		     struct fs_options *o, char *err, size_t errlen);
 
-/* True when name matches SageMaker's channel rule [A-Za-z0-9.\-_]{1,64}. */
-bool fs_channel_name_valid(const char *name);
-
 /* The usage text for --help. */
 void fs_options_usage(FILE *out, const char *progname);
+
+/* ---- fs/channels.c: the channels the options describe ---- */
+
+/*
+ * Splits a channel URI: "s3://..." (S3Prefix), "manifest+s3://..."
+ * (ManifestFile) or "augmented+s3://..." (AugmentedManifestFile); *s3uri
+ * points into uri after the kind.
+ */
+enum channel_data_type fs_channel_uri_kind(const char *uri, const char **s3uri);
+
+/*
+ * After the options and NAME=URI arguments are in: loads
+ * --input-data-config or applies the per-channel options to the NAME=URI
+ * channels, and works out this host (--resource-config, --host-index,
+ * --host-count).  Returns 0, or EINVAL / ENOMEM with one line in err.
+ */
+int fs_channels_finish(struct fs_options *o, char *err, size_t errlen);
 
 /* ---- fs/session.c: what s3pipe hands libfuse ---- */
 

@@ -3,23 +3,25 @@
  *
  * Submitters (FUSE threads, the cache) append requests to a locked queue
  * and wake the engine through an eventfd: the client is a store
- * (s3/store.h) whose get and list only queue a request.  The engine waits
- * in epoll_wait() and drives curl with curl_multi_socket_action(), so each
- * wakeup touches only the transfers whose sockets are ready (with dozens
- * of connections a poll()-and-perform loop spends its time scanning).  It
- * moves requests to its private pending list, starts at most
- * max_connections at once, builds and signs each attempt just before it
- * starts (s3/request.c), and finishes them from curl_multi_info_read(),
- * where s3/error.c judges the outcome.  GET bodies are written straight
- * into the caller's buffers (one request may fill several, reporting each
- * as it completes); a failed attempt is retried after an exponential
- * backoff with jitter and resumes at the byte where it broke.  An urgent
- * GET (a reader is waiting for it) goes first and gets a head start: no
- * non-urgent request starts while an urgent GET is still waiting for its
- * response, so a burst of prefetches never stands between the server and
- * the bytes a reader needs now.  Only the engine thread touches curl
- * handles, the pending/delayed lists and the signer's key cache, so none
- * of those need a lock.
+ * (s3/store.h) whose get, list and head only queue a request.  The engine
+ * waits in epoll_wait() and drives curl with curl_multi_socket_action(),
+ * so each wakeup touches only the transfers whose sockets are ready (with
+ * dozens of connections a poll()-and-perform loop spends its time
+ * scanning).  It moves requests to its private pending list, starts at
+ * most max_connections at once, builds and signs each attempt just before
+ * it starts (s3/request.c), and finishes them from curl_multi_info_read(),
+ * where s3/error.c judges the outcome.  A HEAD is a GET without a body
+ * (CURLOPT_NOBODY, set for every attempt since easy handles are reused):
+ * its answer is the ETag and Content-Length headers.  GET bodies are
+ * written straight into the caller's buffers (one request may fill
+ * several, reporting each as it completes); a failed attempt is retried
+ * after an exponential backoff with jitter and resumes at the byte where
+ * it broke.  An urgent GET (a reader is waiting for it) goes first and
+ * gets a head start: no non-urgent request starts while an urgent GET is
+ * still waiting for its response, so a burst of prefetches never stands
+ * between the server and the bytes a reader needs now.  Only the engine
+ * thread touches curl handles, the pending/delayed lists and the signer's
+ * key cache, so none of those need a lock.
  *
  * Request life: queue -> pending -> running -> (delayed -> pending)* -> done.
  */
@@ -47,14 +49,12 @@
  * not per packet, while at least twice as much is owed (body_set_lowat) */
 #define BODY_RCVLOWAT (256 * 1024)
 
-enum request_kind { REQUEST_GET, REQUEST_LIST };
-
 struct s3_request {
 	struct s3_request *next;
 	struct s3_request *prev; /* running list only */
-	enum request_kind kind;
+	enum s3_request_kind kind;
 	char *bucket;
-	char *key;   /* GET: object key; LIST: prefix */
+	char *key;   /* GET, HEAD: object key; LIST: prefix */
 	char *etag;  /* GET: If-Match value, may be NULL */
 	char *token; /* LIST: continuation token, may be NULL */
 	unsigned max_keys;
@@ -79,6 +79,8 @@ struct s3_request {
 	bool overflow;
 	bool ignored_range;
 	char resp_etag[128];
+	uint64_t resp_size; /* Content-Length, when resp_size_known */
+	bool resp_size_known;
 	int fd;		      /* the connection's socket once curl named it */
 	unsigned lowat;	      /* SO_RCVLOWAT on fd: 1 (the default) or raised */
 	struct util_buf body; /* LIST body, or an error body */
@@ -89,6 +91,7 @@ struct s3_request {
 	s3_get_buffer_fn *buffer_done;
 	s3_get_done_fn *get_done;
 	s3_list_done_fn *list_done;
+	s3_head_done_fn *head_done;
 	void *arg;
 	unsigned nbuffers;
 	struct s3_buffer buffers[]; /* GET: where the body goes */
@@ -259,7 +262,9 @@ static size_t on_body(char *ptr, size_t size, size_t nmemb, void *userdata)
 		util_buf_append(&r->body, ptr, n < room ? n : room);
 		return n;
 	}
-	if (r->kind == REQUEST_LIST) {
+	if (r->kind == S3_REQUEST_HEAD)
+		return n; /* (curl reads no body for a HEAD) */
+	if (r->kind == S3_REQUEST_LIST) {
 		if (util_buf_append(&r->body, ptr, n))
 			return 0; /* too large: abort */
 		return n;
@@ -303,29 +308,66 @@ static size_t on_body(char *ptr, size_t size, size_t nmemb, void *userdata)
 	return size * nmemb;
 }
 
+/* The value of header line buf (n bytes, no NUL) when it is name (with
+ * its ':'): *len bytes from the return value, blanks and CRLF trimmed;
+ * NULL for another header. */
+static const char *header_value(const char *buf, size_t n, const char *name,
+				size_t *len)
+{
+	size_t i = strlen(name), j = n;
+
+	if (n <= i || strncasecmp(buf, name, i) != 0)
+		return NULL;
+	while (i < n && (buf[i] == ' ' || buf[i] == '\t'))
+		i++;
+	while (j > i && (buf[j - 1] == '\r' || buf[j - 1] == '\n' ||
+			 buf[j - 1] == ' ' || buf[j - 1] == '\t'))
+		j--;
+	*len = j - i;
+	return buf + i;
+}
+
+/* A Content-Length value: decimal digits only, no overflow. */
+static bool parse_length(const char *v, size_t len, uint64_t *out)
+{
+	uint64_t n = 0;
+
+	if (len == 0)
+		return false;
+	for (size_t i = 0; i < len; i++) {
+		if (v[i] < '0' || v[i] > '9' ||
+		    n > (UINT64_MAX - (uint64_t)(v[i] - '0')) / 10)
+			return false;
+		n = n * 10 + (uint64_t)(v[i] - '0');
+	}
+	*out = n;
+	return true;
+}
+
 static size_t on_header(char *buf, size_t size, size_t nitems, void *userdata)
 {
 	struct s3_request *r = userdata;
-	size_t n = size * nitems;
+	size_t n = size * nitems, len = 0;
+	const char *v;
 
 	if (n >= 5 && strncmp(buf, "HTTP/", 5) == 0) {
 		note_answered(r);
 		r->resp_etag[0] = '\0';
+		r->resp_size_known = false;
 		r->status_known = false;
-	} else if (n > 5 && strncasecmp(buf, "etag:", 5) == 0) {
-		size_t i = 5, j;
-
-		while (i < n && (buf[i] == ' ' || buf[i] == '\t'))
-			i++;
-		j = n;
-		while (j > i && (buf[j - 1] == '\r' || buf[j - 1] == '\n' ||
-				 buf[j - 1] == ' '))
-			j--;
-		if (j - i < sizeof(r->resp_etag)) {
-			memcpy(r->resp_etag, buf + i, j - i);
-			r->resp_etag[j - i] = '\0';
-		}
+		return n;
 	}
+	v = header_value(buf, n, "etag:", &len);
+	if (v) {
+		if (len < sizeof(r->resp_etag)) {
+			memcpy(r->resp_etag, v, len);
+			r->resp_etag[len] = '\0';
+		}
+		return n;
+	}
+	v = header_value(buf, n, "content-length:", &len);
+	if (v)
+		r->resp_size_known = parse_length(v, len, &r->resp_size);
 	return n;
 }
 
@@ -383,15 +425,20 @@ static void set_error(struct s3_error *err, int e, const struct s3_request *r)
 	}
 }
 
-/* Hands the outcome to the submitter (a LIST body is parsed here) and
- * frees the request. */
+/* Hands the outcome to the submitter (a LIST body is parsed here, a
+ * HEAD's headers become an object) and frees the request. */
 static void complete(struct s3_client *c, struct s3_request *r,
 		     const struct s3_error *err)
 {
 	struct s3_list_page page;
+	struct s3_object obj = {
+	    .key = r->key,
+	    .etag = r->resp_etag[0] ? r->resp_etag : NULL,
+	    .size = r->resp_size,
+	};
 	struct s3_error perr;
 
-	if (r->kind == REQUEST_LIST && !err) {
+	if (r->kind == S3_REQUEST_LIST && !err) {
 		int rc = s3_xml_parse_list(r->body.data, r->body.len, &page);
 
 		if (rc) {
@@ -403,10 +450,17 @@ static void complete(struct s3_client *c, struct s3_request *r,
 	}
 	if (err)
 		stats_add(&c->stats.failures, 1);
-	if (r->kind == REQUEST_GET)
+	switch (r->kind) {
+	case S3_REQUEST_GET:
 		r->get_done(r->arg, err);
-	else
+		break;
+	case S3_REQUEST_LIST:
 		r->list_done(r->arg, err ? NULL : &page, err);
+		break;
+	case S3_REQUEST_HEAD:
+		r->head_done(r->arg, err ? NULL : &obj, err);
+		break;
+	}
 	request_free(r);
 }
 
@@ -442,14 +496,14 @@ static void enqueue_pending(struct s3_client *c, struct s3_request *r)
 static int build_attempt(struct s3_client *c, struct s3_request *r)
 {
 	struct s3_request_spec spec = {
-	    .list = r->kind == REQUEST_LIST,
+	    .kind = r->kind,
 	    .bucket = r->bucket,
 	    .key = r->key,
 	    .etag = r->etag,
 	    .token = r->token,
 	    .max_keys = r->max_keys,
 	    /* a whole-object GET sends Range only to resume */
-	    .ranged = r->kind == REQUEST_GET && !(r->whole && r->got == 0),
+	    .ranged = r->kind == S3_REQUEST_GET && !(r->whole && r->got == 0),
 	    .first = r->offset + r->got,
 	    .last = r->offset + r->len - 1,
 	};
@@ -475,11 +529,13 @@ static void start_request(struct s3_client *c, struct s3_request *r)
 	r->ignored_range = false;
 	r->attempt_from = r->got;
 	r->resp_etag[0] = '\0';
+	r->resp_size = 0;
+	r->resp_size_known = false;
 	r->fd = -1; /* (the last attempt forgot its socket in detach) */
 	r->lowat = 1;
 	r->curl_error[0] = '\0';
 	util_buf_free(&r->body);
-	util_buf_init(&r->body, r->kind == REQUEST_LIST ? LIST_BODY_MAX : 0);
+	util_buf_init(&r->body, r->kind == S3_REQUEST_LIST ? LIST_BODY_MAX : 0);
 
 	rc = build_attempt(c, r);
 	if (rc)
@@ -495,6 +551,10 @@ static void start_request(struct s3_client *c, struct s3_request *r)
 	curl_easy_setopt(r->easy, CURLOPT_HEADERDATA, r);
 	curl_easy_setopt(r->easy, CURLOPT_PRIVATE, r);
 	curl_easy_setopt(r->easy, CURLOPT_ERRORBUFFER, r->curl_error);
+	/* set for every attempt: the handle may have done a HEAD before (0
+	 * makes it a GET again) */
+	curl_easy_setopt(r->easy, CURLOPT_NOBODY,
+			 r->kind == S3_REQUEST_HEAD ? 1L : 0L);
 	if (curl_multi_add_handle(c->multi, r->easy) != CURLM_OK) {
 		give_easy(c, r->easy);
 		r->easy = NULL;
@@ -508,7 +568,7 @@ static void start_request(struct s3_client *c, struct s3_request *r)
 		c->running_list->prev = r;
 	c->running_list = r;
 	r->attempt++;
-	if (r->kind == REQUEST_GET && r->urgent) {
+	if (r->kind == S3_REQUEST_GET && r->urgent) {
 		r->unanswered = true;
 		c->urgent_unanswered++;
 	}
@@ -582,7 +642,7 @@ static void finish_request(struct s3_client *c, struct s3_request *r,
 	a = (struct s3_attempt){
 	    .http_status = r->status,
 	    .curl_code = (int)result,
-	    .get = r->kind == REQUEST_GET,
+	    .kind = r->kind,
 	    .wanted = r->len,
 	    .got = r->got,
 	    .etag_mismatch = r->etag_mismatch,
@@ -590,6 +650,7 @@ static void finish_request(struct s3_client *c, struct s3_request *r,
 	    .resp_etag = r->resp_etag,
 	    .overflow = r->overflow,
 	    .ignored_range = r->ignored_range,
+	    .no_length = !r->resp_size_known,
 	    .body = r->body.data,
 	    .body_len = r->body.len,
 	    .curl_message = r->curl_error,
@@ -606,7 +667,7 @@ static void finish_request(struct s3_client *c, struct s3_request *r,
 		schedule_retry(c, r);
 		return;
 	}
-	if (r->kind == REQUEST_GET)
+	if (r->kind == S3_REQUEST_GET)
 		util_warn("GET %s failed after %u attempt(s): %ld %s %s",
 			  r->url, r->attempt, err.http_status, err.code,
 			  err.message);
@@ -640,7 +701,7 @@ static int on_socket(CURL *easy, curl_socket_t fd, int what, void *userp,
 
 	if (easy)
 		curl_easy_getinfo(easy, CURLINFO_PRIVATE, (char **)&r);
-	if (r && r->kind == REQUEST_GET && c->endpoint.plain_http) {
+	if (r && r->kind == S3_REQUEST_GET && c->endpoint.plain_http) {
 		if (what == CURL_POLL_REMOVE) {
 			if (r->fd == fd)
 				body_forget_socket(r);
@@ -850,6 +911,31 @@ static int submit(struct s3_client *c, struct s3_request *r)
 	return 0;
 }
 
+/* A new request of kind for bucket/key (both copied) with room for
+ * nbuffers GET buffers, or NULL (ENOMEM). */
+static struct s3_request *request_new(struct s3_client *c,
+				      enum s3_request_kind kind,
+				      const char *bucket, const char *key,
+				      unsigned nbuffers, void *arg)
+{
+	struct s3_request *r =
+	    calloc(1, sizeof(*r) + nbuffers * sizeof(r->buffers[0]));
+
+	if (!r)
+		return NULL;
+	r->kind = kind;
+	r->client = c;
+	r->arg = arg;
+	util_buf_init(&r->body, kind == S3_REQUEST_LIST ? LIST_BODY_MAX : 0);
+	r->bucket = strdup(bucket);
+	r->key = strdup(key);
+	if (!r->bucket || !r->key) {
+		request_free(r);
+		return NULL;
+	}
+	return r;
+}
+
 static int client_get(struct s3_store *st, const struct s3_get *req)
 {
 	struct s3_client *c = (struct s3_client *)st;
@@ -859,14 +945,12 @@ static int client_get(struct s3_store *st, const struct s3_get *req)
 
 	if (rc)
 		return rc;
-	r = calloc(1, sizeof(*r) + req->nbuffers * sizeof(*req->buffers));
+	r = request_new(c, S3_REQUEST_GET, req->bucket, req->key, req->nbuffers,
+			req->arg);
 	if (!r)
 		return ENOMEM;
-	r->kind = REQUEST_GET;
-	r->bucket = strdup(req->bucket);
-	r->key = strdup(req->key);
 	r->etag = util_strdup0(req->etag);
-	if (!r->bucket || !r->key || (req->etag && !r->etag)) {
+	if (req->etag && !r->etag) {
 		request_free(r);
 		return ENOMEM;
 	}
@@ -874,13 +958,10 @@ static int client_get(struct s3_store *st, const struct s3_get *req)
 	r->len = len;
 	memcpy(r->buffers, req->buffers, req->nbuffers * sizeof(*req->buffers));
 	r->nbuffers = req->nbuffers;
-	r->client = c;
 	r->urgent = (req->flags & S3_GET_URGENT) != 0;
 	r->whole = (req->flags & S3_GET_WHOLE) != 0 && req->offset == 0;
 	r->buffer_done = req->buffer_done;
 	r->get_done = req->done;
-	r->arg = req->arg;
-	util_buf_init(&r->body, 0);
 	return submit(c, r);
 }
 
@@ -892,23 +973,33 @@ static int client_list(struct s3_store *st, const struct s3_list *req)
 	if (!req->bucket || !req->done || req->max_keys < 1 ||
 	    req->max_keys > 1000)
 		return EINVAL;
-	r = calloc(1, sizeof(*r));
+	r = request_new(c, S3_REQUEST_LIST, req->bucket,
+			req->prefix ? req->prefix : "", 0, req->arg);
 	if (!r)
 		return ENOMEM;
-	r->kind = REQUEST_LIST;
-	r->bucket = strdup(req->bucket);
-	r->key = strdup(req->prefix ? req->prefix : "");
 	r->token = util_strdup0(req->token);
-	if (!r->bucket || !r->key || (req->token && !r->token)) {
+	if (req->token && !r->token) {
 		request_free(r);
 		return ENOMEM;
 	}
-	r->client = c;
 	r->max_keys = req->max_keys;
 	r->urgent = true; /* a reader may be waiting for the next segment */
 	r->list_done = req->done;
-	r->arg = req->arg;
-	util_buf_init(&r->body, LIST_BODY_MAX);
+	return submit(c, r);
+}
+
+static int client_head(struct s3_store *st, const struct s3_head *req)
+{
+	struct s3_client *c = (struct s3_client *)st;
+	struct s3_request *r;
+
+	if (!req->bucket || !req->key || !req->done)
+		return EINVAL;
+	r = request_new(c, S3_REQUEST_HEAD, req->bucket, req->key, 0, req->arg);
+	if (!r)
+		return ENOMEM;
+	r->urgent = true; /* a reader may be waiting for the object's size */
+	r->head_done = req->done;
 	return submit(c, r);
 }
 
@@ -963,6 +1054,7 @@ static void client_store_destroy(struct s3_store *st)
 static const struct s3_store_ops client_ops = {
     .get = client_get,
     .list = client_list,
+    .head = client_head,
     .get_stats = client_get_stats,
     .destroy = client_store_destroy,
 };

@@ -3,7 +3,8 @@
  * result become an errno and a retry decision (s3_error_classify), where
  * everything the engine saw of one attempt (those, plus its own checks: an
  * ETag other than the listed one, a body longer or shorter than asked, a
- * Range ignored) becomes an s3_error (s3_error_from_attempt), and where a
+ * Range ignored, a HEAD without a size) becomes an s3_error
+ * (s3_error_from_attempt; a GET, a LIST and a HEAD alike), and where a
  * failed request becomes one line for the user (s3_error_describe).
  *
  * Order of precedence in s3_error_classify:
@@ -359,6 +360,7 @@ void s3_error_from_attempt(const struct s3_attempt *a, struct s3_error *err,
 			   bool *retryable)
 {
 	bool ok = a->curl_code == CURLE_OK;
+	bool get = a->kind == S3_REQUEST_GET;
 	int e = 0;
 
 	memset(err, 0, sizeof(*err));
@@ -377,19 +379,26 @@ void s3_error_from_attempt(const struct s3_attempt *a, struct s3_error *err,
 			 a->overflow ? "response longer than requested"
 				     : "server ignored the Range header");
 	} else if (error_http_ok(a->http_status) &&
-		   (ok || (a->get && a->got == a->wanted))) {
+		   (ok || (get && a->got == a->wanted))) {
 		/* (every byte wanted arrived: a transport error after them,
 		 * such as a connection closed early, does not matter) */
-		if (a->get && a->got != a->wanted) {
+		if (get && a->got != a->wanted) {
 			e = s3_error_classify(0, NULL, CURLE_PARTIAL_FILE,
 					      retryable);
 			snprintf(err->message, sizeof(err->message),
 				 "short body: %zu of %zu bytes", a->got,
 				 a->wanted);
+		} else if (a->kind == S3_REQUEST_HEAD && a->no_length) {
+			/* no size: not an S3 server, not retried */
+			e = EPROTO;
+			snprintf(err->message, sizeof(err->message),
+				 "HEAD response without a Content-Length");
 		}
 	} else {
 		char code[64] = "", msg[256] = "";
 
+		/* (a HEAD's error response has no body: the status
+		 * alone decides) */
 		if (ok && a->body && a->body_len)
 			s3_xml_parse_error(a->body, a->body_len, code,
 					   sizeof(code), msg, sizeof(msg));

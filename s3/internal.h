@@ -83,11 +83,18 @@ int s3_endpoint_parse(const char *endpoint, const char *region,
 		      struct s3_endpoint *ep);
 void s3_endpoint_free(struct s3_endpoint *ep);
 
+/* The kinds of request the client makes. */
+enum s3_request_kind {
+	S3_REQUEST_GET,	 /* GetObject (a byte range or the whole object) */
+	S3_REQUEST_LIST, /* ListObjectsV2, one page */
+	S3_REQUEST_HEAD, /* HeadObject: status and headers, no body */
+};
+
 /* What one attempt asks for. */
 struct s3_request_spec {
-	bool list; /* ListObjectsV2; else GET */
+	enum s3_request_kind kind;
 	const char *bucket;
-	const char *key;   /* GET: the object; LIST: the prefix */
+	const char *key;   /* GET, HEAD: the object; LIST: the prefix */
 	const char *etag;  /* GET: sent as If-Match; may be NULL */
 	const char *token; /* LIST: continuation token; may be NULL */
 	unsigned max_keys; /* LIST */
@@ -116,6 +123,10 @@ int s3_request_build(const struct s3_endpoint *ep, bool force_path_style,
 		     struct s3_signer *signer,
 		     const struct s3_request_spec *spec, time_t now, char **url,
 		     struct curl_slist **headers);
+
+/* The HTTP method of kind ("GET" or "HEAD") that s3_request_build() signs:
+ * the engine must send the same (CURLOPT_NOBODY for a HEAD). */
+const char *s3_request_method(enum s3_request_kind kind);
 
 /* ---- xml.c ---- */
 
@@ -156,15 +167,16 @@ int s3_error_classify(long http_status, const char *s3_code, int curl_code,
 
 /* What one attempt came to, as the engine saw it. */
 struct s3_attempt {
-	long http_status;   /* 0 when no response */
-	int curl_code;	    /* CURLcode of the transfer */
-	bool get;	    /* a GET (else a LIST) */
-	size_t wanted;	    /* GET: bytes asked for in all */
-	size_t got;	    /* GET: bytes delivered so far */
+	long http_status;	   /* 0 when no response */
+	int curl_code;		   /* CURLcode of the transfer */
+	enum s3_request_kind kind; /* what was asked */
+	size_t wanted;		   /* GET: bytes asked for in all */
+	size_t got;		   /* GET: bytes delivered so far */
 	bool etag_mismatch; /* the response's ETag is not the listed one */
 	const char *etag;   /* the listed ETag (with etag_mismatch) */
 	const char *resp_etag;
 	bool overflow;	    /* more bytes came than were asked for */
+	bool no_length;	    /* HEAD: no valid Content-Length came */
 	bool ignored_range; /* a whole object answered a ranged GET */
 	const char *body;   /* an error response's body, may be NULL */
 	size_t body_len;

@@ -6,7 +6,10 @@
  * attempt s3_request_build() makes the URL (virtual-hosted or path-style),
  * the canonical path and query SigV4 signs, and the header list handed to
  * curl; the signed headers and the sent ones come from the same values, so
- * they cannot disagree.  Nothing here does I/O.
+ * they cannot disagree; s3_request_method() names the method signed (the
+ * engine sends a HEAD with CURLOPT_NOBODY, the rest as GETs).  A GET and a
+ * HEAD address the object, a LIST the bucket; only a GET sends Range and
+ * If-Match.  Nothing here does I/O.
  */
 #include "config.h"
 
@@ -202,7 +205,7 @@ static int build_target(const struct s3_endpoint *ep, bool force_path_style,
 	}
 	if (rc)
 		return rc;
-	if (!spec->list) {
+	if (spec->kind != S3_REQUEST_LIST) {
 		rc = util_buf_append(path, "/", 1);
 		return rc ? rc : s3_uri_encode(path, spec->key, true);
 	}
@@ -263,10 +266,16 @@ static int signer_key(struct s3_signer *s, const char *amz_date)
 	return rc;
 }
 
+const char *s3_request_method(enum s3_request_kind kind)
+{
+	return kind == S3_REQUEST_HEAD ? "HEAD" : "GET";
+}
+
 /* Adds x-amz-content-sha256, x-amz-date, the session token and the
- * Authorization header, signed over exactly those and host. */
-static int sign(struct s3_signer *s, time_t now, const char *host,
-		const char *path, const char *query,
+ * Authorization header, signed over exactly those, host and method (every
+ * request has an empty body). */
+static int sign(struct s3_signer *s, time_t now, const char *method,
+		const char *host, const char *path, const char *query,
 		struct curl_slist **headers)
 {
 	const struct s3_creds *cr = s->creds;
@@ -291,7 +300,7 @@ static int sign(struct s3_signer *s, time_t now, const char *host,
 		hdrs[n++] = (struct s3_sigv4_header){"x-amz-security-token",
 						     cr->session_token};
 	sreq = (struct s3_sigv4_request){
-	    .method = "GET",
+	    .method = method,
 	    .canonical_uri = path,
 	    .canonical_query = query,
 	    .headers = hdrs,
@@ -338,14 +347,14 @@ int s3_request_build(const struct s3_endpoint *ep, bool force_path_style,
 	if (!rc)
 		rc = add_header(&list, "Host", host.data);
 	if (!rc && signer && signer->creds)
-		rc = sign(signer, now, host.data, path.data,
-			  query.len ? query.data : "", &list);
-	if (!rc && !spec->list && spec->ranged) {
+		rc = sign(signer, now, s3_request_method(spec->kind), host.data,
+			  path.data, query.len ? query.data : "", &list);
+	if (!rc && spec->kind == S3_REQUEST_GET && spec->ranged) {
 		snprintf(range, sizeof(range), "bytes=%" PRIu64 "-%" PRIu64,
 			 spec->first, spec->last);
 		rc = add_header(&list, "Range", range);
 	}
-	if (!rc && !spec->list && spec->etag)
+	if (!rc && spec->kind == S3_REQUEST_GET && spec->etag)
 		rc = add_header(&list, "If-Match", spec->etag);
 	if (!rc)
 		rc = add_header(&list, "Expect", NULL);

@@ -1,7 +1,9 @@
 /*
  * s3 store: what every store shares: the checks on a GET before it is
- * taken, and the blocking list used at start-up, built on the store's own
- * asynchronous list.
+ * taken, and the blocking list, HEAD and GET used at start-up, built on
+ * the store's own asynchronous calls.  Each blocking call waits on one
+ * struct sync_wait: the done callback (on the store's thread) writes the
+ * result into the caller's memory, then sync_end() wakes the caller.
  */
 #include "config.h"
 
@@ -9,6 +11,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
 
 int s3_get_check(const struct s3_get *req, size_t *total)
@@ -31,41 +34,79 @@ int s3_get_check(const struct s3_get *req, size_t *total)
 	return 0;
 }
 
-struct list_wait {
+void s3_object_clear(struct s3_object *obj)
+{
+	if (!obj)
+		return;
+	free(obj->key);
+	free(obj->etag);
+	memset(obj, 0, sizeof(*obj));
+}
+
+/* One blocking call: the caller waits until the store ends it. */
+struct sync_wait {
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
 	bool done;
-	struct s3_list_page *page;
-	struct s3_error *err;
+	struct s3_error *err; /* the caller's */
+	void *out;	      /* the caller's result: a page, an object */
 };
+
+static void sync_init(struct sync_wait *w, struct s3_error *err, void *out)
+{
+	*w = (struct sync_wait){
+	    .lock = PTHREAD_MUTEX_INITIALIZER,
+	    .cond = PTHREAD_COND_INITIALIZER,
+	    .err = err,
+	    .out = out,
+	};
+	memset(err, 0, sizeof(*err));
+}
+
+/* Store thread: ends w with err (NULL: success; the result is already in
+ * w->out) and wakes the caller. */
+static void sync_end(struct sync_wait *w, const struct s3_error *err)
+{
+	pthread_mutex_lock(&w->lock);
+	if (err)
+		*w->err = *err;
+	else
+		memset(w->err, 0, sizeof(*w->err));
+	w->done = true;
+	pthread_cond_signal(&w->cond);
+	pthread_mutex_unlock(&w->lock);
+}
+
+/* Caller: rc is what starting the request returned; waits for its end
+ * unless it did not start.  Returns err->err. */
+static int sync_wait(struct sync_wait *w, int rc)
+{
+	if (rc) {
+		w->err->err = rc;
+		return rc;
+	}
+	pthread_mutex_lock(&w->lock);
+	while (!w->done)
+		pthread_cond_wait(&w->cond, &w->lock);
+	pthread_mutex_unlock(&w->lock);
+	return w->err->err;
+}
 
 static void list_sync_done(void *arg, struct s3_list_page *page,
 			   const struct s3_error *err)
 {
-	struct list_wait *w = arg;
+	struct sync_wait *w = arg;
 
-	pthread_mutex_lock(&w->lock);
-	if (err) {
-		*w->err = *err;
-	} else {
-		*w->page = *page;
-		memset(w->err, 0, sizeof(*w->err));
-	}
-	w->done = true;
-	pthread_cond_signal(&w->cond);
-	pthread_mutex_unlock(&w->lock);
+	if (!err)
+		*(struct s3_list_page *)w->out = *page;
+	sync_end(w, err);
 }
 
 int s3_list_sync(struct s3_store *st, const char *bucket, const char *prefix,
 		 const char *token, unsigned max_keys,
 		 struct s3_list_page *page, struct s3_error *err)
 {
-	struct list_wait w = {
-	    .lock = PTHREAD_MUTEX_INITIALIZER,
-	    .cond = PTHREAD_COND_INITIALIZER,
-	    .page = page,
-	    .err = err,
-	};
+	struct sync_wait w;
 	struct s3_list req = {
 	    .bucket = bucket,
 	    .prefix = prefix,
@@ -74,18 +115,75 @@ int s3_list_sync(struct s3_store *st, const char *bucket, const char *prefix,
 	    .done = list_sync_done,
 	    .arg = &w,
 	};
-	int rc;
 
+	sync_init(&w, err, page);
 	memset(page, 0, sizeof(*page));
-	memset(err, 0, sizeof(*err));
-	rc = s3_list(st, &req);
-	if (rc) {
-		err->err = rc;
-		return rc;
+	return sync_wait(&w, s3_list(st, &req));
+}
+
+static void head_sync_done(void *arg, const struct s3_object *obj,
+			   const struct s3_error *err)
+{
+	struct sync_wait *w = arg;
+	struct s3_object *out = w->out;
+	struct s3_error nomem;
+
+	if (!err) {
+		out->key = strdup(obj->key);
+		out->etag = obj->etag ? strdup(obj->etag) : NULL;
+		out->size = obj->size;
+		if (!out->key || (obj->etag && !out->etag)) {
+			s3_object_clear(out);
+			memset(&nomem, 0, sizeof(nomem));
+			nomem.err = ENOMEM;
+			err = &nomem;
+		}
 	}
-	pthread_mutex_lock(&w.lock);
-	while (!w.done)
-		pthread_cond_wait(&w.cond, &w.lock);
-	pthread_mutex_unlock(&w.lock);
-	return err->err;
+	sync_end(w, err);
+}
+
+int s3_head_sync(struct s3_store *st, const char *bucket, const char *key,
+		 struct s3_object *out, struct s3_error *err)
+{
+	struct sync_wait w;
+	struct s3_head req = {
+	    .bucket = bucket,
+	    .key = key,
+	    .done = head_sync_done,
+	    .arg = &w,
+	};
+
+	sync_init(&w, err, out);
+	memset(out, 0, sizeof(*out));
+	return sync_wait(&w, s3_head(st, &req));
+}
+
+static void get_sync_done(void *arg, const struct s3_error *err)
+{
+	sync_end(arg, err);
+}
+
+int s3_get_sync(struct s3_store *st, const char *bucket, const char *key,
+		const char *etag, char *buf, size_t len, struct s3_error *err)
+{
+	struct sync_wait w;
+	struct s3_buffer b = {.dest = buf, .len = len};
+	struct s3_get req = {
+	    .bucket = bucket,
+	    .key = key,
+	    .etag = etag,
+	    .offset = 0,
+	    .buffers = &b,
+	    .nbuffers = 1,
+	    /* someone waits; not S3_GET_WHOLE: len may be less than the
+	     * object, and a Range keeps the answer to len bytes */
+	    .flags = S3_GET_URGENT,
+	    .done = get_sync_done,
+	    .arg = &w,
+	};
+
+	sync_init(&w, err, NULL);
+	if (len == 0) /* nothing to ask: a GET cannot carry an empty range */
+		return 0;
+	return sync_wait(&w, s3_get(st, &req));
 }

@@ -1,17 +1,17 @@
 /*
  * s3 store: the interface between the cache and whatever holds the objects.
  *
- * A store lists a bucket's keys a page at a time and GETs byte ranges of one
- * object into caller-owned buffers, asynchronously: both calls return at
- * once and report through callbacks on the store's own thread.  The S3
- * client (s3_client_create() in s3/s3.h) is one store; the unit tests have
- * an in-memory one; a store may also wrap another (a disk tier that answers
- * what it holds and passes the rest on), in the spirit of s3backer's
- * struct s3backer_store.
+ * A store lists a bucket's keys a page at a time, tells one object's size
+ * and ETag (HEAD) and GETs byte ranges of one object into caller-owned
+ * buffers, asynchronously: every call returns at once and reports through
+ * a callback on the store's own thread.  The S3 client (s3_client_create()
+ * in s3/s3.h) is one store; the unit tests have an in-memory one; a store
+ * may also wrap another (a disk tier that answers what it holds and passes
+ * the rest on), in the spirit of s3backer's struct s3backer_store.
  *
  * Callbacks must be quick, must not call the store's destroy, and may call
- * get and list again.  Every request made with a 0 return gets exactly one
- * done callback, at the latest from destroy (err->err == ECANCELED).
+ * get, list and head again.  Every request made with a 0 return gets exactly
+ * one done callback, at the latest from destroy (err->err == ECANCELED).
  *
  * The types here (objects, pages, errors) are S3's, because S3's namespace
  * (bucket, key, ETag) is what every store serves.
@@ -51,6 +51,9 @@ struct s3_list_page {
 };
 
 void s3_list_page_clear(struct s3_list_page *page);
+
+/* Frees obj's key and etag and zeroes it. */
+void s3_object_clear(struct s3_object *obj);
 
 struct s3_stats {
 	uint64_t requests; /* attempts started */
@@ -116,6 +119,21 @@ struct s3_list {
 	void *arg;
 };
 
+/* HEAD of bucket/key: done(arg, obj, NULL) with the object's key, ETag as
+ * the server sent it (with quotes; NULL if it sent none) and size
+ * (Content-Length), or done(arg, NULL, err) (ENOENT for a missing key, as
+ * for GET).  obj and its strings live only during the call; the request's
+ * strings need to live only for the call to s3_head(). */
+typedef void s3_head_done_fn(void *arg, const struct s3_object *obj,
+			     const struct s3_error *err);
+
+struct s3_head {
+	const char *bucket;
+	const char *key;
+	s3_head_done_fn *done;
+	void *arg;
+};
+
 struct s3_store;
 
 struct s3_store_ops {
@@ -123,6 +141,7 @@ struct s3_store_ops {
 	 * callback runs) */
 	int (*get)(struct s3_store *st, const struct s3_get *req);
 	int (*list)(struct s3_store *st, const struct s3_list *req);
+	int (*head)(struct s3_store *st, const struct s3_head *req);
 	void (*get_stats)(struct s3_store *st, struct s3_stats *out);
 	/* cancels what is still queued or running (each done runs with
 	 * ECANCELED before this returns) and frees the store */
@@ -143,6 +162,11 @@ static inline int s3_get(struct s3_store *st, const struct s3_get *req)
 static inline int s3_list(struct s3_store *st, const struct s3_list *req)
 {
 	return st->ops->list(st, req);
+}
+
+static inline int s3_head(struct s3_store *st, const struct s3_head *req)
+{
+	return st->ops->head(st, req);
 }
 
 static inline void s3_store_get_stats(struct s3_store *st, struct s3_stats *out)
@@ -169,5 +193,22 @@ int s3_get_check(const struct s3_get *req, size_t *total);
 int s3_list_sync(struct s3_store *st, const char *bucket, const char *prefix,
 		 const char *token, unsigned max_keys,
 		 struct s3_list_page *page, struct s3_error *err);
+
+/*
+ * Blocking s3_head() for start-up: fills out (key and etag owned by the
+ * caller: free them, or s3_object_clear; zeroed on error) and returns
+ * err->err.  Must not run on the store's own thread.
+ */
+int s3_head_sync(struct s3_store *st, const char *bucket, const char *key,
+		 struct s3_object *out, struct s3_error *err);
+
+/*
+ * Blocking GET of bytes [0, len) of bucket/key (etag may be NULL) into
+ * buf: returns err->err.  For small whole objects at start-up (a manifest
+ * after s3_head_sync told its size); len 0 asks the store nothing and
+ * returns 0.  Must not run on the store's own thread.
+ */
+int s3_get_sync(struct s3_store *st, const char *bucket, const char *key,
+		const char *etag, char *buf, size_t len, struct s3_error *err);
 
 #endif

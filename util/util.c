@@ -99,6 +99,28 @@ int util_buf_append_str(struct util_buf *b, const char *s)
 	return util_buf_append(b, s, strlen(s));
 }
 
+int util_vfail(char *err, size_t errlen, int rc, const char *fmt, va_list ap)
+{
+	if (!err || errlen == 0)
+		return rc;
+	vsnprintf(err, errlen, fmt, ap);
+	for (char *p = err; *p; p++) {
+		if ((unsigned char)*p < 0x20 || *p == 0x7f)
+			*p = '?';
+	}
+	return rc;
+}
+
+int util_fail(char *err, size_t errlen, int rc, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	rc = util_vfail(err, errlen, rc, fmt, ap);
+	va_end(ap);
+	return rc;
+}
+
 int util_buf_printf(struct util_buf *b, const char *fmt, ...)
 {
 	char small[256];

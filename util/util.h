@@ -10,6 +10,7 @@
 #ifndef S3PIPE_UTIL_H
 #define S3PIPE_UTIL_H
 
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -45,6 +46,16 @@ void util_log(enum util_log_level level, const char *fmt, ...)
  */
 void util_copy_to_cold(void *dest, const void *src, size_t len);
 void util_copy_publish(void);
+
+/*
+ * Writes one line for users into err (when err and errlen are set), with
+ * control characters, which may come from outside, replaced by '?', and
+ * returns rc: for "return util_fail(err, errlen, EINVAL, ...)".
+ */
+int util_fail(char *err, size_t errlen, int rc, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+int util_vfail(char *err, size_t errlen, int rc, const char *fmt, va_list ap)
+    __attribute__((format(printf, 4, 0)));
 
 /* Thread-safe description of an errno value, written into buf. */
 const char *util_strerror(int err, char *buf, size_t len);

@@ -8,9 +8,11 @@
  * would.  evict_one() and buffer_cap() are reached through the UNITTEST
  * convention (cache/internal.h).
  *
- * Block keys only need distinct segment addresses, so the segments here are
- * plain static structs.  Every helper takes c->lock where the cache expects
- * it held; the fetch callbacks take it themselves.
+ * Blocks are keyed by interned objects: every cache made here interns four
+ * large objects ("obj0" to "obj3", see obj()) and holds a reference
+ * on each until destroy_cache(), so a block's own reference is what the
+ * tests can count (model_check).  Every helper takes c->lock where the
+ * cache expects it held; the fetch callbacks take it themselves.
  */
 #include "config.h"
 
@@ -31,19 +33,83 @@
 #define MIB (1024u * 1024u)
 #define BS  MIB
 
-static struct cache_segment segs[4] = {
-    {.key = "seg0", .size = 64 * BS},
-    {.key = "seg1", .size = 64 * BS},
-    {.key = "seg2", .size = 64 * BS},
-    {.key = "seg3", .size = 64 * BS},
-};
+#define NOBJS 4 /* objects per cache */
+#define NMADE 4 /* caches alive at once */
+/* past every block index the tests use */
+#define OBJ_SIZE (1ull << 42)
 
 /* the store every cache here fetches through (recording) */
 static struct test_store *store;
-/* what cache_block_fetch() takes a bucket from */
-static struct cache_stream blocks_stream = {.bucket = "bucket"};
+
+/* The caches alive, each with its objects (a reference each). */
+static struct made {
+	struct cache *c;
+	struct cache_object *objs[NOBJS];
+} made[NMADE];
 
 /* ---- helpers ---- */
+
+/* Object i of cache c (the test's reference; no new one). */
+static struct cache_object *obj(struct cache *c, unsigned i)
+{
+	assert_true(i < NOBJS);
+	for (unsigned k = 0; k < NMADE; k++)
+		if (made[k].c == c)
+			return made[k].objs[i];
+	fail_msg("cache %p was not made by new_warm_cache", (void *)c);
+	return NULL;
+}
+
+/* References on o (lock taken: blocks drop theirs on the store's
+ * callbacks). */
+static unsigned long refs_of(struct cache *c, const struct cache_object *o)
+{
+	unsigned long n;
+
+	pthread_mutex_lock(&c->lock);
+	n = o->refs;
+	pthread_mutex_unlock(&c->lock);
+	return n;
+}
+
+static void register_cache(struct cache *c)
+{
+	char key[16];
+
+	for (unsigned k = 0; k < NMADE; k++) {
+		if (made[k].c)
+			continue;
+		made[k].c = c;
+		pthread_mutex_lock(&c->lock);
+		for (unsigned i = 0; i < NOBJS; i++) {
+			snprintf(key, sizeof(key), "obj%u", i);
+			made[k].objs[i] = cache_object_get(c, "bucket", key,
+							   "\"e\"", OBJ_SIZE);
+			assert_non_null(made[k].objs[i]);
+		}
+		pthread_mutex_unlock(&c->lock);
+		return;
+	}
+	fail_msg("more than %d caches at once", NMADE);
+}
+
+/* Drops the test's references on c's objects, then destroys c (which
+ * frees the blocks and, with their references, the objects). */
+static void destroy_cache(struct cache *c)
+{
+	for (unsigned k = 0; k < NMADE; k++) {
+		if (made[k].c != c)
+			continue;
+		pthread_mutex_lock(&c->lock);
+		for (unsigned i = 0; i < NOBJS; i++)
+			cache_object_put(c, made[k].objs[i]);
+		pthread_mutex_unlock(&c->lock);
+		memset(&made[k], 0, sizeof(made[k]));
+		cache_destroy(c);
+		return;
+	}
+	fail_msg("cache %p was not made by new_warm_cache", (void *)c);
+}
 
 /* window 0: the cache's automatic prefetch window */
 static struct cache *new_warm_cache(uint64_t budget, uint64_t block_size,
@@ -63,6 +129,7 @@ static struct cache *new_warm_cache(uint64_t budget, uint64_t block_size,
 		conf.warm_max_bytes = warm_max;
 	c = cache_create(&conf, &store->store);
 	assert_non_null(c);
+	register_cache(c);
 	return c;
 }
 
@@ -77,14 +144,15 @@ static struct cache *new_cache(uint64_t budget, uint64_t block_size)
 	return new_window_cache(budget, block_size, 0);
 }
 
-static struct cache_block *create(struct cache *c,
-				  const struct cache_segment *seg,
+static struct cache_block *create(struct cache *c, struct cache_object *o,
 				  uint64_t index, size_t len, bool demand)
 {
 	struct cache_block *b;
 
 	pthread_mutex_lock(&c->lock);
-	b = cache_block_create(c, seg, index, len, demand);
+	b = cache_block_create(c, o, index, len,
+			       demand ? CACHE_ADMIT_DEMAND
+				      : CACHE_ADMIT_PREFETCH);
 	pthread_mutex_unlock(&c->lock);
 	if (b) {
 		assert_int_equal(b->state, BLOCK_FETCHING);
@@ -113,7 +181,7 @@ static struct test_get *fetch_run(struct cache_block *const *blocks, unsigned n)
 	unsigned before = store->ngets;
 
 	pthread_mutex_lock(&c->lock);
-	cache_block_fetch(blocks, n, &blocks_stream, false);
+	cache_block_fetch(blocks, n, false);
 	pthread_mutex_unlock(&c->lock);
 	assert_int_equal(store->ngets, before + 1);
 	assert_int_equal(store->gets[before].nbuffers, n);
@@ -159,11 +227,10 @@ static void fail_fetch(struct cache_block *b, int err)
 	get_done(fetch_run(&b, 1), &e);
 }
 
-static struct cache_block *ready(struct cache *c,
-				 const struct cache_segment *seg,
+static struct cache_block *ready(struct cache *c, struct cache_object *o,
 				 uint64_t index, size_t len, bool demand)
 {
-	struct cache_block *b = create(c, seg, index, len, demand);
+	struct cache_block *b = create(c, o, index, len, demand);
 
 	assert_non_null(b);
 	complete(b);
@@ -203,13 +270,13 @@ static void touch(struct cache *c, struct cache_block *b)
 	unpin(c, b);
 }
 
-static struct cache_block *
-lookup(struct cache *c, const struct cache_segment *seg, uint64_t index)
+static struct cache_block *lookup(struct cache *c, const struct cache_object *o,
+				  uint64_t index)
 {
 	struct cache_block *b;
 
 	pthread_mutex_lock(&c->lock);
-	b = cache_block_lookup(c, seg, index);
+	b = cache_block_lookup(c, o, index);
 	pthread_mutex_unlock(&c->lock);
 	return b;
 }
@@ -252,7 +319,7 @@ static size_t expected_cap(size_t len, size_t block_size)
 
 struct model_block {
 	struct cache_block *b;
-	const struct cache_segment *seg;
+	unsigned obj; /* obj(c, obj) */
 	uint64_t index;
 	enum cache_block_state state;
 	int pins;
@@ -294,12 +361,15 @@ static bool idle(const struct model_block *mb)
 /*
  * Checks the whole cache against the model.  Blocks are keyed uniquely, so
  * an evicted block is recognised by its key without touching freed memory.
+ * Every allocated block (a failed one still pinned too) holds a reference
+ * on its object, besides the test's own.
  */
 static void model_check(struct model *m)
 {
 	struct cache *c = m->c;
 	uint64_t caps = 0;
 	size_t in_table = 0, lru_n = 0, idle_n = 0;
+	unsigned long refs[NOBJS] = {1, 1, 1, 1};
 	bool seen_unconsumed = false;
 
 	pthread_mutex_lock(&c->lock);
@@ -312,7 +382,7 @@ static void model_check(struct model *m)
 	for (size_t i = 0; i < m->n; i++) {
 		struct model_block *mb = &m->blocks[i];
 		struct cache_block *found =
-		    cache_block_lookup(c, mb->seg, mb->index);
+		    cache_block_lookup(c, obj(c, mb->obj), mb->index);
 
 		assert_int_equal(mb->b->cap, mb->cap);
 		assert_int_equal(mb->b->state, mb->state);
@@ -327,8 +397,13 @@ static void model_check(struct model *m)
 		}
 		if (idle(mb))
 			idle_n++;
+		assert_ptr_equal(mb->b->obj, obj(c, mb->obj));
+		refs[mb->obj]++;
 	}
 	assert_int_equal(c->nblocks, in_table);
+	for (unsigned i = 0; i < NOBJS; i++)
+		assert_int_equal(obj(c, i)->refs, refs[i]);
+	assert_int_equal(c->nobjects, NOBJS);
 	/* used_bytes = allocated blocks + pooled buffers */
 	assert_int_equal(c->stats.used_bytes,
 			 caps + (uint64_t)c->pool_count * c->conf.block_size);
@@ -393,7 +468,7 @@ static void op_create(struct model *m)
 	bool demand = rnd(m) % 2;
 	size_t len = random_len(m);
 	uint64_t key = m->next_key++;
-	const struct cache_segment *seg = &segs[key % 4];
+	const unsigned o = (unsigned)(key % NOBJS);
 	struct cache_block *b;
 	bool fits;
 
@@ -403,7 +478,9 @@ static void op_create(struct model *m)
 	fits = cache_block_room(c, len, demand);
 	if (m->check_admission)
 		assert_int_equal(fits, model_room(m, len, demand));
-	b = cache_block_create(c, seg, key / 4, len, demand);
+	b = cache_block_create(c, obj(c, o), key / NOBJS, len,
+			       demand ? CACHE_ADMIT_DEMAND
+				      : CACHE_ADMIT_PREFETCH);
 	/* the room check is what create decides by */
 	assert_int_equal(b != NULL, fits);
 	/* find what was evicted: only idle blocks, only consumed ones for a
@@ -411,7 +488,7 @@ static void op_create(struct model *m)
 	for (size_t i = 0; i < m->n;) {
 		struct model_block *mb = &m->blocks[i];
 
-		if (cache_block_lookup(c, mb->seg, mb->index) ||
+		if (cache_block_lookup(c, obj(c, mb->obj), mb->index) ||
 		    mb->state == BLOCK_FAILED) {
 			i++;
 			continue;
@@ -427,8 +504,8 @@ static void op_create(struct model *m)
 		return;
 	m->blocks[m->n++] = (struct model_block){
 	    .b = b,
-	    .seg = seg,
-	    .index = key / 4,
+	    .obj = o,
+	    .index = key / NOBJS,
 	    .state = BLOCK_FETCHING,
 	    .cap = expected_cap(len, RANDOM_BS),
 	};
@@ -526,7 +603,7 @@ static void run_random(uint64_t seed, bool check_admission)
 			op_unpin(m, i);
 		model_check(m);
 	}
-	cache_destroy(m->c);
+	destroy_cache(m->c);
 	free(m);
 }
 
@@ -547,37 +624,37 @@ static void test_admission_random(void **state)
 static void test_prefetch_evicts_only_consumed(void **state)
 {
 	struct cache *c = new_cache(3 * BS, BS);
-	struct cache_block *a = ready(c, &segs[0], 0, BS, false);
-	struct cache_block *b = ready(c, &segs[0], 1, BS, false);
-	struct cache_block *d = ready(c, &segs[0], 2, BS, false);
+	struct cache_block *a = ready(c, obj(c, 0), 0, BS, false);
+	struct cache_block *b = ready(c, obj(c, 0), 1, BS, false);
+	struct cache_block *d = ready(c, obj(c, 0), 2, BS, false);
 	struct cache_block *e;
 
 	consume(c, b);
 	/* a prefetch evicts the consumed block b, not the colder a */
 	assert_true(room(c, BS, false));
-	e = create(c, &segs[1], 0, BS, false);
+	e = create(c, obj(c, 1), 0, BS, false);
 	assert_non_null(e);
-	assert_null(lookup(c, &segs[0], 1));
-	assert_ptr_equal(lookup(c, &segs[0], 0), a);
-	assert_ptr_equal(lookup(c, &segs[0], 2), d);
+	assert_null(lookup(c, obj(c, 0), 1));
+	assert_ptr_equal(lookup(c, obj(c, 0), 0), a);
+	assert_ptr_equal(lookup(c, obj(c, 0), 2), d);
 	assert_int_equal(stats(c).evictions, 1);
 	complete(e);
 	/* nothing consumed left: a prefetch cannot make room */
 	assert_false(room(c, BS, false));
-	assert_null(create(c, &segs[1], 1, BS, false));
+	assert_null(create(c, obj(c, 1), 1, BS, false));
 	assert_false(room(c, 1, false));
-	assert_null(create(c, &segs[1], 1, 1, false));
+	assert_null(create(c, obj(c, 1), 1, 1, false));
 	assert_int_equal(stats(c).evictions, 1);
-	assert_ptr_equal(lookup(c, &segs[0], 0), a);
-	assert_ptr_equal(lookup(c, &segs[1], 0), e);
+	assert_ptr_equal(lookup(c, obj(c, 0), 0), a);
+	assert_ptr_equal(lookup(c, obj(c, 1), 0), e);
 	/* once a is consumed a prefetch may take it */
 	consume(c, a);
-	assert_non_null(create(c, &segs[1], 1, BS, false));
-	assert_null(lookup(c, &segs[0], 0));
-	assert_ptr_equal(lookup(c, &segs[0], 2), d);
+	assert_non_null(create(c, obj(c, 1), 1, BS, false));
+	assert_null(lookup(c, obj(c, 0), 0));
+	assert_ptr_equal(lookup(c, obj(c, 0), 2), d);
 	assert_int_equal(stats(c).evictions, 2);
 	assert_int_equal(stats(c).used_bytes, 3 * BS);
-	cache_destroy(c);
+	destroy_cache(c);
 }
 
 static void test_prefetch_fails_when_full_of_unconsumed(void **state)
@@ -587,12 +664,12 @@ static void test_prefetch_fails_when_full_of_unconsumed(void **state)
 	struct cache_stats st;
 
 	for (int i = 0; i < 8; i++)
-		b[i] = ready(c, &segs[0], i, BS, false);
+		b[i] = ready(c, obj(c, 0), i, BS, false);
 	/* full of unread data: a prefetch neither evicts nor allocates */
 	assert_false(room(c, BS, false));
-	assert_null(create(c, &segs[1], 0, BS, false));
-	assert_null(create(c, &segs[1], 0, BS / 2, false));
-	assert_null(create(c, &segs[1], 0, 1, false));
+	assert_null(create(c, obj(c, 1), 0, BS, false));
+	assert_null(create(c, obj(c, 1), 0, BS / 2, false));
+	assert_null(create(c, obj(c, 1), 0, 1, false));
 	pthread_mutex_lock(&c->lock);
 	assert_false(evict_one(c, false));
 	pthread_mutex_unlock(&c->lock);
@@ -600,39 +677,39 @@ static void test_prefetch_fails_when_full_of_unconsumed(void **state)
 	assert_int_equal(st.evictions, 0);
 	assert_int_equal(st.used_bytes, 8 * BS);
 	for (int i = 0; i < 8; i++)
-		assert_ptr_equal(lookup(c, &segs[0], i), b[i]);
+		assert_ptr_equal(lookup(c, obj(c, 0), i), b[i]);
 	/* a demand read may still evict */
 	assert_true(room(c, BS, true));
-	assert_non_null(create(c, &segs[1], 0, BS, true));
+	assert_non_null(create(c, obj(c, 1), 0, BS, true));
 	assert_int_equal(stats(c).evictions, 1);
-	cache_destroy(c);
+	destroy_cache(c);
 }
 
 static void test_demand_evicts_coldest(void **state)
 {
 	struct cache *c = new_cache(3 * BS, BS);
-	struct cache_block *a = ready(c, &segs[0], 0, BS, true);
-	struct cache_block *b = ready(c, &segs[0], 1, BS, true);
-	struct cache_block *d = ready(c, &segs[0], 2, BS, true);
+	struct cache_block *a = ready(c, obj(c, 0), 0, BS, true);
+	struct cache_block *b = ready(c, obj(c, 0), 1, BS, true);
+	struct cache_block *d = ready(c, obj(c, 0), 2, BS, true);
 	struct cache_block *e, *f;
 
 	/* a became ready first: it is the coldest */
-	e = create(c, &segs[1], 0, BS, true);
+	e = create(c, obj(c, 1), 0, BS, true);
 	assert_non_null(e);
-	assert_null(lookup(c, &segs[0], 0));
-	assert_ptr_equal(lookup(c, &segs[0], 1), b);
-	assert_ptr_equal(lookup(c, &segs[0], 2), d);
+	assert_null(lookup(c, obj(c, 0), 0));
+	assert_ptr_equal(lookup(c, obj(c, 0), 1), b);
+	assert_ptr_equal(lookup(c, obj(c, 0), 2), d);
 	complete(e);
 	/* a hit on b makes d the coldest */
 	touch(c, b);
-	f = create(c, &segs[1], 1, BS, true);
+	f = create(c, obj(c, 1), 1, BS, true);
 	assert_non_null(f);
-	assert_null(lookup(c, &segs[0], 2));
-	assert_ptr_equal(lookup(c, &segs[0], 1), b);
-	assert_ptr_equal(lookup(c, &segs[1], 0), e);
+	assert_null(lookup(c, obj(c, 0), 2));
+	assert_ptr_equal(lookup(c, obj(c, 0), 1), b);
+	assert_ptr_equal(lookup(c, obj(c, 1), 0), e);
 	assert_int_equal(stats(c).evictions, 2);
 	(void)a;
-	cache_destroy(c);
+	destroy_cache(c);
 }
 
 /*
@@ -644,8 +721,9 @@ static void test_demand_evicts_coldest(void **state)
 static void test_room_counts_evicted_cap(void **state)
 {
 	struct cache *c = new_cache(2 * BS, BS);
-	struct cache_block *p = ready(c, &segs[0], 0, BS, true);
-	struct cache_block *tail = ready(c, &segs[1], 3, BS / 2 + BS / 4, true);
+	struct cache_block *p = ready(c, obj(c, 0), 0, BS, true);
+	struct cache_block *tail =
+	    ready(c, obj(c, 1), 3, BS / 2 + BS / 4, true);
 	struct cache_block *n;
 
 	pin(c, p); /* a reader holds p */
@@ -653,61 +731,61 @@ static void test_room_counts_evicted_cap(void **state)
 	assert_int_equal(stats(c).used_bytes, 2 * BS);
 	/* demand: the idle tail may go */
 	assert_true(room(c, BS, true));
-	n = create(c, &segs[2], 0, BS, true);
+	n = create(c, obj(c, 2), 0, BS, true);
 	assert_non_null(n);
-	assert_null(lookup(c, &segs[1], 3));
+	assert_null(lookup(c, obj(c, 1), 3));
 	complete(n);
 	/* prefetch: a consumed tail may go */
 	pthread_mutex_lock(&c->lock);
 	assert_true(evict_one(c, true)); /* n: back to p + one pooled */
 	pthread_mutex_unlock(&c->lock);
-	tail = ready(c, &segs[1], 4, BS / 2 + 1, false);
+	tail = ready(c, obj(c, 1), 4, BS / 2 + 1, false);
 	consume(c, tail);
 	assert_true(room(c, BS, false));
-	n = create(c, &segs[2], 1, BS, false);
+	n = create(c, obj(c, 2), 1, BS, false);
 	assert_non_null(n);
-	assert_null(lookup(c, &segs[1], 4));
+	assert_null(lookup(c, obj(c, 1), 4));
 	assert_int_equal(stats(c).evictions, 3);
 	unpin(c, p);
-	cache_destroy(c);
+	destroy_cache(c);
 }
 
 static void test_pinned_and_fetching_never_evicted(void **state)
 {
 	struct cache *c = new_cache(3 * BS, BS);
-	struct cache_block *fetching = create(c, &segs[0], 0, BS, true);
-	struct cache_block *pinned = ready(c, &segs[0], 1, BS, true);
-	struct cache_block *idle_b = ready(c, &segs[0], 2, BS, true);
+	struct cache_block *fetching = create(c, obj(c, 0), 0, BS, true);
+	struct cache_block *pinned = ready(c, obj(c, 0), 1, BS, true);
+	struct cache_block *idle_b = ready(c, obj(c, 0), 2, BS, true);
 	struct cache_block *n;
 
 	assert_non_null(fetching);
 	consume(c, pinned);
 	pin(c, pinned); /* pinned and consumed: still untouchable */
-	n = create(c, &segs[1], 0, BS, true);
+	n = create(c, obj(c, 1), 0, BS, true);
 	assert_non_null(n); /* took idle_b */
-	assert_null(lookup(c, &segs[0], 2));
+	assert_null(lookup(c, obj(c, 0), 2));
 	(void)idle_b;
 	/* now: fetching, pinned, n (fetching): nothing can go */
 	assert_false(room(c, BS, true));
-	assert_null(create(c, &segs[1], 1, BS, true));
-	assert_null(create(c, &segs[1], 1, 1, true));
-	assert_ptr_equal(lookup(c, &segs[0], 0), fetching);
-	assert_ptr_equal(lookup(c, &segs[0], 1), pinned);
-	assert_ptr_equal(lookup(c, &segs[1], 0), n);
+	assert_null(create(c, obj(c, 1), 1, BS, true));
+	assert_null(create(c, obj(c, 1), 1, 1, true));
+	assert_ptr_equal(lookup(c, obj(c, 0), 0), fetching);
+	assert_ptr_equal(lookup(c, obj(c, 0), 1), pinned);
+	assert_ptr_equal(lookup(c, obj(c, 1), 0), n);
 	assert_int_equal(stats(c).evictions, 1);
 	/* a FETCHING block that is pinned stays out of the LRU when it
 	 * completes, then goes in at unpin */
 	pin(c, fetching);
 	complete(fetching);
 	assert_false(fetching->in_lru);
-	assert_null(create(c, &segs[1], 1, BS, true));
+	assert_null(create(c, obj(c, 1), 1, BS, true));
 	unpin(c, fetching);
 	assert_true(fetching->in_lru);
-	assert_non_null(create(c, &segs[1], 1, BS, true));
-	assert_null(lookup(c, &segs[0], 0));
-	assert_ptr_equal(lookup(c, &segs[0], 1), pinned);
+	assert_non_null(create(c, obj(c, 1), 1, BS, true));
+	assert_null(lookup(c, obj(c, 0), 0));
+	assert_ptr_equal(lookup(c, obj(c, 0), 1), pinned);
 	unpin(c, pinned);
-	cache_destroy(c);
+	destroy_cache(c);
 }
 
 static void test_eviction_order(void **state)
@@ -719,7 +797,7 @@ static void test_eviction_order(void **state)
 	size_t n;
 
 	for (int i = 0; i < 5; i++)
-		b[i] = ready(c, &segs[0], i, BS, true);
+		b[i] = ready(c, obj(c, 0), i, BS, true);
 	/* hot to cold now: 4 3 2 1 0 */
 	touch(c, b[0]); /* 0 4 3 2 1 */
 	consume(c, b[1]);
@@ -733,7 +811,7 @@ static void test_eviction_order(void **state)
 	assert_ptr_equal(order[4], b[0]);
 	/* fill the remaining budget, then each demand create evicts one */
 	for (int i = 0; i < 3; i++) {
-		struct cache_block *x = create(c, &segs[1], i, BS, true);
+		struct cache_block *x = create(c, obj(c, 1), i, BS, true);
 
 		assert_non_null(x);
 		pin(c, x); /* held: only the five above are candidates */
@@ -744,13 +822,13 @@ static void test_eviction_order(void **state)
 
 		for (int step = 0; step < 5; step++) {
 			struct cache_block *x =
-			    create(c, &segs[2], step, BS, true);
+			    create(c, obj(c, 2), step, BS, true);
 			int gone = -1;
 
 			assert_non_null(x);
 			pin(c, x);
 			for (int i = 0; i < 5; i++) {
-				if (!seen[i] && !lookup(c, &segs[0], i)) {
+				if (!seen[i] && !lookup(c, obj(c, 0), i)) {
 					assert_int_equal(gone, -1);
 					gone = i;
 				}
@@ -767,14 +845,14 @@ static void test_eviction_order(void **state)
 	assert_int_equal(stats(c).evictions, 5);
 	/* release the pins so that cache_destroy frees plain blocks */
 	for (int i = 0; i < 3; i++)
-		unpin(c, lookup(c, &segs[1], i));
+		unpin(c, lookup(c, obj(c, 1), i));
 	for (int i = 0; i < 5; i++) {
-		struct cache_block *x = lookup(c, &segs[2], i);
+		struct cache_block *x = lookup(c, obj(c, 2), i);
 
 		complete(x);
 		unpin(c, x);
 	}
-	cache_destroy(c);
+	destroy_cache(c);
 }
 
 /* ---- failures ---- */
@@ -782,9 +860,9 @@ static void test_eviction_order(void **state)
 static void test_failed_fetch_removed(void **state)
 {
 	struct cache *c = new_cache(4 * BS, BS);
-	struct cache_block *a = create(c, &segs[0], 0, BS, true);
-	struct cache_block *s = create(c, &segs[0], 1, 1000, true);
-	struct cache_block *u = create(c, &segs[0], 2, 500, false);
+	struct cache_block *a = create(c, obj(c, 0), 0, BS, true);
+	struct cache_block *s = create(c, obj(c, 0), 1, 1000, true);
+	struct cache_block *u = create(c, obj(c, 0), 2, 500, false);
 	struct cache_stats st;
 
 	assert_non_null(a);
@@ -801,8 +879,8 @@ static void test_failed_fetch_removed(void **state)
 	assert_int_equal(s->state, BLOCK_FAILED);
 	assert_int_equal(s->error, ECANCELED);
 	assert_false(a->in_lru);
-	assert_null(lookup(c, &segs[0], 0));
-	assert_null(lookup(c, &segs[0], 1));
+	assert_null(lookup(c, obj(c, 0), 0));
+	assert_null(lookup(c, obj(c, 0), 1));
 	assert_int_equal(c->nblocks, 1);
 	st = stats(c);
 	assert_int_equal(st.fetch_errors, 2);
@@ -815,16 +893,16 @@ static void test_failed_fetch_removed(void **state)
 	assert_int_equal(st.used_bytes, BS + 500); /* s's bytes returned */
 	/* an unpinned block that fails is freed at once */
 	fail_fetch(u, EIO);
-	assert_null(lookup(c, &segs[0], 2));
+	assert_null(lookup(c, obj(c, 0), 2));
 	assert_int_equal(c->nblocks, 0);
 	st = stats(c);
 	assert_int_equal(st.used_bytes, BS);
 	assert_int_equal(st.fetch_errors, 3);
 	assert_int_equal(st.evictions, 0);
 	/* the key can be fetched again */
-	assert_non_null(create(c, &segs[0], 0, BS, true));
+	assert_non_null(create(c, obj(c, 0), 0, BS, true));
 	assert_int_equal(c->pool_count, 0);
-	cache_destroy(c);
+	destroy_cache(c);
 }
 
 /* One GET filling a run of blocks: each is readable as soon as its own
@@ -838,7 +916,7 @@ static void test_run_fetch_partial(void **state)
 	struct cache_stats st;
 
 	for (unsigned i = 0; i < 4; i++) {
-		run[i] = create(c, &segs[1], i, BS, false);
+		run[i] = create(c, obj(c, 1), i, BS, false);
 		assert_non_null(run[i]);
 	}
 	g = fetch_run(run, 4);
@@ -855,10 +933,10 @@ static void test_run_fetch_partial(void **state)
 	get_done(g, &e);
 	assert_int_equal(run[2]->state, BLOCK_FAILED);
 	assert_int_equal(run[2]->error, EIO);
-	assert_ptr_equal(lookup(c, &segs[1], 0), run[0]);
-	assert_ptr_equal(lookup(c, &segs[1], 1), run[1]);
-	assert_null(lookup(c, &segs[1], 2));
-	assert_null(lookup(c, &segs[1], 3)); /* unpinned: freed at once */
+	assert_ptr_equal(lookup(c, obj(c, 1), 0), run[0]);
+	assert_ptr_equal(lookup(c, obj(c, 1), 1), run[1]);
+	assert_null(lookup(c, obj(c, 1), 2));
+	assert_null(lookup(c, obj(c, 1), 3)); /* unpinned: freed at once */
 	assert_int_equal(c->nblocks, 2);
 	st = stats(c);
 	assert_int_equal(st.fetch_errors, 2);
@@ -870,7 +948,7 @@ static void test_run_fetch_partial(void **state)
 	/* a run that completes: done(NULL) after the last part changes
 	 * nothing */
 	for (unsigned i = 0; i < 3; i++) {
-		run[i] = create(c, &segs[2], i, i == 2 ? 1000 : BS, false);
+		run[i] = create(c, obj(c, 2), i, i == 2 ? 1000 : BS, false);
 		assert_non_null(run[i]);
 	}
 	g = fetch_run(run, 3);
@@ -879,10 +957,10 @@ static void test_run_fetch_partial(void **state)
 	get_done(g, NULL);
 	for (unsigned i = 0; i < 3; i++) {
 		assert_int_equal(run[i]->state, BLOCK_READY);
-		assert_ptr_equal(lookup(c, &segs[2], i), run[i]);
+		assert_ptr_equal(lookup(c, obj(c, 2), i), run[i]);
 	}
 	assert_int_equal(stats(c).fetch_errors, 2);
-	cache_destroy(c);
+	destroy_cache(c);
 }
 
 /* ---- buffers ---- */
@@ -890,16 +968,16 @@ static void test_run_fetch_partial(void **state)
 static void test_pool_reuse(void **state)
 {
 	struct cache *c = new_cache(2 * BS, BS);
-	struct cache_block *a = ready(c, &segs[0], 0, BS, true);
-	struct cache_block *b = ready(c, &segs[0], 1, BS, true);
+	struct cache_block *a = ready(c, obj(c, 0), 0, BS, true);
+	struct cache_block *b = ready(c, obj(c, 0), 1, BS, true);
 	char *a_data = a->data;
 	struct cache_block *n;
 
 	(void)b;
 	/* the eviction pools a's buffer; the new block takes it */
-	n = create(c, &segs[0], 2, BS, true);
+	n = create(c, obj(c, 0), 2, BS, true);
 	assert_non_null(n);
-	assert_null(lookup(c, &segs[0], 0));
+	assert_null(lookup(c, obj(c, 0), 0));
 	assert_ptr_equal(n->data, a_data);
 	assert_int_equal(stats(c).used_bytes, 2 * BS);
 	assert_int_equal(c->pool_count, 0);
@@ -907,19 +985,19 @@ static void test_pool_reuse(void **state)
 	complete(n);
 	consume(c, n);
 	a_data = n->data;
-	n = create(c, &segs[1], 0, BS / 2 + 1, false);
+	n = create(c, obj(c, 1), 0, BS / 2 + 1, false);
 	assert_non_null(n);
 	assert_ptr_equal(n->data, a_data);
 	assert_int_equal(n->cap, BS);
 	assert_int_equal(stats(c).peak_bytes, 2 * BS);
-	cache_destroy(c);
+	destroy_cache(c);
 }
 
 static void test_pool_counts_toward_budget(void **state)
 {
 	struct cache *c = new_cache(2 * BS, BS);
-	struct cache_block *p = ready(c, &segs[0], 0, BS, true);
-	struct cache_block *f = create(c, &segs[0], 1, BS, true);
+	struct cache_block *p = ready(c, obj(c, 0), 0, BS, true);
+	struct cache_block *f = create(c, obj(c, 0), 1, BS, true);
 	struct cache_block *s1, *s2, *w;
 	char *pooled;
 
@@ -930,38 +1008,40 @@ static void test_pool_counts_toward_budget(void **state)
 	/* a whole block fits only through the pool */
 	assert_true(room(c, BS, false));
 	/* a small block needs the pooled bytes given back first */
-	s1 = create(c, &segs[1], 0, 1000, false);
+	s1 = create(c, obj(c, 1), 0, 1000, false);
 	assert_non_null(s1);
 	assert_int_equal(c->pool_count, 0);
 	assert_int_equal(stats(c).used_bytes, BS + 1000);
-	s2 = create(c, &segs[1], 1, 1000, false);
+	s2 = create(c, obj(c, 1), 1, 1000, false);
 	assert_non_null(s2);
 	assert_int_equal(stats(c).used_bytes, BS + 2000);
 	/* and now a whole block does not fit */
 	assert_false(room(c, BS, true));
-	assert_null(create(c, &segs[1], 2, BS, true));
+	assert_null(create(c, obj(c, 1), 2, BS, true));
 	/* a block that frees into the pool keeps its bytes counted */
 	fail_fetch(s1, EIO);
 	fail_fetch(s2, EIO);
 	assert_int_equal(stats(c).used_bytes, BS);
-	w = create(c, &segs[1], 2, BS, false);
+	w = create(c, obj(c, 1), 2, BS, false);
 	assert_non_null(w);
 	pooled = w->data;
 	fail_fetch(w, EIO);
 	assert_int_equal(c->pool_count, 1);
 	assert_int_equal(stats(c).used_bytes, 2 * BS);
-	w = create(c, &segs[1], 3, BS, false);
+	w = create(c, obj(c, 1), 3, BS, false);
 	assert_non_null(w);
 	assert_ptr_equal(w->data, pooled);
 	assert_int_equal(c->pool_count, 0);
 	assert_int_equal(stats(c).used_bytes, 2 * BS);
 	unpin(c, p);
-	cache_destroy(c);
+	destroy_cache(c);
 }
 
-/* A stream over the given object sizes, built by hand (no listing). */
+/* A stream over whole objects of the given sizes, built by hand (no
+ * listing; warming only reads the segments and their objects' sizes). */
 struct fake_stream {
 	struct cache_stream s;
+	struct cache_object obj[4];
 	struct cache_segment seg[4];
 	struct cache_segment *ptr[4];
 };
@@ -976,11 +1056,16 @@ static void fake_stream(struct fake_stream *f, struct cache *c,
 	f->s.segs = f->ptr;
 	f->s.count = n;
 	for (size_t i = 0; i < n; i++) {
+		f->obj[i].size = sizes[i];
+		f->seg[i].obj = &f->obj[i];
 		f->seg[i].start = start;
 		f->seg[i].size = sizes[i];
+		f->seg[i].obj_seq = i;
 		f->ptr[i] = &f->seg[i];
 		start += sizes[i];
 	}
+	f->s.nobject_segs = n;
+	f->s.listed_bytes = start;
 }
 
 static void test_warm_fills_pool(void **state)
@@ -1006,17 +1091,17 @@ static void test_warm_fills_pool(void **state)
 	memcpy(pooled, c->pool, sizeof(pooled));
 	/* the first six blocks take warmed buffers without growing */
 	for (int i = 0; i < 6; i++) {
-		b[i] = create(c, &segs[0], i, BS, false);
+		b[i] = create(c, obj(c, 0), i, BS, false);
 		assert_non_null(b[i]);
 		assert_ptr_equal(b[i]->data, pooled[5 - i]);
 		assert_int_equal(stats(c).used_bytes, 6 * BS);
 	}
 	assert_int_equal(c->pool_count, 0);
-	b[6] = create(c, &segs[0], 6, BS, false);
+	b[6] = create(c, obj(c, 0), 6, BS, false);
 	assert_non_null(b[6]);
 	assert_int_equal(stats(c).used_bytes, 7 * BS);
 	(void)state;
-	cache_destroy(c);
+	destroy_cache(c);
 }
 
 static void test_warm_counts_pooled_blocks_only(void **state)
@@ -1038,7 +1123,7 @@ static void test_warm_counts_pooled_blocks_only(void **state)
 	assert_int_equal(cache_stream_warm(&f.s), 6 * BS);
 	assert_int_equal(c->pool_count, 6);
 	(void)state;
-	cache_destroy(c);
+	destroy_cache(c);
 }
 
 static void test_warm_within_budget_and_max(void **state)
@@ -1053,7 +1138,7 @@ static void test_warm_within_budget_and_max(void **state)
 	fake_stream(&f, c, sizes, 1);
 	assert_int_equal(cache_stream_warm(&f.s), 3 * BS);
 	assert_int_equal(stats(c).used_bytes, 3 * BS);
-	assert_non_null(create(c, &segs[0], 0, 1000, false));
+	assert_non_null(create(c, obj(c, 0), 0, 1000, false));
 	assert_int_equal(c->pool_count, 2);
 	assert_int_equal(stats(c).used_bytes, 2 * BS + 1000);
 	assert_int_equal(stats(c).peak_bytes, 3 * BS);
@@ -1062,8 +1147,8 @@ static void test_warm_within_budget_and_max(void **state)
 	assert_int_equal(cache_stream_warm(&f.s), 5 * BS);
 	assert_int_equal(stats(d).used_bytes, 5 * BS);
 	(void)state;
-	cache_destroy(c);
-	cache_destroy(d);
+	destroy_cache(c);
+	destroy_cache(d);
 }
 
 static void test_small_blocks_exact(void **state)
@@ -1073,7 +1158,7 @@ static void test_small_blocks_exact(void **state)
 	uint64_t used = 0;
 
 	for (size_t i = 0; i < sizeof(lens) / sizeof(lens[0]); i++) {
-		struct cache_block *b = create(c, &segs[0], i, lens[i], true);
+		struct cache_block *b = create(c, obj(c, 0), i, lens[i], true);
 		size_t want = lens[i] <= BS / 2 ? lens[i] : BS;
 
 		assert_non_null(b);
@@ -1084,17 +1169,17 @@ static void test_small_blocks_exact(void **state)
 	}
 	/* evicting a small block returns exactly its bytes, pools nothing */
 	{
-		struct cache_block *b = lookup(c, &segs[0], 0);
+		struct cache_block *b = lookup(c, obj(c, 0), 0);
 
 		consume(c, b);
 		pthread_mutex_lock(&c->lock);
 		assert_true(evict_one(c, false));
 		pthread_mutex_unlock(&c->lock);
-		assert_null(lookup(c, &segs[0], 0));
+		assert_null(lookup(c, obj(c, 0), 0));
 		assert_int_equal(stats(c).used_bytes, used - 1);
 		assert_int_equal(c->pool_count, 0);
 	}
-	cache_destroy(c);
+	destroy_cache(c);
 }
 
 static void test_block_larger_than_budget_refused(void **state)
@@ -1104,18 +1189,18 @@ static void test_block_larger_than_budget_refused(void **state)
 	struct cache_block *b;
 
 	assert_false(room(c, 3 * MIB, true));
-	assert_null(create(c, &segs[0], 0, 3 * MIB, true));
-	assert_null(create(c, &segs[0], 0, 4 * MIB, true));
+	assert_null(create(c, obj(c, 0), 0, 3 * MIB, true));
+	assert_null(create(c, obj(c, 0), 0, 4 * MIB, true));
 	assert_int_equal(stats(c).used_bytes, 0);
-	b = create(c, &segs[0], 0, 2 * MIB, true);
+	b = create(c, obj(c, 0), 0, 2 * MIB, true);
 	assert_non_null(b);
 	assert_int_equal(b->cap, 2 * MIB);
 	complete(b);
 	/* evicting everything would still not make a whole block fit */
-	assert_null(create(c, &segs[0], 1, 4 * MIB, true));
-	assert_ptr_equal(lookup(c, &segs[0], 0), b);
+	assert_null(create(c, obj(c, 0), 1, 4 * MIB, true));
+	assert_ptr_equal(lookup(c, obj(c, 0), 0), b);
 	assert_int_equal(stats(c).evictions, 0);
-	cache_destroy(c);
+	destroy_cache(c);
 }
 
 /*
@@ -1128,12 +1213,12 @@ static void test_block_over_block_size_refused(void **state)
 	struct cache *c = new_cache(2 * BS, BS);
 	struct cache_block *b;
 
-	b = create(c, &segs[0], 0, 2 * BS + 1, true); /* > budget */
+	b = create(c, obj(c, 0), 0, 2 * BS + 1, true); /* > budget */
 	assert_null(b);
-	b = create(c, &segs[0], 1, BS + 1, true); /* > block_size */
+	b = create(c, obj(c, 0), 1, BS + 1, true); /* > block_size */
 	assert_null(b);
 	assert_int_equal(stats(c).used_bytes, 0);
-	cache_destroy(c);
+	destroy_cache(c);
 }
 
 /* ---- table ---- */
@@ -1148,7 +1233,7 @@ static void test_table_growth(void **state)
 	assert_non_null(blocks);
 	for (size_t i = 0; i < n; i++) {
 		/* several segments, indexes that collide in the low bits */
-		blocks[i] = create(c, &segs[i % 3], (i / 3) * 1024, 16, false);
+		blocks[i] = create(c, obj(c, i % 3), (i / 3) * 1024, 16, false);
 		assert_non_null(blocks[i]);
 	}
 	assert_int_equal(c->nblocks, n);
@@ -1156,12 +1241,12 @@ static void test_table_growth(void **state)
 	assert_true(c->nblocks <= 2 * c->nbuckets);
 	assert_int_equal(stats(c).used_bytes, 16 * n);
 	for (size_t i = 0; i < n; i++)
-		assert_ptr_equal(lookup(c, &segs[i % 3], (i / 3) * 1024),
+		assert_ptr_equal(lookup(c, obj(c, i % 3), (i / 3) * 1024),
 				 blocks[i]);
 	/* keys never inserted miss */
 	for (size_t i = 0; i < 4096; i++) {
-		assert_null(lookup(c, &segs[3], i));
-		assert_null(lookup(c, &segs[0], i * 1024 + 1));
+		assert_null(lookup(c, obj(c, 3), i));
+		assert_null(lookup(c, obj(c, 0), i * 1024 + 1));
 	}
 	/* removal from the grown table: every 5th fails, the rest stay */
 	for (size_t i = 0; i < n; i++) {
@@ -1171,7 +1256,8 @@ static void test_table_growth(void **state)
 			complete(blocks[i]);
 	}
 	for (size_t i = 0; i < n; i++) {
-		struct cache_block *b = lookup(c, &segs[i % 3], (i / 3) * 1024);
+		struct cache_block *b =
+		    lookup(c, obj(c, i % 3), (i / 3) * 1024);
 
 		if (i % 5 == 0)
 			assert_null(b);
@@ -1180,7 +1266,7 @@ static void test_table_growth(void **state)
 	}
 	assert_int_equal(c->nblocks, n - (n + 4) / 5);
 	free(blocks);
-	cache_destroy(c);
+	destroy_cache(c);
 }
 
 /* ---- stats ---- */
@@ -1195,19 +1281,19 @@ static void test_stats(void **state)
 	assert_int_equal(st.budget_bytes, 3 * BS);
 	assert_int_equal(st.used_bytes, 0);
 	assert_int_equal(st.peak_bytes, 0);
-	s = ready(c, &segs[0], 0, 100, true);
-	a = ready(c, &segs[0], 1, BS, true);
+	s = ready(c, obj(c, 0), 0, 100, true);
+	a = ready(c, obj(c, 0), 1, BS, true);
 	st = stats(c);
 	assert_int_equal(st.used_bytes, BS + 100);
 	assert_int_equal(st.peak_bytes, BS + 100);
-	b = ready(c, &segs[0], 2, BS, true);
+	b = ready(c, obj(c, 0), 2, BS, true);
 	st = stats(c);
 	assert_int_equal(st.used_bytes, 2 * BS + 100);
 	assert_int_equal(st.peak_bytes, 2 * BS + 100);
 	assert_int_equal(st.evictions, 0);
 	/* 3 BS + 100 would not fit: s, the coldest, goes */
-	assert_non_null(ready(c, &segs[0], 3, BS, true));
-	assert_null(lookup(c, &segs[0], 0));
+	assert_non_null(ready(c, obj(c, 0), 3, BS, true));
+	assert_null(lookup(c, obj(c, 0), 0));
 	st = stats(c);
 	assert_int_equal(st.evictions, 1);
 	assert_int_equal(st.used_bytes, 3 * BS);
@@ -1216,7 +1302,7 @@ static void test_stats(void **state)
 	 * small block lowers used but never the peak */
 	pin(c, b);
 	consume(c, a);
-	assert_non_null(ready(c, &segs[0], 4, 10, false)); /* evicts a */
+	assert_non_null(ready(c, obj(c, 0), 4, 10, false)); /* evicts a */
 	st = stats(c);
 	assert_int_equal(st.evictions, 2);
 	assert_int_equal(st.used_bytes, 2 * BS + 10);
@@ -1225,7 +1311,327 @@ static void test_stats(void **state)
 	assert_int_equal(st.hits + st.misses + st.prefetched + st.seeks, 0);
 	(void)s;
 	unpin(c, b);
-	cache_destroy(c);
+	destroy_cache(c);
+}
+
+/* ---- objects ---- */
+
+static struct cache_object *get_obj(struct cache *c, const char *bucket,
+				    const char *key, const char *etag,
+				    uint64_t size)
+{
+	struct cache_object *o;
+
+	pthread_mutex_lock(&c->lock);
+	o = cache_object_get(c, bucket, key, etag, size);
+	pthread_mutex_unlock(&c->lock);
+	assert_non_null(o);
+	return o;
+}
+
+static void put_obj(struct cache *c, struct cache_object *o)
+{
+	pthread_mutex_lock(&c->lock);
+	cache_object_put(c, o);
+	pthread_mutex_unlock(&c->lock);
+}
+
+static size_t objects_in(struct cache *c)
+{
+	size_t n;
+
+	pthread_mutex_lock(&c->lock);
+	n = c->nobjects;
+	pthread_mutex_unlock(&c->lock);
+	return n;
+}
+
+/* One version is one object: the same (bucket, key, ETag, size) finds it
+ * again; any part that differs makes another. */
+static void test_object_interning(void **state)
+{
+	struct cache *c = new_cache(4 * BS, BS);
+	struct cache_object *a = get_obj(c, "bkt", "k/a", "\"e1\"", 1000);
+	struct cache_object *same, *other[6];
+
+	assert_string_equal(cache_object_bucket(a), "bkt");
+	assert_string_equal(cache_object_key(a), "k/a");
+	assert_string_equal(a->etag, "\"e1\"");
+	assert_int_equal(cache_object_size(a), 1000);
+	assert_int_equal(refs_of(c, a), 1);
+	assert_int_equal(objects_in(c), NOBJS + 1);
+	same = get_obj(c, "bkt", "k/a", "\"e1\"", 1000);
+	assert_ptr_equal(same, a);
+	assert_int_equal(refs_of(c, a), 2);
+	assert_int_equal(objects_in(c), NOBJS + 1);
+	other[0] = get_obj(c, "bkt", "k/a", "\"e2\"", 1000);  /* ETag */
+	other[1] = get_obj(c, "bkt", "k/a", "\"e1\"", 1001);  /* size */
+	other[2] = get_obj(c, "bkt", "k/b", "\"e1\"", 1000);  /* key */
+	other[3] = get_obj(c, "bkt2", "k/a", "\"e1\"", 1000); /* bucket */
+	other[4] = get_obj(c, "bkt", "k/a", NULL, 1000);      /* no ETag */
+	other[5] = get_obj(c, "bkt", "k/a", "", 1000); /* "" is not NULL */
+	for (int i = 0; i < 6; i++) {
+		assert_ptr_not_equal(other[i], a);
+		for (int j = 0; j < i; j++)
+			assert_ptr_not_equal(other[i], other[j]);
+		assert_int_equal(refs_of(c, other[i]), 1);
+	}
+	assert_null(other[4]->etag);
+	assert_int_equal(objects_in(c), NOBJS + 7);
+	/* the parts are copies */
+	{
+		char key[8] = "k/x", etag[8] = "\"ex\"";
+		struct cache_object *x = get_obj(c, "bkt", key, etag, 5);
+
+		key[2] = 'y';
+		etag[2] = 'y';
+		assert_ptr_equal(get_obj(c, "bkt", "k/x", "\"ex\"", 5), x);
+		assert_int_equal(refs_of(c, x), 2);
+		put_obj(c, x);
+		put_obj(c, x);
+	}
+	/* the last put frees it: the table forgets it, and the others stay */
+	put_obj(c, same);
+	assert_int_equal(refs_of(c, a), 1);
+	put_obj(c, a);
+	assert_int_equal(objects_in(c), NOBJS + 6);
+	for (int i = 0; i < 6; i++) {
+		assert_ptr_equal(get_obj(c, cache_object_bucket(other[i]),
+					 cache_object_key(other[i]),
+					 other[i]->etag, other[i]->size),
+				 other[i]);
+		put_obj(c, other[i]);
+		put_obj(c, other[i]);
+	}
+	assert_int_equal(objects_in(c), NOBJS);
+	/* the same identity again is a fresh object with one reference */
+	a = get_obj(c, "bkt", "k/a", "\"e1\"", 1000);
+	assert_int_equal(refs_of(c, a), 1);
+	assert_int_equal(objects_in(c), NOBJS + 1);
+	put_obj(c, a);
+	assert_int_equal(objects_in(c), NOBJS);
+	destroy_cache(c);
+}
+
+/* The object table grows past its first size and still finds every
+ * object, and empties again. */
+static void test_object_table_growth(void **state)
+{
+	const size_t n = 5000;
+	struct cache *c = new_cache(4 * BS, BS);
+	struct cache_object **o = calloc(n, sizeof(*o));
+	char key[32];
+
+	assert_non_null(o);
+	for (size_t i = 0; i < n; i++) {
+		snprintf(key, sizeof(key), "key/%zu", i);
+		o[i] = get_obj(c, "bkt", key, i % 2 ? "\"e\"" : NULL, i);
+	}
+	assert_int_equal(objects_in(c), NOBJS + n);
+	assert_true(c->nobject_buckets > 1024);
+	for (size_t i = 0; i < n; i++) {
+		snprintf(key, sizeof(key), "key/%zu", i);
+		assert_ptr_equal(
+		    get_obj(c, "bkt", key, i % 2 ? "\"e\"" : NULL, i), o[i]);
+		put_obj(c, o[i]);
+		/* another ETag or size is not found, but made */
+		put_obj(c, get_obj(c, "bkt", key, i % 2 ? NULL : "\"e\"", i));
+		put_obj(c,
+			get_obj(c, "bkt", key, i % 2 ? "\"e\"" : NULL, i + 1));
+	}
+	assert_int_equal(objects_in(c), NOBJS + n);
+	for (size_t i = 0; i < n; i++)
+		put_obj(c, o[i]);
+	assert_int_equal(objects_in(c), NOBJS);
+	free(o);
+	destroy_cache(c);
+}
+
+/*
+ * A block holds a reference on its object: with every outside reference
+ * gone, the object (and its blocks) are still found by the next stream
+ * that names the version, until the last block goes.
+ */
+static void test_block_keeps_object(void **state)
+{
+	struct cache *c = new_cache(2 * BS, BS);
+	struct cache_object *o = get_obj(c, "bkt", "k", "\"e\"", 3 * BS);
+	struct cache_object *again;
+	struct cache_block *b0 = ready(c, o, 0, BS, true);
+	struct cache_block *b1 = create(c, o, 1, BS, true);
+
+	assert_non_null(b1);
+	assert_ptr_equal(b0->obj, o);
+	assert_int_equal(refs_of(c, o), 3);
+	put_obj(c, o); /* the stream that named it went away */
+	assert_int_equal(objects_in(c), NOBJS + 1);
+	again = get_obj(c, "bkt", "k", "\"e\"", 3 * BS);
+	assert_ptr_equal(again, o);
+	assert_ptr_equal(lookup(c, again, 0), b0);
+	assert_ptr_equal(lookup(c, again, 1), b1);
+	put_obj(c, again);
+	assert_int_equal(refs_of(c, o), 2);
+	/* another version of the key does not see them */
+	again = get_obj(c, "bkt", "k", "\"f\"", 3 * BS);
+	assert_ptr_not_equal(again, o);
+	assert_null(lookup(c, again, 0));
+	put_obj(c, again);
+	/* a failed fetch lets go of its reference once unpinned */
+	pin(c, b1);
+	fail_fetch(b1, EIO);
+	assert_int_equal(refs_of(c, o), 2);
+	unpin(c, b1);
+	assert_int_equal(refs_of(c, o), 1);
+	/* the last block evicted: the object goes (valgrind: no
+	 * use-after-free, no leak) */
+	consume(c, b0);
+	pthread_mutex_lock(&c->lock);
+	assert_true(evict_one(c, false));
+	pthread_mutex_unlock(&c->lock);
+	assert_int_equal(objects_in(c), NOBJS);
+	destroy_cache(c);
+}
+
+/* Blocks of the same key under two ETags, or two sizes, are apart. */
+static void test_blocks_per_version(void **state)
+{
+	struct cache *c = new_cache(4 * BS, BS);
+	struct cache_object *v1 = get_obj(c, "bkt", "k", "\"1\"", 2 * BS);
+	struct cache_object *v2 = get_obj(c, "bkt", "k", "\"2\"", 2 * BS);
+	struct cache_object *v3 = get_obj(c, "bkt", "k", "\"1\"", 2 * BS + 1);
+	struct cache_block *b1 = ready(c, v1, 0, BS, true);
+	struct cache_block *b2;
+
+	assert_null(lookup(c, v2, 0));
+	assert_null(lookup(c, v3, 0));
+	b2 = ready(c, v2, 0, BS, true);
+	assert_ptr_not_equal(b1, b2);
+	assert_ptr_equal(lookup(c, v1, 0), b1);
+	assert_ptr_equal(lookup(c, v2, 0), b2);
+	assert_null(lookup(c, v3, 0));
+	/* the block length follows the version's size */
+	assert_int_equal(cache_block_len(c, v1, 1), BS);
+	assert_int_equal(cache_block_len(c, v3, 2), 1);
+	put_obj(c, v1);
+	put_obj(c, v2);
+	put_obj(c, v3);
+	destroy_cache(c);
+}
+
+/* ---- buffers for stages ---- */
+
+/*
+ * cache_buffer_get() lends whole-block buffers from the same budget:
+ * they count in used_bytes, come from consumed blocks without demand, from
+ * any idle block with it, and not at all when everything is unread (no
+ * demand) or held.
+ */
+static void test_buffer_budget(void **state)
+{
+	struct cache *c = new_cache(8 * BS, BS);
+	struct cache_block *b[7];
+	void *buf[4];
+
+	assert_int_equal(cache_buffer_size(c), BS);
+	assert_int_equal(cache_budget(c), 8 * BS);
+	buf[0] = cache_buffer_get(c, false);
+	assert_non_null(buf[0]);
+	memset(buf[0], 0xAB, BS); /* the whole buffer is ours */
+	assert_int_equal(stats(c).used_bytes, BS);
+	for (int i = 0; i < 7; i++)
+		b[i] = ready(c, obj(c, 0), i, BS, false);
+	assert_int_equal(stats(c).used_bytes, 8 * BS);
+	/* full of unread blocks: no buffer without demand, nothing evicted */
+	assert_null(cache_buffer_get(c, false));
+	assert_int_equal(stats(c).evictions, 0);
+	assert_int_equal(stats(c).used_bytes, 8 * BS);
+	/* a consumed block may go for it */
+	consume(c, b[1]);
+	buf[1] = cache_buffer_get(c, false);
+	assert_non_null(buf[1]);
+	assert_null(lookup(c, obj(c, 0), 1));
+	assert_ptr_equal(lookup(c, obj(c, 0), 0), b[0]);
+	assert_int_equal(stats(c).evictions, 1);
+	assert_int_equal(stats(c).used_bytes, 8 * BS);
+	assert_null(cache_buffer_get(c, false));
+	/* demand evicts the coldest idle block */
+	buf[2] = cache_buffer_get(c, true);
+	assert_non_null(buf[2]);
+	assert_null(lookup(c, obj(c, 0), 0));
+	assert_ptr_equal(lookup(c, obj(c, 0), 2), b[2]);
+	assert_int_equal(stats(c).evictions, 2);
+	/* held blocks and buffers leave nothing to take */
+	for (int i = 2; i < 7; i++)
+		pin(c, b[i]);
+	assert_null(cache_buffer_get(c, true));
+	assert_false(room(c, 1, true));
+	assert_null(create(c, obj(c, 1), 0, 1000, true));
+	assert_int_equal(stats(c).used_bytes, 8 * BS);
+	assert_int_equal(stats(c).peak_bytes, 8 * BS);
+	/* a buffer given back is room again (pooled: still counted until a
+	 * block takes it) */
+	cache_buffer_put(c, buf[0]);
+	assert_int_equal(stats(c).used_bytes, 8 * BS);
+	assert_true(room(c, BS, false));
+	buf[3] = cache_buffer_get(c, false);
+	assert_ptr_equal(buf[3], buf[0]);
+	cache_buffer_put(c, buf[3]);
+	assert_non_null(create(c, obj(c, 1), 0, BS, false));
+	assert_int_equal(c->pool_count, 0);
+	cache_buffer_put(c, NULL); /* nothing */
+	cache_buffer_put(c, buf[1]);
+	cache_buffer_put(c, buf[2]);
+	assert_int_equal(c->pool_count, 2);
+	assert_int_equal(stats(c).used_bytes, 8 * BS);
+	for (int i = 2; i < 7; i++)
+		unpin(c, b[i]);
+	destroy_cache(c);
+}
+
+/*
+ * Without demand, buffers lent out stay within half the budget however
+ * much room there is (stages working ahead must not starve the one a
+ * reader waits for); with demand the whole budget is there.
+ */
+static void test_buffer_lent_half(void **state)
+{
+	struct cache *c = new_cache(8 * BS, BS);
+	void *buf[9];
+
+	for (int i = 0; i < 4; i++) {
+		buf[i] = cache_buffer_get(c, false);
+		assert_non_null(buf[i]);
+	}
+	assert_int_equal(stats(c).used_bytes, 4 * BS);
+	assert_true(room(c, BS, false));
+	assert_null(cache_buffer_get(c, false));
+	for (int i = 4; i < 8; i++) {
+		buf[i] = cache_buffer_get(c, true);
+		assert_non_null(buf[i]);
+	}
+	assert_int_equal(stats(c).used_bytes, 8 * BS);
+	assert_null(cache_buffer_get(c, true));
+	/* a block does not fit beside them */
+	assert_null(create(c, obj(c, 0), 0, 1, true));
+	/* given back: lendable again, up to half */
+	cache_buffer_put(c, buf[7]);
+	cache_buffer_put(c, buf[6]);
+	cache_buffer_put(c, buf[5]);
+	assert_int_equal(c->pool_count, 3);
+	assert_null(cache_buffer_get(c, false)); /* 5 of 8 still lent */
+	cache_buffer_put(c, buf[4]);
+	cache_buffer_put(c, buf[0]);
+	buf[8] = cache_buffer_get(c, false); /* 4 lent after it */
+	assert_non_null(buf[8]);
+	assert_null(cache_buffer_get(c, false));
+	/* a small block takes pooled bytes back */
+	assert_non_null(create(c, obj(c, 0), 0, 1000, true));
+	assert_int_equal(stats(c).used_bytes, 7 * BS + 1000);
+	for (int i = 1; i < 4; i++)
+		cache_buffer_put(c, buf[i]);
+	cache_buffer_put(c, buf[8]);
+	assert_int_equal(stats(c).used_bytes, 7 * BS + 1000);
+	destroy_cache(c);
 }
 
 /* What cache_create() works out from the budget and the store. */
@@ -1306,6 +1712,12 @@ int main(void)
 	    cmocka_unit_test(test_table_growth),
 	    cmocka_unit_test(test_stats),
 	    cmocka_unit_test(test_derived_settings),
+	    cmocka_unit_test(test_object_interning),
+	    cmocka_unit_test(test_object_table_growth),
+	    cmocka_unit_test(test_block_keeps_object),
+	    cmocka_unit_test(test_blocks_per_version),
+	    cmocka_unit_test(test_buffer_budget),
+	    cmocka_unit_test(test_buffer_lent_half),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, free_store);

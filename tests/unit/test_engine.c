@@ -7,8 +7,9 @@
  * may send only the first bytes before closing (a connection cut
  * mid-body).  It records each request's line and its Range and If-Match
  * headers, so a test can check what the engine asked for: a resumed GET's
- * range, a retry after a 503, the If-Match it sends, and what reaches the
- * caller (bytes, buffer callbacks, the error).  Nothing leaves 127.0.0.1.
+ * range, a retry after a 503, the If-Match it sends, a HEAD's method, and
+ * what reaches the caller (bytes, buffer callbacks, a HEAD's size and
+ * ETag, the error).  Nothing leaves 127.0.0.1.
  */
 #include "config.h"
 
@@ -451,6 +452,163 @@ static void test_list_page(void **state)
 	server_stop(&sv);
 }
 
+/* A HEAD through the blocking helper: the method and URL, no Range or
+ * If-Match, and the size (past 4 GiB) and ETag from the headers. */
+static void test_head(void **state)
+{
+	struct server sv = {0};
+	struct s3_store *st;
+	struct s3_object obj;
+	struct s3_error err;
+	struct s3_stats stats;
+
+	/* announces 5 TiB, sends no body: a HEAD's answer */
+	add_step(&sv, 200, "ETag: \"e1\"\r\n", NULL, 5497558138880ull, 0);
+	server_start(&sv);
+	st = client_for(&sv, 0);
+	assert_int_equal(s3_head_sync(st, "bucket", "dir/obj", &obj, &err), 0);
+	assert_int_equal(err.err, 0);
+	assert_string_equal(sv.seen[0].line, "HEAD /bucket/dir/obj HTTP/1.1");
+	assert_string_equal(sv.seen[0].range, "");
+	assert_string_equal(sv.seen[0].if_match, "");
+	assert_string_equal(obj.key, "dir/obj");
+	assert_string_equal(obj.etag, "\"e1\"");
+	assert_true(obj.size == 5497558138880ull);
+	s3_object_clear(&obj);
+	assert_null(obj.key);
+	assert_null(obj.etag);
+	s3_store_get_stats(st, &stats);
+	assert_int_equal(stats.requests, 1);
+	assert_int_equal(stats.failures, 0);
+	assert_int_equal(stats.bytes_received, 0);
+	s3_store_destroy(st);
+	server_stop(&sv);
+}
+
+/* A HEAD's 404 and 403 (no body: the status decides) are ENOENT and
+ * EACCES, not retried, and leave nothing in out. */
+static void test_head_errors(void **state)
+{
+	struct server sv = {0};
+	struct s3_store *st;
+	struct s3_object obj;
+	struct s3_error err;
+
+	add_step(&sv, 404, NULL, NULL, 0, 0);
+	add_step(&sv, 403, NULL, NULL, 0, 0);
+	server_start(&sv);
+	st = client_for(&sv, 3);
+	assert_int_equal(s3_head_sync(st, "bucket", "missing", &obj, &err),
+			 ENOENT);
+	assert_int_equal(err.err, ENOENT);
+	assert_int_equal(err.http_status, 404);
+	assert_null(obj.key);
+	assert_null(obj.etag);
+	assert_int_equal(s3_head_sync(st, "bucket", "secret", &obj, &err),
+			 EACCES);
+	assert_int_equal(err.http_status, 403);
+	assert_null(obj.key);
+	assert_int_equal(sv.nseen, 2);
+	assert_string_equal(sv.seen[1].line, "HEAD /bucket/secret HTTP/1.1");
+	/* an invalid request never leaves the client */
+	assert_int_equal(s3_head_sync(st, "bucket", NULL, &obj, &err), EINVAL);
+	assert_int_equal(err.err, EINVAL);
+	s3_store_destroy(st);
+	server_stop(&sv);
+}
+
+/* A HEAD answered 503 is retried like a GET, and the retry's headers are
+ * the answer. */
+static void test_head_retried(void **state)
+{
+	struct server sv = {0};
+	struct s3_store *st;
+	struct s3_object obj;
+	struct s3_error err;
+	struct s3_stats stats;
+
+	add_step(&sv, 503, "ETag: \"old\"\r\n", NULL, 99, 0);
+	add_step(&sv, 200, "ETag: \"e2\"\r\n", NULL, BODY_LEN, 0);
+	server_start(&sv);
+	st = client_for(&sv, 2);
+	assert_int_equal(s3_head_sync(st, "bucket", "dir/obj", &obj, &err), 0);
+	assert_string_equal(obj.etag, "\"e2\"");
+	assert_int_equal(obj.size, BODY_LEN);
+	s3_object_clear(&obj);
+	assert_int_equal(sv.nseen, 2);
+	assert_string_equal(sv.seen[0].line, "HEAD /bucket/dir/obj HTTP/1.1");
+	assert_string_equal(sv.seen[1].line, "HEAD /bucket/dir/obj HTTP/1.1");
+	s3_store_get_stats(st, &stats);
+	assert_int_equal(stats.requests, 2);
+	assert_int_equal(stats.retries, 1);
+	assert_int_equal(stats.failures, 0);
+	s3_store_destroy(st);
+	server_stop(&sv);
+}
+
+/* What start-up does: a HEAD, then a blocking GET of the whole object
+ * with the ETag it told.  The GET runs on the easy handle the HEAD used
+ * and must be a GET again, with its body (no retries to hide it); a GET
+ * of 0 bytes asks the server nothing. */
+static void test_head_then_get_sync(void **state)
+{
+	static const char xml[] = "<Error><Code>NoSuchKey</Code></Error>";
+	struct server sv = {0};
+	struct s3_store *st;
+	struct s3_object obj;
+	struct s3_error err;
+	struct s3_stats stats;
+	struct outcome o;
+	char dest[BODY_LEN];
+
+	add_step(&sv, 200, "ETag: \"e1\"\r\n", NULL, BODY_LEN, 0);
+	add_step(&sv, 206, "ETag: \"e1\"\r\n", body, BODY_LEN, BODY_LEN);
+	add_step(&sv, 200, "ETag: \"e1\"\r\n", NULL, BODY_LEN, 0);
+	add_step(&sv, 206, "ETag: \"e1\"\r\n", body + 4, 10, 10);
+	add_step(&sv, 404, NULL, xml, sizeof(xml) - 1, sizeof(xml) - 1);
+	server_start(&sv);
+	st = client_for(&sv, 0);
+	assert_int_equal(s3_head_sync(st, "bucket", "dir/obj", &obj, &err), 0);
+	assert_int_equal(obj.size, BODY_LEN);
+	memset(dest, 0, sizeof(dest));
+	assert_int_equal(s3_get_sync(st, "bucket", "dir/obj", obj.etag, dest,
+				     obj.size, &err),
+			 0);
+	assert_memory_equal(dest, body, BODY_LEN);
+	assert_string_equal(sv.seen[1].line, "GET /bucket/dir/obj HTTP/1.1");
+	assert_string_equal(sv.seen[1].range, "bytes=0-35");
+	assert_string_equal(sv.seen[1].if_match, "\"e1\"");
+	s3_object_clear(&obj);
+
+	/* the asynchronous GET after a HEAD, too */
+	assert_int_equal(s3_head_sync(st, "bucket", "dir/obj", &obj, &err), 0);
+	s3_object_clear(&obj);
+	get_and_wait(st, NULL, 4, dest, 10, 0, &o);
+	assert_false(o.failed);
+	assert_memory_equal(dest, body + 4, 10);
+	assert_string_equal(sv.seen[3].line, "GET /bucket/dir/obj HTTP/1.1");
+
+	/* nothing to fetch: no request, success */
+	s3_store_get_stats(st, &stats);
+	assert_int_equal(stats.requests, 4);
+	memset(&err, 0xa5, sizeof(err));
+	assert_int_equal(
+	    s3_get_sync(st, "bucket", "empty", NULL, dest, 0, &err), 0);
+	assert_int_equal(err.err, 0);
+	s3_store_get_stats(st, &stats);
+	assert_int_equal(stats.requests, 4);
+	assert_int_equal(sv.nseen, 4);
+
+	/* an error reaches the caller */
+	assert_int_equal(s3_get_sync(st, "bucket", "gone", NULL, dest, 8, &err),
+			 ENOENT);
+	assert_int_equal(err.http_status, 404);
+	assert_string_equal(err.code, "NoSuchKey");
+	assert_string_equal(sv.seen[4].line, "GET /bucket/gone HTTP/1.1");
+	s3_store_destroy(st);
+	server_stop(&sv);
+}
+
 /* Requests still waiting when the client stops end with ECANCELED. */
 static void test_destroy_cancels(void **state)
 {
@@ -493,6 +651,10 @@ int main(void)
 	    cmocka_unit_test(test_other_etag_refused),
 	    cmocka_unit_test(test_ignored_range_refused),
 	    cmocka_unit_test(test_list_page),
+	    cmocka_unit_test(test_head),
+	    cmocka_unit_test(test_head_errors),
+	    cmocka_unit_test(test_head_retried),
+	    cmocka_unit_test(test_head_then_get_sync),
 	    cmocka_unit_test(test_destroy_cancels),
 	};
 

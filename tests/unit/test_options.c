@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -983,6 +984,16 @@ static void test_usage(void **state)
 	    "(default reject)",
 	    "(default train)",
 	    "auto_unmount",
+	    "--input-data-config FILE",
+	    "--resource-config FILE",
+	    "--host-index I",
+	    "--host-count N",
+	    "--write-container-config DIR",
+	    "--shuffle-seed N",
+	    "--record-wrapper TYPE",
+	    "--compression TYPE",
+	    "--sharded",
+	    "--attribute-names LIST",
 	};
 	char *text = usage_text("/usr/bin/s3pipe");
 	const char *line;
@@ -1022,19 +1033,19 @@ static void test_channel_name_valid(void **state)
 	n64[64] = '\0';
 	memset(n65, 'a', 65);
 	n65[65] = '\0';
-	assert_true(fs_channel_name_valid("train"));
-	assert_true(fs_channel_name_valid("a"));
-	assert_true(fs_channel_name_valid("Train-2.v_1"));
-	assert_true(fs_channel_name_valid("0"));
-	assert_true(fs_channel_name_valid(n64));
-	assert_false(fs_channel_name_valid(n65));
-	assert_false(fs_channel_name_valid(""));
-	assert_false(fs_channel_name_valid(NULL));
-	assert_false(fs_channel_name_valid("a b"));
-	assert_false(fs_channel_name_valid("a/b"));
-	assert_false(fs_channel_name_valid("a=b"));
-	assert_false(fs_channel_name_valid("tr\xc3\xa4in"));
-	assert_false(fs_channel_name_valid("x\n"));
+	assert_true(channel_name_valid("train"));
+	assert_true(channel_name_valid("a"));
+	assert_true(channel_name_valid("Train-2.v_1"));
+	assert_true(channel_name_valid("0"));
+	assert_true(channel_name_valid(n64));
+	assert_false(channel_name_valid(n65));
+	assert_false(channel_name_valid(""));
+	assert_false(channel_name_valid(NULL));
+	assert_false(channel_name_valid("a b"));
+	assert_false(channel_name_valid("a/b"));
+	assert_false(channel_name_valid("a=b"));
+	assert_false(channel_name_valid("tr\xc3\xa4in"));
+	assert_false(channel_name_valid("x\n"));
 }
 
 /* ---- errors ---- */
@@ -1051,9 +1062,14 @@ static void test_errors_common_mistakes(void **state)
 	    "a=s3://bucket", "/mnt");
 	ERR(false, "no mountpoint given", "train=s3://bucket/data");
 	ERR(false, "no mountpoint given", "a=s3://bucket", "b=s3://bucket");
-	ERR(false, "no channel given: expected NAME=s3://BUCKET[/PREFIX]",
+	ERR(false,
+	    "no channel given: expected NAME=s3://BUCKET[/PREFIX] or "
+	    "--input-data-config FILE",
 	    "/mnt");
-	ERR(false, "no channel given: expected NAME=s3://BUCKET[/PREFIX]",
+	/* no positional argument at all */
+	ERR(false,
+	    "no channel given: expected NAME=s3://BUCKET[/PREFIX] or "
+	    "--input-data-config FILE",
 	    "--region", "x");
 	ERR(false, "duplicate channel 'train'", "train=s3://bucket/a",
 	    "train=s3://bucket/b", "/mnt");
@@ -1308,7 +1324,8 @@ static void test_no_argv(void **state)
 	assert_int_equal(fs_options_parse(0, NULL, false, &o, e, sizeof(e)),
 			 EINVAL);
 	assert_string_equal(
-	    e, "no channel given: expected NAME=s3://BUCKET[/PREFIX]");
+	    e, "no channel given: expected NAME=s3://BUCKET[/PREFIX] or "
+	       "--input-data-config FILE");
 	fs_options_free(&o);
 
 	/* a short err buffer is truncated, never overrun */
@@ -1327,6 +1344,337 @@ static void test_no_argv(void **state)
 				 EINVAL);
 	}
 	fs_options_free(&o);
+}
+
+/* ---- the channel options (fs/channels.c) ---- */
+
+/* NAME=URI channels with no channel option: S3Prefix, fully replicated, no
+ * shuffle, no stages, host 0 of 1. */
+static void test_channel_defaults(void **state)
+{
+	struct fs_options o;
+
+	OK(false, &o, "a=s3://bucket/p/", "/mnt");
+	assert_int_equal(o.nchannels, 1);
+	assert_int_equal(o.channels[0].data_type, CHANNEL_S3_PREFIX);
+	assert_int_equal(o.channels[0].distribution, CHANNEL_FULLY_REPLICATED);
+	assert_int_equal(o.channels[0].wrapper, CHANNEL_WRAPPER_NONE);
+	assert_int_equal(o.channels[0].compression, CHANNEL_COMPRESSION_NONE);
+	assert_false(o.channels[0].shuffle);
+	assert_null(o.channels[0].attributes);
+	assert_int_equal(o.channels[0].nattributes, 0);
+	assert_null(o.input_data_config);
+	assert_int_equal(o.host.index, 0);
+	assert_int_equal(o.host.count, 1);
+	fs_options_free(&o);
+}
+
+/* The per-channel options apply to every NAME=URI channel, whatever its
+ * kind; the URI's kind prefix picks the S3DataType and stays in the URI. */
+static void test_channel_options_apply(void **state)
+{
+	struct fs_options o;
+
+	OK(false, &o, "--shuffle-seed", "42", "--record-wrapper", "recordio",
+	   "--compression", "gzip", "--sharded", "--host-index", "2",
+	   "--host-count", "3", "a=s3://bucket/p/",
+	   "b=manifest+s3://bucket/m/list.json", "/mnt");
+	assert_int_equal(o.nchannels, 2);
+	for (unsigned i = 0; i < 2; i++) {
+		const struct channel_spec *c = &o.channels[i];
+
+		assert_true(c->shuffle);
+		assert_int_equal(c->seed, 42);
+		assert_int_equal(c->wrapper, CHANNEL_WRAPPER_RECORDIO);
+		assert_int_equal(c->compression, CHANNEL_COMPRESSION_GZIP);
+		assert_int_equal(c->distribution, CHANNEL_SHARDED_BY_S3_KEY);
+		assert_string_equal(c->bucket, "bucket");
+	}
+	assert_int_equal(o.channels[0].data_type, CHANNEL_S3_PREFIX);
+	assert_string_equal(o.channels[0].prefix, "p/");
+	assert_int_equal(o.channels[1].data_type, CHANNEL_MANIFEST_FILE);
+	assert_string_equal(o.channels[1].uri,
+			    "manifest+s3://bucket/m/list.json");
+	assert_string_equal(o.channels[1].prefix, "m/list.json");
+	assert_int_equal(o.host.index, 2);
+	assert_int_equal(o.host.count, 3);
+	fs_options_free(&o);
+
+	/* the -o forms, values in any case */
+	OK(false, &o, "-o",
+	   "shuffle_seed=7,record_wrapper=RecordIO,compression=GZIP,sharded",
+	   "-o", "host_index=0,host_count=1", "a=s3://bucket", "/mnt");
+	assert_true(o.channels[0].shuffle);
+	assert_int_equal(o.channels[0].seed, 7);
+	assert_int_equal(o.channels[0].wrapper, CHANNEL_WRAPPER_RECORDIO);
+	assert_int_equal(o.channels[0].compression, CHANNEL_COMPRESSION_GZIP);
+	assert_int_equal(o.channels[0].distribution, CHANNEL_SHARDED_BY_S3_KEY);
+	assert_int_equal(o.host.index, 0);
+	assert_int_equal(o.host.count, 1);
+	fs_options_free(&o);
+
+	/* none is a value too, and the last one wins */
+	OK(false, &o, "--record-wrapper", "recordio", "--record-wrapper",
+	   "None", "--compression", "gzip", "--compression=none",
+	   "a=s3://bucket", "/mnt");
+	assert_int_equal(o.channels[0].wrapper, CHANNEL_WRAPPER_NONE);
+	assert_int_equal(o.channels[0].compression, CHANNEL_COMPRESSION_NONE);
+	fs_options_free(&o);
+}
+
+/* A seed is any whole number of 64 bits, negative ones included (Python's
+ * ShuffleConfig takes them); one bit more is refused, not wrapped. */
+static void test_shuffle_seed(void **state)
+{
+	static const struct {
+		const char *arg;
+		int64_t seed;
+	} good[] = {
+	    {"0", 0},
+	    {"-0", 0},
+	    {"1", 1},
+	    {"-1", -1},
+	    {"-5", -5},
+	    {"9223372036854775807", INT64_MAX},
+	    {"-9223372036854775807", -INT64_MAX},
+	    {"-9223372036854775808", INT64_MIN},
+	};
+	static const char *const bad[] = {"9223372036854775808",
+					  "-9223372036854775809",
+					  "18446744073709551615",
+					  "18446744073709551616",
+					  "99999999999999999999999",
+					  "-",
+					  "--5",
+					  "+5",
+					  "1.5",
+					  "0x10",
+					  "5k",
+					  " 5",
+					  "abc"};
+	struct fs_options o;
+	char arg[64], msg[128];
+
+	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+		snprintf(arg, sizeof(arg), "--shuffle-seed=%s", good[i].arg);
+		OK(false, &o, arg, "a=s3://bucket", "/mnt");
+		assert_true(o.channels[0].shuffle);
+		assert_true(o.channels[0].seed == good[i].seed);
+		fs_options_free(&o);
+	}
+	/* a negative seed as a separate argument is the option's value, not
+	 * an option of its own */
+	OK(false, &o, "--shuffle-seed", "-3", "a=s3://bucket", "/mnt");
+	assert_true(o.channels[0].shuffle);
+	assert_true(o.channels[0].seed == -3);
+	fs_options_free(&o);
+	OK(false, &o, "-o", "shuffle_seed=-9223372036854775808",
+	   "a=s3://bucket", "/mnt");
+	assert_true(o.channels[0].seed == INT64_MIN);
+	fs_options_free(&o);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		snprintf(arg, sizeof(arg), "--shuffle-seed=%s", bad[i]);
+		snprintf(msg, sizeof(msg),
+			 "invalid seed '%s' for --shuffle-seed: a whole number "
+			 "of 64 bits",
+			 bad[i]);
+		ERR(false, msg, arg, "a=s3://bucket", "/mnt");
+	}
+	ERR(false,
+	    "invalid seed '-9223372036854775809' for -o shuffle_seed: a whole "
+	    "number of 64 bits",
+	    "-o", "shuffle_seed=-9223372036854775809", "a=s3://bucket", "/mnt");
+	ERR(false, "option --shuffle-seed needs a value", "a=s3://bucket",
+	    "/mnt", "--shuffle-seed");
+}
+
+static void test_channel_option_errors(void **state)
+{
+	ERR(false, "--record-wrapper must be none or recordio",
+	    "--record-wrapper", "protobuf", "a=s3://bucket", "/mnt");
+	ERR(false, "-o record_wrapper must be none or recordio", "-o",
+	    "record_wrapper=recordio2", "a=s3://bucket", "/mnt");
+	ERR(false, "--compression must be none or gzip", "--compression", "zip",
+	    "a=s3://bucket", "/mnt");
+	ERR(false, "option --sharded takes no value", "--sharded=yes",
+	    "a=s3://bucket", "/mnt");
+	/* manifests name an object, not a prefix */
+	ERR(false,
+	    "channel 'm': 'manifest+s3://bucket/dir/' must name the manifest "
+	    "object, not a prefix",
+	    "m=manifest+s3://bucket/dir/", "/mnt");
+	ERR(false,
+	    "channel 'm': 'augmented+s3://bucket' must name the manifest "
+	    "object, not a prefix",
+	    "m=augmented+s3://bucket", "--attribute-names", "x", "/mnt");
+	/* the kind prefix is a prefix of the s3:// URI only */
+	ERR_PREFIX(false, "channel 'm': ", "m=manifest+http://bucket/m.json",
+		   "/mnt");
+	ERR_PREFIX(false, "channel 'm': ", "m=Manifest+s3://bucket/m.json",
+		   "/mnt");
+}
+
+/* --host-index and --host-count: both or neither, index below count,
+ * neither with --resource-config. */
+static void test_host_rules(void **state)
+{
+	struct fs_options o;
+
+	OK(false, &o, "--host-index", "65535", "--host-count", "65536",
+	   "a=s3://bucket", "/mnt");
+	assert_int_equal(o.host.index, 65535);
+	assert_int_equal(o.host.count, 65536);
+	fs_options_free(&o);
+	ERR(false, "--host-index and --host-count go together", "--host-index",
+	    "0", "a=s3://bucket", "/mnt");
+	ERR(false, "--host-index and --host-count go together", "--host-count",
+	    "2", "a=s3://bucket", "/mnt");
+	ERR(false,
+	    "--host-index (3) must be less than --host-count (3): hosts count "
+	    "from 0",
+	    "--host-index", "3", "--host-count", "3", "a=s3://bucket", "/mnt");
+	ERR(false, "--host-count must be between 1 and 65536", "--host-index",
+	    "0", "--host-count", "0", "a=s3://bucket", "/mnt");
+	ERR(false, "--host-count must be between 1 and 65536", "--host-index",
+	    "0", "--host-count", "65537", "a=s3://bucket", "/mnt");
+	ERR(false, "--host-index must be between 0 and 65535", "--host-index",
+	    "65536", "--host-count", "2", "a=s3://bucket", "/mnt");
+	ERR(false, "invalid number '-1' for --host-index", "--host-index", "-1",
+	    "--host-count", "2", "a=s3://bucket", "/mnt");
+	ERR(false,
+	    "give either --resource-config or --host-index and --host-count, "
+	    "not both",
+	    "--resource-config", "/nonexistent/resourceconfig.json",
+	    "--host-index", "0", "--host-count", "2", "a=s3://bucket", "/mnt");
+}
+
+/* AttributeNames: required by augmented manifests, refused elsewhere. */
+static void test_attribute_names(void **state)
+{
+	struct fs_options o;
+
+	OK(false, &o, "--attribute-names", "source-ref,class",
+	   "plain=s3://bucket1", "aug=augmented+s3://bucket/a/train.manifest",
+	   "/mnt");
+	assert_int_equal(o.nchannels, 2);
+	assert_int_equal(o.channels[0].nattributes, 0);
+	assert_null(o.channels[0].attributes);
+	assert_int_equal(o.channels[1].data_type,
+			 CHANNEL_AUGMENTED_MANIFEST_FILE);
+	assert_string_equal(o.channels[1].prefix, "a/train.manifest");
+	assert_int_equal(o.channels[1].nattributes, 2);
+	assert_string_equal(o.channels[1].attributes[0], "source-ref");
+	assert_string_equal(o.channels[1].attributes[1], "class");
+	fs_options_free(&o);
+	OK(false, &o, "-o", "attribute_names=one", "x=augmented+s3://bucket/m",
+	   "/mnt");
+	assert_int_equal(o.channels[0].nattributes, 1);
+	assert_string_equal(o.channels[0].attributes[0], "one");
+	fs_options_free(&o);
+
+	ERR(false,
+	    "channel 'aug' is an augmented manifest: give its AttributeNames "
+	    "with --attribute-names NAME[,NAME...]",
+	    "aug=augmented+s3://bucket/a.manifest", "/mnt");
+	ERR(false, "--attribute-names applies only to augmented+s3:// channels",
+	    "--attribute-names", "a", "p=s3://bucket/x",
+	    "m=manifest+s3://bucket/m.json", "/mnt");
+	ERR(false, "--attribute-names 'a,,b' has an empty name",
+	    "--attribute-names", "a,,b", "x=augmented+s3://bucket/m", "/mnt");
+	ERR(false, "--attribute-names 'a,' has an empty name",
+	    "--attribute-names", "a,", "x=augmented+s3://bucket/m", "/mnt");
+	ERR(false, "--attribute-names ',a' has an empty name",
+	    "--attribute-names", ",a", "x=augmented+s3://bucket/m", "/mnt");
+}
+
+/* A temporary file holding text; its path in path. */
+static void write_temp(char *path, size_t len, const char *text)
+{
+	FILE *f;
+	int fd;
+
+	snprintf(path, len, "/tmp/test_options.XXXXXX");
+	fd = mkstemp(path);
+	assert_true(fd >= 0);
+	f = fdopen(fd, "w");
+	assert_non_null(f);
+	assert_int_equal(fputs(text, f) >= 0, 1);
+	assert_int_equal(fclose(f), 0);
+}
+
+/* --input-data-config: the channels come from the file, all their
+ * settings with them; NAME=URI channels and per-channel options are
+ * refused beside it. */
+static void test_input_data_config(void **state)
+{
+	static const char *const per_channel[][3] = {
+	    {"--shuffle-seed", "1", "--shuffle-seed (ShuffleConfig)"},
+	    {"--record-wrapper", "none",
+	     "--record-wrapper (RecordWrapperType)"},
+	    {"--compression", "gzip", "--compression (CompressionType)"},
+	    {"--attribute-names", "a", "--attribute-names (AttributeNames)"},
+	};
+	struct fs_options o;
+	char path[64], opt[128], msg[256];
+
+	write_temp(path, sizeof(path),
+		   "[{\"ChannelName\": \"train\", \"DataSource\": "
+		   "{\"S3DataSource\": {\"S3Uri\": \"s3://bucket/t/\", "
+		   "\"S3DataType\": \"S3Prefix\", \"S3DataDistributionType\": "
+		   "\"ShardedByS3Key\"}}, \"ShuffleConfig\": {\"Seed\": -7}, "
+		   "\"RecordWrapperType\": \"RecordIO\", \"CompressionType\": "
+		   "\"Gzip\"}, {\"ChannelName\": \"val\", \"DataSource\": "
+		   "{\"S3DataSource\": {\"S3Uri\": \"s3://bucket/v.json\", "
+		   "\"S3DataType\": \"ManifestFile\"}}}]");
+	snprintf(opt, sizeof(opt), "--input-data-config=%s", path);
+	OK(false, &o, opt, "--host-index", "1", "--host-count", "2", "/mnt");
+	assert_string_equal(o.input_data_config, path);
+	assert_string_equal(o.mountpoint, "/mnt");
+	assert_int_equal(o.nchannels, 2);
+	assert_string_equal(o.channels[0].name, "train");
+	assert_string_equal(o.channels[0].bucket, "bucket");
+	assert_string_equal(o.channels[0].prefix, "t/");
+	assert_int_equal(o.channels[0].data_type, CHANNEL_S3_PREFIX);
+	assert_int_equal(o.channels[0].distribution, CHANNEL_SHARDED_BY_S3_KEY);
+	assert_true(o.channels[0].shuffle);
+	assert_true(o.channels[0].seed == -7);
+	assert_int_equal(o.channels[0].wrapper, CHANNEL_WRAPPER_RECORDIO);
+	assert_int_equal(o.channels[0].compression, CHANNEL_COMPRESSION_GZIP);
+	assert_string_equal(o.channels[1].name, "val");
+	assert_int_equal(o.channels[1].data_type, CHANNEL_MANIFEST_FILE);
+	assert_string_equal(o.channels[1].prefix, "v.json");
+	assert_int_equal(o.channels[1].distribution, CHANNEL_FULLY_REPLICATED);
+	assert_false(o.channels[1].shuffle);
+	assert_int_equal(o.host.index, 1);
+	assert_int_equal(o.host.count, 2);
+	fs_options_free(&o);
+
+	/* with NAME=URI channels, whatever their place on the line */
+	ERR(false,
+	    "channel 'a' given as NAME=URI: with --input-data-config the "
+	    "channels come from the file only",
+	    opt, "a=s3://bucket/x", "/mnt");
+	ERR(false,
+	    "channel 'b' given as NAME=URI: with --input-data-config the "
+	    "channels come from the file only",
+	    "b=s3://bucket/x", "-o", "input_data_config=/x.json", "/mnt");
+	/* with a per-channel option */
+	for (size_t i = 0; i < sizeof(per_channel) / sizeof(per_channel[0]);
+	     i++) {
+		snprintf(msg, sizeof(msg),
+			 "%s applies to NAME=URI channels: with "
+			 "--input-data-config set it in the file",
+			 per_channel[i][2]);
+		ERR(false, msg, opt, per_channel[i][0], per_channel[i][1],
+		    "/mnt");
+	}
+	ERR(false,
+	    "--sharded (S3DataDistributionType) applies to NAME=URI channels: "
+	    "with --input-data-config set it in the file",
+	    opt, "--sharded", "/mnt");
+	/* the mountpoint is still needed */
+	ERR(false, "no mountpoint given", opt);
+	unlink(path);
 }
 
 int main(void)
@@ -1372,6 +1720,13 @@ int main(void)
 	    cmocka_unit_test(test_errors_helper),
 	    cmocka_unit_test(test_free_is_idempotent),
 	    cmocka_unit_test(test_no_argv),
+	    cmocka_unit_test(test_channel_defaults),
+	    cmocka_unit_test(test_channel_options_apply),
+	    cmocka_unit_test(test_shuffle_seed),
+	    cmocka_unit_test(test_channel_option_errors),
+	    cmocka_unit_test(test_host_rules),
+	    cmocka_unit_test(test_attribute_names),
+	    cmocka_unit_test(test_input_data_config),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

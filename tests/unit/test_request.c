@@ -1,7 +1,8 @@
 /*
  * test_request: what one HTTP attempt sends and what it comes to.
  *
- *   s3/request.c  endpoint parsing; the URL and headers of GETs and LISTs;
+ *   s3/request.c  endpoint parsing; the URL, method and headers of GETs,
+ *                 LISTs and HEADs;
  *                 the SigV4 headers, checked against a signature computed
  *                 here with OpenSSL from AWS's documented algorithm (the
  *                 oracle is itself checked on AWS's published examples);
@@ -236,13 +237,13 @@ static void url_path(const char *url, char *out, size_t outlen)
 }
 
 /*
- * The signature over what s sends for the headers named in signed_names
- * ("a;b;c"), with secret in region: AWS's canonical request, string to
- * sign and HMAC chain, written out here.
+ * The signature over what s sends with method for the headers named in
+ * signed_names ("a;b;c"), with secret in region: AWS's canonical request,
+ * string to sign and HMAC chain, written out here.
  */
-static void oracle_signature(const struct sent *s, const char *signed_names,
-			     const char *secret, const char *region,
-			     char sig[65])
+static void oracle_signature(const struct sent *s, const char *method,
+			     const char *signed_names, const char *secret,
+			     const char *region, char sig[65])
 {
 	char creq[8192], sts[512], path[2048], query[2048];
 	char creq_hash[65], date[9];
@@ -255,8 +256,8 @@ static void oracle_signature(const struct sent *s, const char *signed_names,
 	assert_non_null(payload);
 	url_path(s->url, path, sizeof(path));
 	canonical_query(s->url, query, sizeof(query));
-	len =
-	    (size_t)snprintf(creq, sizeof(creq), "GET\n%s\n%s\n", path, query);
+	len = (size_t)snprintf(creq, sizeof(creq), "%s\n%s\n%s\n", method, path,
+			       query);
 	for (const char *p = signed_names; *p;) {
 		size_t n = strcspn(p, ";");
 		char name[64];
@@ -307,7 +308,8 @@ static void test_oracle_aws_examples(void **state)
 
 	aws_example(&s, "https://examplebucket.s3.amazonaws.com/test.txt",
 		    "Range: bytes=0-9");
-	oracle_signature(&s, "host;range;x-amz-content-sha256;x-amz-date", sk,
+	oracle_signature(&s, "GET",
+			 "host;range;x-amz-content-sha256;x-amz-date", sk,
 			 "us-east-1", sig);
 	assert_string_equal(sig, "f0e8bdb87c964420e857bd35b5d6ed31"
 				 "0bd44f0170aba48dd91039c6036bdb41");
@@ -316,7 +318,7 @@ static void test_oracle_aws_examples(void **state)
 		    "https://examplebucket.s3.amazonaws.com/?prefix=J&"
 		    "max-keys=2",
 		    NULL);
-	oracle_signature(&s, "host;x-amz-content-sha256;x-amz-date", sk,
+	oracle_signature(&s, "GET", "host;x-amz-content-sha256;x-amz-date", sk,
 			 "us-east-1", sig);
 	assert_string_equal(sig, "34b48302e7b5fa45bde8084f4b7868a8"
 				 "6f0a534bc59db6670ed5711ef69dc6f7");
@@ -475,9 +477,9 @@ static void test_endpoint_parse(void **state)
 struct url_case {
 	const char *endpoint;
 	bool force;
-	bool list;
+	enum s3_request_kind kind;
 	const char *bucket;
-	const char *key;   /* GET: key; LIST: prefix */
+	const char *key;   /* GET, HEAD: key; LIST: prefix */
 	const char *token; /* LIST */
 	unsigned max_keys;
 	const char *url;
@@ -488,61 +490,69 @@ static void test_request_urls(void **state)
 {
 	static const struct url_case cases[] = {
 	    /* GET: virtual-hosted for a DNS name */
-	    {DNS_EP, false, false, "bkt", "train/part-0.rec", NULL, 0,
+	    {DNS_EP, false, S3_REQUEST_GET, "bkt", "train/part-0.rec", NULL, 0,
 	     "https://bkt.s3.example.com/train/part-0.rec",
 	     "bkt.s3.example.com"},
-	    {"https://s3.example.com:8443/", false, false, "bkt", "k", NULL, 0,
-	     "https://bkt.s3.example.com:8443/k", "bkt.s3.example.com:8443"},
-	    {NULL, false, false, "bkt", "k", NULL, 0,
+	    {"https://s3.example.com:8443/", false, S3_REQUEST_GET, "bkt", "k",
+	     NULL, 0, "https://bkt.s3.example.com:8443/k",
+	     "bkt.s3.example.com:8443"},
+	    {NULL, false, S3_REQUEST_GET, "bkt", "k", NULL, 0,
 	     "https://bkt.s3.us-east-1.amazonaws.com/k",
 	     "bkt.s3.us-east-1.amazonaws.com"},
 	    /* GET: path-style */
-	    {DNS_EP, true, false, "bkt", "k", NULL, 0,
+	    {DNS_EP, true, S3_REQUEST_GET, "bkt", "k", NULL, 0,
 	     "https://s3.example.com/bkt/k", "s3.example.com"},
-	    {DNS_EP, false, false, "my.bucket", "k", NULL, 0,
+	    {DNS_EP, false, S3_REQUEST_GET, "my.bucket", "k", NULL, 0,
 	     "https://s3.example.com/my.bucket/k", "s3.example.com"},
-	    {IP_EP, false, false, "bkt", "k", NULL, 0,
+	    {IP_EP, false, S3_REQUEST_GET, "bkt", "k", NULL, 0,
 	     "http://127.0.0.1:9000/bkt/k", "127.0.0.1:9000"},
-	    {"http://localhost:9000", false, false, "bkt", "k", NULL, 0,
-	     "http://localhost:9000/bkt/k", "localhost:9000"},
-	    {"http://[::1]:9000/", false, false, "bkt", "k", NULL, 0,
+	    {"http://localhost:9000", false, S3_REQUEST_GET, "bkt", "k", NULL,
+	     0, "http://localhost:9000/bkt/k", "localhost:9000"},
+	    {"http://[::1]:9000/", false, S3_REQUEST_GET, "bkt", "k", NULL, 0,
 	     "http://[::1]:9000/bkt/k", "[::1]:9000"},
 	    /* GET: key encoding ('/' kept, everything else but A-Za-z0-9-._~
 	     * escaped, UTF-8 bytes one by one) */
-	    {DNS_EP, false, false, "bkt", "a b/c+d~e_f.g-h", NULL, 0,
+	    {DNS_EP, false, S3_REQUEST_GET, "bkt", "a b/c+d~e_f.g-h", NULL, 0,
 	     "https://bkt.s3.example.com/a%20b/c%2Bd~e_f.g-h",
 	     "bkt.s3.example.com"},
-	    {DNS_EP, false, false, "bkt", "caf\xc3\xa9/\xe2\x82\xac", NULL, 0,
-	     "https://bkt.s3.example.com/caf%C3%A9/%E2%82%AC",
+	    {DNS_EP, false, S3_REQUEST_GET, "bkt", "caf\xc3\xa9/\xe2\x82\xac",
+	     NULL, 0, "https://bkt.s3.example.com/caf%C3%A9/%E2%82%AC",
 	     "bkt.s3.example.com"},
-	    {IP_EP, false, false, "bkt", "a//b?c=d#e%f&g", NULL, 0,
+	    {IP_EP, false, S3_REQUEST_GET, "bkt", "a//b?c=d#e%f&g", NULL, 0,
 	     "http://127.0.0.1:9000/bkt/a//b%3Fc%3Dd%23e%25f%26g",
 	     "127.0.0.1:9000"},
-	    {IP_EP, false, false, "bkt", "/lead", NULL, 0,
+	    {IP_EP, false, S3_REQUEST_GET, "bkt", "/lead", NULL, 0,
 	     "http://127.0.0.1:9000/bkt//lead", "127.0.0.1:9000"},
 	    /* LIST: canonical order, every value encoded, '/' too */
-	    {DNS_EP, false, true, "bkt", "train/a b", NULL, 1000,
+	    {DNS_EP, false, S3_REQUEST_LIST, "bkt", "train/a b", NULL, 1000,
 	     "https://bkt.s3.example.com/?encoding-type=url&list-type=2&"
 	     "max-keys=1000&prefix=train%2Fa%20b",
 	     "bkt.s3.example.com"},
-	    {DNS_EP, false, true, "bkt", "", "1/ab+c=d e", 7,
+	    {DNS_EP, false, S3_REQUEST_LIST, "bkt", "", "1/ab+c=d e", 7,
 	     "https://bkt.s3.example.com/?continuation-token=1%2Fab%2Bc%3Dd%"
 	     "20e&encoding-type=url&list-type=2&max-keys=7&prefix=",
 	     "bkt.s3.example.com"},
-	    {IP_EP, false, true, "bkt", "p~\xc3\xa9", "tok", 1,
+	    {IP_EP, false, S3_REQUEST_LIST, "bkt", "p~\xc3\xa9", "tok", 1,
 	     "http://127.0.0.1:9000/bkt?continuation-token=tok&"
 	     "encoding-type=url&list-type=2&max-keys=1&prefix=p~%C3%A9",
 	     "127.0.0.1:9000"},
-	    {DNS_EP, true, true, "bkt", "x", NULL, 1000,
+	    {DNS_EP, true, S3_REQUEST_LIST, "bkt", "x", NULL, 1000,
 	     "https://s3.example.com/bkt?encoding-type=url&list-type=2&"
 	     "max-keys=1000&prefix=x",
 	     "s3.example.com"},
+	    /* HEAD: the object's URL, as for GET; no query */
+	    {DNS_EP, false, S3_REQUEST_HEAD, "bkt", "a b/c+d", NULL, 1000,
+	     "https://bkt.s3.example.com/a%20b/c%2Bd", "bkt.s3.example.com"},
+	    {IP_EP, false, S3_REQUEST_HEAD, "bkt", "m/manifest", "tok", 7,
+	     "http://127.0.0.1:9000/bkt/m/manifest", "127.0.0.1:9000"},
+	    {DNS_EP, false, S3_REQUEST_HEAD, "my.bucket", "k", NULL, 0,
+	     "https://s3.example.com/my.bucket/k", "s3.example.com"},
 	};
 
 	for (size_t i = 0; i < N_ELEMS(cases); i++) {
 		const struct url_case *c = &cases[i];
 		struct s3_request_spec spec = {
-		    .list = c->list,
+		    .kind = c->kind,
 		    .bucket = c->bucket,
 		    .key = c->key,
 		    .token = c->token,
@@ -570,7 +580,7 @@ static void test_list_query_sorted(void **state)
 	static const char *const tokens[] = {NULL, "", "zz", "AA", "~"};
 
 	for (size_t i = 0; i < N_ELEMS(tokens); i++) {
-		struct s3_request_spec spec = {.list = true,
+		struct s3_request_spec spec = {.kind = S3_REQUEST_LIST,
 					       .bucket = "bkt",
 					       .key = "p",
 					       .token = tokens[i],
@@ -589,7 +599,7 @@ static void test_list_query_sorted(void **state)
  * ====================================================================== */
 
 struct hdr_case {
-	bool list;
+	enum s3_request_kind kind;
 	const char *etag;
 	bool ranged;
 	uint64_t first, last;
@@ -600,24 +610,27 @@ struct hdr_case {
 static void test_request_range_etag(void **state)
 {
 	static const struct hdr_case cases[] = {
-	    {false, NULL, false, 0, 0, NULL, NULL},
-	    {false, NULL, false, 5, 9, NULL, NULL},
-	    {false, NULL, true, 0, 0, "bytes=0-0", NULL},
-	    {false, NULL, true, 1048576, 2097151, "bytes=1048576-2097151",
-	     NULL},
-	    {false, NULL, true, UINT64_MAX - 1, UINT64_MAX,
+	    {S3_REQUEST_GET, NULL, false, 0, 0, NULL, NULL},
+	    {S3_REQUEST_GET, NULL, false, 5, 9, NULL, NULL},
+	    {S3_REQUEST_GET, NULL, true, 0, 0, "bytes=0-0", NULL},
+	    {S3_REQUEST_GET, NULL, true, 1048576, 2097151,
+	     "bytes=1048576-2097151", NULL},
+	    {S3_REQUEST_GET, NULL, true, UINT64_MAX - 1, UINT64_MAX,
 	     "bytes=18446744073709551614-18446744073709551615", NULL},
-	    {false, "\"9b2cf535f27731c974343645a3985328\"", false, 0, 0, NULL,
-	     "\"9b2cf535f27731c974343645a3985328\""},
-	    {false, "\"abc-3\"", true, 10, 19, "bytes=10-19", "\"abc-3\""},
+	    {S3_REQUEST_GET, "\"9b2cf535f27731c974343645a3985328\"", false, 0,
+	     0, NULL, "\"9b2cf535f27731c974343645a3985328\""},
+	    {S3_REQUEST_GET, "\"abc-3\"", true, 10, 19, "bytes=10-19",
+	     "\"abc-3\""},
 	    /* a LIST has neither */
-	    {true, "\"abc\"", true, 10, 19, NULL, NULL},
+	    {S3_REQUEST_LIST, "\"abc\"", true, 10, 19, NULL, NULL},
+	    /* nor a HEAD */
+	    {S3_REQUEST_HEAD, "\"abc\"", true, 10, 19, NULL, NULL},
 	};
 
 	for (size_t i = 0; i < N_ELEMS(cases); i++) {
 		const struct hdr_case *c = &cases[i];
 		struct s3_request_spec spec = {
-		    .list = c->list,
+		    .kind = c->kind,
 		    .bucket = "bkt",
 		    .key = "k",
 		    .etag = c->etag,
@@ -665,13 +678,15 @@ static char token1[] = "FQoGZXIvYXdz/session+token==";
 static char ak[] = AK;
 
 /*
- * Checks the signed headers of s: the date for now, the payload hash of an
+ * Checks the signed headers of s, sent with method: the date for now, the
+ * payload hash of an
  * empty body, the token when there is one, and an Authorization whose
  * credential scope, signed header list and signature agree with what is
  * sent, as the oracle signs it with secret.
  */
-static void check_signed(const struct sent *s, const char *token, time_t now,
-			 const char *region, const char *secret)
+static void check_signed(const struct sent *s, const char *method,
+			 const char *token, time_t now, const char *region,
+			 const char *secret)
 {
 	char amz_date[17], scope[128], want_names[128], empty_hash[65];
 	char prefix[512], sig[65];
@@ -696,7 +711,7 @@ static void check_signed(const struct sent *s, const char *token, time_t now,
 		 scope, want_names);
 	assert_non_null(auth);
 	assert_int_equal(strncmp(auth, prefix, strlen(prefix)), 0);
-	oracle_signature(s, want_names, secret, region, sig);
+	oracle_signature(s, method, want_names, secret, region, sig);
 	assert_string_equal(auth + strlen(prefix), sig);
 	/* no secret anywhere in what is sent */
 	assert_null(strstr(s->url, secret));
@@ -706,7 +721,7 @@ static void check_signed(const struct sent *s, const char *token, time_t now,
 
 struct signed_case {
 	const char *endpoint;
-	bool list;
+	enum s3_request_kind kind;
 	const char *key;
 	const char *token; /* LIST continuation */
 	bool ranged;
@@ -719,16 +734,21 @@ struct signed_case {
 static void test_request_signed(void **state)
 {
 	static const struct signed_case cases[] = {
-	    {DNS_EP, false, "train/a b.rec", NULL, false, NULL, NULL,
+	    {DNS_EP, S3_REQUEST_GET, "train/a b.rec", NULL, false, NULL, NULL,
 	     "us-east-1", T_20130524},
-	    {DNS_EP, false, "caf\xc3\xa9+~", NULL, true, "\"e\"", token1,
-	     "eu-west-1", T_20130524 + 13 * 3600 + 5 * 60 + 7},
-	    {IP_EP, false, "k", NULL, true, NULL, token1, "us-east-1",
+	    {DNS_EP, S3_REQUEST_GET, "caf\xc3\xa9+~", NULL, true, "\"e\"",
+	     token1, "eu-west-1", T_20130524 + 13 * 3600 + 5 * 60 + 7},
+	    {IP_EP, S3_REQUEST_GET, "k", NULL, true, NULL, token1, "us-east-1",
 	     T_20130524 + 400 * DAY + 59},
-	    {DNS_EP, true, "train/", NULL, false, NULL, NULL, "ap-south-1",
-	     T_20130524 + DAY - 1},
-	    {IP_EP, true, "p q", "1/x+y=", false, NULL, token1, "us-east-1",
-	     T_20130524},
+	    {DNS_EP, S3_REQUEST_LIST, "train/", NULL, false, NULL, NULL,
+	     "ap-south-1", T_20130524 + DAY - 1},
+	    {IP_EP, S3_REQUEST_LIST, "p q", "1/x+y=", false, NULL, token1,
+	     "us-east-1", T_20130524},
+	    /* HEAD: signed for "HEAD", never with Range or If-Match */
+	    {DNS_EP, S3_REQUEST_HEAD, "m/manifest", NULL, true, "\"e\"", NULL,
+	     "us-east-1", T_20130524},
+	    {IP_EP, S3_REQUEST_HEAD, "caf\xc3\xa9 x", NULL, false, NULL, token1,
+	     "eu-west-1", T_20130524 + 400 * DAY + 59},
 	};
 
 	for (size_t i = 0; i < N_ELEMS(cases); i++) {
@@ -739,7 +759,7 @@ static void test_request_signed(void **state)
 		struct s3_signer signer = {.creds = &creds,
 					   .region = c->region};
 		struct s3_request_spec spec = {
-		    .list = c->list,
+		    .kind = c->kind,
 		    .bucket = "bkt",
 		    .key = c->key,
 		    .token = c->token,
@@ -753,11 +773,15 @@ static void test_request_signed(void **state)
 
 		print_message("case %zu\n", i);
 		build(c->endpoint, false, &signer, &spec, c->now, &s);
-		check_signed(&s, c->session_token, c->now, c->region, secret1);
-		/* Range and If-Match are sent as asked, signed or not */
+		check_signed(&s, c->kind == S3_REQUEST_HEAD ? "HEAD" : "GET",
+			     c->session_token, c->now, c->region, secret1);
+		/* Range and If-Match are sent as asked (GET only), signed or
+		 * not */
 		assert_hdr(&s, "Range",
-			   c->ranged && !c->list ? "bytes=0-99" : NULL);
-		assert_hdr(&s, "If-Match", c->list ? NULL : c->etag);
+			   c->ranged && c->kind == S3_REQUEST_GET ? "bytes=0-99"
+								  : NULL);
+		assert_hdr(&s, "If-Match",
+			   c->kind == S3_REQUEST_GET ? c->etag : NULL);
 	}
 }
 
@@ -772,20 +796,63 @@ static void test_signing_key_cached_per_day(void **state)
 	struct sent s;
 
 	build(DNS_EP, false, &signer, &spec, T_20130524, &s);
-	check_signed(&s, NULL, T_20130524, "us-east-1", secret1);
+	check_signed(&s, "GET", NULL, T_20130524, "us-east-1", secret1);
 	assert_string_equal(signer.key_date, "20130524");
 
 	creds.secret_key = secret2;
 	build(DNS_EP, false, &signer, &spec, T_20130524 + DAY - 1, &s);
-	check_signed(&s, NULL, T_20130524 + DAY - 1, "us-east-1", secret1);
-	oracle_signature(&s, "host;x-amz-content-sha256;x-amz-date", secret2,
-			 "us-east-1", sig2);
+	check_signed(&s, "GET", NULL, T_20130524 + DAY - 1, "us-east-1",
+		     secret1);
+	oracle_signature(&s, "GET", "host;x-amz-content-sha256;x-amz-date",
+			 secret2, "us-east-1", sig2);
 	assert_null(strstr(hdr(&s, "Authorization"), sig2));
 
 	/* the next day: derived again, from the secret now in creds */
 	build(DNS_EP, false, &signer, &spec, T_20130524 + DAY, &s);
-	check_signed(&s, NULL, T_20130524 + DAY, "us-east-1", secret2);
+	check_signed(&s, "GET", NULL, T_20130524 + DAY, "us-east-1", secret2);
 	assert_string_equal(signer.key_date, "20130525");
+}
+
+/* A HEAD is the GET of the same object with another method: the same URL
+ * and headers (no Range, no If-Match), signed for "HEAD", so its
+ * signature is not the GET's. */
+static void test_request_head(void **state)
+{
+	struct s3_creds creds = {.access_key = ak, .secret_key = secret1};
+	struct s3_signer signer = {.creds = &creds, .region = "us-east-1"};
+	struct s3_request_spec spec = {
+	    .kind = S3_REQUEST_HEAD,
+	    .bucket = "bkt",
+	    .key = "train/manifest",
+	    .etag = "\"e\"",
+	    .ranged = true,
+	    .last = 9,
+	};
+	struct sent head, get;
+	char get_sig[65];
+
+	assert_string_equal(s3_request_method(S3_REQUEST_HEAD), "HEAD");
+	assert_string_equal(s3_request_method(S3_REQUEST_GET), "GET");
+	assert_string_equal(s3_request_method(S3_REQUEST_LIST), "GET");
+
+	build(DNS_EP, false, &signer, &spec, T_20130524, &head);
+	assert_string_equal(head.url,
+			    "https://bkt.s3.example.com/train/manifest");
+	check_signed(&head, "HEAD", NULL, T_20130524, "us-east-1", secret1);
+	assert_hdr(&head, "Range", NULL);
+	assert_hdr(&head, "If-Match", NULL);
+	/* Host, the two x-amz-*, Authorization, Expect */
+	assert_int_equal(head.n, 5);
+
+	spec.kind = S3_REQUEST_GET;
+	spec.ranged = false;
+	spec.etag = NULL;
+	build(DNS_EP, false, &signer, &spec, T_20130524, &get);
+	assert_string_equal(get.url, head.url);
+	check_signed(&get, "GET", NULL, T_20130524, "us-east-1", secret1);
+	oracle_signature(&head, "GET", "host;x-amz-content-sha256;x-amz-date",
+			 secret1, "us-east-1", get_sig);
+	assert_null(strstr(hdr(&head, "Authorization"), get_sig));
 }
 
 /* ======================================================================
@@ -807,8 +874,10 @@ static void test_signing_key_cached_per_day(void **state)
 /* what the engine saw, besides status, curl code and sizes */
 #define MISMATCH 1u /* etag_mismatch: listed "\"a\"", got "\"b\"" */
 #define OVERFLOW 2u
-#define IGNORED	 4u /* ignored_range */
-#define LIST	 8u /* a LIST, else a GET */
+#define IGNORED	 4u  /* ignored_range */
+#define LIST	 8u  /* a LIST, else a GET */
+#define HEAD	 16u /* a HEAD, else a GET */
+#define NOLEN	 32u /* no_length: no Content-Length came */
 
 /* message wanted: curl's own text for the curl code */
 #define CURL_TEXT "\x01"
@@ -871,6 +940,19 @@ static const struct attempt_case attempt_cases[] = {
      NULL, ETIMEDOUT, true, 0, "", CURL_TEXT},
     {"timeout after a 503 status line", 503, CURLE_OPERATION_TIMEDOUT, 10, 0, 0,
      SLOWDOWN, NULL, ETIMEDOUT, true, 0, "", CURL_TEXT},
+    {"get without Content-Length", 200, 0, 10, 10, NOLEN, NULL, NULL, 0, false,
+     0, "", NULL},
+    /* a HEAD: no body, so no body checks; its size is a header */
+    {"head 200", 200, 0, 0, 0, HEAD, NULL, NULL, 0, false, 0, "", NULL},
+    {"head 200 without Content-Length", 200, 0, 0, 0, HEAD | NOLEN, NULL, NULL,
+     EPROTO, false, 200, "", "Content-Length"},
+    {"head 200, then the connection broke", 200, CURLE_RECV_ERROR, 0, 0, HEAD,
+     NULL, "reset", EIO, true, 0, "", "reset"},
+    {"head 404", 404, 0, 0, 0, HEAD | NOLEN, NULL, NULL, ENOENT, false, 404, "",
+     NULL},
+    {"head 403", 403, 0, 0, 0, HEAD, NULL, NULL, EACCES, false, 403, "", NULL},
+    {"head 412", 412, 0, 0, 0, HEAD, NULL, NULL, ESTALE, false, 412, "", NULL},
+    {"head 503", 503, 0, 0, 0, HEAD, NULL, NULL, EIO, true, 503, "", NULL},
 };
 
 static void check_attempt(const struct attempt_case *c, const char *url)
@@ -878,7 +960,9 @@ static void check_attempt(const struct attempt_case *c, const char *url)
 	struct s3_attempt a = {
 	    .http_status = c->status,
 	    .curl_code = c->curl,
-	    .get = !(c->flags & LIST),
+	    .kind = c->flags & LIST   ? S3_REQUEST_LIST
+		    : c->flags & HEAD ? S3_REQUEST_HEAD
+				      : S3_REQUEST_GET,
 	    .wanted = c->wanted,
 	    .got = c->got,
 	    .etag_mismatch = c->flags & MISMATCH,
@@ -886,6 +970,7 @@ static void check_attempt(const struct attempt_case *c, const char *url)
 	    .resp_etag = c->flags & MISMATCH ? "\"b\"" : NULL,
 	    .overflow = c->flags & OVERFLOW,
 	    .ignored_range = c->flags & IGNORED,
+	    .no_length = c->flags & NOLEN,
 	    .body = c->body,
 	    .body_len = c->body ? strlen(c->body) : 0,
 	    .curl_message = c->curl_message,
@@ -1274,6 +1359,7 @@ int main(void)
 	    cmocka_unit_test(test_request_unsigned_signer),
 	    cmocka_unit_test(test_request_signed),
 	    cmocka_unit_test(test_signing_key_cached_per_day),
+	    cmocka_unit_test(test_request_head),
 	    cmocka_unit_test(test_attempts),
 	    cmocka_unit_test(test_attempt_url),
 	    cmocka_unit_test(test_get_check),

@@ -12,9 +12,10 @@
 
 struct test_queued {
 	struct test_queued *next;
-	bool is_list;
+	enum { QUEUED_GET, QUEUED_LIST, QUEUED_HEAD } kind;
 	struct test_get get;
 	struct test_list list;
+	struct test_head head;
 };
 
 unsigned char test_store_byte(const char *key, uint64_t offset)
@@ -58,6 +59,15 @@ static void fill_list(struct test_list *l, const struct s3_list *req)
 	l->max_keys = req->max_keys;
 	l->done = req->done;
 	l->arg = req->arg;
+}
+
+static void fill_head(struct test_head *h, const struct s3_head *req)
+{
+	memset(h, 0, sizeof(*h));
+	copy_string(h->bucket, sizeof(h->bucket), req->bucket);
+	copy_string(h->key, sizeof(h->key), req->key);
+	h->done = req->done;
+	h->arg = req->arg;
 }
 
 static void enqueue(struct test_store *ts, struct test_queued *q)
@@ -120,8 +130,34 @@ static int store_list(struct s3_store *st, const struct s3_list *req)
 	q = calloc(1, sizeof(*q));
 	if (!q)
 		return ENOMEM;
-	q->is_list = true;
+	q->kind = QUEUED_LIST;
 	fill_list(&q->list, req);
+	enqueue(ts, q);
+	return 0;
+}
+
+static int store_head(struct s3_store *st, const struct s3_head *req)
+{
+	struct test_store *ts = (struct test_store *)st;
+	struct test_queued *q;
+
+	if (!req->bucket || !req->key || !req->done)
+		return EINVAL;
+	if (!ts->serve) {
+		pthread_mutex_lock(&ts->lock);
+		if (ts->nheads >= TEST_STORE_MAX_RECORDED) {
+			pthread_mutex_unlock(&ts->lock);
+			return ENOMEM;
+		}
+		fill_head(&ts->heads[ts->nheads++], req);
+		pthread_mutex_unlock(&ts->lock);
+		return 0;
+	}
+	q = calloc(1, sizeof(*q));
+	if (!q)
+		return ENOMEM;
+	q->kind = QUEUED_HEAD;
+	fill_head(&q->head, req);
 	enqueue(ts, q);
 	return 0;
 }
@@ -143,6 +179,7 @@ static void store_destroy(struct s3_store *st)
 static const struct s3_store_ops test_ops = {
     .get = store_get,
     .list = store_list,
+    .head = store_head,
     .get_stats = store_get_stats,
     .destroy = store_destroy,
 };
@@ -216,6 +253,36 @@ static void serve_get(struct test_store *ts, struct test_get *g)
 	g->done(g->arg, &e);
 }
 
+/* Answers h from the objects (err 0), or with an error of errno err. */
+static void answer_head(struct test_store *ts, struct test_head *h, int err)
+{
+	const struct test_object *o;
+	struct s3_object obj = {.key = h->key};
+	struct s3_error e;
+
+	pthread_mutex_lock(&ts->lock);
+	o = find_object(ts, h->key);
+	ts->stats.requests++;
+	if (err || !o)
+		ts->stats.failures++;
+	if (!err && o) {
+		obj.etag = o->etag ? strdup(o->etag) : NULL;
+		obj.size = o->size;
+	}
+	pthread_mutex_unlock(&ts->lock);
+	h->finished = true;
+	if (err) {
+		error_of(&e, err, 503, "SlowDown");
+		h->done(h->arg, NULL, &e);
+	} else if (!o) {
+		error_of(&e, ENOENT, 404, ""); /* a HEAD's 404 has no body */
+		h->done(h->arg, NULL, &e);
+	} else {
+		h->done(h->arg, &obj, NULL);
+	}
+	free(obj.etag);
+}
+
 /* One page: the objects under prefix from index token on. */
 static void serve_list(struct test_store *ts, struct test_list *l)
 {
@@ -274,8 +341,10 @@ static void *serve_main(void *arg)
 		if (!ts->queue_head)
 			ts->queue_tail = NULL;
 		pthread_mutex_unlock(&ts->lock);
-		if (q->is_list)
+		if (q->kind == QUEUED_LIST)
 			serve_list(ts, &q->list);
+		else if (q->kind == QUEUED_HEAD)
+			answer_head(ts, &q->head, 0);
 		else
 			serve_get(ts, &q->get);
 		free(q);
@@ -318,8 +387,14 @@ void test_store_cancel_all(struct test_store *ts)
 			ts->lists[i].finished = true;
 			ts->lists[i].done(ts->lists[i].arg, NULL, &e);
 		}
+	for (unsigned i = 0; i < ts->nheads; i++)
+		if (!ts->heads[i].finished) {
+			ts->heads[i].finished = true;
+			ts->heads[i].done(ts->heads[i].arg, NULL, &e);
+		}
 	ts->ngets = 0;
 	ts->nlists = 0;
+	ts->nheads = 0;
 }
 
 void test_store_destroy(struct test_store *ts)
@@ -401,4 +476,11 @@ void test_store_finish_get(struct test_store *ts, unsigned i, int err)
 	}
 	deliver(g, NULL);
 	g->done(g->arg, NULL);
+}
+
+void test_store_finish_head(struct test_store *ts, unsigned i, int err)
+{
+	if (i >= ts->nheads || ts->heads[i].finished)
+		abort();
+	answer_head(ts, &ts->heads[i], err);
 }

@@ -2,15 +2,17 @@
  * test_store: an in-memory store (s3/store.h) for the unit tests.
  *
  * Two ways to answer:
- *   - recording (serve == false): every GET and LIST is kept, in order, and
- *     answered only when a test says so (test_store_finish_get(), or by
- *     calling the recorded callbacks itself), so a test can look at the
- *     ranges the cache asks for and play the store's part step by step;
+ *   - recording (serve == false): every GET, LIST and HEAD is kept, in
+ *     order, and answered only when a test says so (test_store_finish_get(),
+ *     test_store_finish_head(), or by calling the recorded callbacks
+ *     itself), so a test can look at the ranges the cache asks for and play
+ *     the store's part step by step;
  *   - serving (serve == true): a thread of its own answers from the objects
  *     put in with test_store_put(), like the S3 engine: LIST pages in key
  *     order with continuation tokens, GETs copied into the buffers with a
- *     buffer_done per buffer, the listed ETag checked, and faults on
- *     request (every Nth GET fails).
+ *     buffer_done per buffer, the listed ETag checked, HEADs with an
+ *     object's size and ETag (ENOENT for a key it does not hold), and
+ *     faults on request (every Nth GET fails).
  * Destroying it cancels what is still open with ECANCELED, as the engine
  * does.
  */
@@ -50,6 +52,14 @@ struct test_list {
 	bool finished;
 };
 
+struct test_head {
+	char bucket[64];
+	char key[256];
+	s3_head_done_fn *done;
+	void *arg;
+	bool finished;
+};
+
 struct test_object {
 	char *key;
 	char *etag;
@@ -66,6 +76,8 @@ struct test_store {
 	unsigned ngets;
 	struct test_list lists[TEST_STORE_MAX_RECORDED];
 	unsigned nlists;
+	struct test_head heads[TEST_STORE_MAX_RECORDED];
+	unsigned nheads;
 	/* serving */
 	struct test_object *objects; /* sorted by key */
 	unsigned nobjects;
@@ -80,16 +92,21 @@ struct test_store {
 
 struct test_store *test_store_create(bool serve, unsigned max_parallel);
 void test_store_destroy(struct test_store *ts);
-/* Adds (or replaces) an object; data is copied.  Serving mode only, before
- * the first request or with nothing in flight. */
+/* Adds (or replaces) an object; data is copied.  Before the first request
+ * or with nothing in flight.  Serving mode serves it; recording mode
+ * answers HEADs from it (test_store_finish_head). */
 void test_store_put(struct test_store *ts, const char *key, const char *etag,
 		    const void *data, uint64_t size);
 /* Recording mode: answers GET i, filling its buffers with
  * test_store_byte() values and reporting each, then done (err NULL or an
  * error with that errno). */
 void test_store_finish_get(struct test_store *ts, unsigned i, int err);
-/* Recording mode: ends every open GET and LIST with ECANCELED and forgets
- * them all. */
+/* Recording mode: answers HEAD i from the objects put in (their size and
+ * ETag, or ENOENT for an unknown key) when err is 0, else with an error
+ * with that errno. */
+void test_store_finish_head(struct test_store *ts, unsigned i, int err);
+/* Recording mode: ends every open GET, LIST and HEAD with ECANCELED and
+ * forgets them all. */
 void test_store_cancel_all(struct test_store *ts);
 /* The byte at offset of an object (a pattern that differs per key). */
 unsigned char test_store_byte(const char *key, uint64_t offset);

@@ -1,14 +1,17 @@
 /*
  * test_stream: stream offset -> segment mapping, listing pages, and the
- * reader's block arithmetic, on objects larger than 4 GiB.
+ * reader's block arithmetic, on objects larger than 4 GiB; plan streams
+ * (object ranges, literal bytes, marks), framers, the want hook, waiting
+ * for segments, and readers of a range.
  *
  * take_page(), frontier_to_position() and prefetch() are reached through
  * the UNITTEST convention (cache/internal.h).  The cache sits on the
  * recording test store (tests/unit/test_store.h): every stream here is
- * built with cache_stream_append() or take_page(), each GET or LIST the
- * cache makes is recorded, so a test can check their ranges and then play
- * the store's part with the recorded callbacks, and a test that expects
- * no request checks that none was made.
+ * built with cache_stream_append(), take_page() or the plan calls, each
+ * GET or LIST the cache makes is recorded, so a test can check their
+ * ranges and then play the store's part with the recorded callbacks, and
+ * a test that expects no request checks that none was made.  Tests that
+ * wait on another thread give up after seconds, not hang.
  */
 #include "config.h"
 
@@ -94,7 +97,7 @@ static struct cache_block *lookup_block(struct cache *c, struct cache_stream *s,
 	struct cache_block *b;
 
 	pthread_mutex_lock(&c->lock);
-	b = cache_block_lookup(c, s->segs[seg_idx], index);
+	b = cache_block_lookup(c, s->segs[seg_idx]->obj, index);
 	pthread_mutex_unlock(&c->lock);
 	return b;
 }
@@ -199,14 +202,19 @@ static void test_append_segments(void **state)
 	assert_int_equal(s->count, MIXED_COUNT);
 	assert_int_equal(s->listed_bytes, MIXED_TOTAL);
 	for (size_t i = 0; i < MIXED_COUNT; i++) {
-		assert_string_equal(s->segs[i]->key, mixed_segs[i].key);
+		assert_string_equal(s->segs[i]->obj->key, mixed_segs[i].key);
+		assert_string_equal(s->segs[i]->obj->bucket, "b");
+		assert_int_equal(s->segs[i]->obj->size, mixed_segs[i].size);
+		assert_int_equal(s->segs[i]->obj_offset, 0);
+		assert_int_equal(s->segs[i]->obj_seq, i);
+		assert_null(s->segs[i]->bytes);
 		assert_int_equal(s->segs[i]->size, mixed_segs[i].size);
 		assert_int_equal(s->segs[i]->start, mixed_segs[i].start);
 	}
 	/* etags are copied, NULL stays NULL */
-	assert_null(s->segs[0]->etag); /* p/a, listed 0th */
-	assert_string_equal(s->segs[1]->etag, "\"etag-1\"");
-	assert_string_equal(s->segs[2]->etag, "\"etag-3\"");
+	assert_null(s->segs[0]->obj->etag); /* p/a, listed 0th */
+	assert_string_equal(s->segs[1]->obj->etag, "\"etag-1\"");
+	assert_string_equal(s->segs[2]->obj->etag, "\"etag-3\"");
 	/* an empty object adds nothing */
 	append(s, "p/empty", "\"x\"", 0);
 	assert_int_equal(s->count, MIXED_COUNT);
@@ -406,10 +414,11 @@ static void test_take_page(void **state)
 	assert_null(page.next_token); /* the stream took it */
 	assert_false(s->complete);
 	/* the stream owns copies */
-	assert_string_equal(s->segs[0]->key, "p/a");
-	assert_ptr_not_equal(s->segs[0]->key, page.objects[0].key);
-	assert_string_equal(s->segs[0]->etag, "\"e1\"");
-	assert_null(s->segs[1]->etag);
+	assert_string_equal(s->segs[0]->obj->key, "p/a");
+	assert_ptr_not_equal(s->segs[0]->obj->key, page.objects[0].key);
+	assert_string_equal(s->segs[0]->obj->etag, "\"e1\"");
+	assert_ptr_not_equal(s->segs[0]->obj->etag, page.objects[0].etag);
+	assert_null(s->segs[1]->obj->etag);
 	s3_list_page_clear(&page);
 	size = 123;
 	assert_false(cache_stream_size(s, &size));
@@ -552,11 +561,11 @@ static void test_stream_want(void **state)
 static void test_block_len(void **state)
 {
 	struct cache *c = new_cache(64 * MIB, 8 * MIB);
-	struct cache_segment a = {.size = 5 * GIB};
-	struct cache_segment f = {.size = 8 * MIB + 1};
-	struct cache_segment g = {.size = 3};
-	struct cache_segment i = {.size = 4 * GIB - 1};
-	struct cache_segment j = {.size = 8 * GIB + 5};
+	struct cache_object a = {.size = 5 * GIB};
+	struct cache_object f = {.size = 8 * MIB + 1};
+	struct cache_object g = {.size = 3};
+	struct cache_object i = {.size = 4 * GIB - 1};
+	struct cache_object j = {.size = 8 * GIB + 5};
 
 	assert_int_equal(cache_block_len(c, &a, 0), 8 * MIB);
 	assert_int_equal(cache_block_len(c, &a, 511),
@@ -816,13 +825,14 @@ static void put_block(struct cache_stream *s, size_t seg_idx, uint64_t index)
 	struct test_get *g;
 
 	pthread_mutex_lock(&c->lock);
-	b = cache_block_create(c, seg, index, cache_block_len(c, seg, index),
-			       true);
+	b = cache_block_create(c, seg->obj, index,
+			       cache_block_len(c, seg->obj, index),
+			       CACHE_ADMIT_DEMAND);
 	pthread_mutex_unlock(&c->lock);
 	assert_non_null(b);
 	/* fetched as a reader does; the test answers for the store */
 	pthread_mutex_lock(&c->lock);
-	cache_block_fetch(&b, 1, s, false);
+	cache_block_fetch(&b, 1, false);
 	pthread_mutex_unlock(&c->lock);
 	assert_int_equal(store->ngets, 1);
 	g = &store->gets[0];
@@ -1051,6 +1061,1021 @@ static void test_wait_opens_window(void **state)
 	cache_destroy(c);
 }
 
+/* ---- plan streams: segments that are object ranges or literal bytes ---- */
+
+/* An interned object of bucket "b" (check_get's), with a reference. */
+static struct cache_object *object(struct cache *c, const char *key,
+				   uint64_t size)
+{
+	struct cache_object *o;
+
+	pthread_mutex_lock(&c->lock);
+	o = cache_object_get(c, "b", key, "\"e\"", size);
+	pthread_mutex_unlock(&c->lock);
+	assert_non_null(o);
+	return o;
+}
+
+static void put_object(struct cache *c, struct cache_object *o)
+{
+	pthread_mutex_lock(&c->lock);
+	cache_object_put(c, o);
+	pthread_mutex_unlock(&c->lock);
+}
+
+static int add_range(struct cache_stream *s, struct cache_object *o,
+		     uint64_t offset, uint64_t len)
+{
+	int rc;
+
+	pthread_mutex_lock(&s->cache->lock);
+	rc = cache_stream_add_object(s, o, offset, len);
+	pthread_mutex_unlock(&s->cache->lock);
+	return rc;
+}
+
+static int add_lit(struct cache_stream *s, const void *bytes, size_t len)
+{
+	int rc;
+
+	pthread_mutex_lock(&s->cache->lock);
+	rc = cache_stream_add_bytes(s, bytes, len);
+	pthread_mutex_unlock(&s->cache->lock);
+	return rc;
+}
+
+static void end_stream(struct cache_stream *s, int err)
+{
+	pthread_mutex_lock(&s->cache->lock);
+	cache_stream_end(s, err);
+	pthread_mutex_unlock(&s->cache->lock);
+}
+
+static void check_seg(const struct cache_stream *s, size_t i,
+		      const struct cache_object *o, uint64_t obj_offset,
+		      uint64_t size, uint64_t start, size_t obj_seq)
+{
+	assert_true(i < s->count);
+	assert_ptr_equal(s->segs[i]->obj, o);
+	assert_int_equal(s->segs[i]->size, size);
+	assert_int_equal(s->segs[i]->start, start);
+	assert_int_equal(s->segs[i]->obj_seq, obj_seq);
+	if (o) {
+		assert_int_equal(s->segs[i]->obj_offset, obj_offset);
+		assert_null(s->segs[i]->bytes);
+	} else if (size) {
+		assert_non_null(s->segs[i]->bytes);
+	}
+}
+
+static void test_plan_segments(void **state)
+{
+	struct cache *c = new_cache(64 * MIB, MIB);
+	struct cache_object *a = object(c, "p/a", 10 * MIB);
+	struct cache_object *big = object(c, "p/big", (uint64_t)INT64_MAX - 3);
+	struct cache_stream *s = cache_stream_create_plan(c, NULL, NULL);
+	char hdr[4] = "HDR";
+	uint64_t size = 1;
+
+	assert_non_null(s);
+	assert_null(s->bucket);
+	assert_int_equal(add_lit(s, hdr, 3), 0);
+	hdr[0] = 'X'; /* the stream keeps a copy */
+	assert_int_equal(add_range(s, a, 0, 2 * MIB + MIB / 2), 0);
+	assert_int_equal(add_range(s, a, 2 * MIB + MIB / 2, 3 * MIB), 0);
+	/* empty additions are skipped */
+	assert_int_equal(add_lit(s, "", 0), 0);
+	assert_int_equal(add_range(s, a, 5, 0), 0);
+	assert_int_equal(add_lit(s, "tail", 4), 0);
+	assert_int_equal(add_range(s, a, 7 * MIB + MIB / 4, 3 * MIB - MIB / 4),
+			 0);
+	/* ranges past the object are refused */
+	assert_int_equal(add_range(s, a, 0, 10 * MIB + 1), EINVAL);
+	assert_int_equal(add_range(s, a, 10 * MIB, 1), EINVAL);
+	assert_int_equal(add_range(s, a, 10 * MIB + 1, 1), EINVAL);
+	assert_int_equal(add_range(s, a, UINT64_MAX, 2), EINVAL);
+	assert_int_equal(add_range(s, a, 1, UINT64_MAX), EINVAL);
+
+	pthread_mutex_lock(&c->lock);
+	assert_int_equal(cache_stream_count(s), 5);
+	pthread_mutex_unlock(&c->lock);
+	check_seg(s, 0, NULL, 0, 3, 0, 0);
+	assert_memory_equal(s->segs[0]->bytes, "HDR", 3);
+	check_seg(s, 1, a, 0, 2 * MIB + MIB / 2, 3, 0);
+	check_seg(s, 2, a, 2 * MIB + MIB / 2, 3 * MIB, 3 + 2 * MIB + MIB / 2,
+		  1);
+	check_seg(s, 3, NULL, 0, 4, 3 + 5 * MIB + MIB / 2, 2);
+	assert_memory_equal(s->segs[3]->bytes, "tail", 4);
+	check_seg(s, 4, a, 7 * MIB + MIB / 4, 3 * MIB - MIB / 4,
+		  7 + 5 * MIB + MIB / 2, 2);
+	assert_int_equal(s->nobject_segs, 3);
+	assert_int_equal(s->listed_bytes, 7 + 8 * MIB + MIB / 4);
+	assert_int_equal(a->refs, 4); /* ours and three segments' */
+	assert_int_equal(find(s, 2), 0);
+	assert_int_equal(find(s, 3), 1);
+	assert_int_equal(find(s, 3 + 5 * MIB + MIB / 2 + 3), 3);
+	assert_int_equal(find(s, 7 + 5 * MIB + MIB / 2), 4);
+	/* not ended: the size is not known */
+	assert_false(cache_stream_size(s, &size));
+	assert_int_equal(size, 0);
+	/* the stream's offsets cannot wrap */
+	assert_int_equal(add_range(s, big, 0, (uint64_t)INT64_MAX - 3),
+			 EOVERFLOW);
+	assert_int_equal(
+	    add_range(s, big, 0, (uint64_t)INT64_MAX - 3 - s->listed_bytes), 0);
+	assert_int_equal(add_lit(s, "abcd", 4), EOVERFLOW);
+	assert_int_equal(add_lit(s, "abc", 3), 0);
+	assert_int_equal(s->listed_bytes, (uint64_t)INT64_MAX);
+	assert_int_equal(add_lit(s, "a", 1), EOVERFLOW);
+	assert_int_equal(add_range(s, a, 0, 1), EOVERFLOW);
+	assert_int_equal(add_lit(s, "abc", (size_t)-1), EOVERFLOW);
+	assert_int_equal(s->count, 7);
+	assert_int_equal(s->nobject_segs, 4);
+	end_stream(s, 0);
+	assert_true(cache_stream_size(s, &size));
+	assert_int_equal(size, (uint64_t)INT64_MAX);
+	/* the segments' references go with the stream */
+	cache_stream_destroy(s);
+	assert_int_equal(a->refs, 1);
+	assert_int_equal(big->refs, 1);
+	put_object(c, a);
+	put_object(c, big);
+	assert_int_equal(c->nobjects, 0);
+	check_no_requests();
+	cache_destroy(c);
+}
+
+/*
+ * Prefetching a plan: runs of blocks of the object a segment is a range
+ * of, at the object's own offsets (a range that starts mid-object asks
+ * from the block holding its first byte), never a block past a range's
+ * end, a block two ranges share asked for once, literal bytes nothing.
+ */
+static void test_plan_prefetch_ranges(void **state)
+{
+	struct cache *c = new_conf_cache(256 * MIB, MIB, 32 * MIB, 0);
+	struct cache_object *a = object(c, "p/a", 10 * MIB);
+	struct cache_object *b = object(c, "p/b", 100);
+	struct cache_stream *s = cache_stream_create_plan(c, NULL, NULL);
+	const uint64_t split = 2 * MIB + MIB / 2 + 17;
+	const uint64_t mid = 7 * MIB + MIB / 4;
+	uint64_t seg4;
+	struct cache_reader *r;
+
+	assert_non_null(s);
+	assert_int_equal(add_lit(s, "HDR", 3), 0);
+	assert_int_equal(add_range(s, a, 0, split), 0);
+	assert_int_equal(add_range(s, a, split, 5 * MIB - split), 0);
+	assert_int_equal(add_lit(s, "12345", 5), 0);
+	assert_int_equal(add_range(s, a, mid, 9 * MIB - mid), 0);
+	assert_int_equal(add_range(s, b, 0, 100), 0);
+	end_stream(s, 0);
+	seg4 = s->segs[4]->start;
+	assert_int_equal(seg4, 3 + 5 * MIB + 5);
+
+	r = reader_with_window(s, 32 * MIB);
+	prefetch_at(r, 0, r->window);
+	assert_int_equal(store->ngets, 4);
+	/* [0, split): blocks 0-2, the run ends with the range */
+	check_get(0, "p/a", 0, 3 * MIB, 3);
+	/* [split, 5 MiB): block 2 is coming already */
+	check_get(1, "p/a", 3 * MIB, 2 * MIB, 2);
+	/* [7.25 MiB, 9 MiB): blocks 7 and 8, not 9 */
+	check_get(2, "p/a", 7 * MIB, 2 * MIB, 2);
+	assert_int_equal(store->gets[2].flags & S3_GET_WHOLE, 0);
+	check_get(3, "p/b", 0, 100, 1);
+	assert_true(store->gets[3].flags & S3_GET_WHOLE);
+	assert_int_equal(r->pf_seg, s->count);
+	assert_int_equal(r->pf_offset, s->listed_bytes);
+	/* every block once: a lookup finds each */
+	for (uint64_t i = 0; i < 10; i++)
+		assert_int_equal(lookup_block(c, s, 1, i) != NULL,
+				 i < 5 || i == 7 || i == 8);
+	cancel_gets();
+	cache_reader_destroy(r);
+
+	/* the frontier at a position inside the range that starts mid-object:
+	 * the block holding that object byte, starting where that block's
+	 * bytes start in the stream (or the range's start, for its first) */
+	r = cache_reader_create(s);
+	assert_non_null(r);
+	check_frontier(r, seg4, 4, 7, seg4);
+	check_frontier(r, seg4 + MIB * 3 / 4 - 1, 4, 7, seg4);
+	check_frontier(r, seg4 + MIB * 3 / 4, 4, 8, seg4 + MIB * 3 / 4);
+	check_frontier(r, seg4 + MIB, 4, 8, seg4 + MIB * 3 / 4);
+	/* the second half of the split: block 2 starts before the range */
+	check_frontier(r, 3 + split, 2, 2, 3 + split);
+	check_frontier(r, 3 + 3 * MIB, 2, 3, 3 + 3 * MIB);
+	/* literal bytes: no block */
+	check_frontier(r, 1, 0, 0, 0);
+	check_frontier(r, 3 + 5 * MIB + 2, 3, 0, 3 + 5 * MIB);
+	cache_reader_destroy(r);
+	cache_stream_destroy(s);
+	put_object(c, a);
+	put_object(c, b);
+	check_no_requests();
+	cache_destroy(c);
+}
+
+/* max_ahead_objects counts object ranges; literal bytes between them (a
+ * record header per object) do not use it up. */
+static void test_ahead_objects_skip_literals(void **state)
+{
+	struct cache *c = new_conf_cache(256 * MIB, MIB, 32 * MIB, 3);
+	struct cache_stream *s = cache_stream_create_plan(c, NULL, NULL);
+	struct cache_object *o[10];
+	struct cache_reader *r;
+	char key[16];
+
+	assert_non_null(s);
+	for (int i = 0; i < 10; i++) {
+		snprintf(key, sizeof(key), "p/%d", i);
+		o[i] = object(c, key, 100 * KIB);
+		assert_int_equal(add_lit(s, "HDR", 3), 0);
+		assert_int_equal(add_range(s, o[i], 0, 100 * KIB), 0);
+	}
+	end_stream(s, 0);
+	for (int i = 0; i < 20; i++)
+		assert_int_equal(s->segs[i]->obj_seq, (size_t)i / 2);
+	r = reader_with_window(s, 32 * MIB);
+	prefetch_at(r, 0, r->window);
+	assert_int_equal(store->ngets, 3);
+	check_get(0, "p/0", 0, 100 * KIB, 1);
+	check_get(1, "p/1", 0, 100 * KIB, 1);
+	check_get(2, "p/2", 0, 100 * KIB, 1);
+	/* in the header before object 1: objects 1 to 3 */
+	prefetch_at(r, 100 * KIB + 4, r->window);
+	assert_int_equal(store->ngets, 4);
+	check_get(3, "p/3", 0, 100 * KIB, 1);
+	/* in object 6: objects 6 to 8 */
+	prefetch_at(r, 6 * (100 * KIB + 3) + 50, r->window);
+	assert_int_equal(store->ngets, 7);
+	check_get(4, "p/6", 0, 100 * KIB, 1);
+	check_get(6, "p/8", 0, 100 * KIB, 1);
+	cancel_gets();
+	cache_reader_destroy(r);
+	cache_stream_destroy(s);
+	for (int i = 0; i < 10; i++)
+		put_object(c, o[i]);
+	cache_destroy(c);
+}
+
+/*
+ * A reader of [offset, end) only: it starts at offset, its window is the
+ * one asked for (capped by the cache's), its prefetch never asks for a
+ * block past the one holding end - 1, and a read at end returns nothing
+ * without asking the store.
+ */
+static void test_reader_at_bounds(void **state)
+{
+	struct cache *c = new_conf_cache(256 * MIB, MIB, 32 * MIB, 0);
+	struct cache_object *a = object(c, "p/a", 20 * MIB);
+	struct cache_object *b = object(c, "p/b", 20 * MIB);
+	struct cache_stream *s = cache_stream_create_plan(c, NULL, NULL);
+	struct cache_view *v = calloc(1, sizeof(*v));
+	struct cache_reader *r;
+
+	assert_non_null(s);
+	assert_non_null(v);
+	assert_int_equal(add_range(s, a, 0, 20 * MIB), 0);
+	assert_int_equal(add_lit(s, "HDR", 3), 0);
+	assert_int_equal(add_range(s, b, 0, 20 * MIB), 0);
+
+	/* bytes 3 MiB + 100 to 6 MiB + 7 of a: blocks 3 to 6 */
+	r = cache_reader_create_at(s, 3 * MIB + 100, 6 * MIB + 7, 0);
+	assert_non_null(r);
+	assert_int_equal(cache_reader_position(r), 3 * MIB + 100);
+	assert_int_equal(r->window, 32 * MIB);
+	assert_int_equal(r->max_window, 32 * MIB);
+	assert_int_equal(r->pf_block, 3);
+	pthread_mutex_lock(&c->lock);
+	prefetch(r, r->window, false, false);
+	pthread_mutex_unlock(&c->lock);
+	assert_int_equal(store->ngets, 1);
+	check_get(0, "p/a", 3 * MIB, 4 * MIB, 4);
+	/* at its end: no bytes, no request, wherever the stream goes on */
+	assert_int_equal(cache_reader_read(r, 6 * MIB + 7, 4096, v), 0);
+	assert_int_equal(v->bytes, 0);
+	assert_int_equal(store->ngets, 1);
+	assert_int_equal(cache_reader_read(r, 6 * MIB + 7 + 4096, 4096, v), 0);
+	assert_int_equal(v->bytes, 0);
+	cache_view_release(c, v);
+	assert_int_equal(store->ngets, 1);
+	cache_reader_destroy(r);
+	cancel_gets();
+
+	/* a smaller window: two blocks; a larger one: the cache's */
+	r = cache_reader_create_at(s, 10 * MIB, 20 * MIB, 2 * MIB);
+	assert_non_null(r);
+	assert_int_equal(r->window, 2 * MIB);
+	assert_int_equal(r->max_window, 2 * MIB);
+	prefetch_at(r, 10 * MIB, r->window);
+	assert_int_equal(store->ngets, 1);
+	check_get(0, "p/a", 10 * MIB, 2 * MIB, 2);
+	/* near the end of the range: up to the end of a, not into b */
+	prefetch_at(r, 19 * MIB, 64 * MIB);
+	assert_int_equal(store->ngets, 2);
+	check_get(1, "p/a", 19 * MIB, MIB, 1);
+	cache_reader_destroy(r);
+	cancel_gets();
+	r = cache_reader_create_at(s, 0, 20 * MIB, 64 * MIB);
+	assert_non_null(r);
+	assert_int_equal(r->max_window, 32 * MIB);
+	cache_reader_destroy(r);
+
+	/* across the header into b: up to b's block holding end - 1 */
+	r = cache_reader_create_at(s, 20 * MIB - 10, 20 * MIB + 3 + MIB + 1, 0);
+	assert_non_null(r);
+	prefetch_at(r, 20 * MIB - 10, r->window);
+	assert_int_equal(store->ngets, 2);
+	check_get(0, "p/a", 19 * MIB, MIB, 1);
+	check_get(1, "p/b", 0, 2 * MIB, 2);
+	cache_reader_destroy(r);
+	cancel_gets();
+	free(v);
+	cache_stream_destroy(s);
+	put_object(c, a);
+	put_object(c, b);
+	cache_destroy(c);
+}
+
+/* Marks: empty literal segments that cache_stream_segment() shows and
+ * that take no bytes (and no object place). */
+static void test_plan_marks(void **state)
+{
+	struct cache *c = new_cache(64 * MIB, MIB);
+	struct cache_object *a = object(c, "p/a", 100);
+	struct cache_stream *s = cache_stream_create_plan(c, NULL, NULL);
+	struct cache_segment_info info;
+
+	assert_non_null(s);
+	pthread_mutex_lock(&c->lock);
+	assert_int_equal(cache_stream_add_mark(s), 0);
+	assert_int_equal(cache_stream_add_object(s, a, 0, 100), 0);
+	assert_int_equal(cache_stream_add_mark(s), 0);
+	assert_int_equal(cache_stream_add_mark(s), 0);
+	assert_int_equal(cache_stream_add_bytes(s, "xy", 2), 0);
+	assert_int_equal(cache_stream_add_mark(s), 0);
+	assert_int_equal(cache_stream_count(s), 6);
+	cache_stream_end(s, 0);
+	pthread_mutex_unlock(&c->lock);
+	assert_int_equal(s->listed_bytes, 102);
+	assert_int_equal(s->nobject_segs, 1);
+	check_seg(s, 2, NULL, 0, 0, 100, 1);
+	check_seg(s, 4, NULL, 0, 2, 100, 1);
+	assert_int_equal(cache_stream_segment(s, 0, &info), 0);
+	assert_int_equal(info.start, 0);
+	assert_int_equal(info.size, 0);
+	assert_true(info.literal);
+	assert_int_equal(cache_stream_segment(s, 3, &info), 0);
+	assert_int_equal(info.start, 100);
+	assert_int_equal(info.size, 0);
+	assert_int_equal(cache_stream_segment(s, 5, &info), 0);
+	assert_int_equal(info.start, 102);
+	assert_int_equal(cache_stream_segment(s, 6, &info), ENODATA);
+	/* an offset is in the segment with bytes there */
+	assert_int_equal(find(s, 0), 1);
+	assert_int_equal(find(s, 99), 1);
+	assert_int_equal(find(s, 100), 4);
+	assert_int_equal(find(s, 101), 4);
+	assert_int_equal(find(s, 102), 6);
+	cache_stream_destroy(s);
+	put_object(c, a);
+	check_no_requests();
+	cache_destroy(c);
+}
+
+/* ---- waiting for segments ---- */
+
+struct want_log {
+	unsigned calls;
+	size_t count_at_call; /* segments when last called */
+	/* what the hook does when called: add a literal segment of
+	 * add_len bytes, then end the stream after add_max calls */
+	size_t add_len;
+	unsigned add_max;
+	bool end;
+};
+
+static void want_hook(void *arg, struct cache_stream *s)
+{
+	struct want_log *w = arg;
+	static const char bytes[64] = "0123456789abcdef0123456789abcdef"
+				      "0123456789abcdef0123456789abcde";
+
+	w->calls++;
+	w->count_at_call = cache_stream_count(s);
+	if (w->add_len && w->calls <= w->add_max)
+		assert_int_equal(cache_stream_add_bytes(s, bytes, w->add_len),
+				 0);
+	else if (w->end)
+		cache_stream_end(s, 0);
+}
+
+struct segment_job {
+	struct cache_stream *s;
+	size_t idx;
+	struct cache_segment_info info;
+	int rc;
+	bool done;
+};
+
+static void *segment_job_run(void *arg)
+{
+	struct segment_job *j = arg;
+	int rc = cache_stream_segment(j->s, j->idx, &j->info);
+
+	pthread_mutex_lock(&j->s->cache->lock);
+	j->rc = rc;
+	j->done = true;
+	pthread_mutex_unlock(&j->s->cache->lock);
+	return NULL;
+}
+
+static bool job_done(struct segment_job *j)
+{
+	bool done;
+
+	pthread_mutex_lock(&j->s->cache->lock);
+	done = j->done;
+	pthread_mutex_unlock(&j->s->cache->lock);
+	return done;
+}
+
+/* Waits up to ms for the job; false if it is still waiting. */
+static bool job_wait(struct segment_job *j, int ms)
+{
+	for (int i = 0; i < ms; i++) {
+		if (job_done(j))
+			return true;
+		usleep(1000);
+	}
+	return job_done(j);
+}
+
+static unsigned want_calls(struct cache *c, const struct want_log *w)
+{
+	unsigned n;
+
+	pthread_mutex_lock(&c->lock);
+	n = w->calls;
+	pthread_mutex_unlock(&c->lock);
+	return n;
+}
+
+/*
+ * cache_stream_segment(): a segment that is there at once; one that is
+ * not yet waits, asking the owner (want hook), until it is added; after
+ * the end, ENODATA, or the error the stream ended with.
+ */
+static void test_segment_wait(void **state)
+{
+	struct cache *c = new_cache(64 * MIB, MIB);
+	struct want_log w = {0};
+	struct cache_stream *s = cache_stream_create_plan(c, want_hook, &w);
+	struct cache_object *a = object(c, "p/a", 5000);
+	struct segment_job j = {.s = s, .idx = 1};
+	pthread_t t;
+
+	assert_non_null(s);
+	assert_int_equal(add_range(s, a, 1000, 3000), 0);
+	assert_int_equal(cache_stream_segment(s, 0, &j.info), 0);
+	assert_int_equal(j.info.start, 0);
+	assert_int_equal(j.info.size, 3000);
+	assert_false(j.info.literal);
+	assert_string_equal(j.info.bucket, "b");
+	assert_string_equal(j.info.key, "p/a");
+	/* segment 1 waits; the owner is asked, adds it from this thread */
+	assert_int_equal(pthread_create(&t, NULL, segment_job_run, &j), 0);
+	for (int i = 0; i < 5000 && want_calls(c, &w) == 0; i++)
+		usleep(1000);
+	assert_true(want_calls(c, &w) >= 1);
+	assert_false(job_done(&j));
+	assert_int_equal(w.count_at_call, 1);
+	assert_int_equal(add_lit(s, "xyz", 3), 0);
+	assert_int_equal(pthread_join(t, NULL), 0);
+	assert_int_equal(j.rc, 0);
+	assert_int_equal(j.info.start, 3000);
+	assert_int_equal(j.info.size, 3);
+	assert_true(j.info.literal);
+	assert_null(j.info.bucket);
+	assert_null(j.info.key);
+	/* a waiter past the end is woken by the end: ENODATA */
+	j.idx = 2;
+	j.done = false;
+	assert_int_equal(pthread_create(&t, NULL, segment_job_run, &j), 0);
+	for (int i = 0; i < 5000 && want_calls(c, &w) < 2; i++)
+		usleep(1000);
+	end_stream(s, 0);
+	assert_int_equal(pthread_join(t, NULL), 0);
+	assert_int_equal(j.rc, ENODATA);
+	assert_int_equal(cache_stream_segment(s, 2, &j.info), ENODATA);
+	assert_int_equal(cache_stream_segment(s, 1000, &j.info), ENODATA);
+	assert_int_equal(cache_stream_segment(s, 0, &j.info), 0);
+	cache_stream_destroy(s);
+
+	/* a stream ended with an error: what is there is there, then the
+	 * error, for a waiter too */
+	memset(&w, 0, sizeof(w));
+	s = cache_stream_create_plan(c, want_hook, &w);
+	assert_non_null(s);
+	assert_int_equal(add_lit(s, "abc", 3), 0);
+	j = (struct segment_job){.s = s, .idx = 1};
+	assert_int_equal(pthread_create(&t, NULL, segment_job_run, &j), 0);
+	for (int i = 0; i < 5000 && want_calls(c, &w) == 0; i++)
+		usleep(1000);
+	end_stream(s, EIO);
+	assert_int_equal(pthread_join(t, NULL), 0);
+	assert_int_equal(j.rc, EIO);
+	assert_int_equal(cache_stream_segment(s, 0, &j.info), 0);
+	assert_int_equal(cache_stream_segment(s, 1, &j.info), EIO);
+	assert_int_equal(cache_stream_segment(s, 7, &j.info), EIO);
+	cache_stream_destroy(s);
+	put_object(c, a);
+	check_no_requests();
+	cache_destroy(c);
+}
+
+/* A listing stream's segment past the listing asks for the next page; a
+ * failed page is EIO. */
+static void test_segment_wait_listing(void **state)
+{
+	struct cache *c = new_cache(64 * MIB, MIB);
+	struct cache_stream *s = cache_stream_create(c, "b", "p/");
+	struct segment_job j = {.s = s, .idx = 1};
+	struct s3_list_page page;
+	struct s3_error e;
+	pthread_t t;
+
+	assert_non_null(s);
+	append(s, "p/a", NULL, 10);
+	s->next_token = strdup("t1");
+	assert_non_null(s->next_token);
+	assert_int_equal(pthread_create(&t, NULL, segment_job_run, &j), 0);
+	for (int i = 0; i < 5000; i++) {
+		unsigned n;
+
+		pthread_mutex_lock(&c->lock);
+		n = store->nlists;
+		pthread_mutex_unlock(&c->lock);
+		if (n)
+			break;
+		usleep(1000);
+	}
+	assert_int_equal(store->nlists, 1);
+	assert_string_equal(store->lists[0].token, "t1");
+	assert_false(job_done(&j));
+	page_init(&page, 1, false, NULL);
+	page_add(&page, "p/b", "\"e\"", 20);
+	store->lists[0].finished = true;
+	store->lists[0].done(store->lists[0].arg, &page, NULL);
+	s3_list_page_clear(&page);
+	assert_int_equal(pthread_join(t, NULL), 0);
+	assert_int_equal(j.rc, 0);
+	assert_int_equal(j.info.start, 10);
+	assert_int_equal(j.info.size, 20);
+	assert_string_equal(j.info.key, "p/b");
+	store->nlists = 0;
+	cache_stream_destroy(s);
+
+	/* a page that fails */
+	s = cache_stream_create(c, "b", "p/");
+	assert_non_null(s);
+	append(s, "p/a", NULL, 10);
+	s->next_token = strdup("t1");
+	assert_non_null(s->next_token);
+	j = (struct segment_job){.s = s, .idx = 1};
+	assert_int_equal(pthread_create(&t, NULL, segment_job_run, &j), 0);
+	for (int i = 0; i < 5000; i++) {
+		unsigned n;
+
+		pthread_mutex_lock(&c->lock);
+		n = store->nlists;
+		pthread_mutex_unlock(&c->lock);
+		if (n)
+			break;
+		usleep(1000);
+	}
+	assert_int_equal(store->nlists, 1);
+	memset(&e, 0, sizeof(e));
+	e.err = EIO;
+	e.http_status = 500;
+	store->lists[0].finished = true;
+	store->lists[0].done(store->lists[0].arg, NULL, &e);
+	assert_int_equal(pthread_join(t, NULL), 0);
+	assert_int_equal(j.rc, EIO);
+	store->nlists = 0;
+	cache_stream_destroy(s);
+	cache_destroy(c);
+}
+
+/*
+ * The want hook may add segments itself (it runs with the lock held, and
+ * adding is a lock-held call): a reader waiting for the first segment of
+ * an empty plan stream must then get it, not sleep on a wake-up that came
+ * before it slept.
+ */
+/* Runs cache_stream_segment(j->idx) on a thread of its own for up to 3 s;
+ * one still waiting then is woken (so that the test can end) and false
+ * returned. */
+static bool segment_within(struct segment_job *j)
+{
+	struct cache *c = j->s->cache;
+	pthread_t t;
+	bool done;
+
+	j->done = false;
+	assert_int_equal(pthread_create(&t, NULL, segment_job_run, j), 0);
+	done = job_wait(j, 3000);
+	if (!done) {
+		pthread_mutex_lock(&c->lock);
+		pthread_cond_broadcast(&j->s->grown);
+		pthread_mutex_unlock(&c->lock);
+	}
+	assert_int_equal(pthread_join(t, NULL), 0);
+	return done;
+}
+
+static void test_want_adds_at_once(void **state)
+{
+	struct cache *c = new_cache(64 * MIB, MIB);
+	struct want_log w = {.add_len = 5, .add_max = 1, .end = true};
+	struct cache_stream *s = cache_stream_create_plan(c, want_hook, &w);
+	struct segment_job j = {.s = s, .idx = 0};
+	const char *stuck = NULL;
+
+	assert_non_null(s);
+	if (!segment_within(&j))
+		stuck = "cache_stream_segment(0) still waited 3 s after the "
+			"want hook added segment 0";
+	if (!stuck) {
+		assert_int_equal(j.rc, 0);
+		assert_int_equal(j.info.size, 5);
+		assert_true(j.info.literal);
+		/* and the end, when the hook ends the stream at once */
+		j = (struct segment_job){.s = s, .idx = 1};
+		if (!segment_within(&j))
+			stuck = "cache_stream_segment(1) still waited 3 s "
+				"after the want hook ended the stream";
+		else
+			assert_int_equal(j.rc, ENODATA);
+	}
+	cache_stream_destroy(s);
+	check_no_requests();
+	cache_destroy(c);
+	if (stuck)
+		fail_msg("%s", stuck);
+}
+
+struct plan_read_job {
+	struct cache_reader *r;
+	uint64_t offset;
+	size_t size;
+	struct cache_view view;
+	int rc;
+	bool done;
+};
+
+static void *plan_read_run(void *arg)
+{
+	struct plan_read_job *j = arg;
+	struct cache *c = j->r->stream->cache;
+	int rc = cache_reader_read(j->r, j->offset, j->size, &j->view);
+
+	pthread_mutex_lock(&c->lock);
+	j->rc = rc;
+	j->done = true;
+	pthread_mutex_unlock(&c->lock);
+	return NULL;
+}
+
+/* The literal bytes of the stream built by want_hook at offset off. */
+static char hook_byte(uint64_t off, size_t len)
+{
+	static const char bytes[64] = "0123456789abcdef0123456789abcdef"
+				      "0123456789abcdef0123456789abcde";
+
+	return bytes[off % len];
+}
+
+/*
+ * The owner is asked for more only when a reader comes near the end of
+ * what it added (within half a listing page of segments), and what it
+ * adds from the hook is read on without a stall, up to the end it sets.
+ */
+static void test_want_near_end(void **state)
+{
+	struct cache *c = new_conf_cache(64 * MIB, 4 * KIB, 8 * KIB, 0);
+	struct want_log w = {.add_len = 50, .add_max = 100, .end = true};
+	struct cache_stream *s = cache_stream_create_plan(c, want_hook, &w);
+	struct cache_view *v = calloc(1, sizeof(*v));
+	struct cache_reader *r;
+	char bytes[50];
+	uint64_t pos = 0, size = 0;
+	unsigned first_call_at = 0;
+
+	assert_non_null(s);
+	assert_non_null(v);
+	for (int i = 0; i < 50; i++)
+		bytes[i] = hook_byte((uint64_t)i, 50);
+	/* 400 literal segments of 50 bytes: 20000 bytes */
+	for (int i = 0; i < 400; i++)
+		assert_int_equal(add_lit(s, bytes, 50), 0);
+	r = cache_reader_create(s);
+	assert_non_null(r);
+	for (;;) {
+		assert_int_equal(cache_reader_read(r, pos, 37, v), 0);
+		if (v->bytes == 0)
+			break;
+		for (int i = 0; i < v->count; i++) {
+			const char *p = v->iov[i].iov_base;
+
+			for (size_t k = 0; k < v->iov[i].iov_len; k++)
+				assert_int_equal(p[k], hook_byte(pos + k, 50));
+			pos += v->iov[i].iov_len;
+		}
+		cache_view_release(c, v);
+		if (w.calls && !first_call_at)
+			first_call_at = (unsigned)pos;
+		/* never asked while far from the end: the frontier is at most
+		 * a window (8 KiB, 165 segments) ahead, and asking starts 50
+		 * segments before the end (segment 350, byte 17500) */
+		if (pos < 17500 - 8 * KIB - 100)
+			assert_int_equal(w.calls, 0);
+	}
+	cache_view_release(c, v);
+	assert_true(first_call_at >= 17500 - 8 * KIB - 100);
+	assert_true(first_call_at < 17500);
+	/* 100 more segments added from the hook, one per call, then the
+	 * end */
+	assert_int_equal(pos, 500 * 50);
+	assert_int_equal(w.calls, 101);
+	assert_true(cache_stream_size(s, &size));
+	assert_int_equal(size, 500 * 50);
+	cache_reader_destroy(r);
+	cache_stream_destroy(s);
+	free(v);
+	check_no_requests();
+	cache_destroy(c);
+}
+
+/* A reader at the end of what a plan has so far waits; bytes added from
+ * another thread wake it, and so does the end. */
+static void test_plan_reader_woken(void **state)
+{
+	struct cache *c = new_conf_cache(64 * MIB, 4 * KIB, 8 * KIB, 0);
+	struct want_log w = {0};
+	struct cache_stream *s = cache_stream_create_plan(c, want_hook, &w);
+	struct plan_read_job j = {0};
+	pthread_t t;
+
+	assert_non_null(s);
+	assert_int_equal(add_lit(s, "abc", 3), 0);
+	j.r = cache_reader_create(s);
+	assert_non_null(j.r);
+	j.size = 100;
+	assert_int_equal(cache_reader_read(j.r, 0, 100, &j.view), 0);
+	assert_int_equal(j.view.bytes, 3);
+	cache_view_release(c, &j.view);
+	j.offset = 3;
+	assert_int_equal(pthread_create(&t, NULL, plan_read_run, &j), 0);
+	for (int i = 0; i < 5000 && want_calls(c, &w) < 2; i++)
+		usleep(1000);
+	usleep(20000);
+	pthread_mutex_lock(&c->lock);
+	assert_false(j.done);
+	pthread_mutex_unlock(&c->lock);
+	assert_int_equal(add_lit(s, "defg", 4), 0);
+	assert_int_equal(pthread_join(t, NULL), 0);
+	assert_int_equal(j.rc, 0);
+	assert_int_equal(j.view.bytes, 4);
+	assert_memory_equal(j.view.iov[0].iov_base, "defg", 4);
+	cache_view_release(c, &j.view);
+	/* the end wakes it: end of file */
+	j.offset = 7;
+	j.done = false;
+	assert_int_equal(pthread_create(&t, NULL, plan_read_run, &j), 0);
+	usleep(20000);
+	end_stream(s, 0);
+	assert_int_equal(pthread_join(t, NULL), 0);
+	assert_int_equal(j.rc, 0);
+	assert_int_equal(j.view.bytes, 0);
+	cache_reader_destroy(j.r);
+	cache_stream_destroy(s);
+	check_no_requests();
+	cache_destroy(c);
+}
+
+/* A first read of an empty plan stream whose want hook adds at once. */
+static void test_want_adds_first_read(void **state)
+{
+	struct cache *c = new_conf_cache(64 * MIB, 4 * KIB, 8 * KIB, 0);
+	struct want_log w = {.add_len = 10, .add_max = 1, .end = true};
+	struct cache_stream *s = cache_stream_create_plan(c, want_hook, &w);
+	struct plan_read_job j = {.size = 100};
+	pthread_t t;
+	bool done = false;
+
+	assert_non_null(s);
+	j.r = cache_reader_create(s);
+	assert_non_null(j.r);
+	assert_int_equal(pthread_create(&t, NULL, plan_read_run, &j), 0);
+	for (int i = 0; i < 3000 && !done; i++) {
+		usleep(1000);
+		pthread_mutex_lock(&c->lock);
+		done = j.done;
+		pthread_mutex_unlock(&c->lock);
+	}
+	if (!done) {
+		/* wake it so that the test can end */
+		pthread_mutex_lock(&c->lock);
+		pthread_cond_broadcast(&s->grown);
+		pthread_mutex_unlock(&c->lock);
+	}
+	assert_int_equal(pthread_join(t, NULL), 0);
+	if (done) {
+		assert_int_equal(j.rc, 0);
+		assert_int_equal(j.view.bytes, 10);
+	}
+	cache_view_release(c, &j.view);
+	cache_reader_destroy(j.r);
+	cache_stream_destroy(s);
+	cache_destroy(c);
+	if (!done)
+		fail_msg("the first read still waited 3 s after the want hook "
+			 "added the stream's first bytes");
+}
+
+/* ---- framers ---- */
+
+struct framer {
+	unsigned calls;
+	unsigned fail_at; /* 1-based call that fails; 0 = none */
+};
+
+/* A 3-byte header ("<" size mod 256 ">") before each object, the object,
+ * and the header's bytes reversed after it. */
+static int frame3(void *arg, struct cache_stream *s, struct cache_object *obj)
+{
+	struct framer *f = arg;
+	unsigned char hdr[3] = {'<', (unsigned char)cache_object_size(obj),
+				'>'};
+	int rc;
+
+	f->calls++;
+	rc = cache_stream_add_bytes(s, hdr, 3);
+	if (rc)
+		return rc;
+	if (f->fail_at && f->calls == f->fail_at)
+		return EPROTO; /* after adding a segment: all must go */
+	rc = cache_stream_add_object(s, obj, 0, cache_object_size(obj));
+	if (rc)
+		return rc;
+	return cache_stream_add_bytes(s, ">", 1);
+}
+
+static void test_framer_take_page(void **state)
+{
+	struct cache *c = new_cache(64 * MIB, MIB);
+	struct framer f = {0};
+	struct cache_stream *s = cache_stream_create(c, "b", "p/");
+	struct s3_list_page page;
+
+	assert_non_null(s);
+	cache_stream_set_framer(s, frame3, &f);
+	page_init(&page, 3, true, "t1");
+	page_add(&page, "p/a", "\"a\"", 300);
+	page_add(&page, "p/empty", "\"e\"", 0); /* no call, no segment */
+	page_add(&page, "p/b", "\"b\"", 5);
+	assert_int_equal(take(s, &page), 0);
+	s3_list_page_clear(&page);
+	assert_int_equal(f.calls, 2);
+	assert_int_equal(s->count, 6);
+	assert_int_equal(s->nobject_segs, 2);
+	check_seg(s, 0, NULL, 0, 3, 0, 0);
+	assert_memory_equal(s->segs[0]->bytes, "<\x2c>", 3);
+	assert_string_equal(s->segs[1]->obj->key, "p/a");
+	check_seg(s, 1, s->segs[1]->obj, 0, 300, 3, 0);
+	check_seg(s, 2, NULL, 0, 1, 303, 1);
+	check_seg(s, 3, NULL, 0, 3, 304, 1);
+	assert_memory_equal(s->segs[3]->bytes, "<\x05>", 3);
+	check_seg(s, 4, s->segs[4]->obj, 0, 5, 307, 1);
+	assert_int_equal(s->listed_bytes, 313);
+	assert_int_equal(c->nobjects, 2);
+	/* a page whose framing fails half-way is not taken at all: not the
+	 * objects before, not the header the failing call added */
+	f.fail_at = 4;
+	page_init(&page, 2, false, NULL);
+	page_add(&page, "p/c", "\"c\"", 7);
+	page_add(&page, "p/d", "\"d\"", 8);
+	assert_int_equal(take(s, &page), EPROTO);
+	s3_list_page_clear(&page);
+	assert_int_equal(s->count, 6);
+	assert_int_equal(s->nobject_segs, 2);
+	assert_int_equal(s->listed_bytes, 313);
+	assert_false(s->complete);
+	assert_string_equal(s->next_token, "t1");
+	assert_int_equal(c->nobjects, 2); /* p/c went with its segments */
+	cache_stream_destroy(s);
+	assert_int_equal(c->nobjects, 0);
+	check_no_requests();
+	cache_destroy(c);
+}
+
+/* ---- listing everything ---- */
+
+struct list_all_job {
+	struct cache_stream *s;
+	int rc;
+};
+
+static void *list_all_run(void *arg)
+{
+	struct list_all_job *j = arg;
+
+	j->rc = cache_stream_list_all(j->s);
+	return NULL;
+}
+
+static void wait_lists(struct cache *c, unsigned n)
+{
+	for (int i = 0; i < 5000; i++) {
+		unsigned seen;
+
+		pthread_mutex_lock(&c->lock);
+		seen = store->nlists;
+		pthread_mutex_unlock(&c->lock);
+		if (seen >= n)
+			return;
+		usleep(1000);
+	}
+	fail_msg("%u LIST requests, expected %u", store->nlists, n);
+}
+
+/* cache_stream_list_all() asks page after page until the listing is
+ * complete, or fails with EIO when a page does. */
+static void test_list_all(void **state)
+{
+	struct cache *c = new_cache(64 * MIB, MIB);
+	struct cache_stream *s = cache_stream_create(c, "b", "p/");
+	struct list_all_job j = {.s = s};
+	struct s3_list_page page;
+	struct s3_error e;
+	pthread_t t;
+	uint64_t size = 0;
+
+	assert_non_null(s);
+	append(s, "p/0", NULL, 1);
+	s->next_token = strdup("t1");
+	assert_non_null(s->next_token);
+	assert_int_equal(pthread_create(&t, NULL, list_all_run, &j), 0);
+	for (unsigned i = 0; i < 3; i++) {
+		char key[8], token[8];
+
+		wait_lists(c, i + 1);
+		assert_int_equal(store->nlists, i + 1);
+		snprintf(token, sizeof(token), "t%u", i + 1);
+		assert_string_equal(store->lists[i].token, token);
+		snprintf(token, sizeof(token), "t%u", i + 2);
+		page_init(&page, 1, i < 2, i < 2 ? token : NULL);
+		snprintf(key, sizeof(key), "p/%u", i + 1);
+		page_add(&page, key, NULL, 10);
+		store->lists[i].finished = true;
+		store->lists[i].done(store->lists[i].arg, &page, NULL);
+		s3_list_page_clear(&page);
+	}
+	assert_int_equal(pthread_join(t, NULL), 0);
+	assert_int_equal(j.rc, 0);
+	assert_int_equal(store->nlists, 3);
+	assert_true(cache_stream_size(s, &size));
+	assert_int_equal(size, 31);
+	assert_int_equal(s->count, 4);
+	/* complete: nothing more to ask */
+	assert_int_equal(cache_stream_list_all(s), 0);
+	assert_int_equal(store->nlists, 3);
+	store->nlists = 0;
+	cache_stream_destroy(s);
+
+	s = cache_stream_create(c, "b", "p/");
+	assert_non_null(s);
+	s->next_token = strdup("t1");
+	assert_non_null(s->next_token);
+	j = (struct list_all_job){.s = s};
+	assert_int_equal(pthread_create(&t, NULL, list_all_run, &j), 0);
+	wait_lists(c, 1);
+	memset(&e, 0, sizeof(e));
+	e.err = EACCES;
+	e.http_status = 403;
+	store->lists[0].finished = true;
+	store->lists[0].done(store->lists[0].arg, NULL, &e);
+	assert_int_equal(pthread_join(t, NULL), 0);
+	assert_int_equal(j.rc, EIO);
+	assert_false(cache_stream_size(s, &size));
+	store->nlists = 0;
+	cache_stream_destroy(s);
+	cache_destroy(c);
+}
+
 static int make_store(void **state)
 {
 	store = test_store_create(false, 64);
@@ -1063,26 +2088,52 @@ static int free_store(void **state)
 	return 0;
 }
 
+/* Before each test: nothing recorded.  A test that failed half-way may
+ * have left requests whose callbacks point into its freed cache; they
+ * are forgotten, not answered, so that the next test starts clean. */
+static int forget_requests(void **state)
+{
+	store->ngets = 0;
+	store->nlists = 0;
+	store->nheads = 0;
+	return 0;
+}
+
+#define TEST(f) cmocka_unit_test_setup(f, forget_requests)
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_append_segments),
-	    cmocka_unit_test(test_append_overflow),
-	    cmocka_unit_test(test_find_boundaries),
-	    cmocka_unit_test(test_find_empty),
-	    cmocka_unit_test(test_find_many),
-	    cmocka_unit_test(test_take_page),
-	    cmocka_unit_test(test_take_page_odd),
-	    cmocka_unit_test(test_stream_size),
-	    cmocka_unit_test(test_stream_wait),
-	    cmocka_unit_test(test_stream_want),
-	    cmocka_unit_test(test_block_len),
-	    cmocka_unit_test(test_frontier_to_position),
-	    cmocka_unit_test(test_read_at_end),
-	    cmocka_unit_test(test_read_across_objects),
-	    cmocka_unit_test(test_prefetch_runs),
-	    cmocka_unit_test(test_prefetch_ahead_objects),
-	    cmocka_unit_test(test_wait_opens_window),
+	    TEST(test_append_segments),
+	    TEST(test_append_overflow),
+	    TEST(test_find_boundaries),
+	    TEST(test_find_empty),
+	    TEST(test_find_many),
+	    TEST(test_take_page),
+	    TEST(test_take_page_odd),
+	    TEST(test_stream_size),
+	    TEST(test_stream_wait),
+	    TEST(test_stream_want),
+	    TEST(test_block_len),
+	    TEST(test_frontier_to_position),
+	    TEST(test_read_at_end),
+	    TEST(test_read_across_objects),
+	    TEST(test_prefetch_runs),
+	    TEST(test_prefetch_ahead_objects),
+	    TEST(test_wait_opens_window),
+	    TEST(test_plan_segments),
+	    TEST(test_plan_prefetch_ranges),
+	    TEST(test_ahead_objects_skip_literals),
+	    TEST(test_reader_at_bounds),
+	    TEST(test_plan_marks),
+	    TEST(test_segment_wait),
+	    TEST(test_segment_wait_listing),
+	    TEST(test_want_adds_at_once),
+	    TEST(test_want_near_end),
+	    TEST(test_plan_reader_woken),
+	    TEST(test_want_adds_first_read),
+	    TEST(test_framer_take_page),
+	    TEST(test_list_all),
 	};
 
 	return cmocka_run_group_tests(tests, make_store, free_store);

@@ -1,0 +1,296 @@
+/*
+ * cache objects: the interned versions that blocks belong to.
+ *
+ * The object table maps (bucket, key, ETag, size) to one struct
+ * cache_object, so that every stream naming a version shares its blocks:
+ * an epoch in another order, a channel over the same data, a plan stream
+ * built after the one that fetched them.  References come from segments,
+ * blocks and holders outside (a channel's catalog); the last put takes the
+ * object out of the table and frees it.  Resolving asks the store for a
+ * key's size and ETag (a HEAD) and interns the answer.
+ */
+#include "config.h"
+
+#include "cache/internal.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util/util.h"
+
+#define OBJECT_BUCKETS_MIN 1024
+
+/* FNV-1a over the identity's parts, each ended by a 0 byte */
+static uint64_t hash_bytes(uint64_t h, const char *s)
+{
+	if (s) {
+		for (; *s; s++) {
+			h ^= (unsigned char)*s;
+			h *= 0x100000001B3ull;
+		}
+	}
+	h ^= 0xff; /* NULL and "" differ from what follows */
+	return h * 0x100000001B3ull;
+}
+
+static uint64_t object_hash(const char *bucket, const char *key,
+			    const char *etag, uint64_t size)
+{
+	uint64_t h = 0xCBF29CE484222325ull;
+
+	h = hash_bytes(h, bucket);
+	h = hash_bytes(h, key);
+	h = hash_bytes(h, etag);
+	h ^= size;
+	h *= 0x9E3779B97F4A7C15ull;
+	return h ^ (h >> 29);
+}
+
+static bool str_eq0(const char *a, const char *b)
+{
+	if (!a || !b)
+		return a == b;
+	return strcmp(a, b) == 0;
+}
+
+static bool object_is(const struct cache_object *o, uint64_t hash,
+		      const char *bucket, const char *key, const char *etag,
+		      uint64_t size)
+{
+	return o->hash == hash && o->size == size && strcmp(o->key, key) == 0 &&
+	       strcmp(o->bucket, bucket) == 0 && str_eq0(o->etag, etag);
+}
+
+static void table_grow(struct cache *c)
+{
+	size_t n =
+	    c->nobject_buckets ? c->nobject_buckets * 2 : OBJECT_BUCKETS_MIN;
+	struct cache_object **t = calloc(n, sizeof(*t));
+
+	if (!t)
+		return; /* longer chains, still correct */
+	for (size_t i = 0; i < c->nobject_buckets; i++) {
+		struct cache_object *o = c->objects[i];
+
+		while (o) {
+			struct cache_object *next = o->hash_next;
+			size_t h = (size_t)o->hash & (n - 1);
+
+			o->hash_next = t[h];
+			t[h] = o;
+			o = next;
+		}
+	}
+	free(c->objects);
+	c->objects = t;
+	c->nobject_buckets = n;
+}
+
+struct cache_object *cache_object_get(struct cache *c, const char *bucket,
+				      const char *key, const char *etag,
+				      uint64_t size)
+{
+	uint64_t hash = object_hash(bucket, key, etag, size);
+	struct cache_object *o = NULL;
+	size_t h;
+
+	if (c->nobject_buckets) {
+		o = c->objects[(size_t)hash & (c->nobject_buckets - 1)];
+		while (o && !object_is(o, hash, bucket, key, etag, size))
+			o = o->hash_next;
+		if (o) {
+			o->refs++;
+			return o;
+		}
+	}
+	if (c->nobjects >= c->nobject_buckets)
+		table_grow(c);
+	if (!c->nobject_buckets)
+		return NULL;
+	o = calloc(1, sizeof(*o));
+	if (!o)
+		return NULL;
+	o->bucket = strdup(bucket);
+	o->key = strdup(key);
+	o->etag = util_strdup0(etag);
+	if (!o->bucket || !o->key || (etag && !o->etag)) {
+		free(o->bucket);
+		free(o->key);
+		free(o->etag);
+		free(o);
+		return NULL;
+	}
+	o->size = size;
+	o->hash = hash;
+	o->refs = 1;
+	h = (size_t)hash & (c->nobject_buckets - 1);
+	o->hash_next = c->objects[h];
+	c->objects[h] = o;
+	c->nobjects++;
+	return o;
+}
+
+void cache_object_ref(struct cache_object *o)
+{
+	o->refs++;
+}
+
+void cache_object_put(struct cache *c, struct cache_object *o)
+{
+	struct cache_object **pp;
+
+	if (!o || --o->refs > 0)
+		return;
+	pp = &c->objects[(size_t)o->hash & (c->nobject_buckets - 1)];
+	while (*pp && *pp != o)
+		pp = &(*pp)->hash_next;
+	if (*pp) {
+		*pp = o->hash_next;
+		c->nobjects--;
+	}
+	free(o->bucket);
+	free(o->key);
+	free(o->etag);
+	free(o);
+}
+
+uint64_t cache_object_size(const struct cache_object *o)
+{
+	return o->size;
+}
+
+const char *cache_object_bucket(const struct cache_object *o)
+{
+	return o->bucket;
+}
+
+const char *cache_object_key(const struct cache_object *o)
+{
+	return o->key;
+}
+
+/* At cache_destroy: what is left (leaked references) goes. */
+void cache_object_table_free(struct cache *c)
+{
+	for (size_t i = 0; i < c->nobject_buckets; i++) {
+		struct cache_object *o = c->objects[i];
+
+		while (o) {
+			struct cache_object *next = o->hash_next;
+
+			free(o->bucket);
+			free(o->key);
+			free(o->etag);
+			free(o);
+			o = next;
+		}
+	}
+	free(c->objects);
+	c->objects = NULL;
+	c->nobject_buckets = 0;
+	c->nobjects = 0;
+}
+
+/* ---- resolving a key ---- */
+
+struct resolve {
+	struct cache *cache;
+	char *bucket;
+	char *key;
+	cache_resolve_fn *done;
+	void *arg;
+};
+
+static void resolve_free(struct resolve *rs)
+{
+	free(rs->bucket);
+	free(rs->key);
+	free(rs);
+}
+
+static void head_done(void *arg, const struct s3_object *head,
+		      const struct s3_error *err)
+{
+	struct resolve *rs = arg;
+	struct cache *c = rs->cache;
+	struct cache_object *o = NULL;
+	struct s3_error nomem;
+
+	if (!err) {
+		pthread_mutex_lock(&c->lock);
+		o = cache_object_get(c, rs->bucket, rs->key, head->etag,
+				     head->size);
+		pthread_mutex_unlock(&c->lock);
+		if (!o) {
+			memset(&nomem, 0, sizeof(nomem));
+			nomem.err = ENOMEM;
+			snprintf(nomem.message, sizeof(nomem.message),
+				 "out of memory");
+			err = &nomem;
+		}
+	}
+	rs->done(rs->arg, o, o ? NULL : err);
+	resolve_free(rs);
+}
+
+int cache_object_resolve(struct cache *c, const char *bucket, const char *key,
+			 cache_resolve_fn *done, void *arg)
+{
+	struct resolve *rs = calloc(1, sizeof(*rs));
+	struct s3_head req = {
+	    .bucket = bucket,
+	    .key = key,
+	    .done = head_done,
+	    .arg = rs,
+	};
+	int rc;
+
+	if (!rs)
+		return ENOMEM;
+	rs->bucket = strdup(bucket);
+	rs->key = strdup(key);
+	if (!rs->bucket || !rs->key) {
+		resolve_free(rs);
+		return ENOMEM;
+	}
+	rs->cache = c;
+	rs->done = done;
+	rs->arg = arg;
+	rc = s3_head(c->store, &req);
+	if (rc)
+		resolve_free(rs);
+	return rc;
+}
+
+int cache_object_resolve_sync(struct cache *c, const char *bucket,
+			      const char *key, struct cache_object **out,
+			      struct s3_error *err)
+{
+	struct s3_object head;
+	int rc;
+
+	*out = NULL;
+	rc = s3_head_sync(c->store, bucket, key, &head, err);
+	if (rc)
+		return rc;
+	pthread_mutex_lock(&c->lock);
+	*out = cache_object_get(c, bucket, key, head.etag, head.size);
+	pthread_mutex_unlock(&c->lock);
+	s3_object_clear(&head);
+	if (!*out) {
+		memset(err, 0, sizeof(*err));
+		err->err = ENOMEM;
+		snprintf(err->message, sizeof(err->message), "out of memory");
+		return ENOMEM;
+	}
+	return 0;
+}
+
+int cache_object_read_sync(struct cache *c, const struct cache_object *o,
+			   char *buf, struct s3_error *err)
+{
+	return s3_get_sync(c->store, o->bucket, o->key, o->etag, buf,
+			   (size_t)o->size, err);
+}

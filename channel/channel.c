@@ -1,0 +1,919 @@
+/*
+ * channel: one channel's epochs, as streams of the cache.
+ *
+ * An epoch is served one of two ways:
+ *
+ *   listing  an S3 prefix in key order on every host: one listing stream
+ *            serves every epoch, and the listing goes on page by page as
+ *            readers need it, so the first byte waits for one page;
+ *   plan     a shuffle, a shard or a manifest: the channel's entries (every
+ *            listed key, read in full at start-up, or the manifest's
+ *            elements or lines) are put in the epoch's order
+ *            (channel/order.c), this host's share is kept, and a plan
+ *            stream of the cache is filled in that order.  An entry whose
+ *            object's size is not known yet (manifests name keys, not
+ *            sizes) is resolved with a HEAD a window ahead of the stream's
+ *            end, many at once, and added once every entry before it is.
+ *
+ * Either way RecordIO framing (channel/recordio.c) becomes literal segments
+ * around the object ranges, so framed epochs are still served from block
+ * memory without a copy, and blocks are shared by every epoch whatever its
+ * order (the cache keys them by object).  Gunzip runs as a stage
+ * (channel/gzip.c) between the stream and the reader.
+ *
+ * Plans of recent epochs are kept (for their sizes) while KEEP_PLANS newer
+ * ones do not exist; a plan with readers is always kept.
+ *
+ * Locking: the plans and the entries' resolution state are guarded by the
+ * cache's lock, which the streams hold when they call the channel's hooks
+ * (the framer and the want hook).
+ */
+#include "config.h"
+
+#include "channel/internal.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "channel/gzip.h"
+#include "util/util.h"
+
+#define KEEP_PLANS	    3
+#define LIST_PROGRESS_EVERY 10000
+#define RESOLVE_AHEAD	    256
+
+enum channel_mode {
+	MODE_LISTING, /* one listing stream for every epoch */
+	MODE_PLAN,    /* a plan stream per epoch */
+};
+
+struct epoch_plan {
+	struct channel *ch;
+	unsigned epoch;
+	struct cache_stream *stream;
+	size_t *order; /* entry indices: this host's share, in order */
+	size_t n;
+	size_t next;	  /* order[next] is the next entry to add */
+	size_t asked;	  /* resolves were started for order[next..asked) */
+	unsigned readers; /* open channel readers */
+	bool ended;	  /* the stream was ended */
+	char *error;	  /* why it ended early (owned), logged once */
+	bool error_logged;
+	struct epoch_plan *older;
+};
+
+struct channel {
+	const struct channel_spec *spec;
+	struct channel_host host;
+	struct channel_conf conf;
+	struct cache *cache;
+	enum channel_mode mode;
+	bool framed;			/* RecordIO segments in the streams */
+	struct cache_stream *listing;	/* MODE_LISTING */
+	struct channel_entries entries; /* MODE_PLAN */
+	uint64_t listed_bytes;		/* of the entries, while listing */
+	struct epoch_plan *plans;	/* newest epoch first */
+};
+
+struct channel_reader {
+	struct channel *ch;
+	unsigned epoch;
+	struct cache_stream *stream; /* the epoch's */
+	struct epoch_plan *plan;     /* MODE_PLAN */
+	struct cache_reader *reader; /* without gzip */
+	struct channel_gzip *gzip;   /* with CompressionType Gzip */
+};
+
+void channel_conf_init(struct channel_conf *conf)
+{
+	memset(conf, 0, sizeof(*conf));
+	conf->recordio_part_max = CHANNEL_RECORDIO_PART_MAX;
+	conf->resolve_ahead = RESOLVE_AHEAD;
+}
+
+/* ---- what an entry becomes in a stream (lock held) ---- */
+
+static const unsigned char zeros[4];
+
+/*
+ * Appends payload bytes [0, len) as one RecordIO record (split into parts
+ * past part_max): obj's bytes when obj is set, else text.
+ */
+static int add_record(struct channel *ch, struct cache_stream *s,
+		      struct cache_object *obj, const char *text, uint64_t len)
+{
+	uint64_t part_max = ch->conf.recordio_part_max;
+	uint64_t parts = channel_recordio_parts(len, part_max);
+	unsigned char hdr[CHANNEL_RECORDIO_HEADER];
+	int rc = 0;
+
+	for (uint64_t p = 0; p < parts && !rc; p++) {
+		uint64_t off = p * part_max;
+		uint64_t plen = len - off < part_max ? len - off : part_max;
+
+		channel_recordio_header(
+		    hdr, channel_recordio_part_flag(p, parts), (uint32_t)plen);
+		rc = cache_stream_add_bytes(s, hdr, sizeof(hdr));
+		if (!rc && obj)
+			rc = cache_stream_add_object(s, obj, off, plen);
+		else if (!rc)
+			rc = cache_stream_add_bytes(s, text + off, plen);
+	}
+	if (!rc)
+		rc = cache_stream_add_bytes(s, zeros,
+					    channel_recordio_padding(len));
+	return rc;
+}
+
+/* One item's bytes, framed when the channel frames in its streams.  For
+ * the gzip stage, which frames after inflating, an empty item is a mark:
+ * it still becomes an (empty) record there. */
+static int add_item(struct channel *ch, struct cache_stream *s,
+		    struct cache_object *obj, const char *text, uint64_t len)
+{
+	if (ch->framed)
+		return add_record(ch, s, obj, text, len);
+	if (len == 0 && ch->spec->compression != CHANNEL_COMPRESSION_NONE)
+		return cache_stream_add_mark(s);
+	if (obj)
+		return cache_stream_add_object(s, obj, 0, len);
+	return cache_stream_add_bytes(s, text, len);
+}
+
+/* The listing stream's framer: every listed object one record. */
+static int frame_listed(void *arg, struct cache_stream *s,
+			struct cache_object *obj)
+{
+	return add_item(arg, s, obj, NULL, cache_object_size(obj));
+}
+
+static int add_entry(struct channel *ch, struct cache_stream *s,
+		     const struct channel_entry *e)
+{
+	int rc = 0;
+
+	for (unsigned i = 0; i < e->nitems && !rc; i++) {
+		const struct channel_item *it = &e->items[i];
+
+		if (it->obj)
+			rc = add_item(ch, s, it->obj, NULL,
+				      cache_object_size(it->obj));
+		else
+			rc = add_item(ch, s, NULL, it->text, it->text_len);
+	}
+	return rc;
+}
+
+/* ---- plans (lock held unless noted) ---- */
+
+static void plan_fail(struct epoch_plan *p, const char *why)
+{
+	p->error = strdup(why);
+	p->ended = true;
+	cache_stream_end(p->stream, EIO);
+}
+
+static void resolve_start(struct channel *ch, struct channel_item *it);
+
+/* Adds the entries whose objects are all known, in order, up to the first
+ * that is not; ends the stream after the last. */
+static void plan_advance(struct epoch_plan *p)
+{
+	struct channel *ch = p->ch;
+	char why[1200];
+
+	while (!p->ended && p->next < p->n) {
+		struct channel_entry *e =
+		    &ch->entries.entries[p->order[p->next]];
+
+		if (e->error) {
+			plan_fail(p, e->error);
+			return;
+		}
+		for (unsigned i = 0; i < e->nitems; i++) {
+			struct channel_item *it = &e->items[i];
+			char msg[128];
+
+			if (!it->key || it->obj)
+				continue;
+			if (!it->resolving && !it->error)
+				resolve_start(ch, it);
+			if (it->error) {
+				snprintf(why, sizeof(why),
+					 "channel '%s': s3://%s/%s: %s",
+					 ch->spec->name, it->bucket, it->key,
+					 it->error == ENOENT
+					     ? "no such key"
+					     : util_strerror(it->error, msg,
+							     sizeof(msg)));
+				plan_fail(p, why);
+				return;
+			}
+			return; /* resolved() comes back here */
+		}
+		if (add_entry(ch, p->stream, e) != 0) {
+			snprintf(why, sizeof(why),
+				 "channel '%s': out of memory building epoch "
+				 "%u",
+				 ch->spec->name, p->epoch);
+			plan_fail(p, why);
+			return;
+		}
+		p->next++;
+	}
+	if (!p->ended) {
+		p->ended = true;
+		cache_stream_end(p->stream, 0);
+	}
+}
+
+struct resolving {
+	struct channel *ch;
+	struct channel_item *item;
+};
+
+/* A HEAD came back (the store's thread, no lock). */
+static void resolved(void *arg, struct cache_object *obj,
+		     const struct s3_error *err)
+{
+	struct resolving *rs = arg;
+	struct channel *ch = rs->ch;
+	struct channel_item *it = rs->item;
+	char desc[768];
+
+	free(rs);
+	if (!obj && err->err != ECANCELED && err->err != ENOENT) {
+		s3_error_describe(err, it->bucket, desc, sizeof(desc));
+		util_warn("channel '%s': s3://%s/%s: %s", ch->spec->name,
+			  it->bucket, it->key, desc);
+	}
+	cache_lock(ch->cache);
+	it->resolving = false;
+	it->obj = obj;
+	if (!obj)
+		it->error = err->err ? err->err : EIO;
+	for (struct epoch_plan *p = ch->plans; p; p = p->older)
+		plan_advance(p);
+	cache_unlock(ch->cache);
+}
+
+static void resolve_start(struct channel *ch, struct channel_item *it)
+{
+	struct resolving *rs = malloc(sizeof(*rs));
+	int rc = ENOMEM;
+
+	it->resolving = true;
+	if (rs) {
+		rs->ch = ch;
+		rs->item = it;
+		rc = cache_object_resolve(ch->cache, it->bucket, it->key,
+					  resolved, rs);
+	}
+	if (rc) {
+		free(rs);
+		it->resolving = false;
+		it->error = rc;
+	}
+}
+
+/* The stream's want hook: resolve the next window of entries and add
+ * what is known. */
+static void plan_want(void *arg, struct cache_stream *s)
+{
+	struct epoch_plan *p = arg;
+	struct channel *ch = p->ch;
+	size_t end = p->next + ch->conf.resolve_ahead;
+
+	(void)s;
+	if (end > p->n)
+		end = p->n;
+	if (p->asked < p->next)
+		p->asked = p->next;
+	for (; p->asked < end; p->asked++) {
+		struct channel_entry *e =
+		    &ch->entries.entries[p->order[p->asked]];
+
+		for (unsigned i = 0; i < e->nitems; i++) {
+			struct channel_item *it = &e->items[i];
+
+			if (it->key && !it->obj && !it->resolving && !it->error)
+				resolve_start(ch, it);
+		}
+	}
+	plan_advance(p);
+}
+
+/* A plan for epoch, not yet linked (no lock: the order is computed here). */
+static struct epoch_plan *plan_create(struct channel *ch, unsigned epoch)
+{
+	struct epoch_plan *p = calloc(1, sizeof(*p));
+	size_t n = ch->entries.count;
+
+	if (!p)
+		return NULL;
+	p->ch = ch;
+	p->epoch = epoch;
+	p->order = malloc((n ? n : 1) * sizeof(*p->order));
+	p->stream = cache_stream_create_plan(ch->cache, plan_want, p);
+	if (!p->order || !p->stream) {
+		cache_stream_destroy(p->stream);
+		free(p->order);
+		free(p);
+		return NULL;
+	}
+	channel_order(p->order, n, ch->spec->shuffle, ch->spec->seed, epoch);
+	p->n = ch->spec->distribution == CHANNEL_SHARDED_BY_S3_KEY
+		   ? channel_shard(p->order, n, &ch->host)
+		   : n;
+	return p;
+}
+
+/* No lock: the plan is unlinked. */
+static void plan_destroy(struct epoch_plan *p)
+{
+	if (!p)
+		return;
+	cache_stream_destroy(p->stream);
+	free(p->order);
+	free(p->error);
+	free(p);
+}
+
+static struct epoch_plan *plan_find(struct channel *ch, unsigned epoch)
+{
+	struct epoch_plan *p = ch->plans;
+
+	while (p && p->epoch != epoch)
+		p = p->older;
+	return p;
+}
+
+/* Unlinks the plans that are neither read nor recent onto *out. */
+static void plans_prune(struct channel *ch, struct epoch_plan **out)
+{
+	struct epoch_plan **pp = &ch->plans;
+	unsigned newest = ch->plans ? ch->plans->epoch : 0;
+
+	while (*pp) {
+		struct epoch_plan *p = *pp;
+
+		if (p->readers == 0 && newest - p->epoch >= KEEP_PLANS) {
+			*pp = p->older;
+			p->older = *out;
+			*out = p;
+		} else {
+			pp = &p->older;
+		}
+	}
+}
+
+static void plans_destroy(struct epoch_plan *list)
+{
+	while (list) {
+		struct epoch_plan *next = list->older;
+
+		plan_destroy(list);
+		list = next;
+	}
+}
+
+/* Links a fresh plan and starts filling it (lock held).  Objects that
+ * failed for a passing reason (not a missing key) are tried again. */
+static void plan_link(struct channel *ch, struct epoch_plan *p)
+{
+	struct epoch_plan **pp = &ch->plans;
+
+	for (size_t i = 0; i < p->n; i++) {
+		struct channel_entry *e = &ch->entries.entries[p->order[i]];
+
+		for (unsigned j = 0; j < e->nitems; j++) {
+			if (e->items[j].error != ENOENT)
+				e->items[j].error = 0;
+		}
+	}
+
+	while (*pp && (*pp)->epoch > p->epoch)
+		pp = &(*pp)->older;
+	p->older = *pp;
+	*pp = p;
+	plan_want(p, p->stream);
+}
+
+/*
+ * The plan of epoch with a reader counted (no lock held): the one there
+ * is, else fresh (made here when NULL) when create says so.  NULL when
+ * there is none, or on ENOMEM.  Release with plan_put().
+ */
+static struct epoch_plan *plan_get(struct channel *ch, unsigned epoch,
+				   bool create, struct epoch_plan *fresh)
+{
+	struct epoch_plan *p;
+
+	cache_lock(ch->cache);
+	p = plan_find(ch, epoch);
+	if (!p && create) {
+		if (!fresh) {
+			cache_unlock(ch->cache);
+			fresh = plan_create(ch, epoch);
+			if (!fresh)
+				return NULL;
+			cache_lock(ch->cache);
+			p = plan_find(ch, epoch); /* another may have won */
+		}
+		if (!p) {
+			p = fresh;
+			fresh = NULL;
+			plan_link(ch, p);
+		}
+	}
+	if (p)
+		p->readers++;
+	cache_unlock(ch->cache);
+	plan_destroy(fresh);
+	return p;
+}
+
+static void plan_put(struct channel *ch, struct epoch_plan *p)
+{
+	struct epoch_plan *gone = NULL;
+
+	if (!p)
+		return;
+	cache_lock(ch->cache);
+	p->readers--;
+	plans_prune(ch, &gone);
+	cache_unlock(ch->cache);
+	plans_destroy(gone);
+}
+
+/* ---- start-up ---- */
+
+/* The catalog listing's framer: every listed object becomes an entry. */
+static int catalog_listed(void *arg, struct cache_stream *s,
+			  struct cache_object *obj)
+{
+	struct channel *ch = arg;
+	struct channel_entries *es = &ch->entries;
+	struct channel_entry *e;
+	struct channel_item *it;
+
+	(void)s;
+	if (es->count == es->cap) {
+		size_t cap = es->cap ? es->cap * 2 : 1024;
+		struct channel_entry *p =
+		    realloc(es->entries, cap * sizeof(*p));
+
+		if (!p)
+			return ENOMEM;
+		es->entries = p;
+		es->cap = cap;
+	}
+	it = calloc(1, sizeof(*it));
+	if (!it)
+		return ENOMEM;
+	it->bucket = strdup(cache_object_bucket(obj));
+	it->key = strdup(cache_object_key(obj));
+	if (!it->bucket || !it->key) {
+		free(it->bucket);
+		free(it->key);
+		free(it);
+		return ENOMEM;
+	}
+	cache_object_ref(obj);
+	it->obj = obj;
+	e = &es->entries[es->count++];
+	memset(e, 0, sizeof(*e));
+	e->items = it;
+	e->nitems = 1;
+	ch->listed_bytes += cache_object_size(obj);
+	if (es->count % LIST_PROGRESS_EVERY == 0)
+		util_info("channel '%s': listed %zu objects (%llu MiB)",
+			  ch->spec->name, es->count,
+			  (unsigned long long)(ch->listed_bytes >> 20));
+	return 0;
+}
+
+static int start_error(struct channel *ch, const struct s3_error *serr,
+		       const char *bucket, char *err, size_t errlen)
+{
+	char desc[768];
+
+	s3_error_describe(serr, bucket, desc, sizeof(desc));
+	return util_fail(err, errlen, EINVAL, "channel '%s' (%s): %s",
+			 ch->spec->name, ch->spec->uri, desc);
+}
+
+static int start_listing(struct channel *ch, char *err, size_t errlen)
+{
+	struct s3_error serr;
+
+	ch->listing =
+	    cache_stream_create(ch->cache, ch->spec->bucket, ch->spec->prefix);
+	if (!ch->listing)
+		return util_fail(err, errlen, EINVAL, "out of memory");
+	if (ch->framed)
+		cache_stream_set_framer(ch->listing, frame_listed, ch);
+	if (cache_stream_start(ch->listing, &serr))
+		return start_error(ch, &serr, ch->spec->bucket, err, errlen);
+	return 0;
+}
+
+/* Every key under the prefix, before the first byte: the epoch's order
+ * needs them all. */
+static int list_catalog(struct channel *ch, char *err, size_t errlen)
+{
+	struct cache_stream *s =
+	    cache_stream_create(ch->cache, ch->spec->bucket, ch->spec->prefix);
+	struct s3_error serr;
+	uint64_t t0 = util_now_ns();
+	int rc;
+
+	if (!s)
+		return util_fail(err, errlen, EINVAL, "out of memory");
+	cache_stream_set_framer(s, catalog_listed, ch);
+	util_info("channel '%s': listing %s in full (%s needs every key "
+		  "first)",
+		  ch->spec->name, ch->spec->uri,
+		  ch->spec->shuffle ? "the shuffle" : "sharding");
+	rc = cache_stream_start(s, &serr);
+	if (rc)
+		rc = start_error(ch, &serr, ch->spec->bucket, err, errlen);
+	else if (cache_stream_list_all(s))
+		rc =
+		    util_fail(err, errlen, EINVAL,
+			      "channel '%s' (%s): listing failed (see the log)",
+			      ch->spec->name, ch->spec->uri);
+	cache_stream_destroy(s);
+	if (!rc)
+		util_info("channel '%s': listed %zu objects (%llu MiB) in "
+			  "%.1f s",
+			  ch->spec->name, ch->entries.count,
+			  (unsigned long long)(ch->listed_bytes >> 20),
+			  (double)(util_now_ns() - t0) / 1e9);
+	return rc;
+}
+
+/* The manifest object, fetched whole and parsed into entries. */
+static int load_manifest(struct channel *ch, char *err, size_t errlen)
+{
+	const struct channel_spec *sp = ch->spec;
+	struct cache_object *obj = NULL;
+	struct s3_error serr;
+	char *text = NULL;
+	char perr[512];
+	uint64_t size;
+	int rc;
+
+	rc = cache_object_resolve_sync(ch->cache, sp->bucket, sp->prefix, &obj,
+				       &serr);
+	if (rc) {
+		if (rc == ENOENT)
+			return util_fail(
+			    err, errlen, EINVAL,
+			    "channel '%s': manifest %s does not exist "
+			    "(or its bucket does not)",
+			    sp->name, sp->uri);
+		return start_error(ch, &serr, sp->bucket, err, errlen);
+	}
+	size = cache_object_size(obj);
+	if (size > CHANNEL_MANIFEST_MAX) {
+		rc = util_fail(
+		    err, errlen, EINVAL,
+		    "channel '%s': manifest %s is too large (%llu MiB, "
+		    "at most %llu MiB)",
+		    sp->name, sp->uri, (unsigned long long)(size >> 20),
+		    (unsigned long long)(CHANNEL_MANIFEST_MAX >> 20));
+		goto out;
+	}
+	text = malloc((size_t)size + 1);
+	if (!text) {
+		rc = util_fail(err, errlen, EINVAL, "out of memory");
+		goto out;
+	}
+	rc = cache_object_read_sync(ch->cache, obj, text, &serr);
+	if (rc) {
+		rc = start_error(ch, &serr, sp->bucket, err, errlen);
+		goto out;
+	}
+	text[size] = '\0';
+	if (sp->data_type == CHANNEL_MANIFEST_FILE)
+		rc = channel_manifest_parse(text, (size_t)size, &ch->entries,
+					    perr, sizeof(perr));
+	else
+		rc = channel_augmented_parse(text, (size_t)size, sp->attributes,
+					     sp->nattributes, &ch->entries,
+					     perr, sizeof(perr));
+	if (rc)
+		rc = util_fail(err, errlen, EINVAL,
+			       "channel '%s': manifest %s: %s", sp->name,
+			       sp->uri, perr);
+	else
+		util_info("channel '%s': manifest %s has %zu entries", sp->name,
+			  sp->uri, ch->entries.count);
+out:
+	free(text);
+	cache_lock(ch->cache);
+	cache_object_put(ch->cache, obj);
+	cache_unlock(ch->cache);
+	return rc;
+}
+
+/* The first object epoch 0 reads, resolved now, before its plan p is
+ * linked (nothing else looks at the entries yet): the check that its
+ * bucket answers. */
+static int check_first_object(struct channel *ch, struct epoch_plan *p,
+			      char *err, size_t errlen)
+{
+	for (size_t i = 0; i < p->n; i++) {
+		struct channel_entry *e = &ch->entries.entries[p->order[i]];
+
+		for (unsigned j = 0; j < e->nitems; j++) {
+			struct channel_item *it = &e->items[j];
+			struct cache_object *obj = NULL;
+			struct s3_error serr;
+
+			if (!it->key)
+				continue;
+			if (it->obj)
+				return 0;
+			if (cache_object_resolve_sync(ch->cache, it->bucket,
+						      it->key, &obj, &serr)) {
+				if (serr.err == ENOENT)
+					return util_fail(
+					    err, errlen, EINVAL,
+					    "channel '%s': s3://%s/%s does "
+					    "not exist (or its bucket does "
+					    "not)",
+					    ch->spec->name, it->bucket,
+					    it->key);
+				return start_error(ch, &serr, it->bucket, err,
+						   errlen);
+			}
+			it->obj = obj; /* (no plan is linked yet) */
+			return 0;
+		}
+	}
+	return 0;
+}
+
+struct channel *channel_create(const struct channel_spec *spec,
+			       const struct channel_host *host,
+			       const struct channel_conf *conf,
+			       struct cache *cache)
+{
+	struct channel *ch = calloc(1, sizeof(*ch));
+
+	if (!ch) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	ch->spec = spec;
+	ch->host = *host;
+	ch->conf = *conf;
+	if (!ch->conf.recordio_part_max)
+		ch->conf.recordio_part_max = CHANNEL_RECORDIO_PART_MAX;
+	if (!ch->conf.resolve_ahead)
+		ch->conf.resolve_ahead = RESOLVE_AHEAD;
+	ch->cache = cache;
+	ch->mode = spec->data_type == CHANNEL_S3_PREFIX && !spec->shuffle &&
+			   spec->distribution == CHANNEL_FULLY_REPLICATED
+		       ? MODE_LISTING
+		       : MODE_PLAN;
+	/* gunzip comes between the stream and the reader: the framing after
+	 * it is the stage's */
+	ch->framed = spec->wrapper == CHANNEL_WRAPPER_RECORDIO &&
+		     spec->compression == CHANNEL_COMPRESSION_NONE;
+	return ch;
+}
+
+int channel_start(struct channel *ch, char *err, size_t errlen)
+{
+	struct epoch_plan *p;
+	int rc;
+
+	if (ch->mode == MODE_LISTING)
+		return start_listing(ch, err, errlen);
+	if (ch->spec->data_type == CHANNEL_S3_PREFIX)
+		rc = list_catalog(ch, err, errlen);
+	else
+		rc = load_manifest(ch, err, errlen);
+	if (rc)
+		return rc;
+	p = plan_create(ch, 0);
+	if (!p)
+		return util_fail(err, errlen, EINVAL, "out of memory");
+	rc = check_first_object(ch, p, err, errlen);
+	if (rc) {
+		plan_destroy(p);
+		return rc;
+	}
+	plan_put(ch, plan_get(ch, 0, true, p));
+	return 0;
+}
+
+void channel_warm(struct channel *ch)
+{
+	struct epoch_plan *p;
+
+	if (ch->mode == MODE_LISTING) {
+		cache_stream_warm(ch->listing);
+		return;
+	}
+	p = plan_get(ch, 0, false, NULL);
+	if (p)
+		cache_stream_warm(p->stream);
+	plan_put(ch, p);
+}
+
+bool channel_epoch_size(struct channel *ch, unsigned epoch, uint64_t *size)
+{
+	struct epoch_plan *p;
+	bool create, known;
+
+	*size = 0;
+	if (ch->spec->compression != CHANNEL_COMPRESSION_NONE)
+		return false; /* known only once read */
+	if (ch->mode == MODE_LISTING)
+		return cache_stream_size(ch->listing, size);
+	/* a plan is made for the newest epochs only: an old one's is gone */
+	cache_lock(ch->cache);
+	create = !ch->plans || epoch > ch->plans->epoch;
+	cache_unlock(ch->cache);
+	p = plan_get(ch, epoch, create, NULL);
+	known = p && cache_stream_size(p->stream, size);
+	plan_put(ch, p);
+	return known;
+}
+
+void channel_destroy(struct channel *ch)
+{
+	if (!ch)
+		return;
+	plans_destroy(ch->plans);
+	cache_stream_destroy(ch->listing);
+	cache_lock(ch->cache);
+	for (size_t i = 0; i < ch->entries.count; i++) {
+		struct channel_entry *e = &ch->entries.entries[i];
+
+		for (unsigned j = 0; j < e->nitems; j++) {
+			cache_object_put(ch->cache, e->items[j].obj);
+			e->items[j].obj = NULL;
+		}
+	}
+	cache_unlock(ch->cache);
+	channel_entries_free(&ch->entries);
+	free(ch);
+}
+
+/* ---- readers ---- */
+
+static struct channel_gzip *gzip_stage(struct channel_reader *r)
+{
+	const struct channel *ch = r->ch;
+
+	return channel_gzip_create(ch->cache, r->stream, ch->spec->name,
+				   ch->spec->wrapper == CHANNEL_WRAPPER_RECORDIO
+				       ? ch->conf.recordio_part_max
+				       : 0,
+				   ch->conf.inflate_threads);
+}
+
+/*
+ * A gunzipped epoch cannot jump: an emulated seek starts the stage again
+ * and reads (and drops) what comes before offset.
+ */
+static int gzip_seek(struct channel_reader *r, uint64_t offset)
+{
+	struct channel_view view;
+	uint64_t pos = 0;
+	int rc = 0;
+
+	channel_gzip_destroy(r->gzip);
+	r->gzip = gzip_stage(r);
+	if (!r->gzip)
+		return ENOMEM;
+	while (pos < offset && !rc) {
+		uint64_t want = offset - pos;
+
+		memset(&view, 0, sizeof(view));
+		rc = channel_gzip_read(
+		    r->gzip, pos, want < (1u << 20) ? (size_t)want : (1u << 20),
+		    &view);
+		if (!rc && view.bytes == 0)
+			rc = EINVAL; /* past the end: reads return nothing */
+		pos += view.bytes;
+		channel_gzip_release(r->gzip, &view);
+	}
+	return rc == EINVAL ? 0 : rc;
+}
+
+struct channel_reader *channel_reader_open(struct channel *ch, unsigned epoch)
+{
+	struct channel_reader *r = calloc(1, sizeof(*r));
+	struct cache_stream *s;
+
+	if (!r)
+		goto nomem;
+	r->ch = ch;
+	r->epoch = epoch;
+	if (ch->mode == MODE_LISTING) {
+		s = ch->listing;
+	} else {
+		r->plan = plan_get(ch, epoch, true, NULL);
+		if (!r->plan)
+			goto nomem;
+		s = r->plan->stream;
+	}
+	r->stream = s;
+	if (ch->spec->compression == CHANNEL_COMPRESSION_GZIP) {
+		r->gzip = gzip_stage(r);
+		if (!r->gzip)
+			goto nomem;
+	} else {
+		r->reader = cache_reader_create(s);
+		if (!r->reader)
+			goto nomem;
+	}
+	return r;
+
+nomem:
+	channel_reader_close(r);
+	errno = ENOMEM;
+	return NULL;
+}
+
+void channel_reader_close(struct channel_reader *r)
+{
+	if (!r)
+		return;
+	channel_gzip_destroy(r->gzip);
+	if (r->reader)
+		cache_reader_destroy(r->reader);
+	plan_put(r->ch, r->plan);
+	free(r);
+}
+
+uint64_t channel_reader_position(struct channel_reader *r)
+{
+	if (r->gzip)
+		return channel_gzip_position(r->gzip);
+	return cache_reader_position(r->reader);
+}
+
+/* A read reached the point where the plan ended early: say why, once. */
+static void log_plan_error(struct channel_reader *r)
+{
+	struct epoch_plan *p = r->plan;
+	bool say;
+
+	if (!p)
+		return;
+	cache_lock(r->ch->cache);
+	say = p->error && !p->error_logged;
+	if (say)
+		p->error_logged = true;
+	cache_unlock(r->ch->cache);
+	if (say)
+		util_warn("%s (epoch %u): reads fail with EIO from here",
+			  p->error, r->epoch);
+}
+
+int channel_reader_read(struct channel_reader *r, uint64_t offset, size_t size,
+			struct channel_view *view)
+{
+	int rc;
+
+	view->count = 0;
+	view->bytes = 0;
+	view->nchunks = 0;
+	view->cache.count = 0;
+	view->cache.bytes = 0;
+	if (r->gzip) {
+		rc = 0;
+		if (offset != channel_gzip_position(r->gzip))
+			rc = gzip_seek(r, offset);
+		/* (a seek past the end reads nothing) */
+		if (!rc && offset == channel_gzip_position(r->gzip))
+			rc = channel_gzip_read(r->gzip, offset, size, view);
+	} else {
+		rc = cache_reader_read(r->reader, offset, size, &view->cache);
+		view->iov = view->cache.iov;
+		view->count = view->cache.count;
+		view->bytes = view->cache.bytes;
+	}
+	if (rc == EIO)
+		log_plan_error(r);
+	return rc;
+}
+
+void channel_view_release(struct channel_reader *r, struct channel_view *view)
+{
+	if (r->gzip)
+		channel_gzip_release(r->gzip, view);
+	cache_view_release(r->ch->cache, &view->cache);
+	view->count = 0;
+	view->bytes = 0;
+}

@@ -1,0 +1,174 @@
+# Helpers for the channel tests (tests/integration/channels_*.sh), sourced
+# after lib.sh: RecordIO through the independent reader tests/recordio.py,
+# mapping records back to the objects they came from, reading a file until
+# it fails, and start-up errors that must leave no mount behind.
+
+RECORDIO_PY="$S3PIPE_SRCDIR/tests/recordio.py"
+[ -f "$RECORDIO_PY" ] || fail "tests/recordio.py not found in $S3PIPE_SRCDIR"
+
+# The RecordIO reader checks itself first: a broken reader must not pass
+# (or fail) the channel tests.
+recordio_selftest() {
+	python3 "$RECORDIO_PY" selftest >"$TEST_TMP/recordio-selftest.out" 2>&1 ||
+		fail "tests/recordio.py selftest failed: $(cat "$TEST_TMP/recordio-selftest.out")"
+}
+
+# Split FILE (a RecordIO stream) into OUTDIR/000000, ...; print the record
+# count. Fails the test when the stream is not valid RecordIO.
+rio_split() {	# FILE OUTDIR [WHAT]
+	local n
+	rm -rf "$2"
+	n=$(python3 "$RECORDIO_PY" split "$1" "$2" 2>"$TEST_TMP/rio.err") ||
+		fail "${3:-$1}: not a valid RecordIO stream: $(cat "$TEST_TMP/rio.err")"
+	printf '%s\n' "$n"
+}
+
+# Frame FILE... into OUT as one record each (no record for empty files).
+rio_frame() {	# OUT FILE...
+	python3 "$RECORDIO_PY" frame --skip-empty "$@" >/dev/null ||
+		fail "framing $# files with tests/recordio.py failed"
+}
+
+# Print the framed size of FILE... (empty files contribute nothing).
+rio_size() {	# FILE...
+	python3 "$RECORDIO_PY" size --skip-empty "$@"
+}
+
+# For each record file in RECDIR (in name order), print the key under DIR
+# whose local copy has the same bytes, or "?SIZE:SHA256" when none does.
+# Keys are found by content, so the objects must have unique contents.
+records_to_keys() {	# RECDIR DIR
+	python3 - "$1" "$2" <<'PY'
+import hashlib, os, sys
+recdir, top = sys.argv[1], sys.argv[2]
+by_hash = {}
+for dirpath, _, files in os.walk(top):
+    for fn in files:
+        p = os.path.join(dirpath, fn)
+        with open(p, "rb") as f:
+            h = hashlib.sha256(f.read()).hexdigest()
+        by_hash.setdefault(h, []).append(os.path.relpath(p, top))
+for h, keys in by_hash.items():
+    if len(keys) > 1:
+        sys.exit("records_to_keys: objects with the same contents: %s" % keys)
+for fn in sorted(os.listdir(recdir)):
+    with open(os.path.join(recdir, fn), "rb") as f:
+        data = f.read()
+    h = hashlib.sha256(data).hexdigest()
+    print(by_hash[h][0] if h in by_hash else "?%d:%s" % (len(data), h))
+PY
+}
+
+# Read FILE from the start in CHUNK-byte reads (default 4096) until EOF or an
+# error; the bytes read go to OUT. Prints OK at EOF, else the errno name
+# (EIO, ...). Bounded by READ_TIMEOUT like tcat.
+read_to_error() {	# FILE OUT [CHUNK]
+	timeout -k 5 "${READ_TIMEOUT:-30}" python3 - "$1" "$2" "${3:-4096}" <<'PY'
+import errno, os, sys
+path, out, chunk = sys.argv[1], sys.argv[2], int(sys.argv[3])
+res = "OK"
+with open(out, "wb") as o:
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError as e:
+        print("open:" + errno.errorcode.get(e.errno, str(e.errno)))
+        sys.exit(0)
+    try:
+        while True:
+            b = os.read(fd, chunk)
+            if not b:
+                break
+            o.write(b)
+    except OSError as e:
+        res = errno.errorcode.get(e.errno, str(e.errno))
+    finally:
+        os.close(fd)
+print(res)
+PY
+}
+
+# Write TEXT to a temporary file and upload it as BUCKET/KEY.
+s3_put_text() {	# BUCKET KEY TEXT
+	local f="$TEST_TMP/put.$RANDOM$RANDOM"
+	printf '%s' "$3" >"$f"
+	s3_put "$1" "$2" "$f"
+	rm -f "$f"
+}
+
+# ---- start-up errors ----
+#
+# expect_mount_error WHAT MOUNTPOINT NEEDLE... -- COMMAND...
+# COMMAND must exit 1 within 60 s with exactly one line on stderr, starting
+# "s3pipe: " and containing every NEEDLE (each a '|'-separated list of
+# fixed strings, one of which must appear, case-insensitive; a NEEDLE
+# starting with '~' is an extended regular expression instead), and leave
+# no mount and no daemon behind. Failures are counted in MERR_FAIL (and
+# reported at once); call expect_mount_error_done at the end.
+MERR_CASES=0
+MERR_FAIL=0
+expect_mount_error() {
+	local what=$1 mp=$2 rc=0 msg n needle alt ok pids
+	shift 2
+	local needles=()
+	while [ "$#" -gt 0 ] && [ "$1" != -- ]; do
+		needles+=("$1")
+		shift
+	done
+	[ "${1:-}" = -- ] || fail "expect_mount_error: no -- before the command"
+	shift
+	MERR_CASES=$((MERR_CASES + 1))
+	timeout -k 5 60 "$@" >"$TEST_TMP/case.out" 2>"$TEST_TMP/case.err" </dev/null || rc=$?
+	echo "$mp" >>"$TEST_TMP/mounts"
+	local problems=()
+	if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
+		problems+=("did not exit within 60 s")
+	elif [ "$rc" -ne 1 ]; then
+		problems+=("exit status $rc, expected 1")
+	fi
+	n=$(awk 'END { print NR }' "$TEST_TMP/case.err")
+	[ "$n" -eq 1 ] || problems+=("stderr has $n lines, expected exactly 1")
+	msg=$(head -n1 "$TEST_TMP/case.err")
+	case $msg in
+	"s3pipe: "*) ;;
+	*) problems+=("message does not start with 's3pipe: '") ;;
+	esac
+	for needle in "${needles[@]}"; do
+		ok=0
+		if [ "${needle#\~}" != "$needle" ]; then
+			if printf '%s' "$msg" | grep -Eqi -- "${needle#\~}"; then ok=1; fi
+		else
+			local arr
+			IFS='|' read -r -a arr <<<"$needle"
+			for alt in "${arr[@]}"; do
+				if printf '%s' "$msg" | grep -Fqi -- "$alt"; then ok=1; fi
+			done
+		fi
+		[ "$ok" -eq 1 ] || problems+=("message does not mention '$needle'")
+	done
+	if is_mounted "$mp"; then
+		problems+=("$mp is mounted afterwards")
+		fusermount3 -u -z "$mp" 2>/dev/null || true
+	fi
+	sleep 0.2
+	pids=$(daemon_pids "$mp")
+	if [ -n "$pids" ]; then
+		problems+=("a daemon is still running (pid $pids)")
+		kill -KILL $pids 2>/dev/null || true
+	fi
+	if [ "${#problems[@]}" -gt 0 ]; then
+		MERR_FAIL=$((MERR_FAIL + 1))
+		printf 'FAIL: %s: %s: %s\n' "$TEST_NAME" "$what" "$(
+			IFS=';'
+			echo "${problems[*]}"
+		)" >&2
+		printf '    command: %s\n    exit: %s\n    stderr: ' "$*" "$rc" >&2
+		sed 's/^/    | /' "$TEST_TMP/case.err" | sed '1s/^    //' >&2
+		[ -s "$TEST_TMP/case.err" ] || echo '(empty)' >&2
+	else
+		note "ok: $what: $msg"
+	fi
+}
+
+expect_mount_error_done() {
+	[ "$MERR_FAIL" -eq 0 ] || fail "$MERR_FAIL of $MERR_CASES start-up error cases failed"
+}

@@ -1,0 +1,1420 @@
+/*
+ * test_channel: a channel's epochs end to end, byte for byte.
+ *
+ * A serving test store (tests/unit/test_store.h) holds the objects and
+ * answers LIST, HEAD and GET from its own thread; a cache sits over it and
+ * channels are built from hand-made channel_spec structs, as fs/ builds
+ * them from the command line.  Every epoch is read through
+ * channel_reader_read() with several read sizes and compared with bytes
+ * the test builds itself: the objects concatenated in the order the test
+ * works out (key order, channel_order() of the seed and epoch, this host's
+ * positions), framed by the test's own RecordIO encoder, and decoded again
+ * by the test's own RecordIO decoder (magic, flags, lengths, zero
+ * padding), so neither side trusts channel/recordio.c.
+ *
+ * Covered: S3Prefix listing mode with and without RecordIO (empty objects
+ * and folder markers skipped, every padding length), RecordIO parts split
+ * at a tiny part_max, plan mode (shuffle, sharding with and without it),
+ * manifests resolved by HEAD a few entries ahead, failures in the middle
+ * of an epoch (a missing key, an augmented line with an error) that give
+ * the bytes before them and then EIO, the cache hit by a second epoch in
+ * another order, and channel_epoch_size().
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "channel/internal.h"
+#include "tests/unit/test_store.h"
+
+#define KIB 1024ull
+#define MIB (1024ull * 1024)
+
+#define MAX_OBJS     64
+#define MAX_SPECS    8
+#define MAX_CHANNELS 8
+#define MAX_PARTS    1024
+#define MAX_RECS     256
+#define WATCHDOG_S   300 /* a hung epoch fails the run (SIGALRM) */
+
+#define RIO_MAGIC 0xCED7230Au
+
+/* ---- byte buffers ---- */
+
+struct buf {
+	unsigned char *p;
+	size_t len;
+	size_t cap;
+};
+
+static void buf_add(struct buf *b, const void *data, size_t len)
+{
+	if (b->len + len > b->cap) {
+		size_t cap = b->cap ? b->cap : 256;
+
+		while (cap < b->len + len)
+			cap *= 2;
+		b->p = realloc(b->p, cap);
+		assert_non_null(b->p);
+		b->cap = cap;
+	}
+	if (len)
+		memcpy(b->p + b->len, data, len);
+	b->len += len;
+}
+
+static void buf_free(struct buf *b)
+{
+	free(b->p);
+	memset(b, 0, sizeof(*b));
+}
+
+static void assert_same_bytes(const struct buf *got, const struct buf *want)
+{
+	assert_int_equal(got->len, want->len);
+	for (size_t i = 0; i < want->len; i++) {
+		if (got->p[i] != want->p[i])
+			fail_msg("byte %zu of %zu differs: got 0x%02x, want "
+				 "0x%02x",
+				 i, want->len, got->p[i], want->p[i]);
+	}
+}
+
+/* ---- RecordIO, written from the format (not channel/recordio.c) ---- */
+
+static void put_le32(unsigned char *p, uint32_t v)
+{
+	p[0] = (unsigned char)v;
+	p[1] = (unsigned char)(v >> 8);
+	p[2] = (unsigned char)(v >> 16);
+	p[3] = (unsigned char)(v >> 24);
+}
+
+static uint32_t get_le32(const unsigned char *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
+	       (uint32_t)p[3] << 24;
+}
+
+static void frame_part(struct buf *b, unsigned flag, const void *data,
+		       size_t len)
+{
+	static const unsigned char zeros[4];
+	unsigned char hdr[8];
+
+	put_le32(hdr, RIO_MAGIC);
+	put_le32(hdr + 4, (uint32_t)flag << 29 | (uint32_t)len);
+	buf_add(b, hdr, sizeof(hdr));
+	buf_add(b, data, len);
+	buf_add(b, zeros, (4 - len % 4) % 4);
+}
+
+/* One record: a whole part, or parts flagged 1 (start), 2..., 3 (end). */
+static void frame_record(struct buf *b, const void *payload, size_t len,
+			 size_t part_max)
+{
+	const unsigned char *p = payload;
+
+	if (len <= part_max) {
+		frame_part(b, 0, p, len);
+		return;
+	}
+	for (size_t off = 0; off < len; off += part_max) {
+		size_t n = len - off < part_max ? len - off : part_max;
+		unsigned flag = off == 0 ? 1 : off + n == len ? 3 : 2;
+
+		frame_part(b, flag, p + off, n);
+	}
+}
+
+struct recs {
+	unsigned nparts;
+	unsigned flags[MAX_PARTS];
+	uint32_t lens[MAX_PARTS];
+	unsigned n; /* records */
+	size_t off[MAX_RECS];
+	size_t len[MAX_RECS];
+	struct buf data; /* the payloads back to back */
+};
+
+/* Decodes a RecordIO stream strictly: magic, a valid flag sequence, every
+ * padding byte zero, nothing left over. */
+static void decode_recordio(const struct buf *in, struct recs *out)
+{
+	const unsigned char *p = in->p;
+	size_t i = 0;
+	bool open = false;
+
+	memset(out, 0, sizeof(*out));
+	while (i < in->len) {
+		uint32_t w;
+		unsigned flag, pad;
+		size_t len;
+
+		if (in->len - i < 8)
+			fail_msg("%zu bytes left at %zu: not a header",
+				 in->len - i, i);
+		if (get_le32(p + i) != RIO_MAGIC)
+			fail_msg("no RecordIO magic at offset %zu", i);
+		w = get_le32(p + i + 4);
+		flag = w >> 29;
+		len = w & ((1u << 29) - 1);
+		i += 8;
+		assert_true(len <= in->len - i);
+		assert_true(out->nparts < MAX_PARTS);
+		out->flags[out->nparts] = flag;
+		out->lens[out->nparts] = (uint32_t)len;
+		out->nparts++;
+		switch (flag) {
+		case 0:
+		case 1:
+			if (open)
+				fail_msg("part %u: flag %u inside a record",
+					 out->nparts - 1, flag);
+			assert_true(out->n < MAX_RECS);
+			out->off[out->n] = out->data.len;
+			out->len[out->n] = 0;
+			out->n++;
+			open = flag == 1;
+			break;
+		case 2:
+		case 3:
+			if (!open)
+				fail_msg("part %u: flag %u outside a record",
+					 out->nparts - 1, flag);
+			open = flag == 2;
+			break;
+		default:
+			fail_msg("part %u: flag %u", out->nparts - 1, flag);
+		}
+		buf_add(&out->data, p + i, len);
+		out->len[out->n - 1] += len;
+		i += len;
+		pad = (unsigned)((4 - len % 4) % 4);
+		assert_true(pad <= in->len - i);
+		for (unsigned k = 0; k < pad; k++)
+			if (p[i + k] != 0)
+				fail_msg("padding byte at %zu is 0x%02x", i + k,
+					 p[i + k]);
+		i += pad;
+	}
+	if (open)
+		fail_msg("the stream ends inside a record");
+}
+
+static void recs_free(struct recs *r)
+{
+	buf_free(&r->data);
+}
+
+/* ---- the store, the cache and channels ---- */
+
+struct obj {
+	char key[64];
+	unsigned char *data;
+	size_t size;
+};
+
+struct fx {
+	struct test_store *ts;
+	struct cache *c;
+	struct obj objs[MAX_OBJS];
+	unsigned nobjs;
+	struct channel_spec specs[MAX_SPECS];
+	unsigned nspecs;
+	struct channel *chs[MAX_CHANNELS];
+	unsigned nchs;
+};
+
+/* What a test has open, for the teardown after a failed assertion. */
+static struct fx *live_fx;
+static struct channel_reader *live_reader;
+
+static void fx_fini(struct fx *f);
+
+static int watchdog(void **state)
+{
+	(void)state;
+	alarm(WATCHDOG_S);
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	alarm(0);
+	channel_reader_close(live_reader);
+	live_reader = NULL;
+	if (live_fx)
+		fx_fini(live_fx);
+	return 0;
+}
+
+/* list_page_keys: small values make a listing take many pages (the first
+ * one half as many keys). */
+static void fx_init(struct fx *f, uint64_t budget, uint64_t block_size,
+		    unsigned page_keys)
+{
+	struct cache_conf conf;
+
+	memset(f, 0, sizeof(*f));
+	live_fx = f;
+	f->ts = test_store_create(true, 4);
+	assert_non_null(f->ts);
+	cache_conf_init(&conf);
+	conf.budget_bytes = budget;
+	conf.block_size = block_size;
+	conf.list_page_keys = page_keys;
+	conf.first_page_keys = page_keys / 2 ? page_keys / 2 : 1;
+	f->c = cache_create(&conf, &f->ts->store);
+	assert_non_null(f->c);
+}
+
+/* The store first (what it still answers lands in the cache), then the
+ * channels, then the cache. */
+static void fx_fini(struct fx *f)
+{
+	live_fx = NULL;
+	test_store_destroy(f->ts);
+	for (unsigned i = 0; i < f->nchs; i++)
+		channel_destroy(f->chs[i]);
+	cache_destroy(f->c);
+	for (unsigned i = 0; i < f->nspecs; i++)
+		channel_spec_free(&f->specs[i]);
+	for (unsigned i = 0; i < f->nobjs; i++)
+		free(f->objs[i].data);
+}
+
+/* An object of size bytes (a pattern of its own per key) in the store. */
+static struct obj *fx_put(struct fx *f, const char *key, size_t size)
+{
+	struct obj *o;
+
+	assert_true(f->nobjs < MAX_OBJS);
+	o = &f->objs[f->nobjs++];
+	snprintf(o->key, sizeof(o->key), "%s", key);
+	o->size = size;
+	o->data = malloc(size ? size : 1);
+	assert_non_null(o->data);
+	for (size_t i = 0; i < size; i++)
+		o->data[i] = test_store_byte(key, i);
+	test_store_put(f->ts, key, "\"v1\"", o->data, size);
+	return o;
+}
+
+static void fx_put_text(struct fx *f, const char *key, const char *text)
+{
+	test_store_put(f->ts, key, "\"m1\"", text, strlen(text));
+}
+
+static const struct obj *fx_obj(const struct fx *f, const char *key)
+{
+	for (unsigned i = 0; i < f->nobjs; i++)
+		if (strcmp(f->objs[i].key, key) == 0)
+			return &f->objs[i];
+	fail_msg("no object %s", key);
+	return NULL;
+}
+
+/* The object a decoded payload is, by its bytes (the index in keys). */
+static size_t identify(const struct obj *const *objs, size_t n,
+		       const unsigned char *payload, size_t len)
+{
+	size_t found = n;
+
+	for (size_t i = 0; i < n; i++) {
+		if (objs[i]->size == len &&
+		    memcmp(objs[i]->data, payload, len) == 0) {
+			assert_int_equal(found, n); /* unambiguous */
+			found = i;
+		}
+	}
+	if (found == n)
+		fail_msg("a record of %zu bytes is none of the objects", len);
+	return found;
+}
+
+/* A fresh spec "train" of data_type over s3://bucket/path. */
+static struct channel_spec *
+fx_spec(struct fx *f, enum channel_data_type data_type, const char *path)
+{
+	struct channel_spec *sp;
+	char uri[256];
+
+	assert_true(f->nspecs < MAX_SPECS);
+	sp = &f->specs[f->nspecs++];
+	memset(sp, 0, sizeof(*sp));
+	snprintf(sp->name, sizeof(sp->name), "train");
+	snprintf(uri, sizeof(uri), "s3://bucket/%s", path);
+	sp->uri = strdup(uri);
+	sp->bucket = strdup("bucket");
+	sp->prefix = strdup(path);
+	assert_non_null(sp->uri);
+	assert_non_null(sp->bucket);
+	assert_non_null(sp->prefix);
+	sp->data_type = data_type;
+	return sp;
+}
+
+static void spec_attributes(struct channel_spec *sp, const char *a,
+			    const char *b)
+{
+	sp->attributes = calloc(2, sizeof(*sp->attributes));
+	assert_non_null(sp->attributes);
+	sp->attributes[0] = strdup(a);
+	sp->attributes[1] = strdup(b);
+	sp->nattributes = 2;
+}
+
+/* A channel over sp for host index of count, started; conf NULL for the
+ * defaults. */
+static struct channel *fx_channel_host(struct fx *f,
+				       const struct channel_spec *sp,
+				       unsigned index, unsigned count,
+				       const struct channel_conf *conf)
+{
+	struct channel_host host = {.index = index, .count = count};
+	struct channel_conf defaults;
+	struct channel *ch;
+	char err[512] = "";
+	int rc;
+
+	channel_conf_init(&defaults);
+	ch = channel_create(sp, &host, conf ? conf : &defaults, f->c);
+	assert_non_null(ch);
+	assert_true(f->nchs < MAX_CHANNELS);
+	f->chs[f->nchs++] = ch;
+	rc = channel_start(ch, err, sizeof(err));
+	if (rc)
+		fail_msg("channel_start: %d (%s)", rc, err);
+	return ch;
+}
+
+static struct channel *fx_channel(struct fx *f, const struct channel_spec *sp,
+				  const struct channel_conf *conf)
+{
+	return fx_channel_host(f, sp, 0, 1, conf);
+}
+
+/* Requests the store has answered: every GET, and HEADs (all requests
+ * minus GETs minus LISTs, with lists the LIST pages the test expects). */
+static unsigned store_gets(struct fx *f)
+{
+	unsigned n;
+
+	pthread_mutex_lock(&f->ts->lock);
+	n = f->ts->get_count;
+	pthread_mutex_unlock(&f->ts->lock);
+	return n;
+}
+
+static uint64_t store_requests(struct fx *f)
+{
+	uint64_t n;
+
+	pthread_mutex_lock(&f->ts->lock);
+	n = f->ts->stats.requests;
+	pthread_mutex_unlock(&f->ts->lock);
+	return n;
+}
+
+/* ---- reading epochs ---- */
+
+static const size_t sz_one[] = {1};
+static const size_t sz_odd[] = {3, 7, 1, 13, 2};
+static const size_t sz_page[] = {4096};
+static const size_t sz_mixed[] = {5, 65536, 2, 131072, 511};
+static const size_t sz_big[] = {1 << 20};
+
+struct sizes {
+	const size_t *v;
+	size_t n;
+};
+
+#define SIZES(a)                                                               \
+	{                                                                      \
+		a, sizeof(a) / sizeof(a[0])                                    \
+	}
+
+static const struct sizes all_sizes[] = {SIZES(sz_odd), SIZES(sz_page),
+					 SIZES(sz_mixed), SIZES(sz_big)};
+#define NSIZES (sizeof(all_sizes) / sizeof(all_sizes[0]))
+
+/*
+ * Reads epoch from offset 0 to its end or first error, in reads whose
+ * sizes cycle through sz, appending what comes to out.  A read returns at
+ * most what was asked, its iovecs add up to its byte count, the position
+ * follows, and an error is returned again by the next read (it never turns
+ * into an end of file).  Returns 0 at the end, or the error.
+ */
+static int read_epoch(struct channel *ch, unsigned epoch, struct sizes sz,
+		      struct buf *out)
+{
+	struct channel_reader *r = channel_reader_open(ch, epoch);
+	struct channel_view v;
+	uint64_t pos = 0;
+	size_t i = 0, n;
+	int rc;
+
+	assert_non_null(r);
+	live_reader = r;
+	assert_int_equal(channel_reader_position(r), 0);
+	for (;;) {
+		size_t want = sz.v[i++ % sz.n];
+		size_t sum = 0;
+
+		memset(&v, 0, sizeof(v));
+		rc = channel_reader_read(r, pos, want, &v);
+		if (rc == 0) {
+			assert_true(v.bytes <= want);
+			for (int k = 0; k < v.count; k++) {
+				buf_add(out, v.iov[k].iov_base,
+					v.iov[k].iov_len);
+				sum += v.iov[k].iov_len;
+			}
+			assert_int_equal(sum, v.bytes);
+		} else {
+			assert_int_equal(v.bytes, 0);
+		}
+		n = v.bytes;
+		channel_view_release(r, &v);
+		pos += n;
+		if (rc || n == 0)
+			break;
+		assert_int_equal(channel_reader_position(r), pos);
+	}
+	if (rc) {
+		int again;
+
+		memset(&v, 0, sizeof(v));
+		again = channel_reader_read(r, pos, 4096, &v);
+		n = v.bytes;
+		channel_view_release(r, &v);
+		assert_int_equal(again, rc);
+		assert_int_equal(n, 0);
+	}
+	live_reader = NULL;
+	channel_reader_close(r);
+	return rc;
+}
+
+/* Reads epoch with every read-size pattern; each must give want. */
+static void check_epoch(struct channel *ch, unsigned epoch,
+			const struct buf *want)
+{
+	for (size_t s = 0; s < NSIZES; s++) {
+		struct buf got = {0};
+
+		assert_int_equal(read_epoch(ch, epoch, all_sizes[s], &got), 0);
+		assert_same_bytes(&got, want);
+		buf_free(&got);
+	}
+}
+
+/* Reads epoch with every pattern; each must give want, then fail with
+ * err. */
+static void check_epoch_fails(struct channel *ch, unsigned epoch,
+			      const struct buf *want, int err)
+{
+	for (size_t s = 0; s < NSIZES; s++) {
+		struct buf got = {0};
+
+		assert_int_equal(read_epoch(ch, epoch, all_sizes[s], &got),
+				 err);
+		assert_same_bytes(&got, want);
+		buf_free(&got);
+	}
+}
+
+static void check_epoch_size(struct channel *ch, unsigned epoch, uint64_t want)
+{
+	uint64_t size = 12345;
+
+	assert_true(channel_epoch_size(ch, epoch, &size));
+	assert_int_equal(size, want);
+}
+
+static void check_epoch_size_unknown(struct channel *ch, unsigned epoch)
+{
+	uint64_t size = 12345;
+
+	assert_false(channel_epoch_size(ch, epoch, &size));
+	assert_int_equal(size, 0);
+}
+
+/* ---- S3Prefix, listing mode ---- */
+
+/*
+ * Objects under data/ of every size 0..9 (so every padding length), two
+ * of several blocks, a folder marker and an empty object (neither may
+ * appear), plus one outside the prefix.  keys/n: the non-empty objects
+ * under data/ in key order.
+ */
+static void put_listing_set(struct fx *f, const struct obj **keep, size_t *n)
+{
+	char key[64];
+
+	*n = 0;
+	for (unsigned i = 0; i < 10; i++) {
+		const struct obj *o;
+
+		snprintf(key, sizeof(key), "data/a%02u", i);
+		o = fx_put(f, key, i);
+		if (i)
+			keep[(*n)++] = o;
+	}
+	keep[(*n)++] = fx_put(f, "data/big1", 150000);
+	keep[(*n)++] = fx_put(f, "data/big2", 70000);
+	fx_put(f, "data/dir/", 0);
+	keep[(*n)++] = fx_put(f, "data/m", 13);
+	fx_put(f, "data/n-empty", 0);
+	keep[(*n)++] = fx_put(f, "data/zz", 1);
+	fx_put(f, "other/x", 100);
+}
+
+static void test_listing_plain(void **state)
+{
+	const struct obj *keep[MAX_OBJS];
+	struct channel_spec *sp;
+	struct channel *ch;
+	struct buf want = {0}, got = {0};
+	static struct fx f; /* outlives a failed assertion */
+	size_t n;
+
+	(void)state;
+	fx_init(&f, 8 * MIB, 64 * KIB, 3);
+	put_listing_set(&f, keep, &n);
+	for (size_t i = 0; i < n; i++)
+		buf_add(&want, keep[i]->data, keep[i]->size);
+	assert_int_equal(want.len, 45 + 150000 + 70000 + 13 + 1);
+
+	sp = fx_spec(&f, CHANNEL_S3_PREFIX, "data/");
+	ch = fx_channel(&f, sp, NULL);
+	/* one page of one key is listed: the size is not known yet */
+	check_epoch_size_unknown(ch, 0);
+	check_epoch(ch, 0, &want);
+	check_epoch_size(ch, 0, want.len);
+	check_epoch_size(ch, 7, want.len);
+	/* every epoch of a listing channel is the same bytes */
+	check_epoch(ch, 1, &want);
+	assert_int_equal(read_epoch(ch, 2, (struct sizes)SIZES(sz_one), &got),
+			 0);
+	assert_same_bytes(&got, &want);
+
+	buf_free(&got);
+	buf_free(&want);
+	fx_fini(&f);
+}
+
+static void test_listing_recordio(void **state)
+{
+	const struct obj *keep[MAX_OBJS];
+	struct channel_spec *sp;
+	struct channel *ch;
+	struct buf want = {0}, got = {0};
+	struct recs recs;
+	static struct fx f; /* outlives a failed assertion */
+	size_t n;
+
+	(void)state;
+	fx_init(&f, 8 * MIB, 64 * KIB, 3);
+	put_listing_set(&f, keep, &n);
+	for (size_t i = 0; i < n; i++)
+		frame_record(&want, keep[i]->data, keep[i]->size,
+			     CHANNEL_RECORDIO_PART_MAX);
+
+	sp = fx_spec(&f, CHANNEL_S3_PREFIX, "data/");
+	sp->wrapper = CHANNEL_WRAPPER_RECORDIO;
+	ch = fx_channel(&f, sp, NULL);
+	check_epoch_size_unknown(ch, 0);
+	check_epoch(ch, 0, &want);
+	check_epoch_size(ch, 0, want.len);
+	assert_int_equal(read_epoch(ch, 1, (struct sizes)SIZES(sz_one), &got),
+			 0);
+	assert_same_bytes(&got, &want);
+
+	/* decoded: one whole record per non-empty object, in key order */
+	decode_recordio(&got, &recs);
+	assert_int_equal(recs.n, n);
+	assert_int_equal(recs.nparts, n);
+	for (size_t i = 0; i < n; i++) {
+		assert_int_equal(recs.flags[i], 0);
+		assert_int_equal(recs.len[i], keep[i]->size);
+		assert_memory_equal(recs.data.p + recs.off[i], keep[i]->data,
+				    keep[i]->size);
+	}
+	/* sizes 1..9 put every padding length in the stream: 8 + 1 + 3 for
+	 * the first record, 8 + 4 + 0 for the fourth */
+	assert_int_equal(get_le32(got.p + 4), 1);
+	assert_int_equal(get_le32(got.p + 12), RIO_MAGIC);
+
+	recs_free(&recs);
+	buf_free(&got);
+	buf_free(&want);
+	fx_fini(&f);
+}
+
+/* The parts each payload length becomes with part_max 8: (flag, len). */
+struct part_case {
+	size_t len;
+	unsigned nparts;
+	unsigned flag[8];
+	uint32_t plen[8];
+};
+
+static const struct part_case part_cases[] = {
+    {0, 1, {0}, {0}},
+    {7, 1, {0}, {7}},
+    {8, 1, {0}, {8}},
+    {9, 2, {1, 3}, {8, 1}},
+    {16, 2, {1, 3}, {8, 8}},
+    {17, 3, {1, 2, 3}, {8, 8, 1}},
+    {25, 4, {1, 2, 2, 3}, {8, 8, 8, 1}},
+};
+#define NPART_CASES (sizeof(part_cases) / sizeof(part_cases[0]))
+
+/* Checks decoded parts from part index *at against case c. */
+static void check_parts(const struct recs *recs, unsigned *at,
+			const struct part_case *c)
+{
+	for (unsigned k = 0; k < c->nparts; k++, (*at)++) {
+		assert_true(*at < recs->nparts);
+		assert_int_equal(recs->flags[*at], c->flag[k]);
+		assert_int_equal(recs->lens[*at], c->plen[k]);
+	}
+}
+
+static void test_recordio_parts(void **state)
+{
+	struct channel_conf conf;
+	struct channel_spec *sp;
+	struct channel *ch;
+	const struct obj *objs[NPART_CASES];
+	struct buf want = {0}, got = {0};
+	struct recs recs;
+	unsigned at = 0, nobj = 0;
+	static struct fx f; /* outlives a failed assertion */
+
+	(void)state;
+	fx_init(&f, 8 * MIB, 64 * KIB, 2);
+	for (size_t i = 0; i < NPART_CASES; i++) {
+		char key[32];
+
+		snprintf(key, sizeof(key), "p/%02zu", part_cases[i].len);
+		objs[i] = fx_put(&f, key, part_cases[i].len);
+		if (part_cases[i].len)
+			frame_record(&want, objs[i]->data, objs[i]->size, 8);
+	}
+	/* 16 + 16 + 28 + 32 + 44 + 60, worked out by hand */
+	assert_int_equal(want.len, 196);
+
+	channel_conf_init(&conf);
+	conf.recordio_part_max = 8;
+	sp = fx_spec(&f, CHANNEL_S3_PREFIX, "p/");
+	sp->wrapper = CHANNEL_WRAPPER_RECORDIO;
+	ch = fx_channel(&f, sp, &conf);
+	check_epoch(ch, 0, &want);
+	check_epoch_size(ch, 0, 196);
+	assert_int_equal(read_epoch(ch, 1, (struct sizes)SIZES(sz_one), &got),
+			 0);
+	assert_same_bytes(&got, &want);
+
+	/* the empty object is skipped; the others are split as the table
+	 * says, and put back together they are the objects */
+	decode_recordio(&got, &recs);
+	for (size_t i = 0; i < NPART_CASES; i++) {
+		if (!part_cases[i].len)
+			continue;
+		check_parts(&recs, &at, &part_cases[i]);
+		assert_int_equal(recs.len[nobj], objs[i]->size);
+		assert_memory_equal(recs.data.p + recs.off[nobj], objs[i]->data,
+				    objs[i]->size);
+		nobj++;
+	}
+	assert_int_equal(at, recs.nparts);
+	assert_int_equal(nobj, recs.n);
+
+	recs_free(&recs);
+	buf_free(&got);
+	buf_free(&want);
+	fx_fini(&f);
+}
+
+/* ---- plan mode: shuffle and shard ---- */
+
+/* n objects s/00.. of distinct sizes; objs[i] is key i in key order. */
+static void put_plan_set(struct fx *f, const struct obj **objs, size_t n,
+			 size_t base)
+{
+	for (size_t i = 0; i < n; i++) {
+		char key[32];
+
+		snprintf(key, sizeof(key), "s/%02zu", i);
+		objs[i] = fx_put(f, key, base + 37 * i);
+	}
+	fx_put(f, "s/empty", 0);    /* listed, but no entry */
+	fx_put(f, "t/outside", 50); /* not under the prefix */
+}
+
+/* The objects of an epoch's stream, decoded: ids[i] is the index in objs
+ * of record i. */
+static size_t epoch_ids(const struct buf *stream, const struct obj **objs,
+			size_t n, size_t *ids)
+{
+	struct recs recs;
+	size_t count;
+
+	decode_recordio(stream, &recs);
+	for (size_t i = 0; i < recs.n; i++) {
+		assert_int_equal(recs.flags[i], 0);
+		ids[i] =
+		    identify(objs, n, recs.data.p + recs.off[i], recs.len[i]);
+	}
+	count = recs.n;
+	recs_free(&recs);
+	return count;
+}
+
+static void test_plan_shuffle(void **state)
+{
+	const struct obj *objs[10];
+	size_t order[3][10], ids[MAX_RECS];
+	struct channel_spec *sp, *same, *other;
+	struct channel *ch, *ch_same, *ch_other;
+	struct buf got[3] = {{0}}, again = {0}, diff = {0};
+	uint64_t framed = 0;
+	static struct fx f; /* outlives a failed assertion */
+
+	(void)state;
+	fx_init(&f, 16 * MIB, 64 * KIB, 4);
+	put_plan_set(&f, objs, 10, 100);
+	for (size_t i = 0; i < 10; i++)
+		framed += 8 + objs[i]->size + (4 - objs[i]->size % 4) % 4;
+
+	sp = fx_spec(&f, CHANNEL_S3_PREFIX, "s/");
+	sp->wrapper = CHANNEL_WRAPPER_RECORDIO;
+	sp->shuffle = true;
+	sp->seed = 42;
+	ch = fx_channel(&f, sp, NULL);
+
+	for (unsigned e = 0; e < 3; e++) {
+		struct buf want = {0};
+		bool seen[10] = {false};
+
+		channel_order(order[e], 10, true, 42, e);
+		for (size_t i = 0; i < 10; i++)
+			frame_record(&want, objs[order[e][i]]->data,
+				     objs[order[e][i]]->size,
+				     CHANNEL_RECORDIO_PART_MAX);
+		/* a plan's size is known before it is read */
+		check_epoch_size(ch, e, framed);
+		check_epoch(ch, e, &want);
+		assert_int_equal(
+		    read_epoch(ch, e, (struct sizes)SIZES(sz_mixed), &got[e]),
+		    0);
+		assert_same_bytes(&got[e], &want);
+		/* decoded independently: every object once, in that order */
+		assert_int_equal(epoch_ids(&got[e], objs, 10, ids), 10);
+		for (size_t i = 0; i < 10; i++) {
+			assert_false(seen[ids[i]]);
+			seen[ids[i]] = true;
+			assert_int_equal(ids[i], order[e][i]);
+		}
+		buf_free(&want);
+	}
+	/* a shuffle: not key order, and epochs differ */
+	assert_memory_not_equal(order[0], order[1], sizeof(order[0]));
+	assert_memory_not_equal(order[1], order[2], sizeof(order[0]));
+	for (unsigned e = 0; e < 3; e++) {
+		bool sorted = true;
+
+		for (size_t i = 0; i < 10; i++)
+			sorted = sorted && order[e][i] == i;
+		assert_false(sorted);
+	}
+	assert_false(got[0].len == got[1].len &&
+		     memcmp(got[0].p, got[1].p, got[0].len) == 0);
+
+	/* another channel with the same seed: the same bytes per epoch */
+	same = fx_spec(&f, CHANNEL_S3_PREFIX, "s/");
+	same->wrapper = CHANNEL_WRAPPER_RECORDIO;
+	same->shuffle = true;
+	same->seed = 42;
+	ch_same = fx_channel(&f, same, NULL);
+	assert_int_equal(
+	    read_epoch(ch_same, 1, (struct sizes)SIZES(sz_odd), &again), 0);
+	assert_same_bytes(&again, &got[1]);
+
+	/* another seed: another order */
+	other = fx_spec(&f, CHANNEL_S3_PREFIX, "s/");
+	other->wrapper = CHANNEL_WRAPPER_RECORDIO;
+	other->shuffle = true;
+	other->seed = -7;
+	ch_other = fx_channel(&f, other, NULL);
+	assert_int_equal(
+	    read_epoch(ch_other, 1, (struct sizes)SIZES(sz_page), &diff), 0);
+	assert_int_equal(diff.len, got[1].len);
+	assert_memory_not_equal(diff.p, got[1].p, diff.len);
+	{
+		size_t o[10];
+
+		channel_order(o, 10, true, -7, 1);
+		assert_int_equal(epoch_ids(&diff, objs, 10, ids), 10);
+		for (size_t i = 0; i < 10; i++)
+			assert_int_equal(ids[i], o[i]);
+	}
+
+	for (unsigned e = 0; e < 3; e++)
+		buf_free(&got[e]);
+	buf_free(&again);
+	buf_free(&diff);
+	fx_fini(&f);
+}
+
+static void test_plan_shard_shuffled(void **state)
+{
+	const struct obj *objs[10];
+	struct channel *chs[3];
+	size_t ids[MAX_RECS];
+	static struct fx f; /* outlives a failed assertion */
+
+	(void)state;
+	fx_init(&f, 16 * MIB, 64 * KIB, 4);
+	put_plan_set(&f, objs, 10, 50);
+	for (unsigned h = 0; h < 3; h++) {
+		struct channel_spec *sp = fx_spec(&f, CHANNEL_S3_PREFIX, "s/");
+
+		sp->wrapper = CHANNEL_WRAPPER_RECORDIO;
+		sp->shuffle = true;
+		sp->seed = 7;
+		sp->distribution = CHANNEL_SHARDED_BY_S3_KEY;
+		chs[h] = fx_channel_host(&f, sp, h, 3, NULL);
+	}
+	for (unsigned e = 0; e < 3; e++) {
+		unsigned seen[10] = {0};
+		size_t order[10];
+
+		channel_order(order, 10, true, 7, e);
+		for (unsigned h = 0; h < 3; h++) {
+			struct buf got = {0}, want = {0};
+			size_t count, expect_n = 0;
+
+			/* positions h, h + 3, ... of the epoch's order */
+			for (size_t p = h; p < 10; p += 3) {
+				frame_record(&want, objs[order[p]]->data,
+					     objs[order[p]]->size,
+					     CHANNEL_RECORDIO_PART_MAX);
+				expect_n++;
+			}
+			check_epoch_size(chs[h], e, want.len);
+			assert_int_equal(read_epoch(chs[h], e,
+						    all_sizes[(e + h) % NSIZES],
+						    &got),
+					 0);
+			assert_same_bytes(&got, &want);
+			count = epoch_ids(&got, objs, 10, ids);
+			assert_int_equal(count, expect_n);
+			assert_int_equal(count, h == 0 ? 4 : 3);
+			for (size_t i = 0; i < count; i++) {
+				assert_int_equal(ids[i], order[h + 3 * i]);
+				seen[ids[i]]++;
+			}
+			buf_free(&got);
+			buf_free(&want);
+		}
+		/* the hosts together read every object once: disjoint and
+		 * complete */
+		for (size_t i = 0; i < 10; i++)
+			assert_int_equal(seen[i], 1);
+	}
+	fx_fini(&f);
+}
+
+static void test_plan_shard_key_order(void **state)
+{
+	const struct obj *objs[10];
+	static struct fx f; /* outlives a failed assertion */
+	uint64_t total = 0, all = 0;
+
+	(void)state;
+	fx_init(&f, 16 * MIB, 64 * KIB, 4);
+	put_plan_set(&f, objs, 10, 20);
+	for (size_t i = 0; i < 10; i++)
+		all += objs[i]->size;
+	for (unsigned h = 0; h < 3; h++) {
+		struct channel_spec *sp = fx_spec(&f, CHANNEL_S3_PREFIX, "s/");
+		struct channel *ch;
+		struct buf want = {0};
+
+		sp->distribution = CHANNEL_SHARDED_BY_S3_KEY;
+		ch = fx_channel_host(&f, sp, h, 3, NULL);
+		/* keys h, h + 3, ... in key order, every epoch */
+		for (size_t k = h; k < 10; k += 3)
+			buf_add(&want, objs[k]->data, objs[k]->size);
+		check_epoch_size(ch, 0, want.len);
+		check_epoch(ch, 0, &want);
+		check_epoch(ch, 1, &want);
+		check_epoch_size(ch, 1, want.len);
+		total += want.len;
+		buf_free(&want);
+	}
+	assert_int_equal(total, all);
+	fx_fini(&f);
+}
+
+/* ---- manifests ---- */
+
+static void test_manifest_resolve_ahead(void **state)
+{
+	static const char *const order[] = {"k07", "k02", "k11", "k00", "k05",
+					    "k02", "k09", "k01", "k10", "k03",
+					    "k04", "k06", "k08"};
+	const size_t n = sizeof(order) / sizeof(order[0]);
+	struct channel_conf conf;
+	struct channel_spec *sp, *sp_rio;
+	struct channel *ch, *ch_rio;
+	struct buf want = {0}, want_rio = {0}, text = {0}, got = {0};
+	uint64_t requests;
+	unsigned gets;
+	static struct fx f; /* outlives a failed assertion */
+
+	(void)state;
+	fx_init(&f, 16 * MIB, 64 * KIB, 4);
+	for (unsigned i = 0; i < 12; i++) {
+		char key[32];
+
+		snprintf(key, sizeof(key), "man/k%02u", i);
+		/* one spans blocks */
+		fx_put(&f, key, i == 5 ? 200000 : 10 + 111 * i);
+	}
+	fx_put(&f, "man/zz-not-listed", 77);
+	buf_add(&text, "[{\"prefix\": \"s3://bucket/man/\"}", 31);
+	for (size_t i = 0; i < n; i++) {
+		char key[32];
+		const struct obj *o;
+
+		snprintf(key, sizeof(key), ", \"%s\"", order[i]);
+		buf_add(&text, key, strlen(key));
+		snprintf(key, sizeof(key), "man/%s", order[i]);
+		o = fx_obj(&f, key);
+		buf_add(&want, o->data, o->size);
+		frame_record(&want_rio, o->data, o->size,
+			     CHANNEL_RECORDIO_PART_MAX);
+	}
+	buf_add(&text, "]", 2); /* with its NUL */
+	fx_put_text(&f, "manifests/train.json", (const char *)text.p);
+
+	channel_conf_init(&conf);
+	conf.resolve_ahead = 3; /* several rounds of HEADs per epoch */
+	sp = fx_spec(&f, CHANNEL_MANIFEST_FILE, "manifests/train.json");
+	ch = fx_channel(&f, sp, &conf);
+	check_epoch(ch, 0, &want);
+	check_epoch_size(ch, 0, want.len);
+	/* epoch 1's plan finds every entry resolved: its size at once */
+	check_epoch_size(ch, 1, want.len);
+	check_epoch(ch, 1, &want);
+	/* the manifest's HEAD and one per entry, not one per epoch; GETs
+	 * are the rest */
+	gets = store_gets(&f);
+	requests = store_requests(&f);
+	assert_int_equal(requests - gets, 1 + n);
+
+	/* framed, with the smallest window */
+	conf.resolve_ahead = 1;
+	sp_rio = fx_spec(&f, CHANNEL_MANIFEST_FILE, "manifests/train.json");
+	sp_rio->wrapper = CHANNEL_WRAPPER_RECORDIO;
+	ch_rio = fx_channel(&f, sp_rio, &conf);
+	assert_int_equal(
+	    read_epoch(ch_rio, 0, (struct sizes)SIZES(sz_odd), &got), 0);
+	assert_same_bytes(&got, &want_rio);
+	check_epoch_size(ch_rio, 0, want_rio.len);
+
+	buf_free(&got);
+	buf_free(&text);
+	buf_free(&want);
+	buf_free(&want_rio);
+	fx_fini(&f);
+}
+
+static void test_manifest_missing_key(void **state)
+{
+	static const char manifest[] =
+	    "[{\"prefix\": \"s3://bucket/m2/\"}, \"a\", \"b\", \"gone\", "
+	    "\"d\"]";
+	struct channel_conf conf;
+	struct buf want = {0}, want_rio = {0};
+	static struct fx f; /* outlives a failed assertion */
+
+	(void)state;
+	fx_init(&f, 16 * MIB, 64 * KIB, 4);
+	fx_put(&f, "m2/a", 1000);
+	fx_put(&f, "m2/b", 70000);
+	fx_put(&f, "m2/d", 33);
+	fx_put_text(&f, "manifests/m2.json", manifest);
+	buf_add(&want, fx_obj(&f, "m2/a")->data, 1000);
+	buf_add(&want, fx_obj(&f, "m2/b")->data, 70000);
+	frame_record(&want_rio, fx_obj(&f, "m2/a")->data, 1000,
+		     CHANNEL_RECORDIO_PART_MAX);
+	frame_record(&want_rio, fx_obj(&f, "m2/b")->data, 70000,
+		     CHANNEL_RECORDIO_PART_MAX);
+
+	channel_conf_init(&conf);
+	for (unsigned ahead = 1; ahead <= 8; ahead *= 8) {
+		struct channel_spec *sp, *sp_rio;
+		struct channel *ch, *ch_rio;
+
+		conf.resolve_ahead = ahead;
+		sp = fx_spec(&f, CHANNEL_MANIFEST_FILE, "manifests/m2.json");
+		ch = fx_channel(&f, sp, &conf);
+		check_epoch_fails(ch, 0, &want, EIO);
+		check_epoch_fails(ch, 1, &want, EIO);
+
+		sp_rio =
+		    fx_spec(&f, CHANNEL_MANIFEST_FILE, "manifests/m2.json");
+		sp_rio->wrapper = CHANNEL_WRAPPER_RECORDIO;
+		ch_rio = fx_channel(&f, sp_rio, &conf);
+		check_epoch_fails(ch_rio, 0, &want_rio, EIO);
+	}
+	buf_free(&want);
+	buf_free(&want_rio);
+	fx_fini(&f);
+}
+
+/* The first key is checked at start-up: a missing one fails the start
+ * with a message naming it. */
+static void test_manifest_missing_first_key(void **state)
+{
+	static const char manifest[] =
+	    "[{\"prefix\": \"s3://bucket/m3/\"}, \"nothing\", \"b\"]";
+	struct channel_host host = {.index = 0, .count = 1};
+	struct channel_conf conf;
+	struct channel_spec *sp;
+	struct channel *ch;
+	char err[512] = "";
+	static struct fx f; /* outlives a failed assertion */
+
+	(void)state;
+	fx_init(&f, 16 * MIB, 64 * KIB, 4);
+	fx_put(&f, "m3/b", 10);
+	fx_put_text(&f, "manifests/m3.json", manifest);
+	channel_conf_init(&conf);
+	sp = fx_spec(&f, CHANNEL_MANIFEST_FILE, "manifests/m3.json");
+	ch = channel_create(sp, &host, &conf, f.c);
+	assert_non_null(ch);
+	f.chs[f.nchs++] = ch;
+	assert_int_not_equal(channel_start(ch, err, sizeof(err)), 0);
+	assert_non_null(strstr(err, "s3://bucket/m3/nothing"));
+	assert_non_null(strstr(err, "does not exist"));
+	fx_fini(&f);
+}
+
+/*
+ * An epoch that ends in an error has no size: fs/ gives channel_epoch_size()
+ * as the file's st_size (cached for an hour), and the bytes before the
+ * error as a size would make a reader that trusts st_size take a cut
+ * epoch for a whole one, without ever seeing the EIO.
+ */
+static void test_failed_epoch_has_no_size(void **state)
+{
+	static const char manifest[] =
+	    "[{\"prefix\": \"s3://bucket/m4/\"}, \"a\", \"gone\", \"b\"]";
+	struct channel_spec *sp;
+	struct channel *ch;
+	struct buf want = {0};
+	static struct fx f; /* outlives a failed assertion */
+
+	(void)state;
+	fx_init(&f, 16 * MIB, 64 * KIB, 4);
+	fx_put(&f, "m4/a", 100);
+	fx_put(&f, "m4/b", 100);
+	fx_put_text(&f, "manifests/m4.json", manifest);
+	buf_add(&want, fx_obj(&f, "m4/a")->data, 100);
+	sp = fx_spec(&f, CHANNEL_MANIFEST_FILE, "manifests/m4.json");
+	ch = fx_channel(&f, sp, NULL);
+	check_epoch_fails(ch, 0, &want, EIO);
+	check_epoch_size_unknown(ch, 0);
+	buf_free(&want);
+	fx_fini(&f);
+}
+
+/* Augmented manifest lines: each a -ref object and a literal label. */
+static const char *const aug_labels[] = {
+    "",				 /* 0 */
+    "abcdefg",			 /* 7 */
+    "abcdefgh",			 /* 8 */
+    "abcdefghi",		 /* 9 */
+    "0123456789abcdef",		 /* 16 */
+    "0123456789abcdefg",	 /* 17 */
+    "0123456789abcdefghijklmno", /* 25 */
+};
+#define NAUG (sizeof(aug_labels) / sizeof(aug_labels[0]))
+
+static void put_augmented(struct fx *f, const char *key, bool broken)
+{
+	struct buf text = {0};
+
+	for (size_t i = 0; i < NAUG; i++) {
+		char line[256], okey[32];
+
+		snprintf(okey, sizeof(okey), "aug/x%zu", i);
+		fx_put(f, okey, 3 + 5 * i);
+		if (broken && i == 3)
+			snprintf(line, sizeof(line),
+				 "{\"source-ref\": \"s3://bucket/%s\"}\n",
+				 okey);
+		else
+			snprintf(line, sizeof(line),
+				 "{\"label\": \"%s\", \"source-ref\": "
+				 "\"s3://bucket/%s\"}\n",
+				 aug_labels[i], okey);
+		buf_add(&text, line, strlen(line));
+	}
+	{
+		static const char last[] =
+		    "{\"source-ref\": \"s3://bucket/aug/x0\", \"label\": 12}\n";
+
+		buf_add(&text, last, strlen(last));
+	}
+	buf_add(&text, "", 1);
+	fx_put_text(f, key, (const char *)text.p);
+	buf_free(&text);
+}
+
+static void test_augmented_parts(void **state)
+{
+	struct channel_conf conf;
+	struct channel_spec *sp, *sp_plain;
+	struct channel *ch, *ch_plain;
+	struct buf want = {0}, plain = {0}, got = {0};
+	struct recs recs;
+	unsigned at = 0;
+	static struct fx f; /* outlives a failed assertion */
+
+	(void)state;
+	fx_init(&f, 16 * MIB, 64 * KIB, 4);
+	put_augmented(&f, "manifests/aug.jsonl", false);
+	for (size_t i = 0; i <= NAUG; i++) {
+		char okey[32];
+		const struct obj *o;
+		const char *label = i < NAUG ? aug_labels[i] : "12";
+
+		snprintf(okey, sizeof(okey), "aug/x%zu", i < NAUG ? i : 0);
+		o = fx_obj(&f, okey);
+		frame_record(&want, o->data, o->size, 8);
+		frame_record(&want, label, strlen(label), 8);
+		buf_add(&plain, o->data, o->size);
+		buf_add(&plain, label, strlen(label));
+	}
+
+	channel_conf_init(&conf);
+	conf.recordio_part_max = 8;
+	conf.resolve_ahead = 2;
+	sp =
+	    fx_spec(&f, CHANNEL_AUGMENTED_MANIFEST_FILE, "manifests/aug.jsonl");
+	sp->wrapper = CHANNEL_WRAPPER_RECORDIO;
+	spec_attributes(sp, "source-ref", "label");
+	ch = fx_channel(&f, sp, &conf);
+	check_epoch(ch, 0, &want);
+	check_epoch_size(ch, 0, want.len);
+
+	/* one record per attribute; labels split as the table says */
+	assert_int_equal(read_epoch(ch, 1, (struct sizes)SIZES(sz_one), &got),
+			 0);
+	assert_same_bytes(&got, &want);
+	decode_recordio(&got, &recs);
+	assert_int_equal(recs.n, 2 * (NAUG + 1));
+	for (size_t i = 0; i < NAUG; i++) {
+		const struct part_case *c = &part_cases[i];
+		size_t olen = 3 + 5 * i;
+		struct part_case objc = {olen, 0, {0}, {0}};
+
+		/* the object's parts, from its length */
+		for (size_t off = 0; off < olen || objc.nparts == 0; off += 8) {
+			size_t pl = olen - off < 8 ? olen - off : 8;
+
+			objc.flag[objc.nparts] = olen <= 8	    ? 0
+						 : off == 0	    ? 1
+						 : off + pl == olen ? 3
+								    : 2;
+			objc.plen[objc.nparts++] = (uint32_t)pl;
+		}
+		check_parts(&recs, &at, &objc);
+		assert_int_equal(strlen(aug_labels[i]), c->len);
+		check_parts(&recs, &at, c);
+		assert_int_equal(recs.len[2 * i + 1], c->len);
+		assert_memory_equal(recs.data.p + recs.off[2 * i + 1],
+				    aug_labels[i], c->len);
+	}
+	/* a number becomes its JSON text */
+	assert_int_equal(recs.len[2 * NAUG + 1], 2);
+	assert_memory_equal(recs.data.p + recs.off[2 * NAUG + 1], "12", 2);
+
+	/* without RecordIO: the items back to back */
+	sp_plain =
+	    fx_spec(&f, CHANNEL_AUGMENTED_MANIFEST_FILE, "manifests/aug.jsonl");
+	spec_attributes(sp_plain, "source-ref", "label");
+	ch_plain = fx_channel(&f, sp_plain, &conf);
+	check_epoch(ch_plain, 0, &plain);
+	check_epoch_size(ch_plain, 0, plain.len);
+
+	recs_free(&recs);
+	buf_free(&got);
+	buf_free(&plain);
+	buf_free(&want);
+	fx_fini(&f);
+}
+
+/* Line 4 lacks its label: the lines before it, then EIO. */
+static void test_augmented_error(void **state)
+{
+	struct channel_conf conf;
+	struct buf want = {0}, plain = {0};
+	static struct fx f; /* outlives a failed assertion */
+
+	(void)state;
+	fx_init(&f, 16 * MIB, 64 * KIB, 4);
+	put_augmented(&f, "manifests/broken.jsonl", true);
+	for (size_t i = 0; i < 3; i++) {
+		char okey[32];
+		const struct obj *o;
+
+		snprintf(okey, sizeof(okey), "aug/x%zu", i);
+		o = fx_obj(&f, okey);
+		frame_record(&want, o->data, o->size,
+			     CHANNEL_RECORDIO_PART_MAX);
+		frame_record(&want, aug_labels[i], strlen(aug_labels[i]),
+			     CHANNEL_RECORDIO_PART_MAX);
+		buf_add(&plain, o->data, o->size);
+		buf_add(&plain, aug_labels[i], strlen(aug_labels[i]));
+	}
+	channel_conf_init(&conf);
+	for (unsigned ahead = 1; ahead <= 16; ahead *= 16) {
+		struct channel_spec *sp, *sp_plain;
+		struct channel *ch, *ch_plain;
+
+		conf.resolve_ahead = ahead;
+		sp = fx_spec(&f, CHANNEL_AUGMENTED_MANIFEST_FILE,
+			     "manifests/broken.jsonl");
+		sp->wrapper = CHANNEL_WRAPPER_RECORDIO;
+		spec_attributes(sp, "source-ref", "label");
+		ch = fx_channel(&f, sp, &conf);
+		check_epoch_fails(ch, 0, &want, EIO);
+
+		sp_plain = fx_spec(&f, CHANNEL_AUGMENTED_MANIFEST_FILE,
+				   "manifests/broken.jsonl");
+		spec_attributes(sp_plain, "source-ref", "label");
+		ch_plain = fx_channel(&f, sp_plain, &conf);
+		check_epoch_fails(ch_plain, 0, &plain, EIO);
+	}
+	buf_free(&want);
+	buf_free(&plain);
+	fx_fini(&f);
+}
+
+/* ---- the cache across epochs ---- */
+
+static void test_second_epoch_hits_cache(void **state)
+{
+	const struct obj *objs[8];
+	struct channel_spec *sp;
+	struct channel *ch;
+	struct cache_stats st0, st1;
+	size_t o0[8], o1[8];
+	unsigned gets0 = 0, gets1;
+	static struct fx f; /* outlives a failed assertion */
+
+	(void)state;
+	/* 8 objects of two 64 KiB blocks each, a budget that holds them */
+	fx_init(&f, 16 * MIB, 64 * KIB, 4);
+	for (size_t i = 0; i < 8; i++) {
+		char key[32];
+
+		snprintf(key, sizeof(key), "c/%zu", i);
+		objs[i] = fx_put(&f, key, 100 * KIB + i);
+	}
+	sp = fx_spec(&f, CHANNEL_S3_PREFIX, "c/");
+	sp->shuffle = true;
+	sp->seed = 3;
+	ch = fx_channel(&f, sp, NULL);
+	channel_order(o0, 8, true, 3, 0);
+	channel_order(o1, 8, true, 3, 1);
+	assert_memory_not_equal(o0, o1, sizeof(o0));
+
+	for (unsigned e = 0; e < 2; e++) {
+		struct buf want = {0}, got = {0};
+		const size_t *o = e ? o1 : o0;
+
+		for (size_t i = 0; i < 8; i++)
+			buf_add(&want, objs[o[i]]->data, objs[o[i]]->size);
+		assert_int_equal(
+		    read_epoch(ch, e, (struct sizes)SIZES(sz_page), &got), 0);
+		assert_same_bytes(&got, &want);
+		buf_free(&got);
+		buf_free(&want);
+		if (e == 0) {
+			gets0 = store_gets(&f);
+			cache_get_stats(f.c, &st0);
+		}
+	}
+	gets1 = store_gets(&f);
+	cache_get_stats(f.c, &st1);
+	/* the first epoch fetched each object; the second fetched nothing
+	 * and found every one of the 16 blocks ready */
+	assert_true(gets0 >= 8);
+	assert_int_equal(gets1, gets0);
+	assert_int_equal(st1.misses, st0.misses);
+	assert_int_equal(st1.prefetched, st0.prefetched);
+	assert_true(st1.hits >= st0.hits + 16);
+	assert_true(st1.peak_bytes <= st1.budget_bytes);
+	fx_fini(&f);
+}
+
+/* An argument runs only the tests whose names match it (a glob), or with
+ * a leading '-' all but those. */
+int main(int argc, char **argv)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test_setup_teardown(test_listing_plain, watchdog,
+					    teardown),
+	    cmocka_unit_test_setup_teardown(test_listing_recordio, watchdog,
+					    teardown),
+	    cmocka_unit_test_setup_teardown(test_recordio_parts, watchdog,
+					    teardown),
+	    cmocka_unit_test_setup_teardown(test_plan_shuffle, watchdog,
+					    teardown),
+	    cmocka_unit_test_setup_teardown(test_plan_shard_shuffled, watchdog,
+					    teardown),
+	    cmocka_unit_test_setup_teardown(test_plan_shard_key_order, watchdog,
+					    teardown),
+	    cmocka_unit_test_setup_teardown(test_manifest_resolve_ahead,
+					    watchdog, teardown),
+	    cmocka_unit_test_setup_teardown(test_manifest_missing_key, watchdog,
+					    teardown),
+	    cmocka_unit_test_setup_teardown(test_manifest_missing_first_key,
+					    watchdog, teardown),
+	    cmocka_unit_test_setup_teardown(test_failed_epoch_has_no_size,
+					    watchdog, teardown),
+	    cmocka_unit_test_setup_teardown(test_augmented_parts, watchdog,
+					    teardown),
+	    cmocka_unit_test_setup_teardown(test_augmented_error, watchdog,
+					    teardown),
+	    cmocka_unit_test_setup_teardown(test_second_epoch_hits_cache,
+					    watchdog, teardown),
+	};
+
+	if (argc > 1 && argv[1][0] == '-')
+		cmocka_set_skip_filter(argv[1] + 1);
+	else if (argc > 1)
+		cmocka_set_test_filter(argv[1]);
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
