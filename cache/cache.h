@@ -220,7 +220,8 @@ struct cache_segment_info {
 int cache_stream_segment(struct cache_stream *s, size_t idx,
 			 struct cache_segment_info *info);
 
-/* True once the listing is complete; *size is then the total byte count. */
+/* True once the listing is complete (and did not end with an error);
+ * *size is then the total byte count. */
 bool cache_stream_size(struct cache_stream *s, uint64_t *size);
 /*
  * Faults in, ahead of any reader, the whole-block buffers that a reader's

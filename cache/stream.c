@@ -386,7 +386,8 @@ bool cache_stream_size(struct cache_stream *s, uint64_t *size)
 	bool complete;
 
 	pthread_mutex_lock(&s->cache->lock);
-	complete = s->complete;
+	/* a stream that ended early has no size worth telling */
+	complete = s->complete && !s->end_error;
 	*size = complete ? s->listed_bytes : 0;
 	pthread_mutex_unlock(&s->cache->lock);
 	return complete;

@@ -46,7 +46,6 @@
 #include "channel/internal.h"
 #include "util/util.h"
 
-#define INPUT_READ	(4u << 20) /* compressed bytes per cache read */
 #define COUNT_SCRATCH	(256u << 10)
 #define FLUSH_STEP	(1u << 20) /* output handed on while streaming */
 #define MEMORY_RETRY_NS (5 * 1000 * 1000)
@@ -506,6 +505,7 @@ static int run_pass(struct inflate_run *ir)
 	struct gz_job *j = ir->j;
 	struct cache_reader *r;
 	struct cache_view view;
+	const size_t bs = cache_buffer_size(g->cache);
 	uint64_t pos = j->start;
 	int rc = 0;
 
@@ -516,7 +516,11 @@ static int run_pass(struct inflate_run *ir)
 	ir->member_open = false;
 	ir->produced = 0;
 	while (!rc && pos < j->start + j->size) {
-		rc = cache_reader_read(r, pos, INPUT_READ, &view);
+		/* up to the end of one block: with one block pinned at a time
+		 * the output chunks still find room in the smallest budget */
+		size_t in_block = (size_t)((pos - j->start) % bs);
+
+		rc = cache_reader_read(r, pos, bs - in_block, &view);
 		if (!rc && view.bytes == 0)
 			rc = EIO; /* the stream is shorter than listed */
 		for (int i = 0; !rc && i < view.count; i++) {

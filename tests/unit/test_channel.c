@@ -406,8 +406,9 @@ static struct channel *fx_channel(struct fx *f, const struct channel_spec *sp,
 	return fx_channel_host(f, sp, 0, 1, conf);
 }
 
-/* Requests the store has answered: every GET, and HEADs (all requests
- * minus GETs minus LISTs, with lists the LIST pages the test expects). */
+/* GETs the store has answered, and all its requests (GET, LIST, HEAD):
+ * for a manifest channel, which lists nothing, the difference is the
+ * HEADs. */
 static unsigned store_gets(struct fx *f)
 {
 	unsigned n;
@@ -441,10 +442,12 @@ struct sizes {
 	size_t n;
 };
 
+/* a pattern in an initializer, and one as an argument */
 #define SIZES(a)                                                               \
 	{                                                                      \
 		a, sizeof(a) / sizeof(a[0])                                    \
 	}
+#define SZ(a) ((struct sizes)SIZES(a))
 
 static const struct sizes all_sizes[] = {SIZES(sz_odd), SIZES(sz_page),
 					 SIZES(sz_mixed), SIZES(sz_big)};
@@ -557,7 +560,7 @@ static void check_epoch_size_unknown(struct channel *ch, unsigned epoch)
 /*
  * Objects under data/ of every size 0..9 (so every padding length), two
  * of several blocks, a folder marker and an empty object (neither may
- * appear), plus one outside the prefix.  keys/n: the non-empty objects
+ * appear), plus one outside the prefix.  keep[0..*n): the non-empty objects
  * under data/ in key order.
  */
 static void put_listing_set(struct fx *f, const struct obj **keep, size_t *n)
@@ -607,8 +610,7 @@ static void test_listing_plain(void **state)
 	check_epoch_size(ch, 7, want.len);
 	/* every epoch of a listing channel is the same bytes */
 	check_epoch(ch, 1, &want);
-	assert_int_equal(read_epoch(ch, 2, (struct sizes)SIZES(sz_one), &got),
-			 0);
+	assert_int_equal(read_epoch(ch, 2, SZ(sz_one), &got), 0);
 	assert_same_bytes(&got, &want);
 
 	buf_free(&got);
@@ -639,8 +641,7 @@ static void test_listing_recordio(void **state)
 	check_epoch_size_unknown(ch, 0);
 	check_epoch(ch, 0, &want);
 	check_epoch_size(ch, 0, want.len);
-	assert_int_equal(read_epoch(ch, 1, (struct sizes)SIZES(sz_one), &got),
-			 0);
+	assert_int_equal(read_epoch(ch, 1, SZ(sz_one), &got), 0);
 	assert_same_bytes(&got, &want);
 
 	/* decoded: one whole record per non-empty object, in key order */
@@ -725,8 +726,7 @@ static void test_recordio_parts(void **state)
 	ch = fx_channel(&f, sp, &conf);
 	check_epoch(ch, 0, &want);
 	check_epoch_size(ch, 0, 196);
-	assert_int_equal(read_epoch(ch, 1, (struct sizes)SIZES(sz_one), &got),
-			 0);
+	assert_int_equal(read_epoch(ch, 1, SZ(sz_one), &got), 0);
 	assert_same_bytes(&got, &want);
 
 	/* the empty object is skipped; the others are split as the table
@@ -819,9 +819,7 @@ static void test_plan_shuffle(void **state)
 		/* a plan's size is known before it is read */
 		check_epoch_size(ch, e, framed);
 		check_epoch(ch, e, &want);
-		assert_int_equal(
-		    read_epoch(ch, e, (struct sizes)SIZES(sz_mixed), &got[e]),
-		    0);
+		assert_int_equal(read_epoch(ch, e, SZ(sz_mixed), &got[e]), 0);
 		assert_same_bytes(&got[e], &want);
 		/* decoded independently: every object once, in that order */
 		assert_int_equal(epoch_ids(&got[e], objs, 10, ids), 10);
@@ -851,8 +849,7 @@ static void test_plan_shuffle(void **state)
 	same->shuffle = true;
 	same->seed = 42;
 	ch_same = fx_channel(&f, same, NULL);
-	assert_int_equal(
-	    read_epoch(ch_same, 1, (struct sizes)SIZES(sz_odd), &again), 0);
+	assert_int_equal(read_epoch(ch_same, 1, SZ(sz_odd), &again), 0);
 	assert_same_bytes(&again, &got[1]);
 
 	/* another seed: another order */
@@ -861,8 +858,7 @@ static void test_plan_shuffle(void **state)
 	other->shuffle = true;
 	other->seed = -7;
 	ch_other = fx_channel(&f, other, NULL);
-	assert_int_equal(
-	    read_epoch(ch_other, 1, (struct sizes)SIZES(sz_page), &diff), 0);
+	assert_int_equal(read_epoch(ch_other, 1, SZ(sz_page), &diff), 0);
 	assert_int_equal(diff.len, got[1].len);
 	assert_memory_not_equal(diff.p, got[1].p, diff.len);
 	{
@@ -1034,8 +1030,7 @@ static void test_manifest_resolve_ahead(void **state)
 	sp_rio = fx_spec(&f, CHANNEL_MANIFEST_FILE, "manifests/train.json");
 	sp_rio->wrapper = CHANNEL_WRAPPER_RECORDIO;
 	ch_rio = fx_channel(&f, sp_rio, &conf);
-	assert_int_equal(
-	    read_epoch(ch_rio, 0, (struct sizes)SIZES(sz_odd), &got), 0);
+	assert_int_equal(read_epoch(ch_rio, 0, SZ(sz_odd), &got), 0);
 	assert_same_bytes(&got, &want_rio);
 	check_epoch_size(ch_rio, 0, want_rio.len);
 
@@ -1228,8 +1223,7 @@ static void test_augmented_parts(void **state)
 	check_epoch_size(ch, 0, want.len);
 
 	/* one record per attribute; labels split as the table says */
-	assert_int_equal(read_epoch(ch, 1, (struct sizes)SIZES(sz_one), &got),
-			 0);
+	assert_int_equal(read_epoch(ch, 1, SZ(sz_one), &got), 0);
 	assert_same_bytes(&got, &want);
 	decode_recordio(&got, &recs);
 	assert_int_equal(recs.n, 2 * (NAUG + 1));
@@ -1356,8 +1350,7 @@ static void test_second_epoch_hits_cache(void **state)
 
 		for (size_t i = 0; i < 8; i++)
 			buf_add(&want, objs[o[i]]->data, objs[o[i]]->size);
-		assert_int_equal(
-		    read_epoch(ch, e, (struct sizes)SIZES(sz_page), &got), 0);
+		assert_int_equal(read_epoch(ch, e, SZ(sz_page), &got), 0);
 		assert_same_bytes(&got, &want);
 		buf_free(&got);
 		buf_free(&want);

@@ -446,10 +446,12 @@ struct sizes {
 	size_t n;
 };
 
+/* a pattern in an initializer, and one as an argument */
 #define SIZES(a)                                                               \
 	{                                                                      \
 		a, sizeof(a) / sizeof(a[0])                                    \
 	}
+#define SZ(a) ((struct sizes)SIZES(a))
 
 /* small epochs: every pattern; large ones: no reads of a few bytes */
 static const struct sizes small_sizes[] = {SIZES(sz_odd), SIZES(sz_page),
@@ -618,9 +620,7 @@ static void test_gzip_objects(void **state)
 		check_epoch(ch_rio, 0, small_sizes, 4, &framed);
 		check_no_size(ch_rio, 0);
 		/* one whole record per object, the empty member's empty */
-		assert_int_equal(
-		    read_epoch(ch_rio, 1, (struct sizes)SIZES(sz_big), &got),
-		    0);
+		assert_int_equal(read_epoch(ch_rio, 1, SZ(sz_big), &got), 0);
 		assert_same_bytes(&got, &framed);
 		decode_recordio(&got, &recs);
 		assert_int_equal(recs.n, n);
@@ -660,8 +660,7 @@ static void test_gzip_small_reads(void **state)
 	}
 	sp = fx_spec(&f, CHANNEL_S3_PREFIX, "s/", false);
 	ch = fx_channel(&f, sp, 2, 0);
-	assert_int_equal(read_epoch(ch, 0, (struct sizes)SIZES(sz_one), &got),
-			 0);
+	assert_int_equal(read_epoch(ch, 0, SZ(sz_one), &got), 0);
 	assert_same_bytes(&got, &plain);
 	buf_free(&got);
 
@@ -669,8 +668,7 @@ static void test_gzip_small_reads(void **state)
 	sp_rio = fx_spec(&f, CHANNEL_S3_PREFIX, "s/", true);
 	ch_rio = fx_channel(&f, sp_rio, 2, 8);
 	check_epoch(ch_rio, 0, small_sizes, 4, &framed);
-	assert_int_equal(
-	    read_epoch(ch_rio, 0, (struct sizes)SIZES(sz_one), &got), 0);
+	assert_int_equal(read_epoch(ch_rio, 0, SZ(sz_one), &got), 0);
 	assert_same_bytes(&got, &framed);
 	decode_recordio(&got, &recs);
 	assert_int_equal(recs.n, 8);
@@ -733,9 +731,7 @@ static void test_gzip_larger_than_hold(void **state)
 		/* parts of 1 MiB: start, five middles, end of 5 bytes */
 		sp_parts = fx_spec(&f, CHANNEL_S3_PREFIX, "L/", true);
 		ch_parts = fx_channel(&f, sp_parts, thread_counts[t], MIB);
-		assert_int_equal(read_epoch(ch_parts, 0,
-					    (struct sizes)SIZES(sz_mixed),
-					    &got),
+		assert_int_equal(read_epoch(ch_parts, 0, SZ(sz_mixed), &got),
 				 0);
 		assert_same_bytes(&got, &parts);
 		decode_recordio(&got, &recs);
@@ -796,9 +792,7 @@ static void test_gzip_count_then_stream(void **state)
 		ch_parts =
 		    fx_channel(&f, fx_spec(&f, CHANNEL_S3_PREFIX, "C/", true),
 			       thread_counts[t], MIB);
-		assert_int_equal(
-		    read_epoch(ch_parts, 0, (struct sizes)SIZES(sz_page), &got),
-		    0);
+		assert_int_equal(read_epoch(ch_parts, 0, SZ(sz_page), &got), 0);
 		assert_same_bytes(&got, &parts);
 		decode_recordio(&got, &recs);
 		/* 1 + 6 (5 MiB + 1) + 1 (empty) + 3 (2 MiB + 1) parts */
@@ -930,8 +924,7 @@ static void test_gzip_empty_literal_record(void **state)
 	augmented_want(&f, labels, 3, &plain, &framed);
 	ch = fx_channel(&f, augmented_spec(&f, "manifests/empty.jsonl", true),
 			2, 0);
-	assert_int_equal(read_epoch(ch, 0, (struct sizes)SIZES(sz_page), &got),
-			 0);
+	assert_int_equal(read_epoch(ch, 0, SZ(sz_page), &got), 0);
 	decode_recordio(&got, &recs);
 	assert_int_equal(recs.n, 6);
 	assert_int_equal(recs.len[3], 0);
@@ -1155,7 +1148,7 @@ static void check_seeks(struct channel *ch, const struct buf *want)
 	assert_int_equal(n, 0);
 	/* from the middle to the end, after all that */
 	check_range(r, want, 123457, 3);
-	assert_int_equal(read_rest(r, (struct sizes)SIZES(sz_mixed), &rest), 0);
+	assert_int_equal(read_rest(r, SZ(sz_mixed), &rest), 0);
 	assert_int_equal(rest.len, want->len - 123460);
 	assert_bytes_at(rest.p, want->p + 123460, rest.len, 123460);
 	live_reader = NULL;
