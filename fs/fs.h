@@ -21,6 +21,8 @@
 #include "channel/channel.h"
 #include "fs/options.h"
 
+struct fs_handle;
+
 struct fs_channel {
 	const char *name;	 /* points into the options */
 	struct channel *channel; /* owned by the fs_state's owner */
@@ -37,11 +39,19 @@ struct fs_state {
 	uid_t uid;
 	gid_t gid;
 	struct timespec mount_time;
-	pthread_mutex_t lock; /* guards visible counts and seek_warned */
+	pthread_mutex_t lock; /* guards visible counts, seek_warned, handles */
 	bool seek_warned;
+	struct fs_handle *handles; /* open files */
 };
 
 /* The operations table; userdata for fuse_session_new is the fs_state. */
 const struct fuse_lowlevel_ops *fs_operations(void);
+
+/*
+ * Closes the files still open when the session ended (a daemon stopped by
+ * a signal while readers held files): their readers, and a gzip stage's
+ * threads, stop before the stack below them goes.
+ */
+void fs_close_handles(struct fs_state *st);
 
 #endif

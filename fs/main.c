@@ -163,14 +163,15 @@ static void build_stack(struct fs_options *o, struct fs_state *st)
 		channel_warm(st->channels[i].channel);
 }
 
-/* Logs what the mount did, then frees the stack: the store first (its
- * callbacks land in the cache and the channels), then the channels, then
- * the cache. */
+/* Closes what readers left open, logs what the mount did, then frees the
+ * stack: the store first (its callbacks land in the cache and the
+ * channels), then the channels, then the cache. */
 static void teardown_stack(struct fs_state *st)
 {
 	struct cache_stats cs;
 	struct s3_stats ss;
 
+	fs_close_handles(st);
 	cache_get_stats(st->cache, &cs);
 	s3_store_get_stats(st->store, &ss);
 	util_info("unmounted %s: %llu requests, %llu retries, %llu failures, "

@@ -27,7 +27,49 @@ struct fs_handle {
 	unsigned channel;
 	unsigned epoch;
 	pthread_mutex_t lock; /* one read at a time per open file */
+	/* in st->handles (under st->lock), for fs_close_handles() */
+	struct fs_handle *prev, *next;
 };
+
+static void handle_link(struct fs_state *st, struct fs_handle *h)
+{
+	pthread_mutex_lock(&st->lock);
+	h->prev = NULL;
+	h->next = st->handles;
+	if (st->handles)
+		st->handles->prev = h;
+	st->handles = h;
+	pthread_mutex_unlock(&st->lock);
+}
+
+static void handle_unlink(struct fs_state *st, struct fs_handle *h)
+{
+	pthread_mutex_lock(&st->lock);
+	if (h->prev)
+		h->prev->next = h->next;
+	else
+		st->handles = h->next;
+	if (h->next)
+		h->next->prev = h->prev;
+	pthread_mutex_unlock(&st->lock);
+}
+
+static void handle_free(struct fs_handle *h)
+{
+	channel_reader_close(h->reader);
+	pthread_mutex_destroy(&h->lock);
+	free(h);
+}
+
+void fs_close_handles(struct fs_state *st)
+{
+	while (st->handles) {
+		struct fs_handle *h = st->handles;
+
+		handle_unlink(st, h);
+		handle_free(h);
+	}
+}
 
 static struct fs_state *state_of(fuse_req_t req)
 {
@@ -287,10 +329,10 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	fi->keep_cache = 0;
 	fi->nonseekable = st->opts->seek == FS_SEEK_REJECT;
 	util_debug("open %s_%u", st->channels[ch].name, epoch);
+	handle_link(st, h);
 	if (fuse_reply_open(req, fi) != 0) {
-		channel_reader_close(h->reader);
-		pthread_mutex_destroy(&h->lock);
-		free(h);
+		handle_unlink(st, h);
+		handle_free(h);
 	}
 }
 
@@ -358,9 +400,8 @@ static void op_release(fuse_req_t req, fuse_ino_t ino,
 	/* a read that has already replied may still hold the lock */
 	pthread_mutex_lock(&h->lock);
 	pthread_mutex_unlock(&h->lock);
-	channel_reader_close(h->reader);
-	pthread_mutex_destroy(&h->lock);
-	free(h);
+	handle_unlink(st, h);
+	handle_free(h);
 	fuse_reply_err(req, 0);
 }
 

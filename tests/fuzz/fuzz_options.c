@@ -55,7 +55,7 @@ static void check(const struct fs_options *o, bool helper, int rc,
 	if (o->cache.budget_bytes / 2 < o->cache.block_size)
 		abort();
 	for (i = 0; i < o->nchannels; i++) {
-		if (!fs_channel_name_valid(o->channels[i].name) ||
+		if (!channel_name_valid(o->channels[i].name) ||
 		    !o->channels[i].uri || !o->channels[i].bucket ||
 		    !o->channels[i].prefix)
 			abort();

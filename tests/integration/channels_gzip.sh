@@ -7,7 +7,8 @@
 # key order; with RecordIO each record is one object's decompressed bytes.
 # st_size is 0 (the size is not known). A corrupt object (bytes flipped in
 # the middle of the deflate data), a truncated one and one that is not gzip
-# at all: the read fails with EIO after the earlier objects' data.
+# at all: the read fails with EIO after the earlier objects' data.  A
+# daemon stopped by SIGTERM while a gzip file is open exits cleanly.
 . "$(cd "$(dirname "$0")/.." && pwd)/lib.sh"
 . "$S3PIPE_SRCDIR/tests/channels_lib.sh"
 require_fuse
@@ -195,4 +196,20 @@ tcat "$MP/train_0" >"$TEST_TMP/out" || fail "reading train_0 (CompressionType Gz
 assert_file_eq "$TEST_TMP/gz.exp" "$TEST_TMP/out" "train_0 (CompressionType Gzip)"
 unmount "$MP"
 assert_not_mounted "$MP"
+
+# ---- stopped with a file open: the gzip stage's threads end before the
+# cache and the S3 client under them (a clean exit, no crash) ----
+MP=$(new_mountpoint gzip-term)
+"$S3PIPE" -f --endpoint-url "$S3_URL" --part-size 1M --compression gzip \
+	train=s3://data/gz/ "$MP" 2>"$TEST_TMP/term.err" &
+pid=$!
+track_mount "$MP"
+wait_until 10 test -e "$MP/train_0" || fail "train_0 did not appear (foreground daemon)"
+exec 8<"$MP/train_0"
+head -c 1000 <&8 >/dev/null || fail "reading the start of train_0 failed"
+kill -TERM "$pid"
+rc=0
+wait "$pid" || rc=$?
+exec 8<&-
+assert_eq 0 "$rc" "exit status of a daemon stopped by SIGTERM with a gzip file open ($(tail -n 3 "$TEST_TMP/term.err" | tr '\n' ' '))"
 note "ok"
