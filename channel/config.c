@@ -14,7 +14,7 @@
  *   to a temporary file in the target directory, fsync'ed and renamed over
  *   the target, so a reader sees the old file or the new one, never half.
  *
- * Messages are one line for users: every one passes through clean_message(),
+ * Messages are one line for users: every one passes through util_clean_line(),
  * which replaces control characters (C0, DEL, C1, U+2028/9) and bytes that
  * are not UTF-8 with '?', since values and paths come from outside.  Echoed
  * values are cut at ECHO_MAX bytes.
@@ -38,7 +38,8 @@
 
 #define CONFIG_FILE_MAX	      (16u << 20) /* bytes of a config file */
 #define CONFIG_ATTRIBUTES_MAX 16	  /* AttributeNames per channel */
-#define ECHO_MAX	      64  /* bytes of a value echoed in a message */
+#define ECHO_MAX	      64 /* bytes of a value echoed in a message */
+#define JSON_WHERE_MAX	      (JSON_ERROR_TEXT_LENGTH + 64) /* load_json() why */
 #define PATH_ECHO_MAX	      256 /* bytes of a path echoed in a message */
 #define CONTAINER_CONFIG_NAME "inputdataconfig.json"
 
@@ -52,119 +53,6 @@ struct parse {
 	char label[PATH_ECHO_MAX + 64];
 };
 
-/*
- * Length of the well-formed UTF-8 sequence at s (RFC 3629: no overlong
- * forms, no surrogates, nothing past U+10FFFF), its code point in *cp; 0
- * when s does not start one.  Stops at a NUL.
- */
-static size_t utf8_seq(const unsigned char *s, uint32_t *cp)
-{
-	uint32_t v;
-	uint32_t min;
-	size_t len;
-	size_t i;
-
-	if (s[0] < 0x80) {
-		*cp = s[0];
-		return 1;
-	}
-	if (s[0] >= 0xc2 && s[0] <= 0xdf) {
-		len = 2;
-		v = s[0] & 0x1f;
-		min = 0x80;
-	} else if ((s[0] & 0xf0) == 0xe0) {
-		len = 3;
-		v = s[0] & 0x0f;
-		min = 0x800;
-	} else if (s[0] >= 0xf0 && s[0] <= 0xf4) {
-		len = 4;
-		v = s[0] & 0x07;
-		min = 0x10000;
-	} else {
-		return 0;
-	}
-	for (i = 1; i < len; i++) {
-		if ((s[i] & 0xc0) != 0x80)
-			return 0;
-		v = (v << 6) | (s[i] & 0x3f);
-	}
-	if (v < min || v > 0x10ffff || (v >= 0xd800 && v <= 0xdfff))
-		return 0;
-	*cp = v;
-	return len;
-}
-
-static bool utf8_valid(const char *s)
-{
-	const unsigned char *p = (const unsigned char *)s;
-	uint32_t cp;
-	size_t len;
-
-	while (*p) {
-		len = utf8_seq(p, &cp);
-		if (len == 0)
-			return false;
-		p += len;
-	}
-	return true;
-}
-
-/* In place: control characters and non-UTF-8 bytes become '?'. */
-static void clean_message(char *s)
-{
-	const unsigned char *in = (const unsigned char *)s;
-	unsigned char *out = (unsigned char *)s;
-	uint32_t cp;
-	size_t len;
-
-	while (*in) {
-		len = utf8_seq(in, &cp);
-		if (len == 0 || cp < 0x20 || (cp >= 0x7f && cp <= 0x9f) ||
-		    cp == 0x2028 || cp == 0x2029) {
-			*out++ = '?';
-			in += len ? len : 1;
-			continue;
-		}
-		memmove(out, in, len);
-		out += len;
-		in += len;
-	}
-	*out = '\0';
-}
-
-static void verr(char *err, size_t errlen, const char *prefix, const char *fmt,
-		 va_list ap) __attribute__((format(printf, 4, 0)));
-
-static void verr(char *err, size_t errlen, const char *prefix, const char *fmt,
-		 va_list ap)
-{
-	int off = 0;
-
-	if (!err || errlen == 0)
-		return;
-	err[0] = '\0';
-	if (prefix) {
-		off = snprintf(err, errlen, "%s: ", prefix);
-		if (off < 0)
-			off = 0;
-	}
-	if ((size_t)off < errlen)
-		vsnprintf(err + off, errlen - (size_t)off, fmt, ap);
-	clean_message(err);
-}
-
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	verr(err, errlen, NULL, fmt, ap);
-	va_end(ap);
-}
-
 /* "LABEL: MESSAGE" into p->err; returns EINVAL. */
 static int bad(struct parse *p, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
@@ -172,17 +60,24 @@ static int bad(struct parse *p, const char *fmt, ...)
 static int bad(struct parse *p, const char *fmt, ...)
 {
 	va_list ap;
+	int off;
 
-	va_start(ap, fmt);
-	verr(p->err, p->errlen, p->label, fmt, ap);
-	va_end(ap);
+	if (!p->err || p->errlen == 0)
+		return EINVAL;
+	off = snprintf(p->err, p->errlen, "%s: ", p->label);
+	if (off >= 0 && (size_t)off < p->errlen) {
+		va_start(ap, fmt);
+		util_vfail(p->err + off, p->errlen - (size_t)off, EINVAL, fmt,
+			   ap);
+		va_end(ap);
+	}
+	util_clean_line(p->err); /* the label */
 	return EINVAL;
 }
 
 static int no_memory(char *err, size_t errlen)
 {
-	set_err(err, errlen, "out of memory");
-	return ENOMEM;
+	return util_fail(err, errlen, ENOMEM, "out of memory");
 }
 
 /* s cut to at most size - 4 bytes (whole UTF-8 sequences) and "..." */
@@ -322,6 +217,30 @@ static bool jansson_no_memory(const json_error_t *jerr)
 {
 	return json_error_code(jerr) == json_error_out_of_memory ||
 	       jerr->text[0] == '\0';
+}
+
+/*
+ * text parsed as JSON into *root: 0; ENOMEM; or EINVAL with where jansson
+ * failed and why ("line L, column C: TEXT") in why[JSON_WHERE_MAX].
+ */
+static int load_json(const char *text, size_t len, json_t **root, char *why)
+{
+	json_error_t jerr;
+
+	/* jansson sets the error code only with a message: zero it first */
+	memset(&jerr, 0, sizeof(jerr));
+	*root = json_loadb(text, len, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES,
+			   &jerr);
+	if (*root)
+		return 0;
+	if (jansson_no_memory(&jerr))
+		return ENOMEM;
+	if (jerr.line > 0)
+		snprintf(why, JSON_WHERE_MAX, "line %d, column %d: %s",
+			 jerr.line, jerr.column, jerr.text);
+	else
+		snprintf(why, JSON_WHERE_MAX, "%s", jerr.text);
+	return EINVAL;
 }
 
 static bool blank(const char *text, size_t len)
@@ -491,9 +410,9 @@ static int parse_channel(struct parse *p, json_t *el, size_t pos,
 	snprintf(p->label, sizeof(p->label), "channel %zu (the %zu%s element)",
 		 pos, pos, ordinal(pos));
 	if (!json_is_object(el)) {
-		set_err(p->err, p->errlen, "%s must be a JSON object, not %s",
-			p->label, type_name(el));
-		return EINVAL;
+		return util_fail(p->err, p->errlen, EINVAL,
+				 "%s must be a JSON object, not %s", p->label,
+				 type_name(el));
 	}
 
 	rc = field(p, el, "", "ChannelName", JSON_STRING, &v);
@@ -515,15 +434,15 @@ static int parse_channel(struct parse *p, json_t *el, size_t pos,
 		if (strcmp(specs[i].name, name) != 0)
 			continue;
 		if (i < nold)
-			set_err(p->err, p->errlen,
-				"channel '%s' is already defined", name);
+			rc = util_fail(p->err, p->errlen, EINVAL,
+				       "channel '%s' is already defined", name);
 		else
-			set_err(p->err, p->errlen,
-				"channel '%s' appears twice (the %u%s and "
-				"%zu%s elements)",
-				name, i - nold + 1, ordinal(i - nold + 1), pos,
-				ordinal(pos));
-		rc = EINVAL;
+			rc = util_fail(
+			    p->err, p->errlen, EINVAL,
+			    "channel '%s' appears twice (the %u%s and "
+			    "%zu%s elements)",
+			    name, i - nold + 1, ordinal(i - nold + 1), pos,
+			    ordinal(pos));
 		goto fail;
 	}
 	memcpy(s.name, name, strlen(name) + 1);
@@ -597,7 +516,7 @@ int channel_config_parse(const char *text, size_t len,
 			 char *err, size_t errlen)
 {
 	struct parse p = {.err = err, .errlen = errlen};
-	json_error_t jerr;
+	char why[JSON_WHERE_MAX];
 	json_t *root = NULL;
 	json_t *el;
 	unsigned start = *n;
@@ -610,55 +529,45 @@ int channel_config_parse(const char *text, size_t len,
 	if (err && errlen)
 		err[0] = '\0';
 	if (!text || blank(text, len)) {
-		set_err(err, errlen,
-			"input data config is empty: expected a JSON array of "
-			"channels");
-		return EINVAL;
+		return util_fail(
+		    err, errlen, EINVAL,
+		    "input data config is empty: expected a JSON array of "
+		    "channels");
 	}
-	/* jansson sets the error code only with a message: zero it first */
-	memset(&jerr, 0, sizeof(jerr));
-	root = json_loadb(text, len, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES,
-			  &jerr);
-	if (!root) {
-		if (jansson_no_memory(&jerr))
-			return no_memory(err, errlen);
-		if (jerr.line > 0)
-			set_err(err, errlen,
-				"input data config is not valid JSON: line %d, "
-				"column %d: %s",
-				jerr.line, jerr.column, jerr.text);
-		else
-			set_err(err, errlen,
-				"input data config is not valid JSON: %s",
-				jerr.text);
-		return EINVAL;
-	}
+	rc = load_json(text, len, &root, why);
+	if (rc == ENOMEM)
+		return no_memory(err, errlen);
+	if (rc)
+		return util_fail(err, errlen, EINVAL,
+				 "input data config is not valid JSON: %s",
+				 why);
 	if (!json_is_array(root)) {
-		set_err(err, errlen,
-			"input data config must be a JSON array of channels, "
-			"not %s",
-			type_name(root));
-		rc = EINVAL;
+		rc = util_fail(
+		    err, errlen, EINVAL,
+		    "input data config must be a JSON array of channels, "
+		    "not %s",
+		    type_name(root));
 		goto fail;
 	}
 	count = json_array_size(root);
 	if (count == 0) {
-		set_err(err, errlen, "input data config has no channels");
-		rc = EINVAL;
+		rc = util_fail(err, errlen, EINVAL,
+			       "input data config has no channels");
 		goto fail;
 	}
 	if (count > room) {
 		if (start == 0)
-			set_err(err, errlen,
-				"input data config has %zu channels: at most "
-				"%u are supported",
-				count, max);
+			rc = util_fail(
+			    err, errlen, EINVAL,
+			    "input data config has %zu channels: at most "
+			    "%u are supported",
+			    count, max);
 		else
-			set_err(err, errlen,
-				"input data config has %zu channels: only %u "
-				"more fit beside the %u already defined",
-				count, room, start);
-		rc = EINVAL;
+			rc = util_fail(
+			    err, errlen, EINVAL,
+			    "input data config has %zu channels: only %u "
+			    "more fit beside the %u already defined",
+			    count, room, start);
 		goto fail;
 	}
 	json_array_foreach(root, i, el)
@@ -752,16 +661,15 @@ static int read_file(const char *path, const char *what, char **out,
 	return 0;
 
 unreadable:
-	set_err(err, errlen, "cannot read %s '%s': %s", what,
-		shown(path, pbuf, sizeof(pbuf)),
-		util_strerror(rc, ebuf, sizeof(ebuf)));
-	rc = EINVAL;
+	rc = util_fail(err, errlen, EINVAL, "cannot read %s '%s': %s", what,
+		       shown(path, pbuf, sizeof(pbuf)),
+		       util_strerror(rc, ebuf, sizeof(ebuf)));
 	goto fail;
 too_large:
-	set_err(err, errlen,
-		"%s '%s' is larger than %u MiB: refusing to read it", what,
-		shown(path, pbuf, sizeof(pbuf)), CONFIG_FILE_MAX >> 20);
-	rc = EINVAL;
+	rc = util_fail(err, errlen, EINVAL,
+		       "%s '%s' is larger than %u MiB: refusing to read it",
+		       what, shown(path, pbuf, sizeof(pbuf)),
+		       CONFIG_FILE_MAX >> 20);
 	goto fail;
 no_mem:
 	rc = no_memory(err, errlen);
@@ -793,7 +701,7 @@ int channel_resource_config_load(const char *path, struct channel_host *host,
 	struct parse p = {.err = err, .errlen = errlen};
 	char pbuf[PATH_ECHO_MAX + 4];
 	char buf[ECHO_MAX + 4];
-	json_error_t jerr;
+	char why[JSON_WHERE_MAX];
 	json_t *root = NULL;
 	json_t *seen = NULL;
 	json_t *hosts;
@@ -818,20 +726,13 @@ int channel_resource_config_load(const char *path, struct channel_host *host,
 		rc = bad(&p, "the file is empty");
 		goto fail;
 	}
-	/* jansson sets the error code only with a message: zero it first */
-	memset(&jerr, 0, sizeof(jerr));
-	root = json_loadb(text, len, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES,
-			  &jerr);
-	if (!root) {
-		if (jansson_no_memory(&jerr))
-			rc = no_memory(err, errlen);
-		else if (jerr.line > 0)
-			rc = bad(&p, "not valid JSON: line %d, column %d: %s",
-				 jerr.line, jerr.column, jerr.text);
-		else
-			rc = bad(&p, "not valid JSON: %s", jerr.text);
+	rc = load_json(text, len, &root, why);
+	if (rc == ENOMEM)
+		rc = no_memory(err, errlen);
+	else if (rc)
+		rc = bad(&p, "not valid JSON: %s", why);
+	if (rc)
 		goto fail;
-	}
 	if (!json_is_object(root)) {
 		rc = bad(&p, "must be a JSON object, not %s", type_name(root));
 		goto fail;
@@ -920,10 +821,10 @@ static int container_channel(const struct channel_spec *s, json_t **out,
 	json_t *ct = NULL;
 
 	*out = NULL;
-	if (s->content_type && !utf8_valid(s->content_type)) {
-		set_err(err, errlen, "channel '%s': ContentType is not UTF-8",
-			s->name);
-		return EINVAL;
+	if (s->content_type && !util_utf8_valid(s->content_type)) {
+		return util_fail(err, errlen, EINVAL,
+				 "channel '%s': ContentType is not UTF-8",
+				 s->name);
 	}
 	ch = json_object();
 	if (!ch)
@@ -1010,18 +911,18 @@ int channel_container_config_write(const char *dir,
 	d = shown(dir, pbuf, sizeof(pbuf));
 	if (stat(dir, &st) != 0) {
 		rc = errno;
-		set_err(err, errlen,
-			"cannot write the container config: directory '%s': "
-			"%s",
-			d, util_strerror(rc, ebuf, sizeof(ebuf)));
-		return rc;
+		return util_fail(
+		    err, errlen, rc,
+		    "cannot write the container config: directory '%s': "
+		    "%s",
+		    d, util_strerror(rc, ebuf, sizeof(ebuf)));
 	}
 	if (!S_ISDIR(st.st_mode)) {
-		set_err(err, errlen,
-			"cannot write the container config: '%s' is not a "
-			"directory",
-			d);
-		return ENOTDIR;
+		return util_fail(
+		    err, errlen, ENOTDIR,
+		    "cannot write the container config: '%s' is not a "
+		    "directory",
+		    d);
 	}
 	w1 = snprintf(target, sizeof(target), "%s/%s", dir,
 		      CONTAINER_CONFIG_NAME);
@@ -1029,11 +930,11 @@ int channel_container_config_write(const char *dir,
 		      CONTAINER_CONFIG_NAME);
 	if (w1 < 0 || w2 < 0 || (size_t)w1 >= sizeof(target) ||
 	    (size_t)w2 >= sizeof(tmp)) {
-		set_err(err, errlen,
-			"cannot write the container config: directory name "
-			"'%s' is too long",
-			d);
-		return ENAMETOOLONG;
+		return util_fail(
+		    err, errlen, ENAMETOOLONG,
+		    "cannot write the container config: directory name "
+		    "'%s' is too long",
+		    d);
 	}
 
 	root = json_object();
@@ -1043,19 +944,19 @@ int channel_container_config_write(const char *dir,
 	}
 	for (unsigned i = 0; i < n; i++) {
 		if (!channel_name_valid(specs[i].name)) {
-			set_err(err, errlen,
-				"cannot write the container config: invalid "
-				"channel name '%.64s'",
-				specs[i].name);
-			rc = EINVAL;
+			rc = util_fail(
+			    err, errlen, EINVAL,
+			    "cannot write the container config: invalid "
+			    "channel name '%.64s'",
+			    specs[i].name);
 			goto fail;
 		}
 		if (json_object_get(root, specs[i].name)) {
-			set_err(err, errlen,
-				"cannot write the container config: channel "
-				"'%s' appears twice",
-				specs[i].name);
-			rc = EINVAL;
+			rc = util_fail(
+			    err, errlen, EINVAL,
+			    "cannot write the container config: channel "
+			    "'%s' appears twice",
+			    specs[i].name);
 			goto fail;
 		}
 		rc = container_channel(&specs[i], &ch, err, errlen);
@@ -1075,10 +976,10 @@ int channel_container_config_write(const char *dir,
 	fd = mkostemp(tmp, O_CLOEXEC);
 	if (fd < 0) {
 		rc = errno;
-		set_err(err, errlen,
-			"cannot create a temporary file in '%s' for the "
-			"container config: %s",
-			d, util_strerror(rc, ebuf, sizeof(ebuf)));
+		util_fail(err, errlen, rc,
+			  "cannot create a temporary file in '%s' for the "
+			  "container config: %s",
+			  d, util_strerror(rc, ebuf, sizeof(ebuf)));
 		goto fail;
 	}
 	made = true;
@@ -1089,9 +990,9 @@ int channel_container_config_write(const char *dir,
 	if (rc == 0 && rename(tmp, target) != 0)
 		rc = errno;
 	if (rc) {
-		set_err(err, errlen, "cannot write '%s/%s': %s", d,
-			CONTAINER_CONFIG_NAME,
-			util_strerror(rc, ebuf, sizeof(ebuf)));
+		util_fail(err, errlen, rc, "cannot write '%s/%s': %s", d,
+			  CONTAINER_CONFIG_NAME,
+			  util_strerror(rc, ebuf, sizeof(ebuf)));
 		goto fail;
 	}
 	made = false;

@@ -22,6 +22,7 @@
 
 #include "channel/internal.h"
 #include "s3/s3.h"
+#include "util/util.h"
 
 #include <errno.h>
 #include <jansson.h>
@@ -40,32 +41,6 @@
 /* duplicate keys are ambiguous; a NUL is checked where it matters */
 #define JSON_FLAGS (JSON_REJECT_DUPLICATES | JSON_DECODE_ANY | JSON_ALLOW_NUL)
 
-/* Replaces the bytes of s that would break a one-line message: control
- * characters, and with high also every non-ASCII byte (for text that may
- * quote invalid UTF-8). */
-static void clean_text(char *s, bool high)
-{
-	for (unsigned char *p = (unsigned char *)s; *p; p++) {
-		if (*p < 0x20 || *p == 0x7f || (high && *p >= 0x80))
-			*p = '?';
-	}
-}
-
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!err || errlen == 0)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-	clean_text(err, false);
-}
-
 /* A UTF-8 byte order mark, which editors on some systems write, is not
  * JSON: skip it. */
 static void skip_bom(const char **text, size_t *len)
@@ -82,15 +57,14 @@ static void skip_bom(const char **text, size_t *len)
 static int json_failure(const json_error_t *jerr, const char *what,
 			bool where_line, char *err, size_t errlen)
 {
-	char text[JSON_ERROR_TEXT_LENGTH];
 	char where[64];
 
 	/* jansson fails without a message only when its lexer cannot
 	 * allocate its buffer */
 	if (json_error_code(jerr) == json_error_out_of_memory ||
 	    jerr->text[0] == '\0') {
-		set_err(err, errlen, "out of memory parsing the %s", what);
-		return ENOMEM;
+		return util_fail(err, errlen, ENOMEM,
+				 "out of memory parsing the %s", what);
 	}
 	if (where_line)
 		snprintf(where, sizeof(where), "line %d, column %d", jerr->line,
@@ -98,14 +72,11 @@ static int json_failure(const json_error_t *jerr, const char *what,
 	else
 		snprintf(where, sizeof(where), "column %d", jerr->column);
 	if (json_error_code(jerr) == json_error_invalid_utf8) {
-		set_err(err, errlen, "%s is not valid UTF-8 (%s)", what, where);
-		return EINVAL;
+		return util_fail(err, errlen, EINVAL,
+				 "%s is not valid UTF-8 (%s)", what, where);
 	}
-	snprintf(text, sizeof(text), "%s", jerr->text);
-	clean_text(text, true);
-	set_err(err, errlen, "%s is not valid JSON: %s (%s)", what, text,
-		where);
-	return EINVAL;
+	return util_fail(err, errlen, EINVAL, "%s is not valid JSON: %s (%s)",
+			 what, jerr->text, where);
 }
 
 /* Room for one more entry, growing the array geometrically. */
@@ -191,11 +162,11 @@ int channel_manifest_parse(const char *text, size_t len,
 	size_t n, plen;
 	int rc;
 
-	set_err(err, errlen, "%s", "");
+	util_fail(err, errlen, 0, "%s", "");
 	if (len > CHANNEL_MANIFEST_MAX) {
-		set_err(err, errlen, "manifest is larger than %llu bytes",
-			(unsigned long long)CHANNEL_MANIFEST_MAX);
-		rc = EINVAL;
+		rc = util_fail(err, errlen, EINVAL,
+			       "manifest is larger than %llu bytes",
+			       (unsigned long long)CHANNEL_MANIFEST_MAX);
 		goto fail;
 	}
 	skip_bom(&text, &len);
@@ -206,53 +177,54 @@ int channel_manifest_parse(const char *text, size_t len,
 	}
 	rc = EINVAL;
 	if (!json_is_array(root)) {
-		set_err(
-		    err, errlen,
+		util_fail(
+		    err, errlen, EINVAL,
 		    "manifest is not a JSON array: expected "
 		    "[{\"prefix\": \"s3://BUCKET/PREFIX/\"}, \"KEY\", ...]");
 		goto fail;
 	}
 	n = json_array_size(root);
 	if (n == 0) {
-		set_err(
-		    err, errlen,
+		util_fail(
+		    err, errlen, EINVAL,
 		    "manifest is an empty array: expected "
 		    "[{\"prefix\": \"s3://BUCKET/PREFIX/\"}, \"KEY\", ...]");
 		goto fail;
 	}
 	first = json_array_get(root, 0);
 	if (!json_is_object(first)) {
-		set_err(err, errlen,
-			"manifest element 0 is not an object: expected "
-			"{\"prefix\": \"s3://BUCKET/PREFIX/\"}");
+		util_fail(err, errlen, EINVAL,
+			  "manifest element 0 is not an object: expected "
+			  "{\"prefix\": \"s3://BUCKET/PREFIX/\"}");
 		goto fail;
 	}
 	v = json_object_get(first, "prefix");
 	if (!v || !json_is_string(v)) {
-		set_err(err, errlen,
-			"manifest element 0 has no \"prefix\" string: expected "
-			"{\"prefix\": \"s3://BUCKET/PREFIX/\"}");
+		util_fail(
+		    err, errlen, EINVAL,
+		    "manifest element 0 has no \"prefix\" string: expected "
+		    "{\"prefix\": \"s3://BUCKET/PREFIX/\"}");
 		goto fail;
 	}
 	if (strlen(json_string_value(v)) != json_string_length(v)) {
-		set_err(err, errlen,
-			"manifest element 0: the prefix contains a NUL "
-			"character");
+		util_fail(err, errlen, EINVAL,
+			  "manifest element 0: the prefix contains a NUL "
+			  "character");
 		goto fail;
 	}
 	rc = s3_uri_parse(json_string_value(v), &bucket, &prefix, uerr,
 			  sizeof(uerr));
 	if (rc) {
-		set_err(err, errlen, "manifest element 0: %s", uerr);
+		util_fail(err, errlen, EINVAL, "manifest element 0: %s", uerr);
 		goto fail;
 	}
 	rc = EINVAL;
 	plen = strlen(prefix);
 	if (plen >= S3_KEY_MAX) {
-		set_err(err, errlen,
-			"manifest element 0: the prefix is longer than S3 "
-			"keys may be (%d bytes)",
-			S3_KEY_MAX);
+		util_fail(err, errlen, EINVAL,
+			  "manifest element 0: the prefix is longer than S3 "
+			  "keys may be (%d bytes)",
+			  S3_KEY_MAX);
 		goto fail;
 	}
 	for (size_t i = 1; i < n; i++) {
@@ -261,34 +233,35 @@ int channel_manifest_parse(const char *text, size_t len,
 
 		v = json_array_get(root, i);
 		if (!json_is_string(v)) {
-			set_err(err, errlen,
-				"manifest element %zu is not a string", i);
+			util_fail(err, errlen, EINVAL,
+				  "manifest element %zu is not a string", i);
 			goto fail;
 		}
 		rel = json_string_value(v);
 		rlen = json_string_length(v);
 		if (rlen == 0) {
-			set_err(err, errlen,
-				"manifest element %zu is an empty string", i);
+			util_fail(err, errlen, EINVAL,
+				  "manifest element %zu is an empty string", i);
 			goto fail;
 		}
 		if (memchr(rel, '\0', rlen)) {
-			set_err(err, errlen,
-				"manifest element %zu contains a NUL character",
-				i);
+			util_fail(
+			    err, errlen, EINVAL,
+			    "manifest element %zu contains a NUL character", i);
 			goto fail;
 		}
 		if (rlen > S3_KEY_MAX - plen) {
-			set_err(err, errlen,
-				"manifest element %zu: the prefix and the key "
-				"are longer than S3 keys may be (%d bytes)",
-				i, S3_KEY_MAX);
+			util_fail(
+			    err, errlen, EINVAL,
+			    "manifest element %zu: the prefix and the key "
+			    "are longer than S3 keys may be (%d bytes)",
+			    i, S3_KEY_MAX);
 			goto fail;
 		}
 		if (add_key(out, bucket, prefix, plen, rel, rlen)) {
 			rc = ENOMEM;
-			set_err(err, errlen,
-				"out of memory parsing the manifest");
+			util_fail(err, errlen, ENOMEM,
+				  "out of memory parsing the manifest");
 			goto fail;
 		}
 	}
@@ -319,9 +292,8 @@ static int entry_fail(struct channel_entry *en, const char *fmt, ...)
 	if (en->error)
 		return 0;
 	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
+	util_vfail(msg, sizeof(msg), 0, fmt, ap);
 	va_end(ap);
-	clean_text(msg, false);
 	en->error = strdup(msg);
 	return en->error ? 0 : ENOMEM;
 }
@@ -558,14 +530,14 @@ static int parse_line(const char *s, size_t len, unsigned long line,
 	if (!obj)
 		return json_failure(&jerr, what, false, err, errlen);
 	if (!json_is_object(obj)) {
-		set_err(err, errlen, "%s is not a JSON object", what);
-		rc = EINVAL;
+		rc = util_fail(err, errlen, EINVAL, "%s is not a JSON object",
+			       what);
 		goto done;
 	}
 	en = entries_add(out, nattributes);
 	if (!en) {
-		set_err(err, errlen, "out of memory parsing the %s", what);
-		rc = ENOMEM;
+		rc = util_fail(err, errlen, ENOMEM,
+			       "out of memory parsing the %s", what);
 		goto done;
 	}
 	en->line = line;
@@ -581,12 +553,13 @@ static int parse_line(const char *s, size_t len, unsigned long line,
 			rc = value_item(&en->items[i], obj, name, v, s, len);
 	}
 	if (rc == EINVAL)
-		set_err(err, errlen,
-			"%s: cannot find the text of a value jansson read "
-			"(please report this line)",
-			what);
+		util_fail(err, errlen, EINVAL,
+			  "%s: cannot find the text of a value jansson read "
+			  "(please report this line)",
+			  what);
 	else if (rc)
-		set_err(err, errlen, "out of memory parsing the %s", what);
+		util_fail(err, errlen, rc, "out of memory parsing the %s",
+			  what);
 done:
 	json_decref(obj);
 	return rc;
@@ -610,18 +583,16 @@ int channel_augmented_parse(const char *text, size_t len,
 	size_t pos = 0;
 	int rc;
 
-	set_err(err, errlen, "%s", "");
+	util_fail(err, errlen, 0, "%s", "");
 	if (len > CHANNEL_MANIFEST_MAX) {
-		set_err(err, errlen,
-			"augmented manifest is larger than %llu bytes",
-			(unsigned long long)CHANNEL_MANIFEST_MAX);
-		rc = EINVAL;
+		rc = util_fail(err, errlen, EINVAL,
+			       "augmented manifest is larger than %llu bytes",
+			       (unsigned long long)CHANNEL_MANIFEST_MAX);
 		goto fail;
 	}
 	if (nattributes > UINT_MAX) {
-		set_err(err, errlen, "too many attribute names (%zu)",
-			nattributes);
-		rc = EINVAL;
+		rc = util_fail(err, errlen, EINVAL,
+			       "too many attribute names (%zu)", nattributes);
 		goto fail;
 	}
 	skip_bom(&text, &len);
@@ -635,12 +606,11 @@ int channel_augmented_parse(const char *text, size_t len,
 		if (n > 0 && s[n - 1] == '\r')
 			n--;
 		if (n > CHANNEL_MANIFEST_LINE_MAX) {
-			set_err(err, errlen,
-				"augmented manifest line %lu is longer "
-				"than "
-				"%u bytes",
-				line, CHANNEL_MANIFEST_LINE_MAX);
-			rc = EINVAL;
+			rc = util_fail(err, errlen, EINVAL,
+				       "augmented manifest line %lu is longer "
+				       "than "
+				       "%u bytes",
+				       line, CHANNEL_MANIFEST_LINE_MAX);
 			goto fail;
 		}
 		if (is_blank(s, n))

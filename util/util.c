@@ -99,15 +99,91 @@ int util_buf_append_str(struct util_buf *b, const char *s)
 	return util_buf_append(b, s, strlen(s));
 }
 
+/*
+ * Length of the well-formed UTF-8 sequence at s (RFC 3629: no overlong
+ * forms, no surrogates, nothing past U+10FFFF), its code point in *cp; 0
+ * when s does not start one.  Stops at a NUL.
+ */
+static size_t utf8_seq(const unsigned char *s, uint32_t *cp)
+{
+	uint32_t v;
+	uint32_t min;
+	size_t len;
+	size_t i;
+
+	if (s[0] < 0x80) {
+		*cp = s[0];
+		return 1;
+	}
+	if (s[0] >= 0xc2 && s[0] <= 0xdf) {
+		len = 2;
+		v = s[0] & 0x1f;
+		min = 0x80;
+	} else if ((s[0] & 0xf0) == 0xe0) {
+		len = 3;
+		v = s[0] & 0x0f;
+		min = 0x800;
+	} else if (s[0] >= 0xf0 && s[0] <= 0xf4) {
+		len = 4;
+		v = s[0] & 0x07;
+		min = 0x10000;
+	} else {
+		return 0;
+	}
+	for (i = 1; i < len; i++) {
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+		v = (v << 6) | (s[i] & 0x3f);
+	}
+	if (v < min || v > 0x10ffff || (v >= 0xd800 && v <= 0xdfff))
+		return 0;
+	*cp = v;
+	return len;
+}
+
+bool util_utf8_valid(const char *s)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	uint32_t cp;
+	size_t len;
+
+	while (*p) {
+		len = utf8_seq(p, &cp);
+		if (len == 0)
+			return false;
+		p += len;
+	}
+	return true;
+}
+
+void util_clean_line(char *s)
+{
+	const unsigned char *in = (const unsigned char *)s;
+	unsigned char *out = (unsigned char *)s;
+	uint32_t cp;
+	size_t len;
+
+	while (*in) {
+		len = utf8_seq(in, &cp);
+		if (len == 0 || cp < 0x20 || (cp >= 0x7f && cp <= 0x9f) ||
+		    cp == 0x2028 || cp == 0x2029) {
+			*out++ = '?';
+			in += len ? len : 1;
+			continue;
+		}
+		memmove(out, in, len);
+		out += len;
+		in += len;
+	}
+	*out = '\0';
+}
+
 int util_vfail(char *err, size_t errlen, int rc, const char *fmt, va_list ap)
 {
 	if (!err || errlen == 0)
 		return rc;
 	vsnprintf(err, errlen, fmt, ap);
-	for (char *p = err; *p; p++) {
-		if ((unsigned char)*p < 0x20 || *p == 0x7f)
-			*p = '?';
-	}
+	util_clean_line(err);
 	return rc;
 }
 

@@ -48,9 +48,18 @@ void util_copy_to_cold(void *dest, const void *src, size_t len);
 void util_copy_publish(void);
 
 /*
- * Writes one line for users into err (when err and errlen are set), with
- * control characters, which may come from outside, replaced by '?', and
- * returns rc: for "return util_fail(err, errlen, EINVAL, ...)".
+ * In place, makes s one line for users: control characters (C0, DEL, C1,
+ * U+2028/9) and bytes that are not well-formed UTF-8 become '?'.
+ */
+void util_clean_line(char *s);
+
+/* Whether s is well-formed UTF-8 (RFC 3629). */
+bool util_utf8_valid(const char *s);
+
+/*
+ * Writes one line for users into err (when err and errlen are set), cleaned
+ * by util_clean_line() since values may come from outside, and returns rc:
+ * for "return util_fail(err, errlen, EINVAL, ...)".
  */
 int util_fail(char *err, size_t errlen, int rc, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));

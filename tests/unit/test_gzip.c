@@ -33,6 +33,7 @@
 #include <cmocka.h>
 
 #include "channel/internal.h"
+#include "tests/unit/channel_fixture.h"
 #include "tests/unit/test_store.h"
 
 #define KIB 1024ull
@@ -41,65 +42,10 @@
 #define MAX_OBJS     32
 #define MAX_SPECS    16
 #define MAX_CHANNELS 16
-#define MAX_PARTS    1024
-#define MAX_RECS     256
 #define WATCHDOG_S   300 /* a hung epoch fails the run (SIGALRM) */
-
-#define RIO_MAGIC 0xCED7230Au
 
 static const unsigned thread_counts[] = {1, 2, 4};
 #define NTHREADS (sizeof(thread_counts) / sizeof(thread_counts[0]))
-
-/* ---- byte buffers ---- */
-
-struct buf {
-	unsigned char *p;
-	size_t len;
-	size_t cap;
-};
-
-static void buf_reserve(struct buf *b, size_t more)
-{
-	if (b->len + more > b->cap) {
-		size_t cap = b->cap ? b->cap : 256;
-
-		while (cap < b->len + more)
-			cap *= 2;
-		b->p = realloc(b->p, cap);
-		assert_non_null(b->p);
-		b->cap = cap;
-	}
-}
-
-static void buf_add(struct buf *b, const void *data, size_t len)
-{
-	buf_reserve(b, len);
-	if (len)
-		memcpy(b->p + b->len, data, len);
-	b->len += len;
-}
-
-static void buf_free(struct buf *b)
-{
-	free(b->p);
-	memset(b, 0, sizeof(*b));
-}
-
-static void assert_bytes_at(const unsigned char *got, const unsigned char *want,
-			    size_t len, size_t base)
-{
-	for (size_t i = 0; i < len; i++) {
-		if (got[i] != want[i])
-			fail_msg("byte %zu differs: got 0x%02x, want 0x%02x",
-				 base + i, got[i], want[i]);
-	}
-}
-
-static void assert_same_bytes(const struct buf *got, const struct buf *want)
-{
-	assert_int_equal(got->len, want->len);
-	assert_bytes_at(got->p, want->p, want->len, 0);
-}
 
 /* ---- payloads and gzip, with zlib's deflate ---- */
 
@@ -141,107 +87,6 @@ static void gz_member(struct buf *out, const void *data, size_t len, int level)
 	assert_int_equal(deflate(&zs, Z_FINISH), Z_STREAM_END);
 	out->len += bound - zs.avail_out;
 	assert_int_equal(deflateEnd(&zs), Z_OK);
-}
-
-/* ---- RecordIO, written from the format (not channel/recordio.c) ---- */
-
-static void put_le32(unsigned char *p, uint32_t v)
-{
-	p[0] = (unsigned char)v;
-	p[1] = (unsigned char)(v >> 8);
-	p[2] = (unsigned char)(v >> 16);
-	p[3] = (unsigned char)(v >> 24);
-}
-
-static uint32_t get_le32(const unsigned char *p)
-{
-	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
-	       (uint32_t)p[3] << 24;
-}
-
-static void frame_part(struct buf *b, unsigned flag, const void *data,
-		       size_t len)
-{
-	static const unsigned char zeros[4];
-	unsigned char hdr[8];
-
-	put_le32(hdr, RIO_MAGIC);
-	put_le32(hdr + 4, (uint32_t)flag << 29 | (uint32_t)len);
-	buf_add(b, hdr, sizeof(hdr));
-	buf_add(b, data, len);
-	buf_add(b, zeros, (4 - len % 4) % 4);
-}
-
-static void frame_record(struct buf *b, const void *payload, size_t len,
-			 size_t part_max)
-{
-	const unsigned char *p = payload;
-
-	if (len <= part_max) {
-		frame_part(b, 0, p, len);
-		return;
-	}
-	for (size_t off = 0; off < len; off += part_max) {
-		size_t n = len - off < part_max ? len - off : part_max;
-		unsigned flag = off == 0 ? 1 : off + n == len ? 3 : 2;
-
-		frame_part(b, flag, p + off, n);
-	}
-}
-
-struct recs {
-	unsigned nparts;
-	unsigned flags[MAX_PARTS];
-	uint32_t lens[MAX_PARTS];
-	unsigned n;
-	size_t len[MAX_RECS];
-};
-
-/* Decodes a RecordIO stream strictly (magic, flag sequence, zero padding,
- * nothing left over): the parts and each record's payload length. */
-static void decode_recordio(const struct buf *in, struct recs *out)
-{
-	const unsigned char *p = in->p;
-	size_t i = 0;
-	bool open = false;
-
-	memset(out, 0, sizeof(*out));
-	while (i < in->len) {
-		uint32_t w;
-		unsigned flag, pad;
-		size_t len;
-
-		assert_true(in->len - i >= 8);
-		if (get_le32(p + i) != RIO_MAGIC)
-			fail_msg("no RecordIO magic at offset %zu", i);
-		w = get_le32(p + i + 4);
-		flag = w >> 29;
-		len = w & ((1u << 29) - 1);
-		i += 8;
-		assert_true(len <= in->len - i);
-		assert_true(out->nparts < MAX_PARTS);
-		out->flags[out->nparts] = flag;
-		out->lens[out->nparts++] = (uint32_t)len;
-		if (flag == 0 || flag == 1) {
-			assert_false(open);
-			assert_true(out->n < MAX_RECS);
-			out->len[out->n++] = 0;
-			open = flag == 1;
-		} else if (flag == 2 || flag == 3) {
-			assert_true(open);
-			open = flag == 2;
-		} else {
-			fail_msg("flag %u at offset %zu", flag, i - 8);
-		}
-		out->len[out->n - 1] += len;
-		i += len;
-		pad = (unsigned)((4 - len % 4) % 4);
-		assert_true(pad <= in->len - i);
-		for (unsigned k = 0; k < pad; k++)
-			assert_int_equal(p[i + k], 0);
-		i += pad;
-	}
-	assert_false(open);
 }
 
 /* ---- the store, the cache and channels ---- */
@@ -630,6 +475,7 @@ static void test_gzip_objects(void **state)
 			assert_int_equal(recs.len[i], objs[i]->payload.len);
 		}
 		assert_int_equal(recs.len[2], 0);
+		recs_free(&recs);
 		buf_free(&got);
 	}
 	buf_free(&plain);
@@ -685,6 +531,7 @@ static void test_gzip_small_reads(void **state)
 	assert_int_equal(recs.flags[13], 3);
 	assert_int_equal(recs.lens[13], 1);
 
+	recs_free(&recs);
 	buf_free(&got);
 	buf_free(&plain);
 	buf_free(&framed);
@@ -743,6 +590,7 @@ static void test_gzip_larger_than_hold(void **state)
 		assert_int_equal(recs.flags[7], 3);
 		assert_int_equal(recs.lens[7], 5);
 		assert_int_equal(recs.len[1], big);
+		recs_free(&recs);
 		buf_free(&got);
 		check_memory(&f);
 
@@ -804,6 +652,7 @@ static void test_gzip_count_then_stream(void **state)
 		assert_int_equal(recs.flags[8], 1);
 		assert_int_equal(recs.flags[10], 3);
 		assert_int_equal(recs.lens[10], 1);
+		recs_free(&recs);
 		buf_free(&got);
 		check_memory(&f);
 	}
@@ -929,6 +778,7 @@ static void test_gzip_empty_literal_record(void **state)
 	assert_int_equal(recs.n, 6);
 	assert_int_equal(recs.len[3], 0);
 	assert_same_bytes(&got, &framed);
+	recs_free(&recs);
 	buf_free(&got);
 	buf_free(&plain);
 	buf_free(&framed);
