@@ -1,0 +1,93 @@
+/*
+ * test_util: the one cleaner of user-facing messages (util_clean_line)
+ * and util_fail, which every module's errors go through: control
+ * characters of every kind and bytes that are not well-formed UTF-8 become
+ * '?', one per byte that starts no valid character; valid text, including
+ * multi-byte characters, is kept as it is.
+ */
+#include "config.h"
+
+#include "util/util.h"
+
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+static void check_clean(const char *in, const char *want)
+{
+	char buf[128];
+
+	assert_true(strlen(in) < sizeof(buf));
+	memcpy(buf, in, strlen(in) + 1);
+	util_clean_line(buf);
+	assert_string_equal(buf, want);
+}
+
+static void test_clean_keeps_text(void **state)
+{
+	(void)state;
+	check_clean("", "");
+	check_clean("channel 'train': CompressionType",
+		    "channel 'train': CompressionType");
+	check_clean("caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80",
+		    "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80");
+}
+
+static void test_clean_controls(void **state)
+{
+	(void)state;
+	check_clean("a\nb\rc\td", "a?b?c?d");
+	check_clean("\x1b[31mred", "?[31mred");
+	check_clean("del\x7f", "del?");
+	check_clean("c1\xc2\x85x", "c1?x");		       /* U+0085, NEL */
+	check_clean("ls\xe2\x80\xa8ps\xe2\x80\xa9", "ls?ps?"); /* U+2028/9 */
+}
+
+static void test_clean_invalid_utf8(void **state)
+{
+	(void)state;
+	check_clean("\xff", "?");
+	check_clean("a\xc0\xaf"
+		    "b",
+		    "a??b");		       /* overlong '/' */
+	check_clean("cut \xe2\x82", "cut ??"); /* truncated at the end */
+	check_clean("\xed\xa0\x80", "???");    /* a UTF-16 surrogate */
+	check_clean("\x80x", "?x");	       /* a lone continuation byte */
+	assert_true(util_utf8_valid("caf\xc3\xa9"));
+	assert_false(util_utf8_valid("caf\xc3"));
+	assert_false(util_utf8_valid("\xc0\xaf"));
+}
+
+static void test_fail(void **state)
+{
+	char err[16];
+
+	(void)state;
+	assert_int_equal(
+	    util_fail(err, sizeof(err), EINVAL, "bad '%s'", "x\ny"), EINVAL);
+	assert_string_equal(err, "bad 'x?y'");
+	/* cut to the buffer, still one clean line */
+	assert_int_equal(
+	    util_fail(err, sizeof(err), ENOENT, "%s", "0123456789abcdef\n"),
+	    ENOENT);
+	assert_string_equal(err, "0123456789abcde");
+	/* no buffer: only the code */
+	assert_int_equal(util_fail(NULL, 0, E2BIG, "%s", "ignored"), E2BIG);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_clean_keeps_text),
+	    cmocka_unit_test(test_clean_controls),
+	    cmocka_unit_test(test_clean_invalid_utf8),
+	    cmocka_unit_test(test_fail),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
