@@ -57,6 +57,9 @@ struct cache_conf {
 	uint64_t warm_max_bytes;
 };
 
+/* S3's largest object: a listing or HEAD naming a larger one is hostile */
+#define CACHE_OBJECT_SIZE_MAX (5ULL << 40)
+
 #define CACHE_DEFAULT_BUDGET	 (256ULL << 20)
 #define CACHE_DEFAULT_BLOCK_SIZE (8ULL << 20)
 #define CACHE_MIN_BLOCK_SIZE	 (64ULL << 10)
@@ -103,7 +106,8 @@ struct cache_stream;
 
 /*
  * The interned object (bucket, key, etag, size), with a reference for the
- * caller; etag may be NULL.  NULL on ENOMEM.  Lock held.
+ * caller; etag may be NULL.  NULL on ENOMEM, or for a size past
+ * CACHE_OBJECT_SIZE_MAX.  Lock held.
  */
 struct cache_object *cache_object_get(struct cache *c, const char *bucket,
 				      const char *key, const char *etag,

@@ -96,6 +96,8 @@ struct cache_object *cache_object_get(struct cache *c, const char *bucket,
 	struct cache_object *o = NULL;
 	size_t h;
 
+	if (size > CACHE_OBJECT_SIZE_MAX)
+		return NULL;
 	if (c->nobject_buckets) {
 		o = c->objects[(size_t)hash & (c->nobject_buckets - 1)];
 		while (o && !object_is(o, hash, bucket, key, etag, size))
@@ -224,10 +226,14 @@ static void head_done(void *arg, const struct s3_object *head,
 				     head->size);
 		pthread_mutex_unlock(&c->lock);
 		if (!o) {
+			bool big = head->size > CACHE_OBJECT_SIZE_MAX;
+
 			memset(&nomem, 0, sizeof(nomem));
-			nomem.err = ENOMEM;
-			snprintf(nomem.message, sizeof(nomem.message),
-				 "out of memory");
+			nomem.err = big ? EFBIG : ENOMEM;
+			snprintf(nomem.message, sizeof(nomem.message), "%s",
+				 big ? "the server gave a size past S3's "
+				       "largest object"
+				     : "out of memory");
 			err = &nomem;
 		}
 	}
@@ -278,13 +284,19 @@ int cache_object_resolve_sync(struct cache *c, const char *bucket,
 	pthread_mutex_lock(&c->lock);
 	*out = cache_object_get(c, bucket, key, head.etag, head.size);
 	pthread_mutex_unlock(&c->lock);
-	s3_object_clear(&head);
 	if (!*out) {
+		bool big = head.size > CACHE_OBJECT_SIZE_MAX;
+
 		memset(err, 0, sizeof(*err));
-		err->err = ENOMEM;
-		snprintf(err->message, sizeof(err->message), "out of memory");
-		return ENOMEM;
+		err->err = big ? EFBIG : ENOMEM;
+		snprintf(err->message, sizeof(err->message), "%s",
+			 big ? "the server gave a size past S3's largest "
+			       "object"
+			     : "out of memory");
 	}
+	s3_object_clear(&head);
+	if (!*out)
+		return err->err;
 	return 0;
 }
 

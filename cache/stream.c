@@ -228,6 +228,10 @@ int cache_stream_append(struct cache_stream *s, const char *key,
 	/* empty objects add no bytes; this also skips folder markers */
 	if (size == 0)
 		return 0;
+	/* a hostile listing: no such object exists (and framing it would
+	 * take segments without end) */
+	if (size > CACHE_OBJECT_SIZE_MAX)
+		return EFBIG;
 	if (size > (uint64_t)INT64_MAX - s->listed_bytes)
 		return EOVERFLOW;
 	obj = cache_object_get(s->cache, s->bucket, key, etag, size);
@@ -308,6 +312,11 @@ static void page_arrived(void *arg, struct s3_list_page *page,
 	} else {
 		s->error = take_page(s, page);
 		s3_list_page_clear(page);
+		if (s->error)
+			util_warn("listing s3://%s/%s: a page could not be "
+				  "taken (%s)",
+				  s->bucket, s->prefix,
+				  util_strerror(s->error, desc, sizeof(desc)));
 	}
 	pthread_cond_broadcast(&s->grown);
 	pthread_mutex_unlock(&c->lock);

@@ -231,14 +231,22 @@ static void test_append_overflow(void **state)
 
 	assert_non_null(s);
 	assert_int_equal(cache_stream_append(s, "p/a", "\"e\"", 2), 0);
+	/* past S3's largest object: refused before anything is framed */
 	assert_int_equal(cache_stream_append(s, "p/huge", "\"e\"", UINT64_MAX),
-			 EOVERFLOW);
+			 EFBIG);
 	assert_int_equal(
-	    cache_stream_append(s, "p/max", "\"e\"", (uint64_t)INT64_MAX - 2),
-	    0);
+	    cache_stream_append(s, "p/big", "\"e\"", CACHE_OBJECT_SIZE_MAX + 1),
+	    EFBIG);
+	assert_int_equal(
+	    cache_stream_append(s, "p/max", "\"e\"", CACHE_OBJECT_SIZE_MAX), 0);
+	/* a stream this long is near the end of its offsets */
+	pthread_mutex_lock(&c->lock);
+	s->listed_bytes = (uint64_t)INT64_MAX - 2;
+	pthread_mutex_unlock(&c->lock);
+	assert_int_equal(cache_stream_append(s, "p/two", "\"e\"", 2), 0);
 	assert_int_equal(cache_stream_append(s, "p/one", "\"e\"", 1),
 			 EOVERFLOW);
-	assert_int_equal(s->count, 2);
+	assert_int_equal(s->count, 3);
 	assert_int_equal(s->listed_bytes, (uint64_t)INT64_MAX);
 	assert_int_equal(s->segs[1]->start, 2);
 	cache_stream_destroy(s);
@@ -1132,7 +1140,7 @@ static void test_plan_segments(void **state)
 {
 	struct cache *c = new_cache(64 * MIB, MIB);
 	struct cache_object *a = object(c, "p/a", 10 * MIB);
-	struct cache_object *big = object(c, "p/big", (uint64_t)INT64_MAX - 3);
+	struct cache_object *big = object(c, "p/big", CACHE_OBJECT_SIZE_MAX);
 	struct cache_stream *s = cache_stream_create_plan(c, NULL, NULL);
 	char hdr[4] = "HDR";
 	uint64_t size = 1;
@@ -1178,11 +1186,17 @@ static void test_plan_segments(void **state)
 	/* not ended: the size is not known */
 	assert_false(cache_stream_size(s, &size));
 	assert_int_equal(size, 0);
-	/* the stream's offsets cannot wrap */
-	assert_int_equal(add_range(s, big, 0, (uint64_t)INT64_MAX - 3),
+	/* the stream's offsets cannot wrap (here: as after a million objects
+	 * of S3's largest size) */
+	pthread_mutex_lock(&c->lock);
+	s->listed_bytes = (uint64_t)INT64_MAX - CACHE_OBJECT_SIZE_MAX + 1;
+	pthread_mutex_unlock(&c->lock);
+	assert_int_equal(add_range(s, big, 0, CACHE_OBJECT_SIZE_MAX),
 			 EOVERFLOW);
-	assert_int_equal(
-	    add_range(s, big, 0, (uint64_t)INT64_MAX - 3 - s->listed_bytes), 0);
+	pthread_mutex_lock(&c->lock);
+	s->listed_bytes -= 4;
+	pthread_mutex_unlock(&c->lock);
+	assert_int_equal(add_range(s, big, 0, CACHE_OBJECT_SIZE_MAX), 0);
 	assert_int_equal(add_lit(s, "abcd", 4), EOVERFLOW);
 	assert_int_equal(add_lit(s, "abc", 3), 0);
 	assert_int_equal(s->listed_bytes, (uint64_t)INT64_MAX);
