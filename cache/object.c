@@ -205,6 +205,18 @@ struct resolve {
 	void *arg;
 };
 
+/* Why a HEAD's answer of size bytes could not become an object. */
+static void not_interned(struct s3_error *err, uint64_t size)
+{
+	bool big = size > CACHE_OBJECT_SIZE_MAX;
+
+	memset(err, 0, sizeof(*err));
+	err->err = big ? EFBIG : ENOMEM;
+	snprintf(err->message, sizeof(err->message), "%s",
+		 big ? "the server gave a size past S3's largest object"
+		     : "out of memory");
+}
+
 static void resolve_free(struct resolve *rs)
 {
 	free(rs->bucket);
@@ -226,14 +238,7 @@ static void head_done(void *arg, const struct s3_object *head,
 				     head->size);
 		pthread_mutex_unlock(&c->lock);
 		if (!o) {
-			bool big = head->size > CACHE_OBJECT_SIZE_MAX;
-
-			memset(&nomem, 0, sizeof(nomem));
-			nomem.err = big ? EFBIG : ENOMEM;
-			snprintf(nomem.message, sizeof(nomem.message), "%s",
-				 big ? "the server gave a size past S3's "
-				       "largest object"
-				     : "out of memory");
+			not_interned(&nomem, head->size);
 			err = &nomem;
 		}
 	}
@@ -284,16 +289,8 @@ int cache_object_resolve_sync(struct cache *c, const char *bucket,
 	pthread_mutex_lock(&c->lock);
 	*out = cache_object_get(c, bucket, key, head.etag, head.size);
 	pthread_mutex_unlock(&c->lock);
-	if (!*out) {
-		bool big = head.size > CACHE_OBJECT_SIZE_MAX;
-
-		memset(err, 0, sizeof(*err));
-		err->err = big ? EFBIG : ENOMEM;
-		snprintf(err->message, sizeof(err->message), "%s",
-			 big ? "the server gave a size past S3's largest "
-			       "object"
-			     : "out of memory");
-	}
+	if (!*out)
+		not_interned(err, head.size);
 	s3_object_clear(&head);
 	if (!*out)
 		return err->err;

@@ -21,8 +21,9 @@
 
 #include "cache/cache.h"
 
-#define CHANNEL_NAME_MAX 64 /* SageMaker: [A-Za-z0-9.\-_]{1,64} */
-#define CHANNEL_MAX	 64 /* channels per mount */
+#define CHANNEL_NAME_MAX       64 /* SageMaker: [A-Za-z0-9.\-_]{1,64} */
+#define CHANNEL_MAX	       64 /* channels per mount */
+#define CHANNEL_ATTRIBUTES_MAX 16 /* AttributeNames per channel */
 
 enum channel_data_type {
 	CHANNEL_S3_PREFIX = 0,		 /* every object under the prefix */

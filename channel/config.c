@@ -37,7 +37,6 @@
 #include <unistd.h>
 
 #define CONFIG_FILE_MAX	      (16u << 20) /* bytes of a config file */
-#define CONFIG_ATTRIBUTES_MAX 16	  /* AttributeNames per channel */
 #define ECHO_MAX	      64 /* bytes of a value echoed in a message */
 #define JSON_WHERE_MAX	      (JSON_ERROR_TEXT_LENGTH + 64) /* load_json() why */
 #define PATH_ECHO_MAX	      256 /* bytes of a path echoed in a message */
@@ -292,11 +291,11 @@ static int parse_attributes(struct parse *p, json_t *s3, struct channel_spec *s)
 		return bad(p, S3SRC "AttributeNames is empty: an "
 				    "AugmentedManifestFile channel needs the "
 				    "names of the attributes to read");
-	if (count > CONFIG_ATTRIBUTES_MAX)
+	if (count > CHANNEL_ATTRIBUTES_MAX)
 		return bad(p,
 			   S3SRC "AttributeNames has %zu names: at most %d "
 				 "are supported",
-			   count, CONFIG_ATTRIBUTES_MAX);
+			   count, CHANNEL_ATTRIBUTES_MAX);
 	s->attributes = calloc(count, sizeof(*s->attributes));
 	if (!s->attributes)
 		return no_memory(p->err, p->errlen);

@@ -21,8 +21,6 @@
 
 #include "util/util.h"
 
-#define MAX_ATTRIBUTES 16
-
 static const struct {
 	const char *prefix;
 	enum channel_data_type type;
@@ -59,10 +57,10 @@ static int set_attributes(struct channel_spec *spec, const char *list,
 			return util_fail(
 			    err, errlen, EINVAL,
 			    "--attribute-names '%s' has an empty name", list);
-		if (spec->nattributes == MAX_ATTRIBUTES)
+		if (spec->nattributes == CHANNEL_ATTRIBUTES_MAX)
 			return util_fail(err, errlen, EINVAL,
 					 "--attribute-names: at most %d names",
-					 MAX_ATTRIBUTES);
+					 CHANNEL_ATTRIBUTES_MAX);
 		names = realloc(spec->attributes,
 				(spec->nattributes + 1) * sizeof(*names));
 		if (!names)
