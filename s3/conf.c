@@ -92,20 +92,25 @@ static int resolve_ca_bundle(struct s3_client_conf *conf, char *err,
 int s3_client_conf_resolve(struct s3_client_conf *conf, char *err,
 			   size_t errlen)
 {
+	struct s3_creds_query q;
 	int rc;
 
 	if (errlen)
 		err[0] = '\0';
-	if (!conf->no_sign) {
-		s3_creds_clear(&conf->creds);
-		rc = s3_creds_resolve(conf->profile, &conf->creds, err, errlen);
-		if (rc)
-			return rc;
-	}
+	/* region and CA bundle first: credential providers use them */
 	rc = resolve_region(conf, err, errlen);
 	if (!rc)
 		rc = resolve_ca_bundle(conf, err, errlen);
 	if (rc == ENOMEM)
-		snprintf(err, errlen, "out of memory");
-	return rc;
+		return util_fail(err, errlen, ENOMEM, "out of memory");
+	if (rc || conf->no_sign)
+		return rc;
+	s3_creds_clear(&conf->creds);
+	q = (struct s3_creds_query){
+	    .profile = conf->profile,
+	    .region = conf->region,
+	    .ca_bundle = conf->ca_bundle,
+	    .tls_verify = conf->tls_verify,
+	};
+	return s3_creds_resolve(&q, &conf->creds, err, errlen);
 }

@@ -455,20 +455,24 @@ static void init_ctx(struct creds_ctx *ctx, const char *profile)
 		     sizeof(ctx->conf_path));
 }
 
-int s3_creds_resolve(const char *profile, struct s3_creds *out, char *err,
-		     size_t errlen)
+#define NPROVIDERS (sizeof(providers) / sizeof(providers[0]))
+
+int s3_creds_resolve(const struct s3_creds_query *q, struct s3_creds *out,
+		     char *err, size_t errlen)
 {
 	struct creds_ctx ctx;
 	size_t i;
 	int rc = ENOENT;
 
 	memset(out, 0, sizeof(*out));
+	out->provider = -1;
 	if (errlen)
 		err[0] = '\0';
-	init_ctx(&ctx, profile);
-	for (i = 0; i < sizeof(providers) / sizeof(providers[0]); i++) {
+	init_ctx(&ctx, q->profile);
+	for (i = 0; i < NPROVIDERS; i++) {
 		rc = providers[i].fn(&ctx, out, err, errlen);
 		if (rc == 0) {
+			out->provider = (int)i;
 			util_debug("credentials from %s", out->source);
 			return 0;
 		}
@@ -492,6 +496,30 @@ int s3_creds_resolve(const char *profile, struct s3_creds *out, char *err,
 	return ENOENT;
 }
 
+int s3_creds_refresh(const struct s3_creds_query *q, const struct s3_creds *old,
+		     struct s3_creds *out, char *err, size_t errlen)
+{
+	struct creds_ctx ctx;
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	out->provider = -1;
+	if (errlen)
+		err[0] = '\0';
+	if (old->provider < 0 || (size_t)old->provider >= NPROVIDERS)
+		return util_fail(err, errlen, EINVAL,
+				 "these credentials cannot be refreshed");
+	init_ctx(&ctx, q->profile);
+	rc = providers[old->provider].fn(&ctx, out, err, errlen);
+	if (rc == ENOENT)
+		return util_fail(err, errlen, ENOENT,
+				 "%s no longer gives credentials",
+				 providers[old->provider].name);
+	if (rc == 0)
+		out->provider = old->provider;
+	return rc;
+}
+
 void s3_creds_clear(struct s3_creds *c)
 {
 	if (!c)
@@ -504,6 +532,8 @@ void s3_creds_clear(struct s3_creds *c)
 	c->secret_key = NULL;
 	c->session_token = NULL;
 	c->source = NULL;
+	c->expiration = 0;
+	c->provider = -1;
 }
 
 void s3_region_resolve(const char *cli, const char *profile, char *out,

@@ -21,6 +21,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 #include "s3/store.h"
 
@@ -30,17 +31,35 @@ struct s3_creds {
 	char *secret_key;
 	char *session_token; /* may be NULL */
 	char *source;	     /* where they came from, for messages; no secret */
+	time_t expiration;   /* when they stop working; 0 = never */
+	int provider; /* the chain's entry that gave them (-1: none), which
+		       * s3_creds_refresh() asks again */
+};
+
+/* What the chain needs besides the environment; strings borrowed. */
+struct s3_creds_query {
+	const char *profile; /* NULL = AWS_PROFILE or "default" */
+	const char *region;  /* for STS's regional endpoint; NULL = us-east-1 */
+	const char *ca_bundle; /* for https providers; NULL = the system's */
+	bool tls_verify;
 };
 
 /*
- * Resolves credentials along the chain: environment variables, then the
- * shared credentials / config files for profile (NULL = AWS_PROFILE or
- * "default").  Later providers (instance, container) slot into the table in
- * s3/creds.c.  Returns 0, or ENOENT when no provider had credentials, or
- * EINVAL with a message in err when a file or profile is unusable.
+ * Resolves credentials along the chain (s3/creds.c lists it, in the AWS
+ * SDKs' order).  Returns 0, or ENOENT when no provider had credentials, or
+ * another errno (EINVAL, EACCES, ETIMEDOUT, ...) with a message in err
+ * when a provider that applies failed: the chain stops there.
  */
-int s3_creds_resolve(const char *profile, struct s3_creds *out, char *err,
-		     size_t errlen);
+int s3_creds_resolve(const struct s3_creds_query *q, struct s3_creds *out,
+		     char *err, size_t errlen);
+
+/*
+ * Asks the provider that gave old for fresh credentials (may block on the
+ * network for a few seconds: not for the engine thread).  0 and *out, or
+ * an errno with a message in err; old is left alone either way.
+ */
+int s3_creds_refresh(const struct s3_creds_query *q, const struct s3_creds *old,
+		     struct s3_creds *out, char *err, size_t errlen);
 void s3_creds_clear(struct s3_creds *c);
 
 /*

@@ -104,26 +104,26 @@ int s3_uri_parse(const char *uri, char **bucket, char **prefix, char *err,
 	*bucket = NULL;
 	*prefix = NULL;
 	if (!uri || strncasecmp(uri, S3_SCHEME, S3_SCHEME_LEN) != 0) {
-		snprintf(err, errlen,
-			 "malformed uri '%s': expected s3://BUCKET[/PREFIX]",
-			 uri ? uri : "");
-		return EINVAL;
+		return util_fail(
+		    err, errlen, EINVAL,
+		    "malformed uri '%s': expected s3://BUCKET[/PREFIX]",
+		    uri ? uri : "");
 	}
 	start = uri + S3_SCHEME_LEN;
 	slash = strchr(start, '/');
 	blen = slash ? (size_t)(slash - start) : strlen(start);
 	if (blen == 0) {
-		snprintf(err, errlen,
-			 "malformed uri '%s': missing bucket name, expected "
-			 "s3://BUCKET[/PREFIX]",
-			 uri);
-		return EINVAL;
+		return util_fail(err, errlen, EINVAL,
+				 "malformed uri '%s': missing bucket name, "
+				 "expected s3://BUCKET[/PREFIX]",
+				 uri);
 	}
 	problem = bucket_name_problem(start, blen);
 	if (problem) {
-		snprintf(err, errlen, "invalid bucket name '%.*s' in '%s': %s",
-			 (int)(blen > 255 ? 255 : blen), start, uri, problem);
-		return EINVAL;
+		return util_fail(err, errlen, EINVAL,
+				 "invalid bucket name '%.*s' in '%s': %s",
+				 (int)(blen > 255 ? 255 : blen), start, uri,
+				 problem);
 	}
 	b = strndup(start, blen);
 	p = strdup(slash ? slash + 1 : "");
@@ -135,8 +135,8 @@ int s3_uri_parse(const char *uri, char **bucket, char **prefix, char *err,
 fail:
 	free(b);
 	free(p);
-	snprintf(err, errlen, "out of memory parsing '%s'", uri);
-	return ENOMEM;
+	return util_fail(err, errlen, ENOMEM, "out of memory parsing '%s'",
+			 uri);
 }
 
 bool s3_region_valid(const char *region)

@@ -178,11 +178,24 @@ void util_clean_line(char *s)
 	*out = '\0';
 }
 
+/* "…" in UTF-8: a message cut to its buffer says so */
+#define UTIL_ELLIPSIS "\xe2\x80\xa6"
+
 int util_vfail(char *err, size_t errlen, int rc, const char *fmt, va_list ap)
 {
+	int n;
+
 	if (!err || errlen == 0)
 		return rc;
-	vsnprintf(err, errlen, fmt, ap);
+	n = vsnprintf(err, errlen, fmt, ap);
+	if (n >= 0 && (size_t)n >= errlen && errlen > sizeof(UTIL_ELLIPSIS)) {
+		size_t cut = errlen - sizeof(UTIL_ELLIPSIS);
+
+		/* back to the start of a character, so none is split */
+		while (cut > 0 && ((unsigned char)err[cut] & 0xc0) == 0x80)
+			cut--;
+		memcpy(err + cut, UTIL_ELLIPSIS, sizeof(UTIL_ELLIPSIS));
+	}
 	util_clean_line(err);
 	return rc;
 }

@@ -59,7 +59,8 @@ bool util_utf8_valid(const char *s);
 /*
  * Writes one line for users into err (when err and errlen are set), cleaned
  * by util_clean_line() since values may come from outside, and returns rc:
- * for "return util_fail(err, errlen, EINVAL, ...)".
+ * for "return util_fail(err, errlen, EINVAL, ...)".  A message longer than
+ * errlen ends in "…" (UTF-8), cut between characters.
  */
 int util_fail(char *err, size_t errlen, int rc, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));

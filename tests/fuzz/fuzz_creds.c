@@ -45,7 +45,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		const char *profile = i ? "other" : NULL;
 
 		memset(&creds, 0, sizeof(creds));
-		if (s3_creds_resolve(profile, &creds, err, sizeof(err)) == 0 &&
+		if (s3_creds_resolve(
+			&(struct s3_creds_query){.profile = profile}, &creds,
+			err, sizeof(err)) == 0 &&
 		    (!creds.access_key || !creds.secret_key))
 			abort(); /* success must give both keys */
 		s3_creds_clear(&creds);

@@ -24,6 +24,10 @@
 
 #define MAX_TEMP 8
 
+static const struct s3_creds_query no_query = {.tls_verify = true};
+static const struct s3_creds_query other_query = {.profile = "other",
+						  .tls_verify = true};
+
 static char temp_files[MAX_TEMP][128];
 static size_t ntemp;
 static char temp_dir[64];
@@ -130,7 +134,7 @@ static void test_env(void **state)
 
 	setenv("AWS_ACCESS_KEY_ID", "AKIDENV", 1);
 	setenv("AWS_SECRET_ACCESS_KEY", "secret-env", 1);
-	assert_int_equal(s3_creds_resolve(NULL, &c, err, sizeof(err)), 0);
+	assert_int_equal(s3_creds_resolve(&no_query, &c, err, sizeof(err)), 0);
 	assert_string_equal(c.access_key, "AKIDENV");
 	assert_string_equal(c.secret_key, "secret-env");
 	assert_null(c.session_token);
@@ -141,7 +145,7 @@ static void test_env(void **state)
 	assert_null(c.source);
 
 	setenv("AWS_SESSION_TOKEN", "token-env", 1);
-	assert_int_equal(s3_creds_resolve(NULL, &c, err, sizeof(err)), 0);
+	assert_int_equal(s3_creds_resolve(&no_query, &c, err, sizeof(err)), 0);
 	assert_string_equal(c.session_token, "token-env");
 	s3_creds_clear(&c);
 }
@@ -152,21 +156,24 @@ static void test_env_half_set(void **state)
 	char err[256] = "";
 
 	setenv("AWS_ACCESS_KEY_ID", "AKIDENV", 1);
-	assert_int_equal(s3_creds_resolve(NULL, &c, err, sizeof(err)), EINVAL);
+	assert_int_equal(s3_creds_resolve(&no_query, &c, err, sizeof(err)),
+			 EINVAL);
 	assert_string_equal(
 	    err, "AWS_ACCESS_KEY_ID is set but AWS_SECRET_ACCESS_KEY is not");
 	assert_null(c.access_key);
 
 	unsetenv("AWS_ACCESS_KEY_ID");
 	setenv("AWS_SECRET_ACCESS_KEY", "secret-env", 1);
-	assert_int_equal(s3_creds_resolve(NULL, &c, err, sizeof(err)), EINVAL);
+	assert_int_equal(s3_creds_resolve(&no_query, &c, err, sizeof(err)),
+			 EINVAL);
 	assert_string_equal(
 	    err, "AWS_SECRET_ACCESS_KEY is set but AWS_ACCESS_KEY_ID is not");
 	assert_null(strstr(err, "secret-env"));
 
 	/* Half-set wins over a usable file: no silent fallback. */
 	credentials_file(creds_text);
-	assert_int_equal(s3_creds_resolve(NULL, &c, err, sizeof(err)), EINVAL);
+	assert_int_equal(s3_creds_resolve(&no_query, &c, err, sizeof(err)),
+			 EINVAL);
 }
 
 static void test_env_over_files(void **state)
@@ -177,7 +184,7 @@ static void test_env_over_files(void **state)
 	credentials_file(creds_text);
 	setenv("AWS_ACCESS_KEY_ID", "AKIDENV", 1);
 	setenv("AWS_SECRET_ACCESS_KEY", "secret-env", 1);
-	assert_int_equal(s3_creds_resolve(NULL, &c, err, sizeof(err)), 0);
+	assert_int_equal(s3_creds_resolve(&no_query, &c, err, sizeof(err)), 0);
 	assert_string_equal(c.access_key, "AKIDENV");
 	s3_creds_clear(&c);
 }
@@ -190,7 +197,8 @@ static void test_nothing_found(void **state)
 	/* Empty variables count as unset. */
 	setenv("AWS_ACCESS_KEY_ID", "", 1);
 	setenv("AWS_SECRET_ACCESS_KEY", "", 1);
-	assert_int_equal(s3_creds_resolve(NULL, &c, err, sizeof(err)), ENOENT);
+	assert_int_equal(s3_creds_resolve(&no_query, &c, err, sizeof(err)),
+			 ENOENT);
 	assert_contains(err, "no credentials found");
 	assert_contains(err, "/nonexistent/s3pipe-test-home/.aws/credentials");
 	assert_null(c.access_key);
@@ -205,7 +213,7 @@ static void test_credentials_file(void **state)
 	char want[256];
 	const char *path = credentials_file(creds_text);
 
-	assert_int_equal(s3_creds_resolve(NULL, &c, err, sizeof(err)), 0);
+	assert_int_equal(s3_creds_resolve(&no_query, &c, err, sizeof(err)), 0);
 	assert_string_equal(c.access_key, "AKIDDEFAULT");
 	assert_string_equal(c.secret_key, "secret/default+key");
 	assert_null(c.session_token);
@@ -214,7 +222,8 @@ static void test_credentials_file(void **state)
 	assert_string_equal(c.source, want);
 	s3_creds_clear(&c);
 
-	assert_int_equal(s3_creds_resolve("other", &c, err, sizeof(err)), 0);
+	assert_int_equal(s3_creds_resolve(&other_query, &c, err, sizeof(err)),
+			 0);
 	assert_string_equal(c.access_key, "AKIDOTHER");
 	assert_string_equal(c.secret_key, "secret#other");
 	assert_string_equal(c.session_token, "token-other");
@@ -224,12 +233,15 @@ static void test_credentials_file(void **state)
 	s3_creds_clear(&c);
 
 	setenv("AWS_PROFILE", "other", 1);
-	assert_int_equal(s3_creds_resolve(NULL, &c, err, sizeof(err)), 0);
+	assert_int_equal(s3_creds_resolve(&no_query, &c, err, sizeof(err)), 0);
 	assert_string_equal(c.access_key, "AKIDOTHER");
 	s3_creds_clear(&c);
 
 	/* The argument beats AWS_PROFILE. */
-	assert_int_equal(s3_creds_resolve("default", &c, err, sizeof(err)), 0);
+	assert_int_equal(
+	    s3_creds_resolve(&(struct s3_creds_query){.profile = "default"}, &c,
+			     err, sizeof(err)),
+	    0);
 	assert_string_equal(c.access_key, "AKIDDEFAULT");
 	s3_creds_clear(&c);
 }
@@ -256,14 +268,14 @@ static void test_home_default_path(void **state)
 	snprintf(temp_files[ntemp++], sizeof(temp_files[0]), "%s", path);
 
 	setenv("HOME", temp_dir, 1);
-	assert_int_equal(s3_creds_resolve(NULL, &c, err, sizeof(err)), 0);
+	assert_int_equal(s3_creds_resolve(&no_query, &c, err, sizeof(err)), 0);
 	assert_string_equal(c.access_key, "AKIDHOME");
 	assert_contains(c.source, path);
 	s3_creds_clear(&c);
 
 	/* "~/" in AWS_SHARED_CREDENTIALS_FILE means HOME. */
 	setenv("AWS_SHARED_CREDENTIALS_FILE", "~/.aws/credentials", 1);
-	assert_int_equal(s3_creds_resolve(NULL, &c, err, sizeof(err)), 0);
+	assert_int_equal(s3_creds_resolve(&no_query, &c, err, sizeof(err)), 0);
 	assert_string_equal(c.access_key, "AKIDHOME");
 	s3_creds_clear(&c);
 }
@@ -274,7 +286,8 @@ static void test_file_half_set(void **state)
 	char err[512] = "";
 
 	credentials_file("[default]\naws_access_key_id = AKIDHALF\n");
-	assert_int_equal(s3_creds_resolve(NULL, &c, err, sizeof(err)), EINVAL);
+	assert_int_equal(s3_creds_resolve(&no_query, &c, err, sizeof(err)),
+			 EINVAL);
 	assert_contains(err, "profile 'default'");
 	assert_contains(err,
 			"has aws_access_key_id but no aws_secret_access_key");
@@ -288,12 +301,14 @@ static void test_malformed_file(void **state)
 
 	credentials_file("[default]\naws_access_key_id = AKID\n"
 			 "secret-without-key\n");
-	assert_int_equal(s3_creds_resolve(NULL, &c, err, sizeof(err)), EINVAL);
+	assert_int_equal(s3_creds_resolve(&no_query, &c, err, sizeof(err)),
+			 EINVAL);
 	assert_contains(err, "malformed line 3 of shared credentials file");
 	assert_null(strstr(err, "secret-without-key"));
 
 	credentials_file("[default\naws_access_key_id = AKID\n");
-	assert_int_equal(s3_creds_resolve(NULL, &c, err, sizeof(err)), EINVAL);
+	assert_int_equal(s3_creds_resolve(&no_query, &c, err, sizeof(err)),
+			 EINVAL);
 	assert_contains(err, "malformed section header at line 1");
 }
 
@@ -304,7 +319,8 @@ static void test_unreadable_file(void **state)
 
 	/* A directory opens but cannot be read as a file. */
 	setenv("AWS_SHARED_CREDENTIALS_FILE", "/tmp", 1);
-	assert_int_equal(s3_creds_resolve(NULL, &c, err, sizeof(err)), EINVAL);
+	assert_int_equal(s3_creds_resolve(&no_query, &c, err, sizeof(err)),
+			 EINVAL);
 	assert_contains(err, "cannot read shared credentials file /tmp");
 }
 
@@ -335,7 +351,8 @@ static void test_config_file(void **state)
 	/* The credentials file has no [other]: the config file supplies it. */
 	credentials_file("[default]\naws_access_key_id=A\n"
 			 "aws_secret_access_key=B\n");
-	assert_int_equal(s3_creds_resolve("other", &c, err, sizeof(err)), 0);
+	assert_int_equal(s3_creds_resolve(&other_query, &c, err, sizeof(err)),
+			 0);
 	assert_string_equal(c.access_key, "AKIDCONFIG");
 	assert_string_equal(c.secret_key, "secret-config");
 	snprintf(want, sizeof(want), "shared config file %s (profile other)",
@@ -343,12 +360,15 @@ static void test_config_file(void **state)
 	assert_string_equal(c.source, want);
 	s3_creds_clear(&c);
 
-	assert_int_equal(s3_creds_resolve("third", &c, err, sizeof(err)), 0);
+	assert_int_equal(
+	    s3_creds_resolve(&(struct s3_creds_query){.profile = "third"}, &c,
+			     err, sizeof(err)),
+	    0);
 	assert_string_equal(c.access_key, "AKIDTHIRD");
 	s3_creds_clear(&c);
 
 	/* The credentials file comes before the config file. */
-	assert_int_equal(s3_creds_resolve(NULL, &c, err, sizeof(err)), 0);
+	assert_int_equal(s3_creds_resolve(&no_query, &c, err, sizeof(err)), 0);
 	assert_string_equal(c.access_key, "A");
 	s3_creds_clear(&c);
 }
@@ -363,18 +383,22 @@ static void test_missing_profile(void **state)
 
 	snprintf(want, sizeof(want), "profile 'nope' not found in %s, %s", cred,
 		 conf);
-	assert_int_equal(s3_creds_resolve("nope", &c, err, sizeof(err)),
-			 EINVAL);
+	assert_int_equal(
+	    s3_creds_resolve(&(struct s3_creds_query){.profile = "nope"}, &c,
+			     err, sizeof(err)),
+	    EINVAL);
 	assert_string_equal(err, want);
 
 	setenv("AWS_PROFILE", "nope", 1);
-	assert_int_equal(s3_creds_resolve(NULL, &c, err, sizeof(err)), EINVAL);
+	assert_int_equal(s3_creds_resolve(&no_query, &c, err, sizeof(err)),
+			 EINVAL);
 	assert_string_equal(err, want);
 
 	/* Missing files are fine, but the profile is still missing. */
 	setenv("AWS_SHARED_CREDENTIALS_FILE", "/nonexistent/credentials", 1);
 	setenv("AWS_CONFIG_FILE", "/nonexistent/config", 1);
-	assert_int_equal(s3_creds_resolve(NULL, &c, err, sizeof(err)), EINVAL);
+	assert_int_equal(s3_creds_resolve(&no_query, &c, err, sizeof(err)),
+			 EINVAL);
 	assert_string_equal(err, "profile 'nope' not found in "
 				 "/nonexistent/credentials, "
 				 "/nonexistent/config");
@@ -383,8 +407,10 @@ static void test_missing_profile(void **state)
 	unsetenv("AWS_PROFILE");
 	config_file("[profile roles]\nrole_arn = arn:aws:iam::1:role/x\n"
 		    "source_profile = default\n");
-	assert_int_equal(s3_creds_resolve("roles", &c, err, sizeof(err)),
-			 ENOENT);
+	assert_int_equal(
+	    s3_creds_resolve(&(struct s3_creds_query){.profile = "roles"}, &c,
+			     err, sizeof(err)),
+	    ENOENT);
 	assert_contains(err, "profile 'roles'");
 	assert_contains(err, "uses role_arn, which s3pipe does not support");
 }

@@ -71,11 +71,23 @@ static void test_fail(void **state)
 	assert_int_equal(
 	    util_fail(err, sizeof(err), EINVAL, "bad '%s'", "x\ny"), EINVAL);
 	assert_string_equal(err, "bad 'x?y'");
-	/* cut to the buffer, still one clean line */
+	/* cut to the buffer, still one clean line, and saying so */
 	assert_int_equal(
 	    util_fail(err, sizeof(err), ENOENT, "%s", "0123456789abcdef\n"),
 	    ENOENT);
+	assert_string_equal(err, "0123456789ab\xe2\x80\xa6");
+	/* exactly fits: not marked */
+	util_fail(err, sizeof(err), EINVAL, "%s", "0123456789abcde");
 	assert_string_equal(err, "0123456789abcde");
+	/* the cut never splits a character: "é" is 2 bytes at 11 and 12 */
+	util_fail(err, sizeof(err), EINVAL, "%s",
+		  "0123456789a\xc3\xa9"
+		  "bcdef");
+	assert_string_equal(err, "0123456789a\xe2\x80\xa6");
+	assert_true(util_utf8_valid(err));
+	/* a message that ended in '.' when cut no longer does */
+	util_fail(err, sizeof(err), EINVAL, "%s", "name 'a.b.c.d.e.f.g'");
+	assert_string_equal(err, "name 'a.b.c\xe2\x80\xa6");
 	/* no buffer: only the code */
 	assert_int_equal(util_fail(NULL, 0, E2BIG, "%s", "ignored"), E2BIG);
 }
