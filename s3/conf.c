@@ -1,7 +1,9 @@
 /*
  * s3 client settings: the defaults, written once, and the step that
  * completes them from the environment (region, CA bundle, credentials)
- * before the client starts.  Nothing here touches the network.
+ * before the client starts.  The region and the CA bundle come first:
+ * credential providers that ask STS or a metadata endpoint use them.
+ * Only the credential chain may touch the network (s3/creds.c).
  */
 #include "config.h"
 
@@ -15,7 +17,7 @@
 
 #include "util/util.h"
 
-#define DEFAULT_RETRY_BASE_MS	100
+#define DEFAULT_RETRY_BASE_MS	200
 #define DEFAULT_RETRY_MAX_MS	5000
 #define DEFAULT_CONNECT_TIMEOUT 10 /* seconds */
 #define REGION_MAX		256 /* longer than any valid one: no silent cut */

@@ -20,14 +20,34 @@
  * gets a head start: no non-urgent request starts while an urgent GET is
  * still waiting for its response, so a burst of prefetches never stands
  * between the server and the bytes a reader needs now.  Only the engine
- * thread touches curl handles, the pending/delayed lists and the signer's
- * key cache, so none of those need a lock.
+ * thread touches curl handles, the pending/delayed lists, the signer's
+ * key cache and the credentials, so none of those need a lock.
+ *
+ * Credentials that expire are refreshed by s3/refresh.c on its own thread,
+ * which hands fresh ones over under the queue's lock; the engine signs
+ * every attempt after that with them.  An attempt refused as ExpiredToken
+ * after it was signed with credentials since replaced is simply tried
+ * again.
+ *
+ * Throttling (the concurrency rule, AIMD): the engine starts up to limit
+ * transfers at once, limit starting at max_connections.  An answer asking
+ * to slow down (503, 429, SlowDown, s3_error_throttled()) halves limit (not
+ * below 1), once per round: only answers to attempts started after the
+ * last cut count.  Each success then raises it again: by one per success
+ * (doubling each round) while it is below half of where the throttling
+ * episode began, by one per limit successes (one per round) above that,
+ * up to max_connections.  Cuts less than 10 s apart are one episode.
+ *
+ * Retries: up to max_retries, but only UNANSWERED_RETRIES for a connection
+ * that cannot be made before the endpoint has ever answered: at start-up
+ * that is a wrong endpoint, later an outage worth the whole budget.
  *
  * Request life: queue -> pending -> running -> (delayed -> pending)* -> done.
  */
 #include "config.h"
 
 #include "s3/internal.h"
+#include "s3/refresh.h"
 
 #include <curl/curl.h>
 #include <errno.h>
@@ -48,6 +68,11 @@
 /* a plain-HTTP body socket wakes the engine once this much has arrived,
  * not per packet, while at least twice as much is owed (body_set_lowat) */
 #define BODY_RCVLOWAT (256 * 1024)
+/* retries of a connection that cannot be made, before the endpoint has
+ * ever answered (a wrong endpoint fails the mount in about a second) */
+#define UNANSWERED_RETRIES 2
+/* throttling answers less than this apart belong to one episode */
+#define LIMIT_EPISODE_NS (10ull * 1000000000u)
 
 struct s3_request {
 	struct s3_request *next;
@@ -68,7 +93,9 @@ struct s3_request {
 	bool unanswered; /* an urgent GET attempt with no response yet */
 	bool whole;	 /* GET: the whole object; Range only when resuming */
 	unsigned attempt;
-	uint64_t due_ns; /* when a delayed retry may start */
+	unsigned creds_generation; /* of the credentials that signed it */
+	uint64_t started_ns;	   /* when this attempt started */
+	uint64_t due_ns;	   /* when a delayed retry may start */
 
 	/* per attempt */
 	CURL *easy;
@@ -105,7 +132,7 @@ struct s3_client {
 	bool tls_verify;
 	char *ca_bundle;
 	char *region;
-	struct s3_creds creds; /* empty when anonymous */
+	struct s3_creds creds; /* empty when anonymous; engine thread only */
 	unsigned max_connections;
 	unsigned max_retries;
 	unsigned retry_base_ms;
@@ -119,10 +146,13 @@ struct s3_client {
 	pthread_t thread;
 	bool thread_started;
 
-	pthread_mutex_t lock; /* guards queue and stopping */
+	pthread_mutex_t lock; /* guards queue, stopping and fresh */
 	struct s3_request *queue_head;
 	struct s3_request *queue_tail;
 	bool stopping;
+	struct s3_creds fresh; /* from the refresher, not taken yet */
+	bool have_fresh;
+	struct s3_refresher *refresher; /* NULL: nothing to refresh */
 
 	/* engine thread only */
 	struct s3_request *pending_head;
@@ -138,6 +168,13 @@ struct s3_client {
 	unsigned nbatch_removed; /* more than fit: skip the rest */
 	unsigned running;
 	unsigned urgent_unanswered; /* running requests with unanswered set */
+	unsigned creds_generation;  /* bumped when fresh credentials arrive */
+	bool answered; /* the endpoint has answered at least once */
+	/* the concurrency rule (see the top of the file) */
+	unsigned limit;	       /* transfers that may run at once */
+	unsigned limit_credit; /* successes towards the next step up */
+	unsigned limit_peak;   /* where the last throttling episode began */
+	uint64_t last_cut_ns;  /* when the limit was last cut */
 	CURL **idle;
 	unsigned nidle;
 	unsigned rand_state;
@@ -471,8 +508,55 @@ static bool may_start(const struct s3_client *c)
 {
 	const struct s3_request *r = c->pending_head;
 
-	return r && c->running < c->max_connections &&
+	return r && c->running < c->limit &&
 	       (r->urgent || c->urgent_unanswered == 0);
+}
+
+static void publish_limit(struct s3_client *c)
+{
+	__atomic_store_n(&c->stats.concurrency, (uint64_t)c->limit,
+			 __ATOMIC_RELAXED);
+}
+
+/* A throttling answer to an attempt that started after the last cut (the
+ * answers to attempts sent at the old rate count as one): halve. */
+static void limit_throttled(struct s3_client *c, const struct s3_request *r)
+{
+	unsigned was = c->limit;
+
+	stats_add(&c->stats.throttled, 1);
+	if (r->started_ns <= c->last_cut_ns)
+		return;
+	/* a new episode: the level where it began is the peak */
+	if (c->last_cut_ns == 0 ||
+	    util_now_ns() - c->last_cut_ns > LIMIT_EPISODE_NS)
+		c->limit_peak = c->limit;
+	c->limit = c->limit / 2 ? c->limit / 2 : 1;
+	c->limit_credit = 0;
+	c->last_cut_ns = util_now_ns();
+	publish_limit(c);
+	if (c->limit != was)
+		util_info("throttled by the server: at most %u transfers at "
+			  "once (was %u)",
+			  c->limit, was);
+}
+
+/* A success: one step up per success while below half the peak (doubling
+ * each round), then one per limit successes (one per round). */
+static void limit_succeeded(struct s3_client *c)
+{
+	unsigned step_every = c->limit < c->limit_peak / 2 ? 1 : c->limit;
+
+	if (c->limit >= c->max_connections)
+		return;
+	if (++c->limit_credit < step_every)
+		return;
+	c->limit_credit = 0;
+	c->limit++;
+	publish_limit(c);
+	if (c->limit == c->max_connections)
+		util_info("no longer throttled: up to %u transfers at once",
+			  c->limit);
 }
 
 static void enqueue_pending(struct s3_client *c, struct s3_request *r)
@@ -512,6 +596,7 @@ static int build_attempt(struct s3_client *c, struct s3_request *r)
 	r->url = NULL;
 	curl_slist_free_all(r->headers);
 	r->headers = NULL;
+	r->creds_generation = c->creds_generation;
 	return s3_request_build(&c->endpoint, c->force_path_style, &c->signer,
 				&spec, time(NULL), &r->url, &r->headers);
 }
@@ -528,6 +613,7 @@ static void start_request(struct s3_client *c, struct s3_request *r)
 	r->overflow = false;
 	r->ignored_range = false;
 	r->attempt_from = r->got;
+	r->started_ns = util_now_ns();
 	r->resp_etag[0] = '\0';
 	r->resp_size = 0;
 	r->resp_size_known = false;
@@ -657,10 +743,26 @@ static void finish_request(struct s3_client *c, struct s3_request *r,
 	    .url = r->url,
 	};
 	s3_error_from_attempt(&a, &err, &retryable);
+	if (r->status != 0)
+		c->answered = true;
+	/* before the endpoint has ever answered, a connection that cannot be
+	 * made is most likely a wrong endpoint: fail fast */
+	if (!c->answered && r->status == 0 &&
+	    (err.err == ECONNREFUSED || err.err == EHOSTUNREACH ||
+	     err.err == ETIMEDOUT) &&
+	    r->attempt > UNANSWERED_RETRIES)
+		retryable = false;
 	if (!err.err) {
+		limit_succeeded(c);
 		complete(c, r, NULL);
 		return;
 	}
+	if (s3_error_throttled(&err))
+		limit_throttled(c, r);
+	/* signed with credentials that have been replaced since: again */
+	if (s3_error_credentials_expired(&err) &&
+	    r->creds_generation != c->creds_generation)
+		retryable = true;
 	if (retryable && r->attempt <= c->max_retries) {
 		util_debug("retrying %s (attempt %u): %s %s", r->url,
 			   r->attempt + 1, err.code, err.message);
@@ -787,6 +889,20 @@ static int wait_ms(const struct s3_client *c)
 	return due <= now ? 0 : (int)((due - now + 999999u) / 1000000u);
 }
 
+/* Under c->lock, on the engine thread: sign with the refresher's latest
+ * credentials from now on (the day's key belongs to the old secret). */
+static void take_fresh_creds(struct s3_client *c)
+{
+	s3_creds_clear(&c->creds);
+	c->creds = c->fresh;
+	memset(&c->fresh, 0, sizeof(c->fresh));
+	c->have_fresh = false;
+	explicit_bzero(c->signer.key, sizeof(c->signer.key));
+	c->signer.key_date[0] = '\0';
+	c->creds_generation++;
+	stats_add(&c->stats.credential_refreshes, 1);
+}
+
 static void *engine_main(void *arg)
 {
 	struct s3_client *c = arg;
@@ -802,6 +918,8 @@ static void *engine_main(void *arg)
 		incoming = c->queue_head;
 		c->queue_head = c->queue_tail = NULL;
 		stopping = c->stopping;
+		if (c->have_fresh)
+			take_fresh_creds(c);
 		pthread_mutex_unlock(&c->lock);
 		while (incoming) {
 			struct s3_request *next = incoming->next;
@@ -1012,12 +1130,19 @@ static void client_get_stats(struct s3_store *st, struct s3_stats *out)
 	out->failures = __atomic_load_n(&c->stats.failures, __ATOMIC_RELAXED);
 	out->bytes_received =
 	    __atomic_load_n(&c->stats.bytes_received, __ATOMIC_RELAXED);
+	out->throttled = __atomic_load_n(&c->stats.throttled, __ATOMIC_RELAXED);
+	out->concurrency =
+	    __atomic_load_n(&c->stats.concurrency, __ATOMIC_RELAXED);
+	out->credential_refreshes =
+	    __atomic_load_n(&c->stats.credential_refreshes, __ATOMIC_RELAXED);
 }
 
 static void client_destroy(struct s3_client *c)
 {
 	if (!c)
 		return;
+	s3_refresher_stop(c->refresher); /* it may still deliver until then */
+	c->refresher = NULL;
 	if (c->thread_started) {
 		pthread_mutex_lock(&c->lock);
 		c->stopping = true;
@@ -1038,6 +1163,7 @@ static void client_destroy(struct s3_client *c)
 	if (c->wake_fd >= 0)
 		close(c->wake_fd);
 	s3_creds_clear(&c->creds);
+	s3_creds_clear(&c->fresh);
 	explicit_bzero(&c->signer, sizeof(c->signer));
 	s3_endpoint_free(&c->endpoint);
 	free(c->ca_bundle);
@@ -1100,11 +1226,46 @@ static int client_take_creds(struct s3_client *c,
 	c->creds.access_key = strdup(cr->access_key);
 	c->creds.secret_key = strdup(cr->secret_key);
 	c->creds.session_token = util_strdup0(cr->session_token);
+	c->creds.expiration = cr->expiration;
+	c->creds.provider = cr->provider;
 	if (!c->creds.access_key || !c->creds.secret_key ||
 	    (cr->session_token && !c->creds.session_token))
 		return ENOMEM;
 	c->signer.creds = &c->creds;
 	return 0;
+}
+
+/* On the refresher's thread: hand fresh credentials to the engine. */
+static void client_deliver_creds(void *arg, struct s3_creds *fresh)
+{
+	struct s3_client *c = arg;
+
+	pthread_mutex_lock(&c->lock);
+	s3_creds_clear(&c->fresh);
+	c->fresh = *fresh;
+	c->have_fresh = true;
+	pthread_mutex_unlock(&c->lock);
+	memset(fresh, 0, sizeof(*fresh));
+	wake(c);
+}
+
+/* Credentials that expire are refreshed on a thread of their own. */
+static int client_start_refresher(struct s3_client *c,
+				  const struct s3_client_conf *conf)
+{
+	struct s3_creds_query q = {
+	    .profile = conf->profile,
+	    .region = c->region,
+	    .ca_bundle = c->ca_bundle,
+	    .tls_verify = c->tls_verify,
+	};
+
+	if (conf->no_sign || conf->creds.expiration == 0 ||
+	    conf->creds.provider < 0)
+		return 0;
+	c->refresher =
+	    s3_refresher_start(&q, &conf->creds, client_deliver_creds, c);
+	return c->refresher ? 0 : errno;
 }
 
 struct s3_store *s3_client_create(const struct s3_client_conf *conf)
@@ -1138,6 +1299,8 @@ struct s3_store *s3_client_create(const struct s3_client_conf *conf)
 	c->ca_bundle = util_strdup0(conf->ca_bundle);
 	c->region = strdup(conf->region);
 	c->max_connections = conf->max_connections;
+	c->limit = c->limit_peak = conf->max_connections;
+	c->stats.concurrency = conf->max_connections;
 	c->max_retries = conf->max_retries;
 	c->retry_base_ms = conf->retry_base_ms;
 	c->retry_max_ms = conf->retry_max_ms;
@@ -1164,6 +1327,9 @@ struct s3_store *s3_client_create(const struct s3_client_conf *conf)
 	if (rc)
 		goto fail;
 	c->thread_started = true;
+	rc = client_start_refresher(c, conf);
+	if (rc)
+		goto fail;
 	return &c->store;
 
 fail:

@@ -421,3 +421,29 @@ void s3_error_from_attempt(const struct s3_attempt *a, struct s3_error *err,
 	err->curl_code = a->curl_code;
 	snprintf(err->url, sizeof(err->url), "%s", a->url ? a->url : "");
 }
+
+bool s3_error_throttled(const struct s3_error *err)
+{
+	static const char *const codes[] = {
+	    "SlowDown",
+	    "Throttling",
+	    "ThrottlingException",
+	    "RequestLimitExceeded",
+	    "TooManyRequests",
+	    "RequestThrottled",
+	};
+
+	if (err->http_status == 503 || err->http_status == 429)
+		return true;
+	for (size_t i = 0; i < sizeof(codes) / sizeof(codes[0]); i++)
+		if (strcmp(err->code, codes[i]) == 0)
+			return true;
+	return false;
+}
+
+bool s3_error_credentials_expired(const struct s3_error *err)
+{
+	return strcmp(err->code, "ExpiredToken") == 0 ||
+	       strcmp(err->code, "TokenRefreshRequired") == 0 ||
+	       strcmp(err->code, "RequestExpired") == 0;
+}

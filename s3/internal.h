@@ -191,4 +191,229 @@ struct s3_attempt {
 void s3_error_from_attempt(const struct s3_attempt *a, struct s3_error *err,
 			   bool *retryable);
 
+/* Whether the server asks the client to slow down (503, 429, SlowDown and
+ * the other throttling codes): the engine's concurrency rule acts on it. */
+bool s3_error_throttled(const struct s3_error *err);
+
+/* Whether the signing credentials had expired (ExpiredToken, ...): worth
+ * another attempt once fresh credentials have arrived. */
+bool s3_error_credentials_expired(const struct s3_error *err);
+
+/* ---- creds.c, http.c, creds_*.c: the credential providers ---- */
+
+/*
+ * Limits on what a provider reads: an HTTP body or a credential_process's
+ * output, and a token file.  Longer is an error, not a cut.
+ */
+#define S3_CREDS_BODY_MAX	    ((size_t)64 << 10)
+#define S3_CREDS_TOKEN_FILE_MAX	    ((size_t)16 << 10)
+#define S3_CREDS_PROCESS_TIMEOUT_MS 60000u
+
+/*
+ * A buffer for secrets: its max + 1 bytes are allocated at once, so appends
+ * never move (and leave behind) the data; s3_secret_buf_free() wipes it.
+ * 0, EINVAL (max 0) or ENOMEM.
+ */
+int s3_secret_buf_init(struct util_buf *b, size_t max);
+void s3_secret_buf_free(struct util_buf *b);
+/* Wipes and frees a string (NULL is fine). */
+void s3_secret_free(char *s);
+
+/*
+ * Reads a token from the regular file at path into a secret buffer (*out,
+ * s3_secret_buf_free), trailing white space trimmed.  Returns 0, or EINVAL
+ * with a message naming what and path (missing, unreadable, not a regular
+ * file, empty, over S3_CREDS_TOKEN_FILE_MAX, holding a control character),
+ * or ENOMEM.  Never blocks on a FIFO.
+ */
+int s3_token_file_read(const char *path, const char *what, struct util_buf *out,
+		       char *err, size_t errlen);
+
+/*
+ * s3_creds_fill: out's strings become copies of the arguments (token and
+ * source may be NULL).  0 or ENOMEM (then out is cleared).
+ */
+int s3_creds_fill(struct s3_creds *out, const char *access_key,
+		  const char *secret_key, const char *token,
+		  const char *source);
+
+/* ---- http.c ---- */
+
+/* One synchronous request for the providers; every pointer borrowed. */
+struct s3_http_request {
+	const char *method; /* "GET", "PUT" or "POST" */
+	const char *url;    /* shown in messages without user or query */
+	const char *const *headers; /* "Name: value" lines, NULL-terminated;
+				     * may hold secrets; may be NULL */
+	const char *body; /* PUT / POST; may hold secrets; may be NULL */
+	size_t body_len;
+	unsigned connect_timeout_ms;
+	unsigned timeout_ms;   /* the whole transfer */
+	size_t max_body;       /* a longer response is EFBIG */
+	const char *ca_bundle; /* NULL: the system's */
+	bool tls_verify;
+};
+
+/*
+ * Sends req without following redirects, through no proxy for loopback
+ * and link-local hosts.  Returns 0 with the HTTP status in *status and the
+ * response in *body (a secret buffer: s3_secret_buf_free() it, also on
+ * error), or an errno with a message naming the URL (never a header or
+ * the body): ECONNREFUSED, EHOSTUNREACH, ENETUNREACH, ETIMEDOUT, EPROTO
+ * (TLS or HTTP failure), EFBIG, EINVAL (bad URL), ENOMEM or EIO.
+ */
+int s3_http_request(const struct s3_http_request *req, long *status,
+		    struct util_buf *body, char *err, size_t errlen);
+
+/*
+ * s3_http_request() up to attempts times, again after a transport failure
+ * or a 5xx, not after ENOMEM, EINVAL or EFBIG.  *body (zeroed or holding
+ * an earlier answer) is freed before each attempt.  The last attempt's
+ * result, as s3_http_request()'s: 0 may come with a 5xx status.
+ */
+int s3_http_request_retry(const struct s3_http_request *req, unsigned attempts,
+			  long *status, struct util_buf *body, char *err,
+			  size_t errlen);
+
+/* url without user, password, query and fragment into out ("" when it is
+ * not a URL); for messages. */
+void s3_http_url_shown(const char *url, char *out, size_t outlen);
+
+/*
+ * Whether host (as in a URL: "[::1]" or "::1", "127.0.0.1", "localhost")
+ * is a loopback address (127.0.0.0/8, ::1, "localhost").
+ */
+bool s3_http_host_loopback(const char *host);
+
+/*
+ * The address a host written as in a URL stands for: "[v6]" is IPv6 only,
+ * a bare host IPv4 else IPv6.  AF_INET (4 bytes in addr) or AF_INET6 (16
+ * bytes), or 0 when host is no address literal (a name, say).
+ */
+int s3_http_host_addr(const char *host, unsigned char addr[16]);
+
+/* ---- creds_json.c ---- */
+
+/* The credential JSON documents, by where they come from. */
+enum s3_creds_json_kind {
+	S3_CREDS_JSON_PROCESS,	 /* credential_process: Version 1, AccessKeyId,
+				  * SecretAccessKey, [SessionToken],
+				  * [Expiration] */
+	S3_CREDS_JSON_CONTAINER, /* AccessKeyId, SecretAccessKey, Token,
+				  * Expiration */
+	S3_CREDS_JSON_IMDS,	 /* Code "Success" and the container's four */
+};
+
+/*
+ * Parses a credential document of kind into a whole *out: access_key,
+ * secret_key, session_token and expiration from the document, a copy of
+ * source (may be NULL: none) and provider -1.  Returns 0, ENOMEM, or
+ * EINVAL with one line "WHAT: ..." naming the field at fault (never a
+ * secret's value).  out is untouched on error.
+ */
+int s3_creds_json_parse(const char *body, size_t len,
+			enum s3_creds_json_kind kind, const char *what,
+			const char *source, struct s3_creds *out, char *err,
+			size_t errlen);
+
+/*
+ * Parses an ISO 8601 time "YYYY-MM-DDTHH:MM:SS[.fraction](Z|+HH:MM|-HH:MM)"
+ * into seconds since the epoch.  0, or EINVAL (malformed, no such date,
+ * before 1970-01-01T00:00:01Z).
+ */
+int s3_creds_parse_time(const char *s, time_t *out);
+
+/*
+ * Whether a credential value may be used: no control character, and with
+ * header (key ids, tokens: they go into headers) printable ASCII only, no
+ * space.
+ */
+bool s3_creds_value_ok(const char *s, bool header);
+
+/* t as "YYYY-MM-DDTHH:MM:SSZ" into out (21 bytes suffice). */
+void s3_creds_format_time(time_t t, char *out, size_t outlen);
+
+/* ---- xml.c: STS ---- */
+
+/*
+ * Parses an AssumeRoleWithWebIdentity response (root
+ * AssumeRoleWithWebIdentityResponse, then AssumeRoleWithWebIdentityResult,
+ * Credentials, and in it AccessKeyId, SecretAccessKey, SessionToken,
+ * Expiration) into out's keys, token and expiration.  Returns 0, ENOMEM, or
+ * EPROTO with *why (static) saying what was wrong; out untouched on error.
+ */
+int s3_xml_parse_sts_credentials(const char *body, size_t len,
+				 struct s3_creds *out, const char **why);
+
+/*
+ * Parses an STS <ErrorResponse><Error><Code/><Message/></Error> body into
+ * code and message (both "" when absent; control characters as spaces).
+ * 0 when an ErrorResponse was found, EPROTO otherwise.
+ */
+int s3_xml_parse_sts_error(const char *body, size_t len, char *code,
+			   size_t codelen, char *message, size_t msglen);
+
+/* ---- creds_process.c ---- */
+
+/*
+ * Runs command with /bin/sh -c (stdin /dev/null, stderr inherited, no
+ * other descriptor) and reads credentials (S3_CREDS_JSON_PROCESS) from its
+ * output, within timeout_ms (then the child is killed).  Sets out->source
+ * to "credential_process (profile PROFILE)".  0, or EINVAL (exit status,
+ * signal, bad output), ETIMEDOUT, ENOMEM, or another errno when the
+ * command cannot be started, with a message that names the profile, never
+ * the command (it may carry a secret).
+ */
+int s3_creds_process(const char *command, const char *profile,
+		     unsigned timeout_ms, struct s3_creds *out, char *err,
+		     size_t errlen);
+
+/* ---- creds_web_identity.c ---- */
+
+/* What AssumeRoleWithWebIdentity needs; strings borrowed. */
+struct s3_web_identity {
+	const char *token_file; /* read at every call */
+	const char *role_arn;
+	const char *session_name; /* NULL: "s3pipe-UNIXSECONDS" */
+};
+
+/*
+ * Asks STS (AWS_ENDPOINT_URL_STS, else AWS_ENDPOINT_URL, else
+ * https://sts.REGION.amazonaws.com) for credentials for w, unsigned.  Sets
+ * out->source to "web identity (ROLE_ARN)".  0, or an errno with a message:
+ * EINVAL (token file, endpoint), EACCES (STS refused), EIO, ETIMEDOUT, ...
+ */
+int s3_creds_web_identity(const struct s3_creds_query *q,
+			  const struct s3_web_identity *w, struct s3_creds *out,
+			  char *err, size_t errlen);
+
+/* ---- creds_container.c ---- */
+
+/*
+ * Whether AWS_CONTAINER_CREDENTIALS_FULL_URI may be url: https to any host,
+ * or http to a loopback address, 169.254.170.2, 169.254.170.23 or
+ * fd00:ec2::23 (by literal host, no name lookup but "localhost").
+ */
+bool s3_container_uri_allowed(const char *url);
+
+/*
+ * Container credentials (AWS_CONTAINER_CREDENTIALS_RELATIVE_URI or _FULL_URI,
+ * with AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE or _TOKEN).  ENOENT when
+ * neither URI is set; else 0 (source "container credentials") or an errno
+ * with a message.
+ */
+int s3_creds_container(const struct s3_creds_query *q, struct s3_creds *out,
+		       char *err, size_t errlen);
+
+/* ---- creds_imds.c ---- */
+
+/*
+ * EC2 instance metadata, IMDSv2 only.  0 (source "instance metadata (role
+ * R)"); ENOENT with a note (why nothing was found: disabled, unreachable,
+ * no role attached) for the chain's final message; or another errno with
+ * a message in err when the service answered but something is wrong.
+ */
+int s3_creds_imds(const struct s3_creds_query *q, struct s3_creds *out,
+		  char *note, size_t notelen, char *err, size_t errlen);
+
 #endif

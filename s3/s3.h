@@ -46,9 +46,15 @@ struct s3_creds_query {
 
 /*
  * Resolves credentials along the chain (s3/creds.c lists it, in the AWS
- * SDKs' order).  Returns 0, or ENOENT when no provider had credentials, or
- * another errno (EINVAL, EACCES, ETIMEDOUT, ...) with a message in err
- * when a provider that applies failed: the chain stops there.
+ * SDKs' order: environment, web identity, shared credentials file,
+ * credential_process, shared config file, container, instance metadata).
+ * Returns 0, or ENOENT when no provider had credentials (err says what
+ * to set, and what instance metadata said), or another errno (EINVAL,
+ * EACCES, ETIMEDOUT, ...) with a message in err when a provider that
+ * applies failed: the chain stops there.  May block: a credential_process
+ * up to 60 s, STS up to about 20 s, the container endpoint about 4 s,
+ * instance metadata about 2 s when absent.  out->expiration is set by
+ * every provider of temporary credentials.
  */
 int s3_creds_resolve(const struct s3_creds_query *q, struct s3_creds *out,
 		     char *err, size_t errlen);
@@ -111,20 +117,22 @@ struct s3_client_conf {
 };
 
 #define S3_DEFAULT_MAX_CONNECTIONS 64
-#define S3_DEFAULT_MAX_RETRIES	   5
+#define S3_DEFAULT_MAX_RETRIES	   10
 #define S3_DEFAULT_STALL_SECONDS   30
 
 void s3_client_conf_init(struct s3_client_conf *conf);
 void s3_client_conf_free(struct s3_client_conf *conf);
 
 /*
- * Completes conf from the environment, without network access: the region
+ * Completes conf from the environment: the region
  * (conf->region, else as s3_region_resolve() says), the CA bundle (a
  * readable AWS_CA_BUNDLE when conf has none; a conf->ca_bundle that cannot
  * be read is an error) and, unless no_sign, the credentials along the chain
- * for conf->profile.  Returns 0; ENOENT when no provider had credentials;
- * EINVAL when something is unusable.  err gets one line for users (may be
- * "" with ENOENT).
+ * for conf->profile (which may ask STS, a container or instance metadata
+ * endpoint, or run a credential_process).  Returns 0; ENOENT when no
+ * provider had credentials; EINVAL when something is unusable; another
+ * errno when a credential provider failed.  err gets one line for users
+ * (may be "" with ENOENT).
  */
 int s3_client_conf_resolve(struct s3_client_conf *conf, char *err,
 			   size_t errlen);

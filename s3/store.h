@@ -60,6 +60,9 @@ struct s3_stats {
 	uint64_t retries;
 	uint64_t failures; /* requests that ended in an error */
 	uint64_t bytes_received;
+	uint64_t throttled;   /* answers asking to slow down (503, 429) */
+	uint64_t concurrency; /* transfers allowed at once, now */
+	uint64_t credential_refreshes; /* fresh credentials taken */
 };
 
 /* One destination of a GET: consecutive buffers take consecutive bytes. */

@@ -18,6 +18,14 @@
  *
  * Error bodies are parsed in recovery mode: s3rver writes HTML named entities
  * (&eacute;) into them, which are not XML, and the code must still come out.
+ *
+ * STS answers (AssumeRoleWithWebIdentity, for the web identity provider)
+ * are parsed here too: the credentials strictly, an ErrorResponse like an
+ * S3 <Error>.  They carry secrets, so libxml2's free and realloc are set,
+ * once and before its first use, to functions that wipe every block they
+ * release: the copies inside the parser and the tree never outlive it.
+ * Listing pages pay a memset per freed block, which is small next to the
+ * parse itself.
  */
 #include "config.h"
 
@@ -25,6 +33,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,8 +46,34 @@
 
 static pthread_once_t xml_once = PTHREAD_ONCE_INIT;
 
+static void xml_wiping_free(void *p)
+{
+	if (!p)
+		return;
+	explicit_bzero(p, malloc_usable_size(p));
+	free(p);
+}
+
+/* realloc() would leave the old block behind unwiped: move by hand */
+static void *xml_wiping_realloc(void *p, size_t n)
+{
+	size_t old;
+	void *q;
+
+	if (!p)
+		return malloc(n);
+	old = malloc_usable_size(p);
+	q = malloc(n ? n : 1);
+	if (!q)
+		return NULL;
+	memcpy(q, p, old < n ? old : n);
+	xml_wiping_free(p);
+	return q;
+}
+
 static void xml_init_once(void)
 {
+	xmlMemSetup(xml_wiping_free, malloc, xml_wiping_realloc, strdup);
 	xmlInitParser();
 }
 
@@ -398,25 +433,15 @@ static void xml_copy_field(char *dst, size_t dstlen, const char *src)
 	dst[n] = '\0';
 }
 
-int s3_xml_parse_error(const char *body, size_t len, char *code, size_t codelen,
-		       char *message, size_t msglen)
+/* Code and Message of an <Error> element (first of each wins). */
+static int xml_error_fields(const xmlNode *error, char *code, size_t codelen,
+			    char *message, size_t msglen)
 {
-	xmlDocPtr doc = NULL;
-	const xmlNode *root;
 	const xmlNode *n;
 	bool have_code = false;
 	bool have_message = false;
-	int rc;
 
-	if (codelen)
-		code[0] = '\0';
-	if (msglen)
-		message[0] = '\0';
-	rc = xml_read_root(body, len, true, "Error", &doc, &root);
-	if (rc)
-		return rc;
-	rc = EPROTO;
-	for (n = root->children; n; n = n->next) {
+	for (n = error->children; n; n = n->next) {
 		bool *seen;
 		char *dst;
 		size_t dstlen;
@@ -437,15 +462,57 @@ int s3_xml_parse_error(const char *body, size_t len, char *code, size_t codelen,
 			continue;
 		*seen = true;
 		text = xml_text(n);
-		if (!text) {
-			rc = ENOMEM;
-			goto fail;
-		}
+		if (!text)
+			return ENOMEM;
 		xml_copy_field(dst, dstlen, xml_trim(text));
 		free(text);
 	}
-	rc = 0;
-fail:
+	return 0;
+}
+
+/* The only child element of n called name: NULL when there is none, and
+ * *dup set when there are several. */
+static const xmlNode *xml_child(const xmlNode *n, const char *name, bool *dup)
+{
+	const xmlNode *found = NULL;
+	const xmlNode *c;
+
+	for (c = n->children; c; c = c->next) {
+		if (!xml_is(c, name))
+			continue;
+		if (found)
+			*dup = true;
+		found = c;
+	}
+	return found;
+}
+
+/*
+ * The Code and Message of an error document: its root must be called
+ * root_name; the fields are in the root's child element child, or in the
+ * root itself when child is NULL.  Both are left empty on any error.
+ */
+static int xml_parse_error_doc(const char *body, size_t len,
+			       const char *root_name, const char *child,
+			       char *code, size_t codelen, char *message,
+			       size_t msglen)
+{
+	xmlDocPtr doc = NULL;
+	const xmlNode *root;
+	const xmlNode *error;
+	bool dup = false;
+	int rc;
+
+	if (codelen)
+		code[0] = '\0';
+	if (msglen)
+		message[0] = '\0';
+	rc = xml_read_root(body, len, true, root_name, &doc, &root);
+	if (rc)
+		return rc;
+	error = child ? xml_child(root, child, &dup) : root;
+	rc = error ? xml_error_fields(error, code, codelen, message, msglen)
+		   : EPROTO;
 	if (rc) {
 		if (codelen)
 			code[0] = '\0';
@@ -454,6 +521,95 @@ fail:
 	}
 	xmlFreeDoc(doc);
 	return rc;
+}
+
+int s3_xml_parse_error(const char *body, size_t len, char *code, size_t codelen,
+		       char *message, size_t msglen)
+{
+	return xml_parse_error_doc(body, len, "Error", NULL, code, codelen,
+				   message, msglen);
+}
+
+int s3_xml_parse_sts_credentials(const char *body, size_t len,
+				 struct s3_creds *out, const char **why)
+{
+	static const char *const names[] = {"AccessKeyId", "SecretAccessKey",
+					    "SessionToken", "Expiration"};
+	char *text[4] = {NULL, NULL, NULL, NULL};
+	const char *value[4];
+	struct s3_creds c = {.provider = -1};
+	xmlDocPtr doc = NULL;
+	const xmlNode *root;
+	const xmlNode *n;
+	bool dup = false;
+	size_t i;
+	int rc;
+
+	*why = "not an AssumeRoleWithWebIdentityResponse";
+	rc = xml_read_root(body, len, false,
+			   "AssumeRoleWithWebIdentityResponse", &doc, &root);
+	if (rc)
+		return rc;
+	rc = EPROTO;
+	*why = "no AssumeRoleWithWebIdentityResult";
+	n = xml_child(root, "AssumeRoleWithWebIdentityResult", &dup);
+	if (!n || dup)
+		goto fail;
+	*why = "no Credentials";
+	n = xml_child(n, "Credentials", &dup);
+	if (!n || dup)
+		goto fail;
+	for (i = 0; i < 4; i++) {
+		const xmlNode *f = xml_child(n, names[i], &dup);
+
+		if (!f || dup) {
+			*why = i == 0	? "no Credentials/AccessKeyId"
+			       : i == 1 ? "no Credentials/SecretAccessKey"
+			       : i == 2 ? "no Credentials/SessionToken"
+					: "no Credentials/Expiration";
+			goto fail;
+		}
+		text[i] = xml_text(f);
+		if (!text[i]) {
+			rc = ENOMEM;
+			*why = "out of memory";
+			goto fail;
+		}
+		value[i] = xml_trim(text[i]);
+		if (!value[i][0] || !s3_creds_value_ok(value[i], i != 1)) {
+			*why = i == 0	? "a malformed AccessKeyId"
+			       : i == 1 ? "a malformed SecretAccessKey"
+			       : i == 2 ? "a malformed SessionToken"
+					: "an empty Expiration";
+			goto fail;
+		}
+	}
+	if (s3_creds_parse_time(value[3], &c.expiration) != 0) {
+		*why = "an Expiration that is not an ISO 8601 time";
+		goto fail;
+	}
+	rc = s3_creds_fill(&c, value[0], value[1], value[2], NULL);
+	if (rc) {
+		*why = "out of memory";
+		goto fail;
+	}
+	c.source = out->source;
+	c.provider = out->provider;
+	*out = c;
+	*why = NULL;
+	rc = 0;
+fail:
+	for (i = 0; i < 4; i++)
+		s3_secret_free(text[i]);
+	xmlFreeDoc(doc);
+	return rc;
+}
+
+int s3_xml_parse_sts_error(const char *body, size_t len, char *code,
+			   size_t codelen, char *message, size_t msglen)
+{
+	return xml_parse_error_doc(body, len, "ErrorResponse", "Error", code,
+				   codelen, message, msglen);
 }
 
 void s3_list_page_clear(struct s3_list_page *page)

@@ -14,6 +14,23 @@
 #   S3PIPE_TEST_TIMEOUT  seconds before a hung test is torn down (120)
 #   S3PIPE_KEEP_TMP  set to 1 to keep the temporary folder for debugging
 #
+# The test S3 server (tests/s3server/server.js) verifies SigV4 signatures;
+# anonymous requests (the seeding helpers below) pass unverified. Set these
+# before s3_start:
+#   S3_SERVER_ARGS   bash array of extra server arguments (--tls-cert F
+#                    --tls-key F, --key AKID:SECRET, --credential-lifetime N,
+#                    --web-identity-token V, --container-token V, ...)
+#   S3_CREDENTIALS   1: also start the credential mocks (IMDSv2, container,
+#                    STS, credential_process) and set CREDS_URL
+#   S3_PORT, S3_CREDS_PORT  fixed ports instead of free ones
+#   S3_CACERT        CA file the curl helpers trust (TLS servers); curl
+#                    also honours CURL_CA_BUNDLE
+# s3_start sets S3_URL (http[s]://127.0.0.1:PORT), CREDS_URL
+# (http://127.0.0.1:PORT2 or empty), S3_PID, S3_DATA. s3_stop, then
+# s3_start_again, or s3_restart_same_port [SECONDS] bring the server back on
+# the same ports with the same data and arguments; the temporary keys it
+# issued and the IMDS tokens survive (--key-store), faults and stats do not.
+#
 # Manual run:
 #   S3PIPE=/work/build/s3pipe S3PIPE_SRCDIR=$PWD S3PIPE_BUILDDIR=/work/build \
 #       bash tests/integration/basic.sh
@@ -46,8 +63,12 @@ export NO_PROXY=127.0.0.1,localhost no_proxy=127.0.0.1,localhost
 TEST_TMP="$(mktemp -d "${TMPDIR:-/tmp}/s3pipe-$TEST_NAME.XXXXXX")"
 S3_LOCAL="$TEST_TMP/local"		# local copies of what was uploaded: $S3_LOCAL/BUCKET/KEY
 S3_URL=
+CREDS_URL=
 S3_PID=
 S3_DATA=
+S3_PORT_USED=	# the ports the last s3_start listened on (for s3_start_again)
+S3_CREDS_PORT_USED=
+declare -p S3_SERVER_ARGS >/dev/null 2>&1 || S3_SERVER_ARGS=()
 WATCHDOG_PID=
 mkdir -p "$S3_LOCAL"
 : >"$TEST_TMP/mounts"
@@ -243,6 +264,50 @@ mount_ok() {	# ARGS... (the mountpoint last)
 	assert_mounted "$mp"
 }
 
+# mount_fg LOG ARGS... (the mountpoint last): run s3pipe -f ARGS... in the
+# background with its output in LOG, wait until it is mounted; FG_PID is
+# the daemon. Fails if it exits or does not mount within 15 s.
+FG_PID=
+mount_fg() {
+	local log=$1 mp
+	shift
+	mp=${!#}
+	"$S3PIPE" -f "$@" >"$log" 2>&1 </dev/null &
+	FG_PID=$!
+	echo "$(realpath -m "$mp")" >>"$TEST_TMP/mounts"
+	echo "$FG_PID" >>"$TEST_TMP/pids"
+	echo "$FG_PID $(realpath -m "$mp")" >>"$TEST_TMP/daemons"
+	local i
+	for ((i = 0; i < 300; i++)); do
+		if is_mounted "$mp"; then
+			return 0
+		fi
+		if ! kill -0 "$FG_PID" 2>/dev/null; then
+			tail -n 5 "$log" >&2 || true
+			fail "s3pipe -f $* exited before mounting"
+		fi
+		sleep 0.05
+	done
+	fail "s3pipe -f $*: not mounted after 15 s: $(tail -n 3 "$log")"
+}
+
+# Mount in the foreground (-f) in the background, its log (stderr) in LOG,
+# tracked for cleanup; wait until mounted.  For tests that read the daemon's
+# own log (with -d among ARGS: debug lines too).
+mount_fg() {	# LOG ARGS... (the mountpoint last)
+	local log=$1 mp pid
+	shift
+	mp=${!#}
+	"$S3PIPE" -f "$@" >"$log.out" 2>"$log" </dev/null &
+	pid=$!
+	echo "$mp" >>"$TEST_TMP/mounts"
+	echo "$pid" >>"$TEST_TMP/pids"
+	wait_until 30 is_mounted "$mp" || {
+		kill -0 "$pid" 2>/dev/null || true
+		fail "s3pipe -f $* did not mount in 30 s: $(tail -n 3 "$log")"
+	}
+}
+
 unmount() {	# MOUNTPOINT — unmount and wait for its daemon(s) to exit
 	local mp=$1 pids
 	pids=$(daemon_pids "$mp")
@@ -307,28 +372,76 @@ s3_server_dir() {
 	printf '%s\n' "$dir"
 }
 
-# Start a private server; sets S3_URL (http://127.0.0.1:PORT), S3_PID, S3_DATA.
+# Start a private server; sets S3_URL (http[s]://127.0.0.1:PORT), CREDS_URL,
+# S3_PID, S3_DATA. Honours S3_SERVER_ARGS, S3_CREDENTIALS, S3_PORT and
+# S3_CREDS_PORT (see the top of this file).
 s3_start() {
+	local rc=0
+	s3_launch || rc=$?
+	case $rc in
+	0) ;;
+	1)
+		cat "$TEST_TMP/s3server.err" >&2 || true
+		fail "the S3 server exited during start-up"
+		;;
+	*) fail "the S3 server did not become ready in 30 s" ;;
+	esac
+}
+
+# Start the server; 0 when ready, 1 when it exited during start-up, 2 when
+# it did not become ready in 30 s.
+s3_launch() {
 	local dir i
+	local -a args
 	dir=$(s3_server_dir)
 	S3_DATA="$TEST_TMP/s3data"
 	mkdir -p "$S3_DATA"
-	node "$dir/server.js" --dir "$S3_DATA" --address 127.0.0.1 --port 0 \
-		>"$TEST_TMP/s3server.out" 2>"$TEST_TMP/s3server.err" </dev/null &
+	args=(--dir "$S3_DATA" --address 127.0.0.1 --port "${S3_PORT:-0}"
+		--key-store "$TEST_TMP/s3server.keys")
+	if [ "${S3_CREDENTIALS:-0}" = 1 ]; then
+		args+=(--credentials-port "${S3_CREDS_PORT:-0}")
+	fi
+	args+=("${S3_SERVER_ARGS[@]}")
+	: >"$TEST_TMP/s3server.out"
+	node "$dir/server.js" "${args[@]}" \
+		>"$TEST_TMP/s3server.out" 2>>"$TEST_TMP/s3server.err" </dev/null &
 	S3_PID=$!
 	for ((i = 0; i < 600; i++)); do
 		if grep -q '^ready ' "$TEST_TMP/s3server.out" 2>/dev/null; then
 			break
 		fi
 		if ! kill -0 "$S3_PID" 2>/dev/null; then
-			cat "$TEST_TMP/s3server.err" >&2 || true
-			fail "the S3 server exited during start-up"
+			wait "$S3_PID" 2>/dev/null || true
+			S3_PID=
+			return 1
 		fi
 		sleep 0.05
 	done
-	S3_URL=$(sed -n 's/^ready //p' "$TEST_TMP/s3server.out" | head -n1)
-	[ -n "$S3_URL" ] || fail "the S3 server did not become ready in 30 s"
-	export S3_URL
+	S3_URL=$(sed -n 's/^ready \([^ ]*\).*/\1/p' "$TEST_TMP/s3server.out" | head -n1)
+	[ -n "$S3_URL" ] || return 2
+	CREDS_URL=$(sed -n 's/^ready .* credentials \([^ ]*\).*/\1/p' "$TEST_TMP/s3server.out" | head -n1)
+	S3_PORT_USED=${S3_URL##*:}
+	S3_CREDS_PORT_USED=${CREDS_URL##*:}
+	export S3_URL CREDS_URL
+}
+
+# Start the server again after s3_stop: same ports, data, arguments and
+# issued keys. Retries for 5 s while a port is still taken.
+s3_start_again() {
+	[ -n "$S3_PORT_USED" ] || fail "s3_start_again: the server was never started"
+	[ -z "$S3_PID" ] || fail "s3_start_again: the server is still running (s3_stop first)"
+	local i rc
+	for ((i = 0; i < 50; i++)); do
+		rc=0
+		S3_PORT=$S3_PORT_USED S3_CREDS_PORT=${S3_CREDS_PORT_USED:-0} s3_launch || rc=$?
+		case $rc in
+		0) return 0 ;;
+		2) fail "the S3 server did not become ready in 30 s" ;;
+		esac
+		sleep 0.1
+	done
+	tail -n 5 "$TEST_TMP/s3server.err" >&2 || true
+	fail "the S3 server did not start again on port $S3_PORT_USED"
 }
 
 s3_stop() {
@@ -338,6 +451,13 @@ s3_stop() {
 		wait "$S3_PID" 2>/dev/null || true
 		S3_PID=
 	fi
+}
+
+# Stop the server, wait SECONDS (default 0), start it again on the same ports.
+s3_restart_same_port() {	# [SECONDS]
+	s3_stop
+	sleep "${1:-0}"
+	s3_start_again
 }
 
 # Percent-encode a key for a URL path ('/' kept).
@@ -356,15 +476,39 @@ s3_urlencode() {
 	printf '%s' "$out"
 }
 
+# curl for the test server: trusts S3_CACERT when set.
+s3_curl() {
+	if [ -n "${S3_CACERT:-}" ]; then
+		curl --cacert "$S3_CACERT" "$@"
+	else
+		curl "$@"
+	fi
+}
+
+# curl ARGS... signed with SigV4 as AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY
+# (and AWS_SESSION_TOKEN when set) for AWS_REGION, empty payload: for GET,
+# HEAD and DELETE. curl 7.88 signs the query as written: give parameters
+# sorted and encoded (or none).
+EMPTY_SHA256=e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855
+s3_sigv4_curl() {
+	local -a sign=(--aws-sigv4 "aws:amz:${AWS_REGION:-us-east-1}:s3"
+		--user "$AWS_ACCESS_KEY_ID:$AWS_SECRET_ACCESS_KEY"
+		-H "x-amz-content-sha256: $EMPTY_SHA256")
+	if [ -n "${AWS_SESSION_TOKEN:-}" ]; then
+		sign+=(-H "x-amz-security-token: $AWS_SESSION_TOKEN")
+	fi
+	s3_curl "${sign[@]}" "$@"
+}
+
 s3_mb() {	# BUCKET
-	curl -sS -f -o /dev/null -X PUT "$S3_URL/$1" || fail "cannot create bucket $1"
+	s3_curl -sS -f -o /dev/null -X PUT "$S3_URL/$1" || fail "cannot create bucket $1"
 	mkdir -p "$S3_LOCAL/$1"
 }
 
 # Upload FILE as KEY; keep a local copy at $S3_LOCAL/BUCKET/KEY (not for
 # keys ending in '/', which are folder markers).
 s3_put() {	# BUCKET KEY FILE
-	curl -sS -f -o /dev/null -T "$3" "$S3_URL/$1/$(s3_urlencode "$2")" ||
+	s3_curl -sS -f -o /dev/null -T "$3" "$S3_URL/$1/$(s3_urlencode "$2")" ||
 		fail "cannot upload $1/$2"
 	case $2 in
 	*/) ;;
@@ -377,7 +521,7 @@ s3_put() {	# BUCKET KEY FILE
 
 # Upload a folder marker KEY/ (zero bytes).
 s3_put_marker() {	# BUCKET KEY/
-	curl -sS -f -o /dev/null -X PUT -H 'Content-Length: 0' \
+	s3_curl -sS -f -o /dev/null -X PUT -H 'Content-Length: 0' \
 		"$S3_URL/$1/$(s3_urlencode "$2")" || fail "cannot create marker $1/$2"
 }
 
@@ -406,7 +550,7 @@ s3_seed() {	# BUCKET PREFIX COUNT SIZE [DIR]
 		printf 'url = "%s/%s/%s"\nupload-file = "%s"\noutput = "/dev/null"\n' \
 			"$S3_URL" "$bucket" "$(s3_urlencode "$key")" "$dir/$key" >>"$cfg"
 	done
-	curl -sS -f --no-progress-meter --parallel --parallel-max 16 -K "$cfg" ||
+	s3_curl -sS -f --no-progress-meter --parallel --parallel-max 16 -K "$cfg" ||
 		fail "seeding $count objects in $bucket/$prefix failed"
 }
 
@@ -433,7 +577,7 @@ s3_list_keys() {	# BUCKET [PREFIX]
 		if [ -n "$token" ]; then
 			q+="&continuation-token=$(s3_urlencode "$token" | sed 's|/|%2F|g')"
 		fi
-		out=$(curl -sS -f "$S3_URL/$1?$q") || fail "listing $1 failed"
+		out=$(s3_curl -sS -f "$S3_URL/$1?$q") || fail "listing $1 failed"
 		printf '%s' "$out" | grep -o '<Key>[^<]*</Key>' | sed 's/<Key>\(.*\)<\/Key>/\1/' |
 			sed 's/&amp;/\&/g; s/&lt;/</g; s/&gt;/>/g; s/&quot;/"/g; s/&apos;/'"'"'/g'
 		case $out in
@@ -448,27 +592,73 @@ s3_list_keys() {	# BUCKET [PREFIX]
 # ---- fault injection (tests/s3server/server.js) ----
 
 fault_arm() {	# 'kind=K&count=N&...'
-	curl -sS -f -o /dev/null -X POST "$S3_URL/__fault?$1" || fail "cannot arm fault $1"
+	s3_curl -sS -f -o /dev/null -X POST "$S3_URL/__fault?$1" || fail "cannot arm fault $1"
+}
+
+# Disarm every fault, keep the counters (fault_clear resets both).
+fault_disarm() {
+	s3_curl -sS -f -o /dev/null -X DELETE "$S3_URL/__fault" || fail "cannot disarm faults"
 }
 
 fault_clear() {
-	curl -sS -f -o /dev/null -X DELETE "$S3_URL/__fault" || fail "cannot clear faults"
-	curl -sS -f -o /dev/null -X DELETE "$S3_URL/__fault/stats" || fail "cannot reset fault stats"
+	s3_curl -sS -f -o /dev/null -X DELETE "$S3_URL/__fault" || fail "cannot clear faults"
+	s3_curl -sS -f -o /dev/null -X DELETE "$S3_URL/__fault/stats" || fail "cannot reset fault stats"
 }
 
 fault_stats() {
-	curl -sS -f "$S3_URL/__fault/stats" || fail "cannot read fault stats"
+	s3_curl -sS -f "$S3_URL/__fault/stats" || fail "cannot read fault stats"
 }
 
 # Evaluate a JavaScript expression over the stats object `s`, print it.
 #   fault_stat 's.fired.cut'
 fault_stat() {	# EXPR
-	fault_stats | node -e '
+	fault_stats | json_eval "$1"
+}
+
+# Evaluate a JavaScript expression over the JSON object `s` read from
+# stdin, print it (objects as JSON). Its fields are in scope too: 's.gets'
+# and 'gets' are the same.
+json_eval() {	# EXPR
+	node -e '
 		let d = ""; process.stdin.on("data", c => d += c).on("end", () => {
 			const s = JSON.parse(d);
-			const v = eval(process.argv[1]);
+			// "s.gets" and plain "gets" both work
+			let v;
+			with (s) v = eval(process.argv[1]);
 			console.log(typeof v === "object" ? JSON.stringify(v) : String(v));
 		});' "$1"
+}
+
+# ---- signature checks and credential mocks (server.js) ----
+
+# Auth stats: {verified, anonymous:{METHOD:n}, failed, failures:{CODE:n},
+# keys:{AKID:{requests, failed, first, last, temporary}}, recent:[...]}
+auth_stats() {
+	s3_curl -sS -f "$S3_URL/__auth/stats" || fail "cannot read auth stats"
+}
+
+auth_stat() {	# EXPR over `s`, e.g. 's.keys.S3RVER.requests'
+	auth_stats | json_eval "$1"
+}
+
+auth_reset() {
+	s3_curl -sS -f -o /dev/null -X DELETE "$S3_URL/__auth/stats" || fail "cannot reset auth stats"
+}
+
+# Change the credential mocks: 'lifetime=N', 'fail=N&status=C'.
+creds_set() {	# QUERY
+	s3_curl -sS -f -o /dev/null -X POST "$S3_URL/__creds?$1" || fail "cannot set credentials $1"
+}
+
+# Credential stats: {issued:[{via, accessKeyId, expiration, t}],
+# requests:{imdsToken, imdsRoles, imds, imdsOther, container, sts, process,
+# other}, failed, rejected}
+creds_stats() {
+	s3_curl -sS -f "$S3_URL/__creds/stats" || fail "cannot read credential stats"
+}
+
+creds_stat() {	# EXPR over `s`
+	creds_stats | json_eval "$1"
 }
 
 # ---- environment checks ----

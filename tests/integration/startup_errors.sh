@@ -114,8 +114,23 @@ expect_error "mountpoint is a regular file" "$M" "$M" -- "$S" "${E[@]}" "$GOOD" 
 expect_error "no mountpoint argument" "mountpoint" "$TEST_TMP/none" -- "$S" "${E[@]}" "$GOOD"
 
 # ---- credentials and access ----
+# (lib.sh sets AWS_EC2_METADATA_DISABLED=true: the chain must end at once,
+# without trying the metadata service, and say so)
+t0=$(date +%s%N)
 M=$(mp); expect_error "no credentials" "credential" "$M" -- \
 	env -u AWS_ACCESS_KEY_ID -u AWS_SECRET_ACCESS_KEY HOME="$EMPTY_HOME" "$S" "${E[@]}" "$GOOD" "$M"
+ms=$((($(date +%s%N) - t0) / 1000000))
+[ "$ms" -lt 3000 ] || fail "no credentials with metadata disabled took $ms ms to fail"
+assert_match 'AWS_EC2_METADATA_DISABLED' "$(cat "$TEST_TMP/case.err")" "no-credentials message"
+# metadata enabled but nothing listening: still a prompt failure
+port=$(free_port)
+t0=$(date +%s%N)
+M=$(mp); expect_error "no credentials, no metadata service" "credential" "$M" -- \
+	env -u AWS_ACCESS_KEY_ID -u AWS_SECRET_ACCESS_KEY HOME="$EMPTY_HOME" \
+	AWS_EC2_METADATA_DISABLED=false AWS_EC2_METADATA_SERVICE_ENDPOINT="http://127.0.0.1:$port" \
+	"$S" "${E[@]}" "$GOOD" "$M"
+ms=$((($(date +%s%N) - t0) / 1000000))
+[ "$ms" -lt 5000 ] || fail "no credentials with an absent metadata service took $ms ms to fail"
 M=$(mp); expect_error "wrong access key id" "InvalidAccessKeyId|access" "$M" -- \
 	env AWS_ACCESS_KEY_ID=NOTAKEYID "$S" "${E[@]}" "$GOOD" "$M"
 

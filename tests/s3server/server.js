@@ -1,12 +1,25 @@
 #!/usr/bin/env node
 // Local S3 server for the s3pipe integration tests: s3rver run as a library
-// (it is a Koa app) with one fault-injection middleware placed first.
+// (it is a Koa app) with our middleware placed first: the control routes,
+// a SigV4 verifier, then fault injection. Optionally a second listener in
+// the same process mocks the credential services (IMDSv2, container
+// credentials, STS AssumeRoleWithWebIdentity, credential_process).
 //
 //   node server.js --dir DIR [--port PORT] [--address 127.0.0.1] [--verbose]
+//       [--key AKID:SECRET]... [--no-verify] [--tls-cert FILE --tls-key FILE]
+//       [--credentials-port PORT] [--credential-lifetime SECONDS]
+//       [--container-token VALUE] [--web-identity-token VALUE]
+//       [--key-store FILE]
 //
-// Prints exactly one line "ready http://ADDRESS:PORT" on stdout once it is
-// listening (port 0 or none = a free port), nothing else unless --verbose,
-// and exits 0 on SIGTERM/SIGINT.
+// Prints exactly one line on stdout once it is listening (port 0 or none =
+// a free port), nothing else on stdout, and exits 0 on SIGTERM/SIGINT:
+//   ready http://ADDRESS:PORT                                   (plain)
+//   ready https://ADDRESS:PORT                                  (--tls-*)
+//   ready http://ADDRESS:PORT credentials http://ADDRESS:PORT2  (--credentials-port)
+// The credentials listener is always plain http on the same address.
+// stderr: one line per refused signed request ("auth: STATUS CODE METHOD
+// PATH key=AKID: message", the first 200; all of them, with the canonical
+// request, under --verbose), never a secret or a session token.
 //
 // Node 20's OpenSSL 3 has no DES, which s3rver uses for ListObjectsV2
 // continuation tokens: without --openssl-legacy-provider every second page
@@ -14,15 +27,97 @@
 // that flag (stdio inherited, signals forwarded, the child exits when the
 // parent goes away).
 //
-// Fault control (same server; '_' cannot appear in a bucket name):
-//   POST   /__fault?kind=K&count=N[&match=S][&after=B][&seconds=T][&status=C][&list=1]
+// ---- SigV4 verification (on unless --no-verify) ----
+// Keys: every --key AKID:SECRET (default S3RVER:S3RVER only when no --key is
+// given) plus the temporary keys the credential mocks issue (each with a
+// session token and an expiry; they stay known after expiry so a late use
+// answers ExpiredToken). With --key-store FILE the temporary keys, IMDS
+// tokens and the lifetime are saved there (mode 0600) and loaded at start,
+// so they survive a restart; without it a restart forgets them.
+//   - No Authorization header and no auth query parameters: anonymous, passed
+//     through unchanged (tests seed data with anonymous curl).
+//   - Authorization: AWS4-HMAC-SHA256 ...: verified as AWS S3 does
+//     (canonical URI from the raw path, each segment decoded and re-encoded,
+//     no double encoding, no dot-segment removal; canonical query decoded
+//     and re-encoded, sorted; canonical headers from the raw headers;
+//     payload hash = x-amz-content-sha256, which must be present; signing
+//     key cached per (secret, date, region, service)). The region is taken
+//     from the credential scope, the service must be s3, the scope date
+//     must be x-amz-date's, x-amz-date within 15 minutes of now, host and
+//     x-amz-date signed, every x-amz-* header present signed. Temporary keys
+//     need x-amz-security-token present, signed and equal to the token
+//     issued; a permanent key must not send one.
+//   - Presigned URLs (X-Amz-Algorithm/Credential/Date/Expires/SignedHeaders/
+//     Signature[/Security-Token] in the query) are verified too (payload
+//     UNSIGNED-PAYLOAD unless an x-amz-content-sha256 header is sent);
+//     expired ones get 403 AccessDenied. SigV2 (header or query): 400
+//     InvalidRequest.
+//   - Errors: 400 AuthorizationHeaderMalformed / AuthorizationQueryParametersError,
+//     403 InvalidAccessKeyId, 403 SignatureDoesNotMatch (with StringToSign and
+//     CanonicalRequest in the body, session token redacted), 403
+//     RequestTimeTooSkewed, 403 AccessDenied (missing x-amz-date, unsigned
+//     headers: HeadersNotSigned), 400 InvalidRequest (missing
+//     x-amz-content-sha256), 400 XAmzContentSHA256Mismatch, 403 InvalidToken,
+//     400 ExpiredToken. HEAD answers carry no body.
+//   - Accepted requests lose Authorization, x-amz-security-token and the
+//     presign parameters and reach s3rver as anonymous requests (which it
+//     serves) with its dummy account set, so response-* overrides work.
+//   - Rejected requests never reach fault injection nor its counters.
+// Auth stats (S3 port; also on the credentials port):
+//   GET    /__auth/stats   {verify, verified, unverified, anonymous:{METHOD:n},
+//                           anonymousTotal, failed, failures:{CODE:n},
+//                           keys:{AKID:{requests, failed, first, last,
+//                           temporary}}, recent:[last 20 failures: {t, status,
+//                           code, method, path, query, accessKeyId,
+//                           canonicalRequest, stringToSign}]}
+//                          (requests/first/last: verified requests only;
+//                          first/last/t in ms since the epoch)
+//   DELETE /__auth/stats   reset them
+//
+// ---- credential mocks (--credentials-port PORT; 0 = a free port) ----
+// Every credential handed out is a fresh temporary key (ASIA + 16 chars, a
+// 40-char secret, a ~300-char base64 session token) expiring now + lifetime
+// (--credential-lifetime, default 3600 s, rounded up to a whole second).
+//   PUT /latest/api/token           IMDSv2 token; needs
+//                                   X-aws-ec2-metadata-token-ttl-seconds 1..21600
+//                                   (400 otherwise), 403 with X-Forwarded-For
+//   GET /latest/meta-data/iam/security-credentials/[s3pipe-test-role]
+//                                   with X-aws-ec2-metadata-token (401 without:
+//                                   IMDSv1 refused); also placement/region
+//   GET /container/ANYTHING         container credentials; with
+//                                   --container-token the Authorization header
+//                                   must equal it (401 otherwise)
+//   GET|POST /                      STS AssumeRoleWithWebIdentity (form body or
+//                                   query); with --web-identity-token the token
+//                                   must equal it (400 InvalidIdentityToken);
+//                                   DurationSeconds (900..43200) can only
+//                                   shorten the lifetime
+//   GET /process                    credential_process JSON (Version 1)
+// Control (either port; secrets and tokens never appear in stats or logs):
+//   POST   /__creds?lifetime=N&fail=N&status=C  lifetime of keys issued from
+//          now on; make the next N credential requests (every endpoint
+//          above except the IMDS token PUT, once the request is otherwise
+//          valid) answer C (default 500)
+//   GET    /__creds            {lifetime, fail:{count, status}}
+//   GET    /__creds/stats      {issued:[{via:"imds"|"container"|"sts"|"process",
+//                              accessKeyId, expiration, t}], requests:{imdsToken,
+//                              imdsRoles, imds, imdsOther, container, sts,
+//                              process, other}, failed (injected failures),
+//                              rejected (refused as invalid: 400/401/403/404)}
+//   DELETE /__creds/stats      reset them (issued keys stay valid)
+//
+// ---- fault control (S3 port; '_' cannot appear in a bucket name) ----
+//   POST   /__fault?kind=K&count=N[&match=S][&after=B][&seconds=T][&status=C][&list=1][&prob=P]
 //   DELETE /__fault            clear every armed fault
 //   GET    /__fault            the armed faults (JSON)
 //   GET    /__fault/stats      counters (JSON)
 //   DELETE /__fault/stats      reset the counters
 // A fault applies to the next N GET-object requests whose path contains S
 // (raw or percent-decoded), or with list=1 to the next N ListObjects requests
-// whose path or query contains S. Kinds:
+// whose path or query contains S. With prob=P (0 < P <= 1, default 1) a
+// matching request takes the fault with probability P; the count goes down
+// only when it fires (a SlowDown storm:
+// kind=status&status=503&count=1000000&prob=0.3). Kinds:
 //   status  answer &status=CODE (default 500) with an S3 XML error body
 //           (503: SlowDown, otherwise InternalError unless the code maps)
 //   cut     send the headers and B body bytes, then close the connection
@@ -32,11 +127,16 @@
 //   delay   wait T seconds (default 30) before answering at all; the event
 //           records when the wait ended (answeredAt, ms since the epoch)
 // Faults armed by separate POSTs queue up; a request takes the first armed
-// fault that matches it.
+// fault that matches it. stats.ranges has one entry per GET object:
+// {path, range, port, t, inflight} where inflight counts the GET-object
+// requests being served when it arrived, itself included. Faults, fault
+// stats and auth stats live in memory: a restart starts them afresh.
 'use strict';
 
 const path = require('path');
 const crypto = require('crypto');
+const fs = require('fs');
+const http = require('http');
 const { spawn } = require('child_process');
 
 function hasDes() {
@@ -82,13 +182,34 @@ function reexecWithLegacyProvider() {
 function usage(msg) {
   if (msg) process.stderr.write(`server.js: ${msg}\n`);
   process.stderr.write(
-    'usage: node server.js --dir DIR [--port PORT] [--address ADDR] [--verbose]\n',
+    'usage: node server.js --dir DIR [--port PORT] [--address ADDR] [--verbose]\n' +
+      '         [--key AKID:SECRET]... [--no-verify] [--tls-cert FILE --tls-key FILE]\n' +
+      '         [--credentials-port PORT] [--credential-lifetime SECONDS]\n' +
+      '         [--container-token VALUE] [--web-identity-token VALUE] [--key-store FILE]\n',
   );
   process.exit(2);
 }
 
 function parseArgs(argv) {
-  const opts = { dir: null, port: 0, address: '127.0.0.1', verbose: false };
+  const opts = {
+    dir: null,
+    port: 0,
+    address: '127.0.0.1',
+    verbose: false,
+    keys: [],
+    verify: true,
+    tlsCert: null,
+    tlsKey: null,
+    credentialsPort: null,
+    credentialLifetime: 3600,
+    containerToken: null,
+    webIdentityToken: null,
+    keyStore: null,
+  };
+  const port = v => {
+    if (!/^\d+$/.test(v) || Number(v) > 65535) usage(`bad port '${v}'`);
+    return Number(v);
+  };
   for (let i = 0; i < argv.length; i++) {
     let arg = argv[i];
     let value = null;
@@ -106,18 +227,49 @@ function parseArgs(argv) {
       case '--dir':
         opts.dir = need();
         break;
-      case '--port': {
-        const v = need();
-        if (!/^\d+$/.test(v) || Number(v) > 65535) usage(`bad port '${v}'`);
-        opts.port = Number(v);
+      case '--port':
+        opts.port = port(need());
         break;
-      }
       case '--address':
         opts.address = need();
         break;
       case '--verbose':
       case '-v':
         opts.verbose = true;
+        break;
+      case '--key': {
+        const v = need();
+        const c = v.indexOf(':');
+        if (c <= 0 || c === v.length - 1) usage("--key takes AKID:SECRET");
+        opts.keys.push([v.slice(0, c), v.slice(c + 1)]);
+        break;
+      }
+      case '--no-verify':
+        opts.verify = false;
+        break;
+      case '--tls-cert':
+        opts.tlsCert = need();
+        break;
+      case '--tls-key':
+        opts.tlsKey = need();
+        break;
+      case '--credentials-port':
+        opts.credentialsPort = port(need());
+        break;
+      case '--credential-lifetime': {
+        const v = need();
+        if (!/^\d+$/.test(v) || Number(v) < 1) usage(`bad lifetime '${v}'`);
+        opts.credentialLifetime = Number(v);
+        break;
+      }
+      case '--container-token':
+        opts.containerToken = need();
+        break;
+      case '--web-identity-token':
+        opts.webIdentityToken = need();
+        break;
+      case '--key-store':
+        opts.keyStore = need();
         break;
       case '--help':
       case '-h':
@@ -128,7 +280,990 @@ function parseArgs(argv) {
     }
   }
   if (!opts.dir) usage('--dir is required');
+  if (!opts.tlsCert !== !opts.tlsKey) usage('--tls-cert and --tls-key go together');
+  if (opts.keys.length === 0) opts.keys.push(['S3RVER', 'S3RVER']);
   return opts;
+}
+
+// ---- shared helpers ----
+
+const xmlEsc = s =>
+  String(s).replace(
+    /[<>&'"]/g,
+    c => ({ '<': '&lt;', '>': '&gt;', '&': '&amp;', "'": '&apos;', '"': '&quot;' })[c],
+  );
+
+function safeDecode(s) {
+  try {
+    return decodeURIComponent(s);
+  } catch (err) {
+    return s;
+  }
+}
+
+const requestId = () => crypto.randomBytes(8).toString('hex').toUpperCase();
+
+// An S3 XML error document: <Error><Code/><Message/>extra...<RequestId/></Error>
+function s3ErrorXml(code, message, resource, extra) {
+  let more = '';
+  for (const [k, v] of Object.entries(extra || {})) {
+    if (v !== undefined && v !== null) more += `<${k}>${xmlEsc(v)}</${k}>`;
+  }
+  return (
+    '<?xml version="1.0" encoding="UTF-8"?>\n' +
+    `<Error><Code>${code}</Code><Message>${xmlEsc(message)}</Message>` +
+    (resource !== null ? `<Resource>${xmlEsc(resource)}</Resource>` : '') +
+    more +
+    `<RequestId>${requestId()}</RequestId>` +
+    `<HostId>${crypto.randomBytes(24).toString('base64')}</HostId></Error>`
+  );
+}
+
+// ISO 8601 UTC without milliseconds: 2026-11-25T12:00:00Z
+const isoSeconds = ms => new Date(ms).toISOString().replace(/\.\d{3}Z$/, 'Z');
+
+function randomString(n, alphabet) {
+  let out = '';
+  for (let i = 0; i < n; i++) out += alphabet[crypto.randomInt(alphabet.length)];
+  return out;
+}
+const UPPER_DIGITS = 'ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789';
+const SECRET_CHARS = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/';
+
+// ---- keys (permanent and temporary) ----
+
+function createKeyring(opts, log) {
+  const keys = new Map(); // AKID -> {secret, token, expires (ms) | null, via}
+  const imdsTokens = new Map(); // token -> expiry (ms)
+  const state = { lifetime: opts.credentialLifetime };
+  for (const [id, secret] of opts.keys)
+    keys.set(id, { secret, token: null, expires: null, via: 'permanent' });
+
+  if (opts.keyStore && fs.existsSync(opts.keyStore)) {
+    try {
+      const saved = JSON.parse(fs.readFileSync(opts.keyStore, 'utf8'));
+      for (const k of saved.keys || [])
+        if (!keys.has(k.id))
+          keys.set(k.id, { secret: k.secret, token: k.token, expires: k.expires, via: k.via });
+      for (const [t, exp] of Object.entries(saved.imdsTokens || {})) imdsTokens.set(t, exp);
+      if (Number.isInteger(saved.lifetime) && saved.lifetime > 0) state.lifetime = saved.lifetime;
+    } catch (err) {
+      process.stderr.write(`server.js: ignoring unreadable key store ${opts.keyStore}: ${err.message}\n`);
+    }
+  }
+
+  function save() {
+    if (!opts.keyStore) return;
+    const now = Date.now();
+    const out = {
+      lifetime: state.lifetime,
+      keys: [...keys.entries()]
+        .filter(([, k]) => k.via !== 'permanent')
+        .map(([id, k]) => ({ id, secret: k.secret, token: k.token, expires: k.expires, via: k.via })),
+      imdsTokens: Object.fromEntries([...imdsTokens.entries()].filter(([, e]) => e > now)),
+    };
+    const tmp = `${opts.keyStore}.${process.pid}.tmp`;
+    fs.writeFileSync(tmp, JSON.stringify(out), { mode: 0o600 });
+    fs.renameSync(tmp, opts.keyStore);
+  }
+
+  // A fresh temporary key living min(lifetime, capSeconds) seconds.
+  function issue(via, capSeconds) {
+    const secs = Math.min(state.lifetime, capSeconds || Infinity);
+    const now = Date.now();
+    const key = {
+      id: 'ASIA' + randomString(16, UPPER_DIGITS),
+      secret: randomString(40, SECRET_CHARS),
+      token: crypto.randomBytes(228).toString('base64'),
+      expires: Math.ceil((now + secs * 1000) / 1000) * 1000, // whole seconds, never shorter
+      via,
+    };
+    keys.set(key.id, { secret: key.secret, token: key.token, expires: key.expires, via });
+    save();
+    log(`issued ${key.id} via ${via}, expires ${isoSeconds(key.expires)}`);
+    return key;
+  }
+
+  return {
+    get: id => keys.get(id),
+    issue,
+    state,
+    save,
+    imdsTokens,
+  };
+}
+
+// ---- SigV4 verification ----
+
+const HEX = [];
+for (let i = 0; i < 256; i++) HEX.push('%' + i.toString(16).toUpperCase().padStart(2, '0'));
+const EMPTY_SHA256 = 'e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855';
+const MAX_SKEW_MS = 15 * 60 * 1000;
+const PRESIGN_PARAMS = new Set([
+  'X-Amz-Algorithm',
+  'X-Amz-Credential',
+  'X-Amz-Date',
+  'X-Amz-Expires',
+  'X-Amz-SignedHeaders',
+  'X-Amz-Signature',
+  'X-Amz-Security-Token',
+]);
+
+// Raw URL text to bytes: %XX decoded, anything else kept as is ('+' stays '+').
+function percentDecode(s) {
+  const raw = Buffer.from(s, /[^\x00-\xff]/.test(s) ? 'utf8' : 'latin1');
+  const out = Buffer.alloc(raw.length);
+  let n = 0;
+  const hexval = c =>
+    c >= 0x30 && c <= 0x39 ? c - 0x30 : c >= 0x41 && c <= 0x46 ? c - 55 : c >= 0x61 && c <= 0x66 ? c - 87 : -1;
+  for (let i = 0; i < raw.length; i++) {
+    if (raw[i] === 0x25 && i + 2 < raw.length) {
+      const hi = hexval(raw[i + 1]);
+      const lo = hexval(raw[i + 2]);
+      if (hi >= 0 && lo >= 0) {
+        out[n++] = hi * 16 + lo;
+        i += 2;
+        continue;
+      }
+    }
+    out[n++] = raw[i];
+  }
+  return out.subarray(0, n);
+}
+
+// SigV4 URI encoding of bytes: A-Za-z0-9-._~ kept, '/' kept if keepSlash,
+// everything else %XX (uppercase).
+function uriEncode(bytes, keepSlash) {
+  let out = '';
+  for (const b of bytes) {
+    if (
+      (b >= 0x41 && b <= 0x5a) ||
+      (b >= 0x61 && b <= 0x7a) ||
+      (b >= 0x30 && b <= 0x39) ||
+      b === 0x2d ||
+      b === 0x2e ||
+      b === 0x5f ||
+      b === 0x7e ||
+      (keepSlash && b === 0x2f)
+    )
+      out += String.fromCharCode(b);
+    else out += HEX[b];
+  }
+  return out;
+}
+
+function canonicalUri(rawPath) {
+  if (rawPath === '') return '/';
+  return rawPath
+    .split('/')
+    .map(seg => uriEncode(percentDecode(seg), false))
+    .join('/');
+}
+
+// [{name (decoded), rawPiece, k (encoded), v (encoded)}] of a raw query
+function parseRawQuery(rawQuery) {
+  const out = [];
+  for (const piece of rawQuery.split('&')) {
+    if (piece === '') continue;
+    const i = piece.indexOf('=');
+    const k = i < 0 ? piece : piece.slice(0, i);
+    const v = i < 0 ? '' : piece.slice(i + 1);
+    const kb = percentDecode(k);
+    out.push({
+      name: kb.toString('utf8'),
+      value: percentDecode(v).toString('utf8'),
+      rawPiece: piece,
+      k: uriEncode(kb, false),
+      v: uriEncode(percentDecode(v), false),
+    });
+  }
+  return out;
+}
+
+function canonicalQuery(params) {
+  return params
+    .map(p => [p.k, p.v])
+    .sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : a[1] < b[1] ? -1 : a[1] > b[1] ? 1 : 0))
+    .map(([k, v]) => `${k}=${v}`)
+    .join('&');
+}
+
+// lowercase name -> [raw values in order]
+function headerMap(rawHeaders) {
+  const m = new Map();
+  for (let i = 0; i + 1 < rawHeaders.length; i += 2) {
+    const name = rawHeaders[i].toLowerCase();
+    if (!m.has(name)) m.set(name, []);
+    m.get(name).push(rawHeaders[i + 1]);
+  }
+  return m;
+}
+
+const canonicalValue = values => values.map(v => v.trim().replace(/\s+/g, ' ')).join(',');
+
+const sha256hex = s => crypto.createHash('sha256').update(s, 'utf8').digest('hex');
+
+function parseAmzDate(s) {
+  const m = /^(\d{4})(\d{2})(\d{2})T(\d{2})(\d{2})(\d{2})Z$/.exec(s || '');
+  if (!m) return NaN;
+  const t = Date.UTC(+m[1], +m[2] - 1, +m[3], +m[4], +m[5], +m[6]);
+  return isoSeconds(t).replace(/[-:]/g, '') === s ? t : NaN; // rejects 20261332T...
+}
+
+class AuthError {
+  constructor(status, code, message, extra) {
+    this.status = status;
+    this.code = code;
+    this.message = message;
+    this.extra = extra || {};
+  }
+}
+
+function createAuth(opts, keyring) {
+  const signingKeys = new Map(); // "secret\ndate\nregion\nservice" -> Buffer
+  let stats = newAuthStats();
+  let logged = 0;
+  const MAX_RECENT = 20;
+
+  function newAuthStats() {
+    return {
+      verify: opts.verify,
+      verified: 0,
+      unverified: 0, // --no-verify only
+      anonymous: {},
+      anonymousTotal: 0,
+      failed: 0,
+      failures: {},
+      keys: {},
+      recent: [],
+    };
+  }
+
+  function signingKey(secret, date, region, service) {
+    const id = `${secret}\n${date}\n${region}\n${service}`;
+    let k = signingKeys.get(id);
+    if (!k) {
+      const h = (key, data) => crypto.createHmac('sha256', key).update(data, 'utf8').digest();
+      k = h(h(h(h('AWS4' + secret, date), region), service), 'aws4_request');
+      if (signingKeys.size >= 1024) signingKeys.clear();
+      signingKeys.set(id, k);
+    }
+    return k;
+  }
+
+  function keyStats(id) {
+    if (!stats.keys[id]) {
+      const k = keyring.get(id);
+      stats.keys[id] = {
+        requests: 0,
+        failed: 0,
+        first: null,
+        last: null,
+        temporary: !!(k && k.token),
+      };
+    }
+    return stats.keys[id];
+  }
+
+  // What the request claims, for the signature check. Throws AuthError.
+  function parseHeaderAuth(value) {
+    const m = /^AWS4-HMAC-SHA256[ \t]+([\s\S]*)$/.exec(value);
+    if (!m) {
+      if (/^AWS[ \t]/.test(value))
+        throw new AuthError(
+          400,
+          'InvalidRequest',
+          'The authorization mechanism you have provided is not supported. Please use AWS4-HMAC-SHA256.',
+        );
+      throw new AuthError(
+        400,
+        'AuthorizationHeaderMalformed',
+        'The authorization header is malformed; unsupported authorization type.',
+      );
+    }
+    const comp = {};
+    for (const part of m[1].split(',')) {
+      const p = part.trim();
+      if (p === '') continue;
+      const i = p.indexOf('=');
+      const name = i > 0 ? p.slice(0, i).trim() : '';
+      if (!['Credential', 'SignedHeaders', 'Signature'].includes(name) || comp[name] !== undefined)
+        throw new AuthError(
+          400,
+          'AuthorizationHeaderMalformed',
+          `The authorization header is malformed; '${p.slice(0, 40)}' is not a valid component.`,
+        );
+      comp[name] = p.slice(i + 1).trim();
+    }
+    for (const name of ['Credential', 'SignedHeaders', 'Signature'])
+      if (!comp[name])
+        throw new AuthError(
+          400,
+          'AuthorizationHeaderMalformed',
+          `The authorization header is malformed; missing ${name}.`,
+        );
+    return comp;
+  }
+
+  function parseCredential(cred, malformed) {
+    const parts = cred.split('/');
+    if (parts.length !== 5 || parts.some(p => p === ''))
+      throw new AuthError(
+        400,
+        malformed,
+        'The authorization header is malformed; the Credential is mal-formed; ' +
+          'expecting "<YOUR-AKID>/YYYYMMDD/REGION/SERVICE/aws4_request".',
+      );
+    const [id, date, region, service, term] = parts;
+    return { id, date, region, service, term };
+  }
+
+  // Verify the request in ctx; returns {id, presigned} or throws AuthError.
+  function verify(ctx, mech) {
+    const req = ctx.req;
+    const rawUrl = req.url;
+    const q = rawUrl.indexOf('?');
+    const rawPath = q < 0 ? rawUrl : rawUrl.slice(0, q);
+    const rawQuery = q < 0 ? '' : rawUrl.slice(q + 1);
+    const params = parseRawQuery(rawQuery);
+    const hdrs = headerMap(req.rawHeaders);
+    const first = name => (hdrs.has(name) ? hdrs.get(name)[0] : undefined);
+    const malformed = mech === 'query' ? 'AuthorizationQueryParametersError' : 'AuthorizationHeaderMalformed';
+
+    let comp;
+    let amzDate;
+    let token;
+    let expiresSecs = null;
+    if (mech === 'header') {
+      comp = parseHeaderAuth(first('authorization'));
+      amzDate = first('x-amz-date');
+      token = first('x-amz-security-token');
+    } else {
+      const qp = {};
+      for (const p of params) if (PRESIGN_PARAMS.has(p.name)) qp[p.name] = p.value;
+      if (qp['X-Amz-Algorithm'] !== 'AWS4-HMAC-SHA256')
+        throw new AuthError(400, malformed, 'X-Amz-Algorithm only supports "AWS4-HMAC-SHA256"');
+      for (const n of ['X-Amz-Credential', 'X-Amz-Date', 'X-Amz-Expires', 'X-Amz-SignedHeaders', 'X-Amz-Signature'])
+        if (!qp[n])
+          throw new AuthError(
+            400,
+            malformed,
+            'Query-string authentication version 4 requires the X-Amz-Algorithm, X-Amz-Credential, ' +
+              'X-Amz-Signature, X-Amz-Date, X-Amz-SignedHeaders, and X-Amz-Expires parameters.',
+          );
+      comp = {
+        Credential: qp['X-Amz-Credential'],
+        SignedHeaders: qp['X-Amz-SignedHeaders'],
+        Signature: qp['X-Amz-Signature'],
+      };
+      amzDate = qp['X-Amz-Date'];
+      token = qp['X-Amz-Security-Token'];
+      if (!/^\d+$/.test(qp['X-Amz-Expires']) || Number(qp['X-Amz-Expires']) > 604800)
+        throw new AuthError(400, malformed, 'X-Amz-Expires must be a number of seconds up to 604800');
+      expiresSecs = Number(qp['X-Amz-Expires']);
+    }
+    const cred = parseCredential(comp.Credential, malformed);
+    const result = { id: cred.id };
+    const key = keyring.get(cred.id);
+    if (!key)
+      throw Object.assign(
+        new AuthError(403, 'InvalidAccessKeyId', 'The AWS Access Key Id you provided does not exist in our records.', {
+          AWSAccessKeyId: cred.id,
+        }),
+        { id: cred.id },
+      );
+    const fail = e => Object.assign(e, { id: cred.id });
+
+    const t = parseAmzDate(amzDate);
+    if (Number.isNaN(t))
+      throw fail(
+        mech === 'header'
+          ? new AuthError(403, 'AccessDenied', 'AWS authentication requires a valid Date or x-amz-date header')
+          : new AuthError(400, malformed, 'X-Amz-Date must be in the ISO8601 Long Format "yyyyMMdd\'T\'HHmmss\'Z\'"'),
+      );
+    if (cred.date !== amzDate.slice(0, 8))
+      throw fail(
+        new AuthError(
+          400,
+          malformed,
+          `The authorization header is malformed; Invalid credential date "${cred.date}". ` +
+            'This date is not the same as X-Amz-Date: "' + amzDate.slice(0, 8) + '".',
+        ),
+      );
+    if (cred.service !== 's3')
+      throw fail(
+        new AuthError(
+          400,
+          malformed,
+          `The authorization header is malformed; incorrect service "${cred.service}". This endpoint belongs to "s3".`,
+        ),
+      );
+    if (cred.term !== 'aws4_request')
+      throw fail(
+        new AuthError(
+          400,
+          malformed,
+          `The authorization header is malformed; incorrect terminal "${cred.term}". This endpoint uses "aws4_request".`,
+        ),
+      );
+    const now = Date.now();
+    if (mech === 'header' && Math.abs(now - t) > MAX_SKEW_MS)
+      throw fail(
+        new AuthError(403, 'RequestTimeTooSkewed', 'The difference between the request time and the current time is too large.', {
+          RequestTime: amzDate,
+          ServerTime: isoSeconds(now),
+          MaxAllowedSkewMilliseconds: MAX_SKEW_MS,
+        }),
+      );
+    if (mech === 'query') {
+      if (now > t + expiresSecs * 1000)
+        throw fail(
+          new AuthError(403, 'AccessDenied', 'Request has expired', {
+            'X-Amz-Expires': expiresSecs,
+            Expires: isoSeconds(t + expiresSecs * 1000),
+            ServerTime: isoSeconds(now),
+          }),
+        );
+      if (t - now > MAX_SKEW_MS) throw fail(new AuthError(403, 'AccessDenied', 'Request is not valid yet'));
+    }
+
+    const signedHeaders = comp.SignedHeaders.split(';');
+    if (signedHeaders.some(h => h === '' || h !== h.toLowerCase()))
+      throw fail(new AuthError(400, malformed, 'The authorization header is malformed; SignedHeaders must be lowercase names separated by ";".'));
+    const signed = new Set(signedHeaders);
+    const mustSign = mech === 'header' ? ['host', 'x-amz-date'] : ['host'];
+    const missing = mustSign.filter(h => !signed.has(h));
+    if (missing.length)
+      throw fail(
+        new AuthError(403, 'AccessDenied', 'There were headers present in the request which were not signed', {
+          HeadersNotSigned: missing.join(', '),
+        }),
+      );
+
+    let payload = first('x-amz-content-sha256');
+    if (mech === 'header' && payload === undefined)
+      throw fail(new AuthError(400, 'InvalidRequest', 'Missing required header for this request: x-amz-content-sha256'));
+    if (payload === undefined) payload = 'UNSIGNED-PAYLOAD';
+    if (!/^([0-9a-f]{64}|UNSIGNED-PAYLOAD|STREAMING-[A-Z0-9-]+)$/.test(payload))
+      throw fail(
+        new AuthError(400, 'InvalidArgument', 'x-amz-content-sha256 must be UNSIGNED-PAYLOAD, STREAMING-AWS4-HMAC-SHA256-PAYLOAD, or a valid sha256 value.', {
+          ArgumentName: 'x-amz-content-sha256',
+          ArgumentValue: payload,
+        }),
+      );
+    const cl = first('content-length');
+    const hasBody = (cl !== undefined && cl.trim() !== '0') || hdrs.has('transfer-encoding');
+    if (!hasBody && payload !== EMPTY_SHA256 && payload !== 'UNSIGNED-PAYLOAD')
+      throw fail(
+        new AuthError(400, 'XAmzContentSHA256Mismatch', "The provided 'x-amz-content-sha256' header does not match what was computed.", {
+          ClientComputedContentSHA256: payload,
+          S3ComputedContentSHA256: EMPTY_SHA256,
+        }),
+      );
+
+    if (key.token) {
+      const tokenSigned = mech === 'query' || signed.has('x-amz-security-token');
+      if (token === undefined || !tokenSigned || !timingEqual(token, key.token))
+        throw fail(new AuthError(403, 'InvalidToken', 'The provided token is malformed or otherwise invalid.'));
+      if (now >= key.expires)
+        throw fail(new AuthError(400, 'ExpiredToken', 'The provided token has expired.'));
+    } else if (token !== undefined) {
+      throw fail(new AuthError(403, 'InvalidToken', 'The provided token is malformed or otherwise invalid.'));
+    }
+
+    if (mech === 'header') {
+      const unsigned = [...hdrs.keys()].filter(h => h.startsWith('x-amz-') && !signed.has(h));
+      if (unsigned.length)
+        throw fail(
+          new AuthError(403, 'AccessDenied', 'There were headers present in the request which were not signed', {
+            HeadersNotSigned: unsigned.join(', '),
+          }),
+        );
+    }
+
+    const canonParams = mech === 'query' ? params.filter(p => p.name !== 'X-Amz-Signature') : params;
+    const canonical = [
+      req.method,
+      canonicalUri(rawPath),
+      canonicalQuery(canonParams),
+      signedHeaders.map(h => `${h}:${canonicalValue(hdrs.get(h) || [])}\n`).join(''),
+      comp.SignedHeaders,
+      payload,
+    ].join('\n');
+    const scope = `${cred.date}/${cred.region}/${cred.service}/${cred.term}`;
+    const stringToSign = ['AWS4-HMAC-SHA256', amzDate, scope, sha256hex(canonical)].join('\n');
+    const expected = crypto
+      .createHmac('sha256', signingKey(key.secret, cred.date, cred.region, cred.service))
+      .update(stringToSign, 'utf8')
+      .digest();
+    const given = /^[0-9a-f]{64}$/.test(comp.Signature) ? Buffer.from(comp.Signature, 'hex') : null;
+    if (!given || !crypto.timingSafeEqual(given, expected)) {
+      const shown = key.token
+        ? canonical
+            .split(key.token)
+            .join('<redacted>')
+            .split(uriEncode(Buffer.from(key.token), false))
+            .join('<redacted>')
+        : canonical;
+      throw fail(
+        new AuthError(403, 'SignatureDoesNotMatch', 'The request signature we calculated does not match the signature you provided. Check your key and signing method.', {
+          AWSAccessKeyId: cred.id,
+          StringToSign: stringToSign,
+          SignatureProvided: comp.Signature,
+          CanonicalRequest: shown,
+        }),
+      );
+    }
+    result.presigned = mech === 'query';
+    return result;
+  }
+
+  function timingEqual(a, b) {
+    const x = Buffer.from(String(a));
+    const y = Buffer.from(String(b));
+    return x.length === y.length && crypto.timingSafeEqual(x, y);
+  }
+
+  // Make an accepted request look anonymous to s3rver.
+  function strip(ctx) {
+    const req = ctx.req;
+    delete req.headers.authorization;
+    delete req.headers['x-amz-security-token'];
+    const raw = [];
+    for (let i = 0; i + 1 < req.rawHeaders.length; i += 2) {
+      const n = req.rawHeaders[i].toLowerCase();
+      if (n !== 'authorization' && n !== 'x-amz-security-token') raw.push(req.rawHeaders[i], req.rawHeaders[i + 1]);
+    }
+    req.rawHeaders.length = 0;
+    req.rawHeaders.push(...raw);
+    const q = req.url.indexOf('?');
+    if (q >= 0) {
+      const kept = parseRawQuery(req.url.slice(q + 1)).filter(
+        p => !PRESIGN_PARAMS.has(p.name) && p.name !== 'AWSAccessKeyId' && p.name !== 'Signature',
+      );
+      if (kept.length !== parseRawQuery(req.url.slice(q + 1)).length)
+        ctx.url = req.url.slice(0, q) + (kept.length ? '?' + kept.map(p => p.rawPiece).join('&') : '');
+    }
+    ctx.state.account = DUMMY_ACCOUNT;
+  }
+
+  function mechanism(ctx) {
+    const hasHeader = ctx.req.headers.authorization !== undefined;
+    const q = ctx.query;
+    const v4q = 'X-Amz-Signature' in q || 'X-Amz-Algorithm' in q || 'X-Amz-Credential' in q;
+    const v2q = 'Signature' in q || 'AWSAccessKeyId' in q;
+    if (!hasHeader && !v4q && !v2q) return 'anonymous';
+    if ((hasHeader ? 1 : 0) + (v4q ? 1 : 0) + (v2q ? 1 : 0) > 1) return 'conflict';
+    return hasHeader ? 'header' : v4q ? 'query' : 'v2query';
+  }
+
+  function reject(ctx, err, mech) {
+    stats.failed++;
+    stats.failures[err.code] = (stats.failures[err.code] || 0) + 1;
+    if (err.id) keyStats(err.id).failed++;
+    const entry = {
+      t: Date.now(),
+      status: err.status,
+      code: err.code,
+      method: ctx.method,
+      path: ctx.path,
+      query: ctx.querystring.replace(/(X-Amz-Security-Token|X-Amz-Signature)=[^&]*/g, '$1=<redacted>'),
+      accessKeyId: err.id || null,
+      mechanism: mech,
+    };
+    if (err.extra.CanonicalRequest) {
+      entry.canonicalRequest = err.extra.CanonicalRequest;
+      entry.stringToSign = err.extra.StringToSign;
+    }
+    stats.recent.push(entry);
+    if (stats.recent.length > MAX_RECENT) stats.recent.shift();
+    if (logged < 200 || opts.verbose) {
+      logged++;
+      process.stderr.write(
+        `auth: ${err.status} ${err.code} ${ctx.method} ${entry.path}${entry.query ? '?' + entry.query : ''}` +
+          ` key=${err.id || '-'}: ${err.message}\n`,
+      );
+      if (opts.verbose && entry.canonicalRequest)
+        process.stderr.write(`auth: canonical request was:\n${entry.canonicalRequest}\nauth: string to sign:\n${entry.stringToSign}\n`);
+    }
+    ctx.status = err.status;
+    ctx.type = 'application/xml';
+    ctx.set('x-amz-request-id', requestId());
+    // HEAD: no body (Koa sends none for HEAD anyway)
+    if (ctx.method !== 'HEAD') ctx.body = s3ErrorXml(err.code, err.message, null, err.extra);
+  }
+
+  async function middleware(ctx, next) {
+    const mech = mechanism(ctx);
+    if (mech === 'anonymous') {
+      stats.anonymous[ctx.method] = (stats.anonymous[ctx.method] || 0) + 1;
+      stats.anonymousTotal++;
+      return next();
+    }
+    if (!opts.verify) {
+      stats.unverified++;
+      strip(ctx);
+      return next();
+    }
+    let ok;
+    try {
+      if (mech === 'conflict')
+        throw new AuthError(
+          400,
+          'InvalidArgument',
+          'Only one auth mechanism allowed; only the X-Amz-Algorithm query parameter, ' +
+            'Signature query string parameter or the Authorization header should be specified',
+        );
+      if (mech === 'v2query')
+        throw new AuthError(
+          400,
+          'InvalidRequest',
+          'The authorization mechanism you have provided is not supported. Please use AWS4-HMAC-SHA256.',
+        );
+      ok = verify(ctx, mech);
+    } catch (err) {
+      if (!(err instanceof AuthError)) throw err;
+      reject(ctx, err, mech);
+      return undefined;
+    }
+    stats.verified++;
+    const ks = keyStats(ok.id);
+    const now = Date.now();
+    ks.requests++;
+    if (ks.first === null) ks.first = now;
+    ks.last = now;
+    strip(ctx);
+    return next();
+  }
+
+  function control(ctx) {
+    const sub = ctx.path.replace(/^\/__auth/, '');
+    ctx.type = 'application/json';
+    if (sub !== '/stats' && sub !== '/stats/') {
+      ctx.status = 404;
+      ctx.body = '{"error":"unknown control path"}\n';
+      return;
+    }
+    if (ctx.method === 'GET') {
+      ctx.body = JSON.stringify(stats) + '\n';
+    } else if (ctx.method === 'DELETE') {
+      stats = newAuthStats();
+      ctx.body = '{"ok":true}\n';
+    } else {
+      ctx.status = 405;
+      ctx.body = '{"error":"method not allowed"}\n';
+    }
+  }
+
+  return { middleware, control, stats: () => stats };
+}
+
+let DUMMY_ACCOUNT = null;
+
+// ---- credential mocks ----
+
+const ROLE_NAME = 's3pipe-test-role';
+const STS_NS = 'https://sts.amazonaws.com/doc/2011-06-15/';
+
+function createCreds(opts, keyring, log) {
+  const fail = { count: 0, status: 500 };
+  let stats = newCredStats();
+  const MAX_ISSUED = 10000;
+
+  function newCredStats() {
+    return {
+      issued: [],
+      requests: { imdsToken: 0, imdsRoles: 0, imds: 0, imdsOther: 0, container: 0, sts: 0, process: 0, other: 0 },
+      failed: 0,
+      rejected: 0,
+    };
+  }
+
+  function issue(via, cap) {
+    const key = keyring.issue(via, cap);
+    if (stats.issued.length < MAX_ISSUED)
+      stats.issued.push({ via, accessKeyId: key.id, expiration: isoSeconds(key.expires), t: Date.now() });
+    return key;
+  }
+
+  // Control: returns [status, JSON text]
+  function control(method, pathname, query) {
+    const sub = pathname.replace(/^\/__creds/, '');
+    if (sub === '/stats' || sub === '/stats/') {
+      if (method === 'GET') return [200, JSON.stringify(stats) + '\n'];
+      if (method === 'DELETE') {
+        stats = newCredStats();
+        return [200, '{"ok":true}\n'];
+      }
+      return [405, '{"error":"method not allowed"}\n'];
+    }
+    if (sub !== '' && sub !== '/') return [404, '{"error":"unknown control path"}\n'];
+    const settings = () => JSON.stringify({ lifetime: keyring.state.lifetime, fail }) + '\n';
+    if (method === 'GET') return [200, settings()];
+    if (method !== 'POST' && method !== 'PUT') return [405, '{"error":"method not allowed"}\n'];
+    const int = (name, lo, hi) => {
+      const v = query.get(name);
+      if (v === null || v === '') return null;
+      if (!/^\d+$/.test(v) || Number(v) < lo || Number(v) > hi) throw new Error(`bad ${name} '${v}'`);
+      return Number(v);
+    };
+    try {
+      const lifetime = int('lifetime', 1, 1e9);
+      const count = int('fail', 0, 1e9);
+      const status = int('status', 400, 599);
+      if (lifetime !== null) {
+        keyring.state.lifetime = lifetime;
+        keyring.save();
+      }
+      if (count !== null) {
+        fail.count = count;
+        fail.status = status !== null ? status : 500;
+      } else if (status !== null) {
+        fail.status = status;
+      }
+    } catch (err) {
+      return [400, JSON.stringify({ error: err.message }) + '\n'];
+    }
+    log(`settings ${settings().trim()}`);
+    return [200, settings()];
+  }
+
+  function send(res, status, type, body, headers) {
+    const buf = Buffer.from(body);
+    res.writeHead(status, Object.assign({ 'Content-Type': type, 'Content-Length': buf.length }, headers || {}));
+    res.end(buf);
+  }
+
+  const json = (res, status, obj) => send(res, status, 'application/json', JSON.stringify(obj));
+
+  function stsError(res, status, code, message) {
+    send(
+      res,
+      status,
+      'text/xml',
+      `<ErrorResponse xmlns="${STS_NS}">\n  <Error>\n    <Type>${status >= 500 ? 'Receiver' : 'Sender'}</Type>\n` +
+        `    <Code>${code}</Code>\n    <Message>${xmlEsc(message)}</Message>\n  </Error>\n` +
+        `  <RequestId>${crypto.randomUUID()}</RequestId>\n</ErrorResponse>\n`,
+    );
+  }
+
+  // The injected failure, if one is armed: answers and returns true.
+  function injected(res, kind) {
+    if (fail.count <= 0) return false;
+    fail.count--;
+    stats.failed++;
+    log(`injected ${fail.status} on ${kind}`);
+    const code = { 400: 'Throttling', 429: 'Throttling', 503: 'ServiceUnavailable' }[fail.status] || 'InternalFailure';
+    if (kind === 'sts') stsError(res, fail.status, code, 'Injected failure (test).');
+    else json(res, fail.status, { Code: code, Message: 'Injected failure (test).' });
+    return true;
+  }
+
+  function refuse(res, status, body, type) {
+    stats.rejected++;
+    send(res, status, type || 'text/plain', body);
+  }
+
+  function readBody(req, limit) {
+    return new Promise((resolve, reject) => {
+      const chunks = [];
+      let n = 0;
+      req.on('data', c => {
+        n += c.length;
+        if (n > limit) {
+          reject(new Error('body too large'));
+          req.destroy();
+          return;
+        }
+        chunks.push(c);
+      });
+      req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
+      req.on('error', reject);
+    });
+  }
+
+  function imdsTokenValid(req) {
+    const t = req.headers['x-aws-ec2-metadata-token'];
+    const exp = t === undefined ? undefined : keyring.imdsTokens.get(t);
+    return exp !== undefined && exp > Date.now();
+  }
+
+  function imds(req, res, pathname) {
+    if (pathname === '/latest/api/token') {
+      stats.requests.imdsToken++;
+      if (req.method !== 'PUT') return refuse(res, 405, 'Method Not Allowed\n');
+      if (req.headers['x-forwarded-for'] !== undefined) return refuse(res, 403, 'Forbidden\n');
+      const ttl = req.headers['x-aws-ec2-metadata-token-ttl-seconds'];
+      if (ttl === undefined || !/^\d+$/.test(ttl) || Number(ttl) < 1 || Number(ttl) > 21600)
+        return refuse(res, 400, 'Bad Request\n');
+      const token = crypto.randomBytes(42).toString('base64');
+      keyring.imdsTokens.set(token, Date.now() + Number(ttl) * 1000);
+      keyring.save();
+      return send(res, 200, 'text/plain', token, { 'X-aws-ec2-metadata-token-ttl-seconds': ttl });
+    }
+    const base = '/latest/meta-data/iam/security-credentials';
+    const kind =
+      pathname === base || pathname === base + '/'
+        ? 'imdsRoles'
+        : pathname.startsWith(base + '/')
+          ? 'imds'
+          : 'imdsOther';
+    stats.requests[kind]++;
+    if (req.method !== 'GET' && req.method !== 'HEAD') return refuse(res, 405, 'Method Not Allowed\n');
+    if (!imdsTokenValid(req)) return refuse(res, 401, 'Unauthorized\n');
+    if (kind === 'imdsOther') {
+      if (pathname === '/latest/meta-data/placement/region') return send(res, 200, 'text/plain', 'us-east-1');
+      return refuse(res, 404, 'Not Found\n');
+    }
+    if (kind === 'imdsRoles') {
+      if (injected(res, kind)) return undefined;
+      return send(res, 200, 'text/plain', ROLE_NAME);
+    }
+    if (pathname.slice(base.length + 1) !== ROLE_NAME) return refuse(res, 404, 'Not Found\n');
+    if (injected(res, kind)) return undefined;
+    const key = issue('imds');
+    return json(res, 200, {
+      Code: 'Success',
+      LastUpdated: isoSeconds(Date.now()),
+      Type: 'AWS-HMAC',
+      AccessKeyId: key.id,
+      SecretAccessKey: key.secret,
+      Token: key.token,
+      Expiration: isoSeconds(key.expires),
+    });
+  }
+
+  function container(req, res) {
+    stats.requests.container++;
+    if (req.method !== 'GET') return refuse(res, 405, 'Method Not Allowed\n');
+    if (opts.containerToken !== null && req.headers.authorization !== opts.containerToken)
+      return refuse(res, 401, JSON.stringify({ Code: 'AccessDenied', Message: 'Unauthorized' }), 'application/json');
+    if (injected(res, 'container')) return undefined;
+    const key = issue('container');
+    return json(res, 200, {
+      AccessKeyId: key.id,
+      SecretAccessKey: key.secret,
+      Token: key.token,
+      Expiration: isoSeconds(key.expires),
+      RoleArn: 'arn:aws:iam::123456789012:role/s3pipe-test',
+    });
+  }
+
+  async function sts(req, res, url) {
+    stats.requests.sts++;
+    if (req.method !== 'GET' && req.method !== 'POST') {
+      stats.rejected++;
+      return stsError(res, 405, 'InvalidAction', 'Only GET and POST are supported.');
+    }
+    const p = new URLSearchParams(url.searchParams);
+    if (req.method === 'POST') {
+      let body;
+      try {
+        body = await readBody(req, 1 << 20);
+      } catch (err) {
+        stats.rejected++;
+        return stsError(res, 400, 'ValidationError', 'Request body too large.');
+      }
+      for (const [k, v] of new URLSearchParams(body)) p.set(k, v);
+    }
+    const bad = (code, msg) => {
+      stats.rejected++;
+      return stsError(res, 400, code, msg);
+    };
+    const action = p.get('Action');
+    if (!action) return bad('MissingAction', 'Missing Action');
+    if (action !== 'AssumeRoleWithWebIdentity' || p.get('Version') !== '2011-06-15')
+      return bad('InvalidAction', `Could not find operation ${action} for version ${p.get('Version') || 'NO_VERSION_SPECIFIED'}`);
+    for (const n of ['RoleArn', 'RoleSessionName', 'WebIdentityToken'])
+      if (!p.get(n)) return bad('MissingParameter', `The request must contain the parameter ${n}`);
+    const roleArn = p.get('RoleArn');
+    const session = p.get('RoleSessionName');
+    if (!/^arn:aws[a-z-]*:iam::\d{12}:role\/[\w+=,.@\/-]+$/.test(roleArn))
+      return bad('ValidationError', `${roleArn} is invalid`);
+    if (!/^[\w+=,.@-]{2,64}$/.test(session))
+      return bad('ValidationError', "1 validation error detected: Value at 'roleSessionName' failed to satisfy constraint");
+    let cap;
+    if (p.get('DurationSeconds')) {
+      const d = p.get('DurationSeconds');
+      if (!/^\d+$/.test(d) || Number(d) < 900 || Number(d) > 43200)
+        return bad('ValidationError', "1 validation error detected: Value at 'durationSeconds' failed to satisfy constraint");
+      cap = Number(d);
+    }
+    const given = p.get('WebIdentityToken').replace(/[\r\n]+$/, '');
+    if (opts.webIdentityToken !== null && given !== opts.webIdentityToken.replace(/[\r\n]+$/, ''))
+      return bad('InvalidIdentityToken', "Couldn't verify the web identity token (test: it is not the expected token).");
+    if (injected(res, 'sts')) return undefined;
+    const key = issue('sts', cap);
+    const roleName = roleArn.slice(roleArn.lastIndexOf('/') + 1);
+    const account = roleArn.split(':')[4];
+    return send(
+      res,
+      200,
+      'text/xml',
+      `<AssumeRoleWithWebIdentityResponse xmlns="${STS_NS}">\n` +
+        '  <AssumeRoleWithWebIdentityResult>\n' +
+        '    <SubjectFromWebIdentityToken>system:serviceaccount:default:s3pipe</SubjectFromWebIdentityToken>\n' +
+        '    <AssumedRoleUser>\n' +
+        `      <Arn>arn:aws:sts::${account}:assumed-role/${xmlEsc(roleName)}/${xmlEsc(session)}</Arn>\n` +
+        `      <AssumedRoleId>AROA${randomString(17, UPPER_DIGITS)}:${xmlEsc(session)}</AssumedRoleId>\n` +
+        '    </AssumedRoleUser>\n' +
+        '    <Credentials>\n' +
+        `      <AccessKeyId>${key.id}</AccessKeyId>\n` +
+        `      <SecretAccessKey>${xmlEsc(key.secret)}</SecretAccessKey>\n` +
+        `      <SessionToken>${xmlEsc(key.token)}</SessionToken>\n` +
+        `      <Expiration>${isoSeconds(key.expires)}</Expiration>\n` +
+        '    </Credentials>\n' +
+        `    <Provider>arn:aws:iam::${account}:oidc-provider/oidc.s3pipe.test</Provider>\n` +
+        '    <Audience>sts.amazonaws.com</Audience>\n' +
+        '  </AssumeRoleWithWebIdentityResult>\n' +
+        '  <ResponseMetadata>\n' +
+        `    <RequestId>${crypto.randomUUID()}</RequestId>\n` +
+        '  </ResponseMetadata>\n' +
+        '</AssumeRoleWithWebIdentityResponse>\n',
+    );
+  }
+
+  function processCreds(req, res) {
+    stats.requests.process++;
+    if (req.method !== 'GET') return refuse(res, 405, 'Method Not Allowed\n');
+    if (injected(res, 'process')) return undefined;
+    const key = issue('process');
+    return json(res, 200, {
+      Version: 1,
+      AccessKeyId: key.id,
+      SecretAccessKey: key.secret,
+      SessionToken: key.token,
+      Expiration: isoSeconds(key.expires),
+    });
+  }
+
+  // The credentials listener. controlExtra(method, path) answers /__auth.
+  async function handle(req, res, controlExtra) {
+    let url;
+    try {
+      url = new URL(req.url, 'http://localhost');
+    } catch (err) {
+      return refuse(res, 400, 'Bad Request\n');
+    }
+    const pathname = url.pathname;
+    log(`${req.method} ${pathname}`);
+    if (pathname === '/__creds' || pathname.startsWith('/__creds/')) {
+      const [status, body] = control(req.method, pathname, url.searchParams);
+      return send(res, status, 'application/json', body);
+    }
+    if (pathname === '/__auth' || pathname.startsWith('/__auth/')) {
+      const [status, body] = controlExtra(req.method, pathname);
+      return send(res, status, 'application/json', body);
+    }
+    if (pathname.startsWith('/latest/')) return imds(req, res, pathname);
+    if (pathname.startsWith('/container/')) return container(req, res);
+    if (pathname === '/process') return processCreds(req, res);
+    if (pathname === '/') return sts(req, res, url);
+    stats.requests.other++;
+    return refuse(res, 404, 'Not Found\n');
+  }
+
+  return { handle, control };
 }
 
 // ---- fault injection ----
@@ -146,7 +1281,7 @@ const LIST_PARAMS = new Set(['prefix', 'marker', 'max-keys', 'delimiter', 'encod
 
 function newStats() {
   return {
-    requests: 0, // every S3 request (control requests excluded)
+    requests: 0, // every S3 request that passed authentication (control requests excluded)
     gets: 0, // GET object
     heads: 0,
     lists: 0, // GET bucket with list-type
@@ -154,8 +1289,9 @@ function newStats() {
     ifMatch: 0, // requests carrying If-Match
     faultsFired: 0,
     fired: { status: 0, cut: 0, stall: 0, etag: 0, delay: 0 },
-    // [{path, range, port, t}] of every GET object, in arrival order (t: ms
-    // since the epoch)
+    // [{path, range, port, t, inflight}] of every GET object, in arrival
+    // order (t: ms since the epoch; inflight: GET-object requests being
+    // served when it arrived, itself included)
     ranges: [],
     events: [], // [{kind, path, range, start, after, breakAt}] per fault fired
   };
@@ -164,6 +1300,7 @@ function newStats() {
 function createFaults(verbose) {
   let armed = [];
   let stats = newStats();
+  let inflight = 0;
   const log = msg => {
     if (verbose) process.stderr.write(`fault: ${msg}\n`);
   };
@@ -181,21 +1318,15 @@ function createFaults(verbose) {
     return 'other';
   }
 
-  function safeDecode(s) {
-    try {
-      return decodeURIComponent(s);
-    } catch (err) {
-      return s;
-    }
-  }
-
   function matches(fault, ctx, type) {
     if (fault.count <= 0) return false;
     if (fault.list ? type !== 'list' : type !== 'object') return false;
-    if (!fault.match) return true;
-    const hay = [ctx.path, safeDecode(ctx.path)];
-    if (type === 'list') hay.push(ctx.querystring, safeDecode(ctx.querystring));
-    return hay.some(h => h.includes(fault.match));
+    if (fault.match) {
+      const hay = [ctx.path, safeDecode(ctx.path)];
+      if (type === 'list') hay.push(ctx.querystring, safeDecode(ctx.querystring));
+      if (!hay.some(h => h.includes(fault.match))) return false;
+    }
+    return fault.prob >= 1 || Math.random() < fault.prob;
   }
 
   function rangeStart(ctx) {
@@ -270,14 +1401,12 @@ function createFaults(verbose) {
         seconds: num('seconds', 30),
         status: num('status', 500),
         list: q.list === '1' || q.list === 'true',
+        prob: num('prob', 1),
       };
       if (fault.kind === 'status' && (fault.status < 400 || fault.status > 599))
         throw new Error(`bad status '${q.status}'`);
-      if (fault.list && (kind === 'cut' || kind === 'stall' || kind === 'etag')) {
-        // lists are small and built in memory: cut/stall still work on the
-        // serialised body, etag has no meaning there
-        if (kind === 'etag') throw new Error('etag faults apply to objects only');
-      }
+      if (!(fault.prob > 0 && fault.prob <= 1)) throw new Error(`bad prob '${q.prob}' (0 < P <= 1)`);
+      if (fault.list && kind === 'etag') throw new Error('etag faults apply to objects only');
       armed.push(fault);
       ctx.body = JSON.stringify({ ok: true, armed: fault }) + '\n';
       log(`armed ${JSON.stringify(fault)}`);
@@ -289,14 +1418,7 @@ function createFaults(verbose) {
 
   function errorBody(ctx, status) {
     const [code, message] = S3_ERRORS[status] || S3_ERRORS[500];
-    const esc = s =>
-      s.replace(/[<>&'"]/g, c => ({ '<': '&lt;', '>': '&gt;', '&': '&amp;', "'": '&apos;', '"': '&quot;' })[c]);
-    return (
-      '<?xml version="1.0" encoding="UTF-8"?>\n' +
-      `<Error><Code>${code}</Code><Message>${esc(message)}</Message>` +
-      `<Resource>${esc(safeDecode(ctx.path))}</Resource>` +
-      `<RequestId>${crypto.randomBytes(8).toString('hex').toUpperCase()}</RequestId></Error>`
-    );
+    return s3ErrorXml(code, message, safeDecode(ctx.path), null);
   }
 
   // Take over the response: send headers and `after` body bytes, then either
@@ -373,14 +1495,20 @@ function createFaults(verbose) {
   }
 
   async function middleware(ctx, next) {
-    if (ctx.path === '/__fault' || ctx.path.startsWith('/__fault/')) {
-      control(ctx);
-      return;
-    }
     const type = classify(ctx);
     stats.requests++;
     if (ctx.get('if-match')) stats.ifMatch++;
     if (type === 'object') {
+      inflight++;
+      let counted = true;
+      const done = () => {
+        if (counted) {
+          counted = false;
+          inflight--;
+        }
+      };
+      ctx.res.once('close', done);
+      ctx.res.once('finish', done);
       stats.gets++;
       if (ctx.get('range')) stats.rangeGets++;
       if (stats.ranges.length < MAX_LOG)
@@ -389,6 +1517,7 @@ function createFaults(verbose) {
           range: ctx.get('range') || null,
           port: ctx.req.socket.remotePort, // tells connections apart
           t: Date.now(),
+          inflight,
         });
     } else if (type === 'list') {
       stats.lists++;
@@ -431,46 +1560,105 @@ function createFaults(verbose) {
     truncate(ctx, fault);
   }
 
-  return { middleware };
+  return { middleware, control };
 }
 
 // ---- main ----
+
+function listen(server, port, address) {
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, address, () => {
+      server.removeListener('error', reject);
+      resolve(server.address());
+    });
+  });
+}
+
+const hostOf = addr => (addr.family === 'IPv6' || addr.family === 6 ? `[${addr.address}]` : addr.address);
 
 async function main() {
   const opts = parseArgs(process.argv.slice(2));
   let S3rver;
   try {
     S3rver = require('s3rver');
+    DUMMY_ACCOUNT = require('s3rver/lib/models/account').DUMMY_ACCOUNT;
   } catch (err) {
     process.stderr.write(
       `server.js: cannot load s3rver (run 'npm ci' in ${__dirname}): ${err.message}\n`,
     );
     process.exit(1);
   }
-  const fs = require('fs');
   fs.mkdirSync(opts.dir, { recursive: true });
+  let tls = {};
+  if (opts.tlsCert) {
+    try {
+      tls = { cert: fs.readFileSync(opts.tlsCert), key: fs.readFileSync(opts.tlsKey) };
+    } catch (err) {
+      usage(`cannot read the TLS certificate or key: ${err.message}`);
+    }
+  }
 
+  const log = tag => msg => {
+    if (opts.verbose) process.stderr.write(`${tag}: ${msg}\n`);
+  };
+  const keyring = createKeyring(opts, log('creds'));
   const faults = createFaults(opts.verbose);
-  const server = new S3rver({
-    address: opts.address,
-    port: opts.port,
-    directory: path.resolve(opts.dir),
-    silent: !opts.verbose,
-    resetOnClose: false,
-  });
+  const auth = createAuth(opts, keyring);
+  const creds = createCreds(opts, keyring, log('creds'));
+  const authControl = (method, pathname) => {
+    const ctx = { path: pathname, method, set type(v) {}, status: 200, body: '' };
+    auth.control(ctx);
+    return [ctx.status, ctx.body];
+  };
+
+  // Control routes first: they are neither authenticated nor counted.
+  async function controlRoutes(ctx, next) {
+    const p = ctx.path;
+    if (p === '/__fault' || p.startsWith('/__fault/')) return faults.control(ctx);
+    if (p === '/__auth' || p.startsWith('/__auth/')) return auth.control(ctx);
+    if (p === '/__creds' || p.startsWith('/__creds/')) {
+      const [status, body] = creds.control(ctx.method, p, new URLSearchParams(ctx.querystring));
+      ctx.status = status;
+      ctx.type = 'application/json';
+      ctx.body = body;
+      return undefined;
+    }
+    return next();
+  }
+
+  const server = new S3rver(
+    Object.assign(
+      {
+        address: opts.address,
+        port: opts.port,
+        directory: path.resolve(opts.dir),
+        silent: !opts.verbose,
+        resetOnClose: false,
+      },
+      tls,
+    ),
+  );
   // Koa composes app.middleware when the server starts: put ours first.
-  server.middleware.unshift(faults.middleware);
+  server.middleware.unshift(controlRoutes, auth.middleware, faults.middleware);
   if (!opts.verbose) server.on('error', () => {});
 
   let httpServer = null;
+  let credsServer = null;
   let stopping = false;
   const stop = () => {
     if (stopping) return;
     stopping = true;
     if (!httpServer) process.exit(0);
-    httpServer.close(() => process.exit(0));
-    if (typeof httpServer.closeAllConnections === 'function')
-      httpServer.closeAllConnections();
+    let open = credsServer ? 2 : 1;
+    const closed = () => {
+      if (--open === 0) process.exit(0);
+    };
+    for (const s of [httpServer, credsServer]) {
+      if (!s) continue;
+      s.close(closed);
+      if (typeof s.closeAllConnections === 'function') s.closeAllConnections();
+    }
     setTimeout(() => process.exit(0), 2000).unref();
   };
   process.on('SIGTERM', stop);
@@ -482,8 +1670,20 @@ async function main() {
   const addr = await server.run();
   httpServer = server.httpServer;
   httpServer.keepAliveTimeout = 30000;
-  const host = addr.family === 'IPv6' || addr.family === 6 ? `[${addr.address}]` : addr.address;
-  process.stdout.write(`ready http://${host}:${addr.port}\n`);
+  let line = `ready ${opts.tlsCert ? 'https' : 'http'}://${hostOf(addr)}:${addr.port}`;
+  if (opts.credentialsPort !== null) {
+    credsServer = http.createServer((req, res) => {
+      creds.handle(req, res, authControl).catch(err => {
+        process.stderr.write(`server.js: credentials endpoint: ${err.message}\n`);
+        if (!res.headersSent) res.writeHead(500);
+        res.end();
+      });
+    });
+    credsServer.keepAliveTimeout = 30000;
+    const caddr = await listen(credsServer, opts.credentialsPort, opts.address);
+    line += ` credentials http://${hostOf(caddr)}:${caddr.port}`;
+  }
+  process.stdout.write(line + '\n');
 }
 
 if (!hasDes()) {

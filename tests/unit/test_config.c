@@ -1168,7 +1168,7 @@ static void test_small_err_buffer(void **state)
 	assert_int_equal(channel_config_parse(text, strlen(text), specs, NSPECS,
 					      &n, err, sizeof(err)),
 			 EINVAL);
-	assert_string_equal(err, "input d");
+	assert_string_equal(err, "inpu\xe2\x80\xa6"); /* "inpu…" */
 	assert_int_equal(channel_config_parse(text, strlen(text), specs, NSPECS,
 					      &n, NULL, 0),
 			 EINVAL);
@@ -1706,6 +1706,27 @@ static void test_container_bad_specs(void **state)
 	assert_int_equal(count_entries(dir), 0);
 }
 
+/* Found by fuzz_config: an invalid bucket name so long that the message
+ * is cut to the buffer; the cut message still ends without a period (in
+ * "…") and is clean UTF-8. */
+static void test_long_bucket_message_cut(void **state)
+{
+	char text[2048];
+	char bucket[1200];
+
+	(void)state;
+	memset(bucket, 'H', sizeof(bucket) - 1);
+	bucket[sizeof(bucket) - 1] = '\0';
+	memcpy(bucket, "bu.ck.", 6); /* a dot at the 512th byte too */
+	bucket[400] = '.';
+	snprintf(text, sizeof(text),
+		 "[{'ChannelName': 'train', 'DataSource': {'S3DataSource': "
+		 "{'S3DataType': 'S3Prefix', 'S3Uri': 's3://%s/p/'}}}]",
+		 bucket);
+	expect_error(text, "invalid bucket name");
+	expect_error(text, "\xe2\x80\xa6");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1768,6 +1789,7 @@ int main(void)
 	    cmocka_unit_test(test_container_write),
 	    cmocka_unit_test(test_container_missing_dir),
 	    cmocka_unit_test(test_container_bad_specs),
+	    cmocka_unit_test(test_long_bucket_message_cut),
 	};
 
 	return cmocka_run_group_tests(tests, setup_dir, teardown_dir);

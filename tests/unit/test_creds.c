@@ -22,6 +22,8 @@
 
 #include <cmocka.h>
 
+#include "tests/unit/aws_env.h"
+
 #define MAX_TEMP 8
 
 static const struct s3_creds_query no_query = {.tls_verify = true};
@@ -33,21 +35,9 @@ static size_t ntemp;
 static char temp_dir[64];
 static char temp_dir_aws[96];
 
-static const char *const aws_vars[] = {
-    "AWS_ACCESS_KEY_ID",  "AWS_SECRET_ACCESS_KEY",
-    "AWS_SESSION_TOKEN",  "AWS_SECURITY_TOKEN",
-    "AWS_PROFILE",	  "AWS_REGION",
-    "AWS_DEFAULT_REGION", "AWS_SHARED_CREDENTIALS_FILE",
-    "AWS_CONFIG_FILE",
-};
-
 static int setup(void **state)
 {
-	size_t i;
-
-	for (i = 0; i < sizeof(aws_vars) / sizeof(aws_vars[0]); i++)
-		unsetenv(aws_vars[i]);
-	setenv("HOME", "/nonexistent/s3pipe-test-home", 1);
+	aws_env_clear();
 	ntemp = 0;
 	return 0;
 }

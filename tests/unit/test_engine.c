@@ -9,7 +9,9 @@
  * headers, so a test can check what the engine asked for: a resumed GET's
  * range, a retry after a 503, the If-Match it sends, a HEAD's method, and
  * what reaches the caller (bytes, buffer callbacks, a HEAD's size and
- * ETag, the error).  Nothing leaves 127.0.0.1.
+ * ETag, the error), and how the concurrency limit follows throttling.
+ * Also the credential refresh rule (s3_refresh_due).  Nothing leaves
+ * 127.0.0.1.
  */
 #include "config.h"
 
@@ -29,6 +31,7 @@
 
 #include <cmocka.h>
 
+#include "s3/refresh.h"
 #include "s3/s3.h"
 
 #define MAX_STEPS 8
@@ -178,14 +181,18 @@ static void add_step(struct server *sv, int status, const char *headers,
 	};
 }
 
-/* A client of the server: anonymous, quick retries and timeouts. */
-static struct s3_store *client_for(const struct server *sv, unsigned retries)
+/* A client of the server: anonymous, quick retries and timeouts, at most
+ * connections transfers at once (0: the default). */
+static struct s3_store *client_with(const struct server *sv, unsigned retries,
+				    unsigned connections)
 {
 	struct s3_client_conf conf;
 	struct s3_store *st;
 	char url[64];
 
 	s3_client_conf_init(&conf);
+	if (connections)
+		conf.max_connections = connections;
 	snprintf(url, sizeof(url), "http://127.0.0.1:%d", sv->port);
 	conf.endpoint = strdup(url);
 	conf.region = strdup("us-east-1");
@@ -199,6 +206,11 @@ static struct s3_store *client_for(const struct server *sv, unsigned retries)
 	s3_client_conf_free(&conf);
 	assert_non_null(st);
 	return st;
+}
+
+static struct s3_store *client_for(const struct server *sv, unsigned retries)
+{
+	return client_with(sv, retries, 0);
 }
 
 /* What a GET reported, and a way to wait for it. */
@@ -326,26 +338,57 @@ static void test_cut_resumes_at_break(void **state)
 	server_stop(&sv);
 }
 
-/* SlowDown is retried; the retry succeeds. */
-static void test_slowdown_retried(void **state)
+/* SlowDown is retried and the retry succeeds; and the concurrency rule: the
+ * 503 halves the limit (4 -> 2, the episode's peak is 4), then it grows by
+ * one per round of limit successes: the retry and the second GET take it
+ * to 3, three more to 4, no further. */
+static void test_throttle_halves_and_recovers(void **state)
 {
-	static const char xml[] = "<Error><Code>SlowDown</Code>"
-				  "<Message>slow</Message></Error>";
+	static const char xml[] = "<Error><Code>SlowDown</Code></Error>";
+	static const uint64_t after[] = {2, 3, 3, 3, 4, 4};
 	struct server sv = {0};
 	struct s3_store *st;
 	struct outcome o;
+	struct s3_stats stats;
 	char dest[8];
 
 	add_step(&sv, 503, NULL, xml, sizeof(xml) - 1, sizeof(xml) - 1);
-	add_step(&sv, 206, NULL, body, 8, 8);
+	for (unsigned i = 0; i < 6; i++)
+		add_step(&sv, 206, NULL, body, 8, 8);
 	server_start(&sv);
-	st = client_for(&sv, 2);
-	get_and_wait(st, NULL, 0, dest, 8, 0, &o);
-	assert_false(o.failed);
-	assert_memory_equal(dest, body, 8);
-	assert_int_equal(sv.nseen, 2);
+	st = client_with(&sv, 1, 4);
+	for (unsigned i = 0; i < 6; i++) {
+		get_and_wait(st, NULL, 0, dest, 8, 0, &o);
+		assert_false(o.failed);
+		assert_memory_equal(dest, body, 8);
+		s3_store_get_stats(st, &stats);
+		assert_int_equal(stats.concurrency, after[i]);
+	}
+	assert_int_equal(stats.throttled, 1);
+	assert_int_equal(sv.nseen, 7);
 	s3_store_destroy(st);
 	server_stop(&sv);
+}
+
+/* The refresh rule: lead = min(5 min, a third of the lifetime), at least
+ * 1 s, and up to a quarter of it earlier for jitter. */
+static void test_refresh_due(void **state)
+{
+	time_t t0 = 1700000000;
+
+	(void)state;
+	/* an hour: 5 min ahead, jitter 0..75 s */
+	assert_int_equal(s3_refresh_due(t0, t0 + 3600, 0), t0 + 3600 - 300);
+	assert_int_equal(s3_refresh_due(t0, t0 + 3600, 75), t0 + 3600 - 375);
+	assert_int_equal(s3_refresh_due(t0, t0 + 3600, 76), t0 + 3600 - 300);
+	/* 30 s: 10 s ahead, jitter 0..2 s */
+	assert_int_equal(s3_refresh_due(t0, t0 + 30, 0), t0 + 20);
+	assert_int_equal(s3_refresh_due(t0, t0 + 30, 2), t0 + 18);
+	/* 2 s: at least 1 s ahead */
+	assert_int_equal(s3_refresh_due(t0, t0 + 2, 7), t0 + 1);
+	/* already expired, or obtained after it: at once */
+	assert_int_equal(s3_refresh_due(t0, t0, 5), t0);
+	assert_int_equal(s3_refresh_due(t0, t0 - 10, 5), t0);
 }
 
 /* Retries run out: the caller gets the last error, nothing reported
@@ -646,7 +689,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_get_ranged),
 	    cmocka_unit_test(test_cut_resumes_at_break),
-	    cmocka_unit_test(test_slowdown_retried),
+	    cmocka_unit_test(test_throttle_halves_and_recovers),
+	    cmocka_unit_test(test_refresh_due),
 	    cmocka_unit_test(test_retries_exhausted),
 	    cmocka_unit_test(test_other_etag_refused),
 	    cmocka_unit_test(test_ignored_range_refused),

@@ -134,7 +134,7 @@ static void test_defaults(void **state)
 	assert_int_equal(o.cache.budget_bytes, 256ULL << 20);
 	assert_int_equal(o.cache.block_size, 8ULL << 20);
 	assert_int_equal(o.s3.max_connections, 64);
-	assert_int_equal(o.s3.max_retries, 5);
+	assert_int_equal(o.s3.max_retries, 10);
 	assert_int_equal(o.s3.stall_seconds, 30);
 	assert_int_equal(o.epochs, 0);
 	assert_int_equal(o.seek, FS_SEEK_REJECT);
@@ -159,7 +159,7 @@ static void test_defaults_after_parse(void **state)
 	assert_int_equal(o.cache.budget_bytes, 256ULL << 20);
 	assert_int_equal(o.cache.block_size, 8ULL << 20);
 	assert_int_equal(o.s3.max_connections, 64);
-	assert_int_equal(o.s3.max_retries, 5);
+	assert_int_equal(o.s3.max_retries, 10);
 	assert_int_equal(o.s3.stall_seconds, 30);
 	assert_int_equal(o.epochs, 0);
 	assert_int_equal(o.seek, FS_SEEK_REJECT);
@@ -977,7 +977,7 @@ static void test_usage(void **state)
 	    "(default 256M)",
 	    "(default 8M)",
 	    "(default 64)",
-	    "(default 5)",
+	    "(default 10)",
 	    "(default 30)",
 	    "(default 16)",
 	    "(default 0)",

@@ -32,6 +32,8 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+
+#include "tests/unit/aws_env.h"
 #include <curl/curl.h>
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
@@ -1113,33 +1115,12 @@ static void test_get_check(void **state)
 static char temp_dir[64];
 static char ca_file[128];
 
-static const char *const aws_vars[] = {
-    "AWS_ACCESS_KEY_ID",
-    "AWS_SECRET_ACCESS_KEY",
-    "AWS_SESSION_TOKEN",
-    "AWS_SECURITY_TOKEN",
-    "AWS_PROFILE",
-    "AWS_DEFAULT_PROFILE",
-    "AWS_REGION",
-    "AWS_DEFAULT_REGION",
-    "AWS_CA_BUNDLE",
-    "AWS_ROLE_ARN",
-    "AWS_WEB_IDENTITY_TOKEN_FILE",
-    "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
-    "AWS_CONTAINER_CREDENTIALS_FULL_URI",
-    "AWS_CONTAINER_AUTHORIZATION_TOKEN",
-    "AWS_EC2_METADATA_SERVICE_ENDPOINT",
-};
-
 /* An environment naming only files that do not exist, no metadata. */
 static int conf_setup(void **state)
 {
 	char path[128];
 
-	for (size_t i = 0; i < N_ELEMS(aws_vars); i++)
-		unsetenv(aws_vars[i]);
-	setenv("HOME", "/nonexistent/s3pipe-test-home", 1);
-	setenv("AWS_EC2_METADATA_DISABLED", "true", 1);
+	aws_env_clear();
 	snprintf(path, sizeof(path), "%s/credentials", temp_dir);
 	setenv("AWS_SHARED_CREDENTIALS_FILE", path, 1);
 	snprintf(path, sizeof(path), "%s/config", temp_dir);

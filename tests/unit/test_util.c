@@ -87,7 +87,7 @@ static void test_fail(void **state)
 	assert_true(util_utf8_valid(err));
 	/* a message that ended in '.' when cut no longer does */
 	util_fail(err, sizeof(err), EINVAL, "%s", "name 'a.b.c.d.e.f.g'");
-	assert_string_equal(err, "name 'a.b.c\xe2\x80\xa6");
+	assert_string_equal(err, "name 'a.b.c.\xe2\x80\xa6");
 	/* no buffer: only the code */
 	assert_int_equal(util_fail(NULL, 0, E2BIG, "%s", "ignored"), E2BIG);
 }
