@@ -1,7 +1,9 @@
 /*
  * s3 internals shared between the files of s3/ and the unit tests:
- * SigV4 signing, URI encoding, request building, XML parsing and error
- * classification.  Nothing outside s3/ and tests/ includes this.
+ * SigV4 signing, URI encoding, request building, XML parsing, error
+ * classification, and the credential providers with what they share
+ * (secret buffers, the HTTP helper, the credential JSON parser).  Nothing
+ * outside s3/ and tests/ includes this.
  */
 #ifndef S3PIPE_S3_INTERNAL_H
 #define S3PIPE_S3_INTERNAL_H
@@ -208,6 +210,8 @@ bool s3_error_credentials_expired(const struct s3_error *err);
 #define S3_CREDS_BODY_MAX	    ((size_t)64 << 10)
 #define S3_CREDS_TOKEN_FILE_MAX	    ((size_t)16 << 10)
 #define S3_CREDS_PROCESS_TIMEOUT_MS 60000u
+
+/* ---- secret.c: wiped buffers and strings, token files, s3_creds ---- */
 
 /*
  * A buffer for secrets: its max + 1 bytes are allocated at once, so appends
