@@ -7,7 +7,7 @@
  */
 #include "config.h"
 
-#include "s3/s3.h"
+#include "s3/internal.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -24,6 +24,7 @@
 
 void s3_client_conf_init(struct s3_client_conf *conf)
 {
+	s3_creds_json_init(); /* before jansson parses anything */
 	memset(conf, 0, sizeof(*conf));
 	conf->tls_verify = true;
 	conf->max_connections = S3_DEFAULT_MAX_CONNECTIONS;
@@ -112,7 +113,9 @@ int s3_client_conf_resolve(struct s3_client_conf *conf, char *err,
 	    .profile = conf->profile,
 	    .region = conf->region,
 	    .ca_bundle = conf->ca_bundle,
-	    .tls_verify = conf->tls_verify,
+	    /* --no-verify-ssl is for the S3 endpoint only, as in the AWS
+	     * CLI: tokens and credentials never cross unverified TLS */
+	    .tls_verify = true,
 	};
 	return s3_creds_resolve(&q, &conf->creds, err, errlen);
 }

@@ -56,6 +56,11 @@ static void json_init(void)
 	json_set_alloc_funcs(malloc, json_wiping_free);
 }
 
+void s3_creds_json_init(void)
+{
+	pthread_once(&json_once, json_init);
+}
+
 /* ---- times ---- */
 
 /* n decimal digits at s into *out; false at any other character. */
@@ -250,7 +255,7 @@ int s3_creds_json_parse(const char *body, size_t len,
 	time_t expiration = 0;
 	int rc;
 
-	pthread_once(&json_once, json_init);
+	s3_creds_json_init();
 	/* jansson sets the error code only with a message: zero it first */
 	memset(&jerr, 0, sizeof(jerr));
 	root = json_loadb(body, len, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES,

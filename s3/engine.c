@@ -25,18 +25,19 @@
  *
  * Credentials that expire are refreshed by s3/refresh.c on its own thread,
  * which hands fresh ones over under the queue's lock; the engine signs
- * every attempt after that with them.  An attempt refused as ExpiredToken
- * after it was signed with credentials since replaced is simply tried
- * again.
+ * every attempt after that with them.  An attempt refused because the
+ * credentials expired (a refresh that came late or failed) asks the
+ * refresher to try at once and is retried like any other failure.
  *
  * Throttling (the concurrency rule, AIMD): the engine starts up to limit
  * transfers at once, limit starting at max_connections.  An answer asking
  * to slow down (503, 429, SlowDown, s3_error_throttled()) halves limit (not
  * below 1), once per round: only answers to attempts started after the
- * last cut count.  Each success then raises it again: by one per success
- * (doubling each round) while it is below half of where the throttling
- * episode began, by one per limit successes (one per round) above that,
- * up to max_connections.  Cuts less than 10 s apart are one episode.
+ * last cut count.  Successes raise it again by one per round (limit
+ * successes), up to max_connections; once 10 s have passed without a cut
+ * (the episode is over), by one per success (doubling each round) while it
+ * is below half of where the episode began.  Cuts less than 10 s apart
+ * are one episode.
  *
  * Retries: up to max_retries, but only UNANSWERED_RETRIES for a connection
  * that cannot be made before the endpoint has ever answered: at start-up
@@ -93,9 +94,8 @@ struct s3_request {
 	bool unanswered; /* an urgent GET attempt with no response yet */
 	bool whole;	 /* GET: the whole object; Range only when resuming */
 	unsigned attempt;
-	unsigned creds_generation; /* of the credentials that signed it */
-	uint64_t started_ns;	   /* when this attempt started */
-	uint64_t due_ns;	   /* when a delayed retry may start */
+	uint64_t started_ns; /* when this attempt started */
+	uint64_t due_ns;     /* when a delayed retry may start */
 
 	/* per attempt */
 	CURL *easy;
@@ -168,7 +168,6 @@ struct s3_client {
 	unsigned nbatch_removed; /* more than fit: skip the rest */
 	unsigned running;
 	unsigned urgent_unanswered; /* running requests with unanswered set */
-	unsigned creds_generation;  /* bumped when fresh credentials arrive */
 	bool answered; /* the endpoint has answered at least once */
 	/* the concurrency rule (see the top of the file) */
 	unsigned limit;	       /* transfers that may run at once */
@@ -541,11 +540,14 @@ static void limit_throttled(struct s3_client *c, const struct s3_request *r)
 			  c->limit, was);
 }
 
-/* A success: one step up per success while below half the peak (doubling
- * each round), then one per limit successes (one per round). */
+/* A success: one step up per round (limit successes); one per success
+ * (doubling each round) once no cut came for an episode's length, while
+ * below half the peak. */
 static void limit_succeeded(struct s3_client *c)
 {
-	unsigned step_every = c->limit < c->limit_peak / 2 ? 1 : c->limit;
+	bool calm = util_now_ns() - c->last_cut_ns > LIMIT_EPISODE_NS;
+	unsigned step_every =
+	    calm && c->limit < c->limit_peak / 2 ? 1 : c->limit;
 
 	if (c->limit >= c->max_connections)
 		return;
@@ -557,6 +559,8 @@ static void limit_succeeded(struct s3_client *c)
 	if (c->limit == c->max_connections)
 		util_info("no longer throttled: up to %u transfers at once",
 			  c->limit);
+	else
+		util_debug("up to %u transfers at once", c->limit);
 }
 
 static void enqueue_pending(struct s3_client *c, struct s3_request *r)
@@ -596,7 +600,6 @@ static int build_attempt(struct s3_client *c, struct s3_request *r)
 	r->url = NULL;
 	curl_slist_free_all(r->headers);
 	r->headers = NULL;
-	r->creds_generation = c->creds_generation;
 	return s3_request_build(&c->endpoint, c->force_path_style, &c->signer,
 				&spec, time(NULL), &r->url, &r->headers);
 }
@@ -714,6 +717,18 @@ static void detach(struct s3_client *c, struct s3_request *r)
 	c->running--;
 }
 
+/* Whether err says the signing credentials had expired: by its code, or
+ * for a HEAD (no body, no code) by a 400/403 after their expiration. */
+static bool creds_ran_out(const struct s3_client *c, const struct s3_request *r,
+			  const struct s3_error *err)
+{
+	if (s3_error_credentials_expired(err))
+		return true;
+	return r->kind == S3_REQUEST_HEAD &&
+	       (err->http_status == 400 || err->http_status == 403) &&
+	       c->creds.expiration && time(NULL) >= c->creds.expiration;
+}
+
 static void finish_request(struct s3_client *c, struct s3_request *r,
 			   CURLcode result)
 {
@@ -759,10 +774,12 @@ static void finish_request(struct s3_client *c, struct s3_request *r,
 	}
 	if (s3_error_throttled(&err))
 		limit_throttled(c, r);
-	/* signed with credentials that have been replaced since: again */
-	if (s3_error_credentials_expired(&err) &&
-	    r->creds_generation != c->creds_generation)
+	/* the credentials ran out before fresh ones came: ask for them now
+	 * and try again (with backoff, within max_retries) */
+	if (!retryable && c->refresher && creds_ran_out(c, r, &err)) {
+		s3_refresher_nudge(c->refresher);
 		retryable = true;
+	}
 	if (retryable && r->attempt <= c->max_retries) {
 		util_debug("retrying %s (attempt %u): %s %s", r->url,
 			   r->attempt + 1, err.code, err.message);
@@ -899,7 +916,6 @@ static void take_fresh_creds(struct s3_client *c)
 	c->have_fresh = false;
 	explicit_bzero(c->signer.key, sizeof(c->signer.key));
 	c->signer.key_date[0] = '\0';
-	c->creds_generation++;
 	stats_add(&c->stats.credential_refreshes, 1);
 }
 
@@ -1257,7 +1273,7 @@ static int client_start_refresher(struct s3_client *c,
 	    .profile = conf->profile,
 	    .region = c->region,
 	    .ca_bundle = c->ca_bundle,
-	    .tls_verify = c->tls_verify,
+	    .tls_verify = true, /* see s3_client_conf_resolve() */
 	};
 
 	if (conf->no_sign || conf->creds.expiration == 0 ||

@@ -309,6 +309,13 @@ enum s3_creds_json_kind {
 };
 
 /*
+ * Makes jansson wipe what it frees (it holds secrets while parsing).  Must
+ * run before any use of jansson in the process, threads included:
+ * s3_client_conf_init() calls it; later calls do nothing.
+ */
+void s3_creds_json_init(void);
+
+/*
  * Parses a credential document of kind into a whole *out: access_key,
  * secret_key, session_token and expiration from the document, a copy of
  * source (may be NULL: none) and provider -1.  Returns 0, ENOMEM, or

@@ -2,10 +2,13 @@
  * refresh: the thread that asks the credential provider again before the
  * credentials expire (the rule is in s3/refresh.h).  It owns copies of the
  * query's strings and knows only the current credentials' provider and
- * expiration, never their secrets; fresh credentials go straight to the
- * deliver callback.  One mutex and condition variable: stop wakes the
- * thread from its wait; a refresh under way is not interrupted (providers
- * have their own short timeouts) and stop waits for it.
+ * expiration and access key id, never their secrets; fresh credentials go
+ * straight to the deliver callback.  One mutex and condition variable:
+ * stop and nudge wake the thread from its wait.  A refresh under way is
+ * not interrupted (a credential_process may take up to a minute): stop
+ * then leaves the thread to finish on its own, with nothing to deliver to,
+ * and it frees the refresher itself.  The deliver callback runs under the
+ * refresher's lock, so that it never runs after stop has returned.
  */
 #include "config.h"
 
@@ -39,12 +42,17 @@ struct s3_refresher {
 	int provider;
 	time_t obtained;
 	time_t expiration;
+	char *access_key; /* not a secret */
 
 	unsigned rand_state;
 	pthread_t thread;
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
-	bool stopping; /* under lock */
+	/* under lock */
+	bool stopping;
+	bool nudged;   /* refresh now, the credentials were refused */
+	bool busy;     /* asking the provider */
+	bool orphaned; /* stopped while busy: the thread frees r */
 };
 
 time_t s3_refresh_due(time_t obtained, time_t expiration, unsigned random)
@@ -62,18 +70,21 @@ time_t s3_refresh_due(time_t obtained, time_t expiration, unsigned random)
 	return expiration - lead - (time_t)(random % (unsigned)(lead / 4 + 1));
 }
 
-/* Waits until due (wall clock) or stop; true when stopping. */
+/* Waits until due (wall clock), a nudge or stop; true when stopping.
+ * Otherwise marks the refresher busy. */
 static bool wait_until(struct s3_refresher *r, time_t due)
 {
 	struct timespec ts = {.tv_sec = due, .tv_nsec = 0};
 	bool stopping;
 
 	pthread_mutex_lock(&r->lock);
-	while (!r->stopping && time(NULL) < due)
+	while (!r->stopping && !r->nudged && time(NULL) < due)
 		if (pthread_cond_timedwait(&r->cond, &r->lock, &ts) ==
 		    ETIMEDOUT)
 			break;
+	r->nudged = false;
 	stopping = r->stopping;
+	r->busy = !stopping;
 	pthread_mutex_unlock(&r->lock);
 	return stopping;
 }
@@ -120,7 +131,8 @@ static time_t refresh_once(struct s3_refresher *r, unsigned *failures)
 		return now + delay;
 	}
 	*failures = 0;
-	if (fresh.expiration != 0 && fresh.expiration <= r->expiration) {
+	if (fresh.expiration != 0 && fresh.expiration <= r->expiration &&
+	    r->access_key && strcmp(fresh.access_key, r->access_key) == 0) {
 		/* not renewed yet: look again a little later */
 		delay = (r->expiration - now) / 4;
 		if (delay < REFRESH_RECHECK_MIN)
@@ -133,8 +145,16 @@ static time_t refresh_once(struct s3_refresher *r, unsigned *failures)
 		s3_creds_clear(&fresh);
 		return now + delay;
 	}
+	pthread_mutex_lock(&r->lock);
+	if (r->stopping) { /* nobody to deliver to any more */
+		pthread_mutex_unlock(&r->lock);
+		s3_creds_clear(&fresh);
+		return 0;
+	}
 	r->obtained = now;
 	r->expiration = fresh.expiration;
+	free(r->access_key);
+	r->access_key = strdup(fresh.access_key); /* NULL: compare no more */
 	if (fresh.expiration) {
 		format_utc(fresh.expiration, until, sizeof(until));
 		util_info("credentials refreshed from %s, valid until %s",
@@ -144,10 +164,22 @@ static time_t refresh_once(struct s3_refresher *r, unsigned *failures)
 			  fresh.source);
 	}
 	r->deliver(r->arg, &fresh); /* takes them */
+	pthread_mutex_unlock(&r->lock);
 	if (!r->expiration)
 		return 0;
 	return s3_refresh_due(r->obtained, r->expiration,
 			      (unsigned)rand_r(&r->rand_state));
+}
+
+static void refresher_free(struct s3_refresher *r)
+{
+	free(r->access_key);
+	free(r->profile);
+	free(r->region);
+	free(r->ca_bundle);
+	pthread_mutex_destroy(&r->lock);
+	pthread_cond_destroy(&r->cond);
+	free(r);
 }
 
 static void *refresher_main(void *arg)
@@ -156,20 +188,27 @@ static void *refresher_main(void *arg)
 	unsigned failures = 0;
 	time_t due = s3_refresh_due(r->obtained, r->expiration,
 				    (unsigned)rand_r(&r->rand_state));
+	bool orphaned;
 
-	while (due && !wait_until(r, due))
+	while (due && !wait_until(r, due)) {
 		due = refresh_once(r, &failures);
+		pthread_mutex_lock(&r->lock);
+		r->busy = false;
+		orphaned = r->orphaned;
+		pthread_mutex_unlock(&r->lock);
+		if (orphaned) {
+			refresher_free(r);
+			return NULL;
+		}
+	}
+	/* done (credentials without expiration) or stopping: wait for stop */
+	pthread_mutex_lock(&r->lock);
+	r->busy = false;
+	orphaned = r->orphaned;
+	pthread_mutex_unlock(&r->lock);
+	if (orphaned)
+		refresher_free(r);
 	return NULL;
-}
-
-static void refresher_free(struct s3_refresher *r)
-{
-	free(r->profile);
-	free(r->region);
-	free(r->ca_bundle);
-	pthread_mutex_destroy(&r->lock);
-	pthread_cond_destroy(&r->cond);
-	free(r);
 }
 
 struct s3_refresher *s3_refresher_start(const struct s3_creds_query *q,
@@ -199,10 +238,12 @@ struct s3_refresher *s3_refresher_start(const struct s3_creds_query *q,
 	r->arg = arg;
 	r->provider = current->provider;
 	r->expiration = current->expiration;
+	r->access_key = util_strdup0(current->access_key);
 	r->obtained = time(NULL);
 	r->rand_state = (unsigned)util_now_ns();
 	if ((q->profile && !r->profile) || (q->region && !r->region) ||
-	    (q->ca_bundle && !r->ca_bundle)) {
+	    (q->ca_bundle && !r->ca_bundle) ||
+	    (current->access_key && !r->access_key)) {
 		refresher_free(r);
 		errno = ENOMEM;
 		return NULL;
@@ -223,7 +264,22 @@ void s3_refresher_stop(struct s3_refresher *r)
 	pthread_mutex_lock(&r->lock);
 	r->stopping = true;
 	pthread_cond_signal(&r->cond);
+	if (r->busy) {
+		/* a provider is being asked: do not wait for it */
+		r->orphaned = true;
+		pthread_mutex_unlock(&r->lock);
+		pthread_detach(r->thread);
+		return;
+	}
 	pthread_mutex_unlock(&r->lock);
 	pthread_join(r->thread, NULL);
 	refresher_free(r);
+}
+
+void s3_refresher_nudge(struct s3_refresher *r)
+{
+	pthread_mutex_lock(&r->lock);
+	r->nudged = true;
+	pthread_cond_signal(&r->cond);
+	pthread_mutex_unlock(&r->lock);
 }

@@ -8,10 +8,11 @@
  * expire, plus a random jitter of up to lead/4 earlier, so that hosts that
  * started together do not all ask at once.  A failed refresh is logged and
  * tried again after 1, 2, 4, ... up to 30 s; the engine keeps signing with
- * the credentials it has until new ones arrive.  Credentials that come back
- * no newer than the current ones (instance metadata hands out the same
- * pair until its own rotation) are checked again after a quarter of the
- * time left (1 s to 60 s).  Credentials without an expiration end the
+ * the credentials it has until new ones arrive, and nudges the refresher
+ * when the server refuses them as expired.  The same key coming back no
+ * newer than before (instance metadata hands out one pair until its own
+ * rotation) is checked again after a quarter of the time left (1 s to
+ * 60 s).  Credentials without an expiration end the
  * thread's work.
  */
 #ifndef S3PIPE_S3_REFRESH_H
@@ -39,9 +40,14 @@ struct s3_refresher *s3_refresher_start(const struct s3_creds_query *q,
 					s3_refresh_deliver_fn *deliver,
 					void *arg);
 
-/* Stops the thread (waiting for a refresh under way) and frees r; NULL is
- * fine.  deliver is not called after this returns. */
+/* Stops the thread and frees r (NULL is fine).  A refresh under way is not
+ * waited for: the thread finishes it alone and delivers nothing.  deliver
+ * is not called after this returns. */
 void s3_refresher_stop(struct s3_refresher *r);
+
+/* Asks for a refresh now (the credentials were refused as expired); the
+ * retry schedule of a failing provider still applies. */
+void s3_refresher_nudge(struct s3_refresher *r);
 
 /*
  * When credentials obtained at obtained that expire at expiration should be

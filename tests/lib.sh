@@ -53,7 +53,10 @@ export AWS_REGION=us-east-1
 unset AWS_PROFILE AWS_DEFAULT_PROFILE AWS_SESSION_TOKEN AWS_ENDPOINT_URL \
 	AWS_ENDPOINT_URL_S3 AWS_CONFIG_FILE AWS_SHARED_CREDENTIALS_FILE \
 	AWS_CONTAINER_CREDENTIALS_RELATIVE_URI AWS_CONTAINER_CREDENTIALS_FULL_URI \
-	AWS_WEB_IDENTITY_TOKEN_FILE AWS_ROLE_ARN || true
+	AWS_WEB_IDENTITY_TOKEN_FILE AWS_ROLE_ARN AWS_ROLE_SESSION_NAME \
+	AWS_CONTAINER_AUTHORIZATION_TOKEN AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE \
+	AWS_EC2_METADATA_SERVICE_ENDPOINT AWS_EC2_METADATA_SERVICE_ENDPOINT_MODE \
+	AWS_ENDPOINT_URL_STS || true
 # tests talk to the loopback address only: no instance-metadata look-ups
 export AWS_EC2_METADATA_DISABLED=true
 # never let a proxy setting send loopback traffic elsewhere
@@ -61,6 +64,9 @@ unset http_proxy https_proxy HTTP_PROXY HTTPS_PROXY ALL_PROXY all_proxy || true
 export NO_PROXY=127.0.0.1,localhost no_proxy=127.0.0.1,localhost
 
 TEST_TMP="$(mktemp -d "${TMPDIR:-/tmp}/s3pipe-$TEST_NAME.XXXXXX")"
+# a home of the test's own: no ~/.aws of whoever runs the tests takes part
+export HOME="$TEST_TMP/home"
+mkdir -p "$HOME"
 S3_LOCAL="$TEST_TMP/local"		# local copies of what was uploaded: $S3_LOCAL/BUCKET/KEY
 S3_URL=
 CREDS_URL=
@@ -266,7 +272,7 @@ mount_ok() {	# ARGS... (the mountpoint last)
 
 # mount_fg LOG ARGS... (the mountpoint last): run s3pipe -f ARGS... in the
 # background with its output in LOG, wait until it is mounted; FG_PID is
-# the daemon. Fails if it exits or does not mount within 15 s.
+# the daemon. Fails if it exits or does not mount within 30 s.
 FG_PID=
 mount_fg() {
 	local log=$1 mp
@@ -278,7 +284,7 @@ mount_fg() {
 	echo "$FG_PID" >>"$TEST_TMP/pids"
 	echo "$FG_PID $(realpath -m "$mp")" >>"$TEST_TMP/daemons"
 	local i
-	for ((i = 0; i < 300; i++)); do
+	for ((i = 0; i < 600; i++)); do
 		if is_mounted "$mp"; then
 			return 0
 		fi
@@ -288,24 +294,7 @@ mount_fg() {
 		fi
 		sleep 0.05
 	done
-	fail "s3pipe -f $*: not mounted after 15 s: $(tail -n 3 "$log")"
-}
-
-# Mount in the foreground (-f) in the background, its log (stderr) in LOG,
-# tracked for cleanup; wait until mounted.  For tests that read the daemon's
-# own log (with -d among ARGS: debug lines too).
-mount_fg() {	# LOG ARGS... (the mountpoint last)
-	local log=$1 mp pid
-	shift
-	mp=${!#}
-	"$S3PIPE" -f "$@" >"$log.out" 2>"$log" </dev/null &
-	pid=$!
-	echo "$mp" >>"$TEST_TMP/mounts"
-	echo "$pid" >>"$TEST_TMP/pids"
-	wait_until 30 is_mounted "$mp" || {
-		kill -0 "$pid" 2>/dev/null || true
-		fail "s3pipe -f $* did not mount in 30 s: $(tail -n 3 "$log")"
-	}
+	fail "s3pipe -f $*: not mounted after 30 s: $(tail -n 3 "$log")"
 }
 
 unmount() {	# MOUNTPOINT — unmount and wait for its daemon(s) to exit

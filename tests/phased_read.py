@@ -24,8 +24,15 @@ import time
 CHUNK = 1 << 20
 
 
+WAIT_MAX = 300  # seconds: a test that failed in between never says go
+
+
 def wait_for(path):
+    deadline = time.time() + WAIT_MAX
     while not os.path.exists(path):
+        # the test is gone (its folder removed) or has waited too long
+        if not os.path.isdir(os.path.dirname(path)) or time.time() > deadline:
+            sys.exit("phased_read.py: no %s: giving up" % path)
         time.sleep(0.02)
 
 

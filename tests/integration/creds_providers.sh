@@ -129,7 +129,7 @@ done
 
 # ---- a refresh that fails once ----
 auth_reset
-creds_set 'lifetime=6'
+creds_set 'lifetime=12'
 mkdir -p "$TEST_TMP/mnt-retry"
 mount_provider process retry
 creds_set 'fail=1'

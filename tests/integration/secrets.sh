@@ -1,13 +1,16 @@
 #!/bin/bash
-# secrets: no secret reaches a log or the process title.  Full mounts with
-# -d (every debug line) whose credentials are distinctive: a static secret
-# key from the environment, temporary credentials (secret key and session
-# token) from a credential_process, refreshed during the read, and a web
-# identity token; retried GETs and a refused signature add error paths.
-# Every log line, the mount helper's stderr and each daemon's command line
-# and title are searched for every secret: none may appear.  Also: a shared
-# credentials file readable by group or others draws a warning, one that
-# is not does not.
+# secrets: no secret reaches a log or the process title.  Five full mounts
+# with -d (every debug line), one per source of credentials, each
+# distinctive: a static secret key from the environment, and temporary
+# credentials (secret key and session token, refreshed during the read)
+# from a credential_process, from STS for a web identity token, from a
+# container endpoint with its authorization token and from instance
+# metadata; retried GETs and a refused signature add error paths.  Every
+# log line, the mount helper's stderr and each daemon's command line and
+# title are searched for every secret and token (the server's key store
+# lists each one it issued), and for any signature or token header: none
+# may appear.  Also: a shared credentials file readable by group or others
+# draws a warning, one that is not does not.
 . "$(cd "$(dirname "$0")/.." && pwd)/lib.sh"
 require_fuse
 require_cmd python3
@@ -15,9 +18,10 @@ require_cmd python3
 STATIC_ID=AKIDSECRETSTEST01
 STATIC_SECRET="StaticSecret-$RANDOM$RANDOM-Zq9"
 WIT="WebIdentityToken-$RANDOM$RANDOM-Xk7"
+CTOKEN="ContainerAuthToken-$RANDOM$RANDOM-Qw3"
 S3_CREDENTIALS=1
 S3_SERVER_ARGS=(--key S3RVER:S3RVER --key "$STATIC_ID:$STATIC_SECRET"
-	--credential-lifetime 6 --web-identity-token "$WIT")
+	--credential-lifetime 6 --web-identity-token "$WIT" --container-token "$CTOKEN")
 s3_start
 
 s3_mb data
@@ -37,9 +41,9 @@ printf '[profile proc]\ncredential_process = %s\n' "$TEST_TMP/process.sh" >"$TES
 chmod 600 "$TEST_TMP/config"
 printf '%s\n' "$WIT" >"$TEST_TMP/wit"
 
-logs=()
-# read NAME: mount NAME (env already set by the caller's subshell), read
-# train_0 slowly with 500s injected on a few GETs, keep the log and title
+# read_with NAME: in a subshell whose environment the caller set, mount
+# NAME, keep its command line and title, read train_0 slowly (with the 500s
+# armed below some GETs are retried) and compare
 read_with() {	# NAME
 	local name=$1 mp="$TEST_TMP/mnt-$1" pid
 	mkdir -p "$mp"
@@ -49,32 +53,41 @@ read_with() {	# NAME
 	tr '\0' ' ' <"/proc/$pid/cmdline" >"$TEST_TMP/$name.title"
 	cat "/proc/$pid/comm" >>"$TEST_TMP/$name.title"
 	ps -o args= -p "$pid" >>"$TEST_TMP/$name.title"
-	fault_arm 'kind=status&status=500&count=3&match=/data/train/'
 	python3 "$S3PIPE_SRCDIR/tests/phased_read.py" --chunk 262144 --pace 0.5 \
 		"$mp/train_0" "$TEST_TMP/$name.out" - || fail "$name: reading train_0 failed"
 	assert_file_eq "$TEST_TMP/train.exp" "$TEST_TMP/$name.out" "train_0 ($name)"
 	fusermount3 -u "$mp" || fail "$name: unmount failed"
 }
 
-(
-	export AWS_ACCESS_KEY_ID=$STATIC_ID AWS_SECRET_ACCESS_KEY=$STATIC_SECRET
-	read_with static
-) || exit 1
-(
-	unset AWS_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY
-	export AWS_CONFIG_FILE="$TEST_TMP/config" AWS_PROFILE=proc
-	read_with process
-) || exit 1
-(
-	unset AWS_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY
-	export AWS_WEB_IDENTITY_TOKEN_FILE="$TEST_TMP/wit" \
-		AWS_ROLE_ARN=arn:aws:iam::123456789012:role/s3pipe-test \
-		AWS_ENDPOINT_URL_STS="$CREDS_URL"
-	read_with web
-) || exit 1
+# every source of credentials at once (keys live 6 s: each read of about
+# 8 s sees a refresh)
+fault_arm 'kind=status&status=500&count=8&match=/data/train/'
+NAMES=(static process web container imds)
+pids=()
+for name in "${NAMES[@]}"; do
+	(
+		unset AWS_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY
+		case $name in
+		static) export AWS_ACCESS_KEY_ID=$STATIC_ID AWS_SECRET_ACCESS_KEY=$STATIC_SECRET ;;
+		process) export AWS_CONFIG_FILE="$TEST_TMP/config" AWS_PROFILE=proc ;;
+		web) export AWS_WEB_IDENTITY_TOKEN_FILE="$TEST_TMP/wit" \
+			AWS_ROLE_ARN=arn:aws:iam::123456789012:role/s3pipe-test \
+			AWS_ENDPOINT_URL_STS="$CREDS_URL" ;;
+		container) export AWS_CONTAINER_CREDENTIALS_FULL_URI="$CREDS_URL/container/x" \
+			AWS_CONTAINER_AUTHORIZATION_TOKEN="$CTOKEN" ;;
+		imds) export AWS_EC2_METADATA_DISABLED=false \
+			AWS_EC2_METADATA_SERVICE_ENDPOINT="$CREDS_URL" ;;
+		esac
+		read_with "$name"
+	) &
+	pids+=($!)
+done
+for i in "${!NAMES[@]}"; do
+	wait "${pids[$i]}" || fail "the ${NAMES[$i]} mount failed (above)"
+done
 grep -q 'credentials refreshed from' "$TEST_TMP/process.log" ||
 	fail "the credential_process credentials were not refreshed during the read"
-grep -q 'retrying' "$TEST_TMP/static.log" || fail "no retry was logged (the fault did not fire)"
+grep -q 'retrying' "$TEST_TMP"/*.log || fail "no retry was logged (the fault did not fire)"
 
 # a refused signature: the error path names the key, never the secret
 mp=$(new_mountpoint refused)
@@ -85,25 +98,35 @@ track_mount "$mp"
 grep -q 'SignatureDoesNotMatch' "$TEST_TMP/refused.log" ||
 	fail "the wrong secret was not reported: $(tail -n 2 "$TEST_TMP/refused.log")"
 
-# every secret the mounts held
-secrets=("$STATIC_SECRET" "$WIT")
+# every secret the mounts held: the static one, the tokens the test made,
+# and every temporary secret key and session token the mocks issued (the
+# server's key store; the credential_process's own copy must agree)
+secrets=("$STATIC_SECRET" "$WIT" "$CTOKEN")
 while IFS= read -r s; do
 	secrets+=("$s")
 done < <(python3 -c '
 import json, sys
-for line in open(sys.argv[1]):
+for k in json.load(open(sys.argv[1]))["keys"]:
+    print(k["secret"])
+    print(k["token"])
+for line in open(sys.argv[2]):
     j = json.loads(line)
     print(j["SecretAccessKey"])
     print(j["SessionToken"])
-' "$TEST_TMP/issued.jsonl")
-[ "${#secrets[@]}" -ge 6 ] || fail "the credential_process handed out $(((${#secrets[@]} - 2) / 2)) credentials, expected 2 or more"
-files=("$TEST_TMP"/*.log "$TEST_TMP"/*.title "$TEST_TMP"/*.log.out)
+' "$TEST_TMP/s3server.keys" "$TEST_TMP/issued.jsonl")
+# two keys or more for each of the four temporary sources
+[ "${#secrets[@]}" -ge 19 ] || fail "only $(((${#secrets[@]} - 3) / 2)) temporary keys were issued"
+files=("$TEST_TMP"/*.log "$TEST_TMP"/*.title)
 [ -f "$TEST_TMP/mount.err" ] && files+=("$TEST_TMP/mount.err")
 lines=$(cat "${files[@]}" | wc -l)
-for name in static process web; do
+for name in "${NAMES[@]}"; do
 	grep -q 'credentials from' "$TEST_TMP/$name.log" ||
 		fail "$name: no debug line says where the credentials came from: -d did not log"
 done
+# nor any part of a signed request that carries one
+if grep -iE 'Signature=|Authorization:|x-amz-security-token|X-Amz-Credential' "${files[@]}"; then
+	fail "a signature, an Authorization header or a token header appears in a log (above)"
+fi
 for s in "${secrets[@]}"; do
 	# the first 16 characters are enough to find a partial leak
 	needle=${s:0:16}

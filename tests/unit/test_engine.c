@@ -338,36 +338,61 @@ static void test_cut_resumes_at_break(void **state)
 	server_stop(&sv);
 }
 
-/* SlowDown is retried and the retry succeeds; and the concurrency rule: the
- * 503 halves the limit (4 -> 2, the episode's peak is 4), then it grows by
- * one per round of limit successes: the retry and the second GET take it
- * to 3, three more to 4, no further. */
-static void test_throttle_halves_and_recovers(void **state)
+/* slowdowns SlowDown answers, then ngets GETs that succeed, through a
+ * client of connections transfers: every GET gets its bytes, the retries
+ * cover the 503s, and the limit after each GET is after[i]. */
+static void throttle_case(unsigned slowdowns, unsigned connections,
+			  const uint64_t *after, unsigned ngets)
 {
 	static const char xml[] = "<Error><Code>SlowDown</Code></Error>";
-	static const uint64_t after[] = {2, 3, 3, 3, 4, 4};
 	struct server sv = {0};
 	struct s3_store *st;
 	struct outcome o;
 	struct s3_stats stats;
 	char dest[8];
 
-	add_step(&sv, 503, NULL, xml, sizeof(xml) - 1, sizeof(xml) - 1);
-	for (unsigned i = 0; i < 6; i++)
+	for (unsigned i = 0; i < slowdowns; i++)
+		add_step(&sv, 503, NULL, xml, sizeof(xml) - 1, sizeof(xml) - 1);
+	for (unsigned i = 0; i < ngets; i++)
 		add_step(&sv, 206, NULL, body, 8, 8);
 	server_start(&sv);
-	st = client_with(&sv, 1, 4);
-	for (unsigned i = 0; i < 6; i++) {
+	st = client_with(&sv, slowdowns, connections);
+	for (unsigned i = 0; i < ngets; i++) {
 		get_and_wait(st, NULL, 0, dest, 8, 0, &o);
 		assert_false(o.failed);
 		assert_memory_equal(dest, body, 8);
 		s3_store_get_stats(st, &stats);
 		assert_int_equal(stats.concurrency, after[i]);
 	}
-	assert_int_equal(stats.throttled, 1);
-	assert_int_equal(sv.nseen, 7);
+	assert_int_equal(stats.throttled, slowdowns);
+	assert_int_equal(sv.nseen, slowdowns + ngets);
 	s3_store_destroy(st);
 	server_stop(&sv);
+}
+
+/* SlowDown is retried and the retry succeeds; and the concurrency rule: the
+ * 503 halves the limit (4 -> 2, the episode's peak is 4), then it grows by
+ * one per round of limit successes: the retry and the second GET take it
+ * to 3, three more to 4, no further. */
+static void test_throttle_halves_and_recovers(void **state)
+{
+	static const uint64_t after[] = {2, 3, 3, 3, 4, 4};
+
+	(void)state;
+	throttle_case(1, 4, after, 6);
+}
+
+/* Within a throttling episode (cuts less than 10 s apart) the limit grows
+ * back one per round only, even far below the episode's peak: 8 -> 4 -> 2
+ * by two 503s in a row, then 2 -> 3 after two successes, 3 -> 4 after
+ * three more (one per success, the rule outside an episode, would have
+ * reached 4 after two). */
+static void test_throttle_episode_grows_slowly(void **state)
+{
+	static const uint64_t after[] = {2, 3, 3, 3, 4};
+
+	(void)state;
+	throttle_case(2, 8, after, 5);
 }
 
 /* The refresh rule: lead = min(5 min, a third of the lifetime), at least
@@ -690,6 +715,7 @@ int main(void)
 	    cmocka_unit_test(test_get_ranged),
 	    cmocka_unit_test(test_cut_resumes_at_break),
 	    cmocka_unit_test(test_throttle_halves_and_recovers),
+	    cmocka_unit_test(test_throttle_episode_grows_slowly),
 	    cmocka_unit_test(test_refresh_due),
 	    cmocka_unit_test(test_retries_exhausted),
 	    cmocka_unit_test(test_other_etag_refused),
