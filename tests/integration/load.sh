@@ -78,7 +78,7 @@ limit_kib=$(((BUDGET_MIB + 64) * 1024))
 bytes=$((streams * $(stat -c %s "$TEST_TMP/c0.exp")))
 note "$streams streams byte-exact ($((bytes >> 20)) MiB) in ${elapsed} s; peak RSS $((hwm_kib / 1024)) MiB (budget ${BUDGET_MIB} MiB + 64)"
 if [ -n "${S3PIPE_SANITIZERS:-}" ] || grep -qa __asan_init "$S3PIPE"; then
-	note "load: sanitizer build, peak RSS not checked against the budget"
+	note "sanitizer build: peak RSS not checked against the budget"
 else
 	[ "$hwm_kib" -le "$limit_kib" ] ||
 		fail "peak RSS $((hwm_kib / 1024)) MiB is above the budget ${BUDGET_MIB} MiB + 64 MiB"
