@@ -297,6 +297,82 @@ mount_fg() {
 	fail "s3pipe -f $*: not mounted after 30 s: $(tail -n 3 "$log")"
 }
 
+# expect_mount_error WHAT MOUNTPOINT NEEDLE... -- COMMAND...
+# COMMAND must exit 1 within 60 s with exactly one line on stderr, starting
+# "s3pipe: " and containing every NEEDLE (each a '|'-separated list of
+# fixed strings, one of which must appear, case-insensitive; a NEEDLE
+# starting with '~' is an extended regular expression instead), and leave
+# no mount and no daemon behind. Failures are counted in MERR_FAIL (and
+# reported at once); call expect_mount_error_done at the end.
+MERR_CASES=0
+MERR_FAIL=0
+expect_mount_error() {
+	local what=$1 mp=$2 rc=0 msg n needle alt ok pids
+	shift 2
+	local needles=()
+	while [ "$#" -gt 0 ] && [ "$1" != -- ]; do
+		needles+=("$1")
+		shift
+	done
+	[ "${1:-}" = -- ] || fail "expect_mount_error: no -- before the command"
+	shift
+	MERR_CASES=$((MERR_CASES + 1))
+	timeout -k 5 60 "$@" >"$TEST_TMP/case.out" 2>"$TEST_TMP/case.err" </dev/null || rc=$?
+	echo "$mp" >>"$TEST_TMP/mounts"
+	local problems=()
+	if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
+		problems+=("did not exit within 60 s")
+	elif [ "$rc" -ne 1 ]; then
+		problems+=("exit status $rc, expected 1")
+	fi
+	n=$(awk 'END { print NR }' "$TEST_TMP/case.err")
+	[ "$n" -eq 1 ] || problems+=("stderr has $n lines, expected exactly 1")
+	msg=$(head -n1 "$TEST_TMP/case.err")
+	case $msg in
+	"s3pipe: "*) ;;
+	*) problems+=("message does not start with 's3pipe: '") ;;
+	esac
+	for needle in "${needles[@]}"; do
+		ok=0
+		if [ "${needle#\~}" != "$needle" ]; then
+			if printf '%s' "$msg" | grep -Eqi -- "${needle#\~}"; then ok=1; fi
+		else
+			local arr
+			IFS='|' read -r -a arr <<<"$needle"
+			for alt in "${arr[@]}"; do
+				if printf '%s' "$msg" | grep -Fqi -- "$alt"; then ok=1; fi
+			done
+		fi
+		[ "$ok" -eq 1 ] || problems+=("message does not mention '$needle'")
+	done
+	if is_mounted "$mp"; then
+		problems+=("$mp is mounted afterwards")
+		fusermount3 -u -z "$mp" 2>/dev/null || true
+	fi
+	sleep 0.2
+	pids=$(daemon_pids "$mp")
+	if [ -n "$pids" ]; then
+		problems+=("a daemon is still running (pid $pids)")
+		kill -KILL $pids 2>/dev/null || true
+	fi
+	if [ "${#problems[@]}" -gt 0 ]; then
+		MERR_FAIL=$((MERR_FAIL + 1))
+		printf 'FAIL: %s: %s: %s\n' "$TEST_NAME" "$what" "$(
+			IFS=';'
+			echo "${problems[*]}"
+		)" >&2
+		printf '    command: %s\n    exit: %s\n    stderr: ' "$*" "$rc" >&2
+		sed 's/^/    | /' "$TEST_TMP/case.err" | sed '1s/^    //' >&2
+		[ -s "$TEST_TMP/case.err" ] || echo '(empty)' >&2
+	else
+		note "ok: $what: $msg"
+	fi
+}
+
+expect_mount_error_done() {
+	[ "$MERR_FAIL" -eq 0 ] || fail "$MERR_FAIL of $MERR_CASES start-up error cases failed"
+}
+
 unmount() {	# MOUNTPOINT — unmount and wait for its daemon(s) to exit
 	local mp=$1 pids
 	pids=$(daemon_pids "$mp")

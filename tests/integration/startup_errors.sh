@@ -15,73 +15,13 @@ s3_seed data train/ 2 1000
 EMPTY_HOME="$TEST_TMP/empty-home"
 mkdir -p "$EMPTY_HOME"
 : >"$TEST_TMP/not-a-dir"
-ncase=0
-nfail=0
 
 # A free loopback port: bind port 0, note it, close it.
 free_port() {
 	python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()'
 }
 
-# expect_error WHAT NEEDLES MOUNTPOINT -- COMMAND...
-# NEEDLES: '|'-separated fixed strings, one of which (case-insensitive) the
-# message must contain.
-expect_error() {
-	local what=$1 needles=$2 mp=$3 rc=0 n msg ok=0 pids
-	shift 4
-	ncase=$((ncase + 1))
-	timeout -k 5 60 "$@" >"$TEST_TMP/case.out" 2>"$TEST_TMP/case.err" </dev/null || rc=$?
-	echo "$mp" >>"$TEST_TMP/mounts"
-	local problems=()
-	if [ "$rc" -eq 0 ]; then
-		problems+=("exit status 0")
-	elif [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
-		problems+=("did not exit within 60 s")
-	elif [ "$rc" -gt 128 ]; then
-		problems+=("killed by signal $((rc - 128))")
-	fi
-	n=$(wc -l <"$TEST_TMP/case.err")
-	msg=$(head -n1 "$TEST_TMP/case.err")
-	if [ "$n" -ne 1 ] || [ "$(awk 'END { print NR }' "$TEST_TMP/case.err")" -ne 1 ]; then
-		problems+=("stderr has $(awk 'END { print NR }' "$TEST_TMP/case.err") lines, expected exactly 1")
-	fi
-	case $msg in
-	"s3pipe: "*) ;;
-	*) problems+=("message does not start with 's3pipe: '") ;;
-	esac
-	local arr needle
-	IFS='|' read -r -a arr <<<"$needles"
-	for needle in "${arr[@]}"; do
-		if printf '%s' "$msg" | grep -Fqi -- "$needle"; then
-			ok=1
-		fi
-	done
-	[ "$ok" -eq 1 ] || problems+=("message does not mention '$needles'")
-	if is_mounted "$mp"; then
-		problems+=("$mp is mounted afterwards")
-		fusermount3 -u -z "$mp" 2>/dev/null || true
-	fi
-	sleep 0.2
-	pids=$(daemon_pids "$mp")
-	if [ -n "$pids" ]; then
-		problems+=("a daemon is still running (pid $pids)")
-		kill -KILL $pids 2>/dev/null || true
-	fi
-	if [ "${#problems[@]}" -gt 0 ]; then
-		nfail=$((nfail + 1))
-		printf 'FAIL: %s: %s: %s\n' "$TEST_NAME" "$what" "$(
-			IFS=';'
-			echo "${problems[*]}"
-		)" >&2
-		printf '    command: %s\n    exit: %s\n    stderr: ' "$*" "$rc" >&2
-		sed 's/^/    | /' "$TEST_TMP/case.err" | sed '1s/^    //' >&2
-		[ -s "$TEST_TMP/case.err" ] || echo '(empty)' >&2
-	else
-		note "ok: $what: $msg"
-	fi
-}
-
-mp() { new_mountpoint "case$ncase"; }
+mp() { new_mountpoint "case$MERR_CASES"; }
 S=$S3PIPE
 E=(--endpoint-url "$S3_URL")
 GOOD=train=s3://data/train/
@@ -93,31 +33,31 @@ GOOD=train=s3://data/train/
 grep -q -- --endpoint-url "$TEST_TMP/h.out" || fail "--help does not mention --endpoint-url"
 
 # ---- malformed URIs ----
-M=$(mp); expect_error "URI without a bucket" "train|s3://" "$M" -- "$S" "${E[@]}" "train=s3://" "$M"
-M=$(mp); expect_error "URI with empty bucket" "train|s3:///x" "$M" -- "$S" "${E[@]}" "train=s3:///x" "$M"
-M=$(mp); expect_error "URI with another scheme" "train|ftp://data/x" "$M" -- "$S" "${E[@]}" "train=ftp://data/x" "$M"
-M=$(mp); expect_error "URI without a scheme" "train|data/train" "$M" -- "$S" "${E[@]}" "train=data/train" "$M"
+M=$(mp); expect_mount_error "URI without a bucket" "$M" "train|s3://" -- "$S" "${E[@]}" "train=s3://" "$M"
+M=$(mp); expect_mount_error "URI with empty bucket" "$M" "train|s3:///x" -- "$S" "${E[@]}" "train=s3:///x" "$M"
+M=$(mp); expect_mount_error "URI with another scheme" "$M" "train|ftp://data/x" -- "$S" "${E[@]}" "train=ftp://data/x" "$M"
+M=$(mp); expect_mount_error "URI without a scheme" "$M" "train|data/train" -- "$S" "${E[@]}" "train=data/train" "$M"
 
 # ---- bad channel names ----
-M=$(mp); expect_error "channel name with '/'" "bad/name" "$M" -- "$S" "${E[@]}" "bad/name=s3://data/train/" "$M"
-M=$(mp); expect_error "channel name with '@'" "tr@in" "$M" -- "$S" "${E[@]}" "tr@in=s3://data/train/" "$M"
+M=$(mp); expect_mount_error "channel name with '/'" "$M" "bad/name" -- "$S" "${E[@]}" "bad/name=s3://data/train/" "$M"
+M=$(mp); expect_mount_error "channel name with '@'" "$M" "tr@in" -- "$S" "${E[@]}" "tr@in=s3://data/train/" "$M"
 long=$(printf 'a%.0s' $(seq 65))
-M=$(mp); expect_error "channel name of 65 characters" "aaaaaaaaaaaaaaaaaaaa|channel" "$M" -- "$S" "${E[@]}" "$long=s3://data/train/" "$M"
-M=$(mp); expect_error "empty channel name" "channel" "$M" -- "$S" "${E[@]}" "=s3://data/train/" "$M"
-M=$(mp); expect_error "duplicate channel name" "train" "$M" -- "$S" "${E[@]}" "$GOOD" "train=s3://data/other/" "$M"
+M=$(mp); expect_mount_error "channel name of 65 characters" "$M" "aaaaaaaaaaaaaaaaaaaa|channel" -- "$S" "${E[@]}" "$long=s3://data/train/" "$M"
+M=$(mp); expect_mount_error "empty channel name" "$M" "channel" -- "$S" "${E[@]}" "=s3://data/train/" "$M"
+M=$(mp); expect_mount_error "duplicate channel name" "$M" "train" -- "$S" "${E[@]}" "$GOOD" "train=s3://data/other/" "$M"
 
 # ---- mountpoint ----
 M="$TEST_TMP/does-not-exist"
-expect_error "mountpoint does not exist" "$M" "$M" -- "$S" "${E[@]}" "$GOOD" "$M"
+expect_mount_error "mountpoint does not exist" "$M" "$M" -- "$S" "${E[@]}" "$GOOD" "$M"
 M="$TEST_TMP/not-a-dir"
-expect_error "mountpoint is a regular file" "$M" "$M" -- "$S" "${E[@]}" "$GOOD" "$M"
-expect_error "no mountpoint argument" "mountpoint" "$TEST_TMP/none" -- "$S" "${E[@]}" "$GOOD"
+expect_mount_error "mountpoint is a regular file" "$M" "$M" -- "$S" "${E[@]}" "$GOOD" "$M"
+expect_mount_error "no mountpoint argument" "$TEST_TMP/none" "mountpoint" -- "$S" "${E[@]}" "$GOOD"
 
 # ---- credentials and access ----
 # (lib.sh sets AWS_EC2_METADATA_DISABLED=true: the chain must end at once,
 # without trying the metadata service, and say so)
 t0=$(date +%s%N)
-M=$(mp); expect_error "no credentials" "credential" "$M" -- \
+M=$(mp); expect_mount_error "no credentials" "$M" "credential" -- \
 	env -u AWS_ACCESS_KEY_ID -u AWS_SECRET_ACCESS_KEY HOME="$EMPTY_HOME" "$S" "${E[@]}" "$GOOD" "$M"
 ms=$((($(date +%s%N) - t0) / 1000000))
 [ "$ms" -lt 3000 ] || fail "no credentials with metadata disabled took $ms ms to fail"
@@ -125,42 +65,42 @@ assert_match 'AWS_EC2_METADATA_DISABLED' "$(cat "$TEST_TMP/case.err")" "no-crede
 # metadata enabled but nothing listening: still a prompt failure
 port=$(free_port)
 t0=$(date +%s%N)
-M=$(mp); expect_error "no credentials, no metadata service" "credential" "$M" -- \
+M=$(mp); expect_mount_error "no credentials, no metadata service" "$M" "credential" -- \
 	env -u AWS_ACCESS_KEY_ID -u AWS_SECRET_ACCESS_KEY HOME="$EMPTY_HOME" \
 	AWS_EC2_METADATA_DISABLED=false AWS_EC2_METADATA_SERVICE_ENDPOINT="http://127.0.0.1:$port" \
 	"$S" "${E[@]}" "$GOOD" "$M"
 ms=$((($(date +%s%N) - t0) / 1000000))
 [ "$ms" -lt 5000 ] || fail "no credentials with an absent metadata service took $ms ms to fail"
-M=$(mp); expect_error "wrong access key id" "InvalidAccessKeyId|access" "$M" -- \
+M=$(mp); expect_mount_error "wrong access key id" "$M" "InvalidAccessKeyId|access" -- \
 	env AWS_ACCESS_KEY_ID=NOTAKEYID "$S" "${E[@]}" "$GOOD" "$M"
 
 # ---- buckets and endpoint ----
-M=$(mp); expect_error "no such bucket" "nosuchbucket" "$M" -- "$S" "${E[@]}" "train=s3://nosuchbucket/x/" "$M"
-M=$(mp); expect_error "no such bucket (second channel)" "otherbucket" "$M" -- \
+M=$(mp); expect_mount_error "no such bucket" "$M" "nosuchbucket" -- "$S" "${E[@]}" "train=s3://nosuchbucket/x/" "$M"
+M=$(mp); expect_mount_error "no such bucket (second channel)" "$M" "otherbucket" -- \
 	"$S" "${E[@]}" "$GOOD" "val=s3://otherbucket/" "$M"
 port=$(free_port)
-M=$(mp); expect_error "endpoint unreachable" "127.0.0.1:$port" "$M" -- \
+M=$(mp); expect_mount_error "endpoint unreachable" "$M" "127.0.0.1:$port" -- \
 	"$S" --endpoint-url "http://127.0.0.1:$port" --max-retries 1 "$GOOD" "$M"
-M=$(mp); expect_error "endpoint unreachable (default retries)" "127.0.0.1:$port" "$M" -- \
+M=$(mp); expect_mount_error "endpoint unreachable (default retries)" "$M" "127.0.0.1:$port" -- \
 	"$S" --endpoint-url "http://127.0.0.1:$port" "$GOOD" "$M"
 
 # ---- bad option values ----
-M=$(mp); expect_error "--part-size below 64K" "part-size|part_size" "$M" -- "$S" "${E[@]}" --part-size 1K "$GOOD" "$M"
-M=$(mp); expect_error "--part-size not a size" "part-size|part_size" "$M" -- "$S" "${E[@]}" --part-size 12Q "$GOOD" "$M"
-M=$(mp); expect_error "--cache-size not a size" "cache-size|cache_size" "$M" -- "$S" "${E[@]}" --cache-size lots "$GOOD" "$M"
-M=$(mp); expect_error "--seek bad mode" "seek" "$M" -- "$S" "${E[@]}" --seek sideways "$GOOD" "$M"
-M=$(mp); expect_error "--max-connections 0" "max-connections|max_connections" "$M" -- "$S" "${E[@]}" --max-connections 0 "$GOOD" "$M"
-M=$(mp); expect_error "--max-retries not a number" "max-retries|max_retries" "$M" -- "$S" "${E[@]}" --max-retries x "$GOOD" "$M"
-M=$(mp); expect_error "--stall-timeout 0" "stall-timeout|stall_timeout" "$M" -- "$S" "${E[@]}" --stall-timeout 0 "$GOOD" "$M"
-M=$(mp); expect_error "-o epochs=many" "epochs" "$M" -- "$S" "${E[@]}" -o epochs=many "$GOOD" "$M"
-M=$(mp); expect_error "--uid not a number" "uid" "$M" -- "$S" "${E[@]}" --uid nobody-at-all "$GOOD" "$M"
-M=$(mp); expect_error "--endpoint-url not a URL" "endpoint" "$M" -- "$S" --endpoint-url "not a url" "$GOOD" "$M"
-M=$(mp); expect_error "unknown option" "frobnicate" "$M" -- "$S" "${E[@]}" --frobnicate "$GOOD" "$M"
-M=$(mp); expect_error "unknown -o option" "frobnicate" "$M" -- "$S" "${E[@]}" -o frobnicate=1 "$GOOD" "$M"
-M=$(mp); expect_error "-o option libfuse does not know" "'-o bogus_option'" "$M" -- \
+M=$(mp); expect_mount_error "--part-size below 64K" "$M" "part-size|part_size" -- "$S" "${E[@]}" --part-size 1K "$GOOD" "$M"
+M=$(mp); expect_mount_error "--part-size not a size" "$M" "part-size|part_size" -- "$S" "${E[@]}" --part-size 12Q "$GOOD" "$M"
+M=$(mp); expect_mount_error "--cache-size not a size" "$M" "cache-size|cache_size" -- "$S" "${E[@]}" --cache-size lots "$GOOD" "$M"
+M=$(mp); expect_mount_error "--seek bad mode" "$M" "seek" -- "$S" "${E[@]}" --seek sideways "$GOOD" "$M"
+M=$(mp); expect_mount_error "--max-connections 0" "$M" "max-connections|max_connections" -- "$S" "${E[@]}" --max-connections 0 "$GOOD" "$M"
+M=$(mp); expect_mount_error "--max-retries not a number" "$M" "max-retries|max_retries" -- "$S" "${E[@]}" --max-retries x "$GOOD" "$M"
+M=$(mp); expect_mount_error "--stall-timeout 0" "$M" "stall-timeout|stall_timeout" -- "$S" "${E[@]}" --stall-timeout 0 "$GOOD" "$M"
+M=$(mp); expect_mount_error "-o epochs=many" "$M" "epochs" -- "$S" "${E[@]}" -o epochs=many "$GOOD" "$M"
+M=$(mp); expect_mount_error "--uid not a number" "$M" "uid" -- "$S" "${E[@]}" --uid nobody-at-all "$GOOD" "$M"
+M=$(mp); expect_mount_error "--endpoint-url not a URL" "$M" "endpoint" -- "$S" --endpoint-url "not a url" "$GOOD" "$M"
+M=$(mp); expect_mount_error "unknown option" "$M" "frobnicate" -- "$S" "${E[@]}" --frobnicate "$GOOD" "$M"
+M=$(mp); expect_mount_error "unknown -o option" "$M" "frobnicate" -- "$S" "${E[@]}" -o frobnicate=1 "$GOOD" "$M"
+M=$(mp); expect_mount_error "-o option libfuse does not know" "$M" "'-o bogus_option'" -- \
 	"$S" "${E[@]}" -o auto_unmount,bogus_option "$GOOD" "$M"
-M=$(mp); expect_error "-o max_read" "max_read" "$M" -- "$S" "${E[@]}" -o max_read=65536 "$GOOD" "$M"
-M=$(mp); expect_error "--max-threads 0" "max-threads|max_threads" "$M" -- "$S" "${E[@]}" --max-threads 0 "$GOOD" "$M"
+M=$(mp); expect_mount_error "-o max_read" "$M" "max_read" -- "$S" "${E[@]}" -o max_read=65536 "$GOOD" "$M"
+M=$(mp); expect_mount_error "--max-threads 0" "$M" "max-threads|max_threads" -- "$S" "${E[@]}" --max-threads 0 "$GOOD" "$M"
 
 # ---- the opposite: --no-sign-request needs no credentials ----
 M=$(mp)
@@ -175,5 +115,5 @@ tcat "$M/train_0" >"$TEST_TMP/out" || fail "reading train_0 (--no-sign-request) 
 assert_file_eq "$TEST_TMP/train.exp" "$TEST_TMP/out" "train_0 (--no-sign-request)"
 unmount "$M"
 
-[ "$nfail" -eq 0 ] || fail "$nfail of $ncase start-up error cases failed"
-note "ok ($ncase cases)"
+expect_mount_error_done
+note "ok ($MERR_CASES cases)"
