@@ -289,6 +289,10 @@ int main(int argc, char **argv)
 			printf("s3pipe %s\n", PACKAGE_VERSION);
 		return 0;
 	}
+	if (opts.check_options) {
+		fs_options_free(&opts);
+		return 0; /* the line is good; nothing else is looked at */
+	}
 	if (opts.debug)
 		util_log_set_level(UTIL_LOG_DEBUG);
 	check_mountpoint(opts.mountpoint);

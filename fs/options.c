@@ -313,6 +313,11 @@ static const struct opt_def opt_table[] = {
      .metavar = "LIST",
      .help = "augmented+s3:// channels: the attributes to stream, "
 	     "comma-separated"},
+    {.name = "check-options",
+     .kind = OPT_FLAG,
+     .offset = OFF(check_options),
+     .help = "check the options and channels, then exit (0, or 1 with "
+	     "the error): nothing is mounted, nothing is asked of S3"},
     {.name = "help",
      .short_name = 'h',
      .kind = OPT_FLAG,

@@ -87,6 +87,7 @@ struct fs_options {
 	uid_t uid;
 	gid_t gid;
 	bool fake; /* mount.s3pipe -f (mount -f): check, do not mount */
+	bool check_options; /* --check-options: parse, report, exit */
 	bool help;
 	bool version;
 	/* options for libfuse and the kernel (what s3pipe does not know),
