@@ -228,6 +228,61 @@ static struct fuse_session *mount_session(struct fs_options *o,
 	return se;
 }
 
+/* The daemon works from "/": a relative --pid-file is made absolute first,
+ * so that it is removed from where it was written. */
+static void absolute_pid_file(struct fs_options *o)
+{
+	char cwd[4096];
+	char *abs = NULL;
+
+	if (!o->pid_file || o->pid_file[0] == '/')
+		return;
+	if (!getcwd(cwd, sizeof(cwd)) ||
+	    asprintf(&abs, "%s/%s", cwd, o->pid_file) < 0)
+		die("cannot work out where the pid file '%s' goes",
+		    o->pid_file);
+	free(o->pid_file);
+	o->pid_file = abs;
+}
+
+/*
+ * --pid-file: written whole (a temporary file renamed over it) once the
+ * mount is there, so a reader never sees a partial number; a failure
+ * unmounts and fails the start like any other.
+ */
+static void write_pid_file(const char *path, struct fuse_session *se)
+{
+	char tmp[4096];
+	char msg[128];
+	FILE *f;
+	int err = 0;
+
+	if (!path)
+		return;
+	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.%ld.tmp", path,
+			     (long)getpid()) >= sizeof(tmp))
+		err = ENAMETOOLONG;
+	f = err ? NULL : fopen(tmp, "we");
+	if (!f && !err)
+		err = errno;
+	if (f) {
+		fprintf(f, "%ld\n", (long)getpid());
+		if (fflush(f) != 0 || ferror(f))
+			err = errno ? errno : EIO;
+		if (fclose(f) != 0 && !err)
+			err = errno;
+		if (!err && rename(tmp, path) != 0)
+			err = errno;
+		if (err)
+			unlink(tmp);
+	}
+	if (err) {
+		fuse_session_unmount(se);
+		die("cannot write the pid file '%s': %s", path,
+		    util_strerror(err, msg, sizeof(msg)));
+	}
+}
+
 /* Serves until unmounted; returns the loop's result. */
 static int serve(struct fuse_session *se, unsigned max_threads)
 {
@@ -296,6 +351,7 @@ int main(int argc, char **argv)
 	if (opts.debug)
 		util_log_set_level(UTIL_LOG_DEBUG);
 	check_mountpoint(opts.mountpoint);
+	absolute_pid_file(&opts);
 	resolve_client_conf(&opts);
 	if (opts.fake)
 		return 0; /* mount -f: everything checked, nothing mounted */
@@ -305,6 +361,7 @@ int main(int argc, char **argv)
 	build_stack(&opts, &st);
 	write_container_config(&opts);
 	se = mount_session(&opts, &st, prog, helper, &fargs);
+	write_pid_file(opts.pid_file, se);
 	if (opts.foreground)
 		util_info("mounted %u channel(s) on %s", opts.nchannels,
 			  opts.mountpoint);
@@ -313,6 +370,8 @@ int main(int argc, char **argv)
 	rc = serve(se, opts.max_threads);
 	fuse_opt_free_args(&fargs);
 	teardown_stack(&st);
+	if (opts.pid_file)
+		unlink(opts.pid_file);
 	fs_options_free(&opts);
 	return rc < 0 ? 1 : 0;
 }

@@ -313,6 +313,12 @@ static const struct opt_def opt_table[] = {
      .metavar = "LIST",
      .help = "augmented+s3:// channels: the attributes to stream, "
 	     "comma-separated"},
+    {.name = "pid-file",
+     .kind = OPT_STRING,
+     .offset = OFF(pid_file),
+     .metavar = "FILE",
+     .help = "write the daemon's process ID to FILE once the mount is "
+	     "ready; removed when it ends"},
     {.name = "check-options",
      .kind = OPT_FLAG,
      .offset = OFF(check_options),
@@ -1202,6 +1208,8 @@ void fs_options_free(struct fs_options *o)
 	o->resource_config = NULL;
 	free(o->container_config_dir);
 	o->container_config_dir = NULL;
+	free(o->pid_file);
+	o->pid_file = NULL;
 	free(o->mountpoint);
 	o->mountpoint = NULL;
 	s3_client_conf_free(&o->s3);

@@ -75,6 +75,7 @@ struct fs_options {
 	char *input_data_config;     /* owned: FILE, or NULL */
 	char *resource_config;	     /* owned: FILE, or NULL */
 	char *container_config_dir;  /* owned: DIR, or NULL */
+	char *pid_file;		     /* owned: --pid-file, or NULL */
 	struct channel_host host;    /* filled by the parse */
 	char *mountpoint;	     /* owned */
 	unsigned epochs;	     /* 0 = unlimited */
