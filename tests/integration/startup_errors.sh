@@ -101,6 +101,16 @@ M=$(mp); expect_mount_error "-o option libfuse does not know" "$M" "'-o bogus_op
 	"$S" "${E[@]}" -o auto_unmount,bogus_option "$GOOD" "$M"
 M=$(mp); expect_mount_error "-o max_read" "$M" "max_read" -- "$S" "${E[@]}" -o max_read=65536 "$GOOD" "$M"
 M=$(mp); expect_mount_error "--max-threads 0" "$M" "max-threads|max_threads" -- "$S" "${E[@]}" --max-threads 0 "$GOOD" "$M"
+# the pid file is written once the mount is up: a failure unmounts again
+M=$(mp); expect_mount_error "--pid-file in a missing folder" "$M" "pid file|$TEST_TMP/no-such-dir/s3pipe.pid" -- \
+	"$S" "${E[@]}" --pid-file "$TEST_TMP/no-such-dir/s3pipe.pid" "$GOOD" "$M"
+# --check-options reports what a mount would, and mounts nothing
+M=$(mp); expect_mount_error "--check-options with a bad URI" "$M" "train|ftp://data/x" -- \
+	"$S" --check-options "${E[@]}" "train=ftp://data/x" "$M"
+rc=0
+"$S" --check-options "${E[@]}" "$GOOD" "$TEST_TMP/no-such-mountpoint" 2>"$TEST_TMP/check.err" || rc=$?
+[ "$rc" -eq 0 ] && [ ! -s "$TEST_TMP/check.err" ] ||
+	fail "--check-options on a good line: exit $rc, stderr: $(cat "$TEST_TMP/check.err")"
 
 # ---- the opposite: --no-sign-request needs no credentials ----
 M=$(mp)
