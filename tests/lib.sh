@@ -230,6 +230,36 @@ daemon_pids() {	# MOUNTPOINT
 	done
 }
 
+# The start time of process PID (clock ticks after boot, field 22 of
+# /proc/PID/stat), or nothing when it is gone: with the pid it names one
+# process, where a pid alone may have been reused by then.
+proc_start() {	# PID
+	local stat
+	stat=$(cat "/proc/$1/stat" 2>/dev/null) || return 1
+	stat=${stat##*) }
+	# shellcheck disable=SC2086
+	set -- $stat
+	printf '%s\n' "${20}"
+}
+
+# Record process PID for cleanup, which stops it only if it is still the
+# same process (same start time).
+track_pid() {	# PID
+	local start
+	start=$(proc_start "$1") || return 0
+	echo "$1 $start" >>"$TEST_TMP/pids"
+}
+
+# The pids recorded with track_pid that still name the same process.
+tracked_pids() {
+	local p start
+	[ -s "$TEST_TMP/pids" ] || return 0
+	sort -u "$TEST_TMP/pids" | while read -r p start; do
+		[ -n "$start" ] && [ "$(proc_start "$p")" = "$start" ] && echo "$p"
+	done
+	return 0
+}
+
 # Record MOUNTPOINT (and the daemon serving it) for cleanup.
 track_mount() {
 	local mp
@@ -237,7 +267,7 @@ track_mount() {
 	echo "$mp" >>"$TEST_TMP/mounts"
 	local p
 	for p in $(daemon_pids "$mp"); do
-		echo "$p" >>"$TEST_TMP/pids"
+		track_pid "$p"
 		echo "$p $mp" >>"$TEST_TMP/daemons"
 	done
 }
@@ -281,7 +311,7 @@ mount_fg() {
 	"$S3PIPE" -f "$@" >"$log" 2>&1 </dev/null &
 	FG_PID=$!
 	echo "$(realpath -m "$mp")" >>"$TEST_TMP/mounts"
-	echo "$FG_PID" >>"$TEST_TMP/pids"
+	track_pid "$FG_PID"
 	echo "$FG_PID $(realpath -m "$mp")" >>"$TEST_TMP/daemons"
 	local i
 	for ((i = 0; i < 600; i++)); do
@@ -750,16 +780,18 @@ cleanup() {
 	fi
 	if [ -s "$TEST_TMP/mounts" ]; then
 		while IFS= read -r mp; do
-			daemon_pids "$mp" >>"$TEST_TMP/pids"
+			for p in $(daemon_pids "$mp"); do track_pid "$p"; done
 			if is_mounted "$mp"; then
 				fusermount3 -u -z "$mp" 2>/dev/null || umount -l "$mp" 2>/dev/null
 			fi
 		done < <(tac "$TEST_TMP/mounts")
 	fi
-	for p in $(sort -u "$TEST_TMP/pids" 2>/dev/null); do
+	local live
+	live=$(tracked_pids)
+	for p in $live; do
 		kill -TERM "$p" 2>/dev/null
 	done
-	for p in $(sort -u "$TEST_TMP/pids" 2>/dev/null); do
+	for p in $live; do
 		wait_pids_gone 3 "$p" || kill -KILL "$p" 2>/dev/null
 	done
 	if [ "$rc" -ne 0 ] && [ "$rc" -ne 77 ] && [ -s "$TEST_TMP/s3server.err" ]; then

@@ -91,7 +91,7 @@ MP=$(new_mountpoint fg)
 	>"$TEST_TMP/fg.out" 2>"$TEST_TMP/fg.err" </dev/null &
 fg_pid=$!
 echo "$MP" >>"$TEST_TMP/mounts"
-echo "$fg_pid" >>"$TEST_TMP/pids"
+track_pid "$fg_pid"
 wait_until 15 is_mounted "$MP" || fail "-f: not mounted after 15 s: $(cat "$TEST_TMP/fg.err")"
 wait_until 10 test -e "$MP/validation_0" || fail "-f: validation_0 did not appear"
 tcat "$MP/validation_0" >"$TEST_TMP/out" || fail "-f: reading validation_0 failed"

@@ -29,7 +29,7 @@ ctl="$TEST_TMP/ctl1"
 mkdir -p "$ctl"
 python3 "$S3PIPE_SRCDIR/tests/phased_read.py" "$MP/big_0" "$TEST_TMP/out1" "$ctl" 4000000 &
 reader=$!
-echo "$reader" >>"$TEST_TMP/pids"
+track_pid "$reader"
 wait_until 30 test -e "$ctl/at.0" || fail "the reader did not reach 4 MB"
 s3_stop
 t_gone=$(now)

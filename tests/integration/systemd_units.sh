@@ -157,7 +157,7 @@ assert_mounted "$MP"
 pid_local=${pid_file/\/run\//$RUNROOT/}
 [ -s "$pid_local" ] || fail "no pid file at $pid_local after ExecStart returned"
 pid=$(cat "$pid_local")
-echo "$pid" >>"$TEST_TMP/pids"
+track_pid "$pid"
 assert_eq "$pid" "$(daemon_pids "$MP")" "the pid file names the daemon"
 tcat "$MP/train_0" >"$TEST_TMP/out" || fail "reading train_0 through the unit's mount"
 assert_file_eq "$TEST_TMP/train.exp" "$TEST_TMP/out" "train_0 (s3pipe@.service)"

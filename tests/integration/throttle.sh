@@ -24,7 +24,7 @@ ctl="$TEST_TMP/ctl"
 mkdir -p "$ctl"
 python3 "$S3PIPE_SRCDIR/tests/phased_read.py" "$MP/big_0" "$TEST_TMP/out" "$ctl" "$q1" "$q3" &
 reader=$!
-echo "$reader" >>"$TEST_TMP/pids"
+track_pid "$reader"
 wait_until 60 test -e "$ctl/at.0" || fail "the reader did not reach $q1 bytes"
 gets_calm=$(fault_stat 'gets')
 fault_arm 'kind=status&status=503&count=1000000&prob=0.3&match=/data/big/'
