@@ -9,6 +9,9 @@
  *
  * Every open gets its own channel_reader (its own position) on the
  * channel's epoch, so concurrent readers share blocks.
+ *
+ * The root also has FS_STATS_FILE (fs/stats.h), which lookup finds and
+ * readdir does not list: each open of it is one snapshot of the stats.
  */
 #ifndef S3PIPE_FS_FS_H
 #define S3PIPE_FS_FS_H
@@ -20,6 +23,7 @@
 #include "cache/cache.h"
 #include "channel/channel.h"
 #include "fs/options.h"
+#include "fs/stats.h"
 
 struct fs_handle;
 
@@ -42,6 +46,7 @@ struct fs_state {
 	pthread_mutex_t lock; /* guards visible counts, seek_warned, handles */
 	bool seek_warned;
 	struct fs_handle *handles; /* open files */
+	struct fs_stats *stats;	   /* owned by the state's owner; may be NULL */
 };
 
 /* The operations table; userdata for fuse_session_new is the fs_state. */

@@ -11,6 +11,9 @@
  *      check), then mounts;
  *   4. only then it tells the parent, silences stdio and serves.
  * Every error before step 4 prints one line "s3pipe: ..." and exits 1.
+ * The live stats (fs/stats.h) are created with the stack, their logger
+ * (--stats-interval) runs while the session serves.  "s3pipe stats ..."
+ * is another command altogether: the stats client, fs/stats_cmd.c.
  * Each module works out its own derived settings from the conf the options
  * filled (fs/options.h): nothing here decides how the cache or the client
  * behave.
@@ -161,6 +164,9 @@ static void build_stack(struct fs_options *o, struct fs_state *st)
 	 * appears */
 	for (unsigned i = 0; i < st->nchannels; i++)
 		channel_warm(st->channels[i].channel);
+	st->stats = fs_stats_create(st);
+	if (!st->stats)
+		die("out of memory");
 }
 
 /* Closes what readers left open, logs what the mount did, then frees the
@@ -172,6 +178,7 @@ static void teardown_stack(struct fs_state *st)
 	struct s3_stats ss;
 
 	fs_close_handles(st);
+	fs_stats_destroy(st->stats);
 	cache_get_stats(st->cache, &cs);
 	s3_store_get_stats(st->store, &ss);
 	util_info("unmounted %s: %llu requests, %llu retries, %llu failures, "
@@ -325,6 +332,9 @@ int main(int argc, char **argv)
 	int ready_fd = -1;
 	int rc;
 
+	if (!helper && argc > 1 && strcmp(argv[1], "stats") == 0)
+		return fs_stats_main(argc - 1, argv + 1);
+
 	/* A fixed mmap threshold: large buffers go back to the system when
 	 * freed, so RSS tracks the cache budget ... */
 	mallopt(M_MMAP_THRESHOLD, 1024 * 1024);
@@ -367,7 +377,12 @@ int main(int argc, char **argv)
 			  opts.mountpoint);
 	else
 		go_quiet(ready_fd);
+	rc = fs_stats_log_start(st.stats, opts.stats_interval);
+	if (rc)
+		util_warn("cannot start the --stats-interval logger: %s",
+			  util_strerror(rc, err, sizeof(err)));
 	rc = serve(se, opts.max_threads);
+	fs_stats_log_stop(st.stats);
 	fuse_opt_free_args(&fargs);
 	teardown_stack(&st);
 	if (opts.pid_file)

@@ -7,6 +7,11 @@
  * are opened with direct I/O (so each read reaches us at the reader's size,
  * up to max_read) and, unless --seek emulate, as non-seekable: the kernel
  * then refuses lseek and pread with ESPIPE itself.
+ *
+ * FS_STATS_FILE (fs/stats.c) has an inode of its own far above the channel
+ * files'; lookup finds it, readdir never lists it, each open is a snapshot
+ * served at any offset, and its handles are no epoch's (release makes no
+ * file appear).  Reads count in the stats before they reply.
  */
 #include "config.h"
 
@@ -21,9 +26,12 @@
 
 #define ROOT_INO       1
 #define FIRST_FILE_INO 2
+/* FS_STATS_FILE: far above any channel file's number */
+#define STATS_INO ((fuse_ino_t)UINT64_MAX - 1)
 
 struct fs_handle {
 	struct channel_reader *reader;
+	struct fs_epoch_stats *stats; /* what reads count in; may be NULL */
 	unsigned channel;
 	unsigned epoch;
 	pthread_mutex_t lock; /* one read at a time per open file */
@@ -54,8 +62,9 @@ static void handle_unlink(struct fs_state *st, struct fs_handle *h)
 	pthread_mutex_unlock(&st->lock);
 }
 
-static void handle_free(struct fs_handle *h)
+static void handle_free(struct fs_state *st, struct fs_handle *h)
 {
+	fs_stats_epoch_close(st->stats, h->stats);
 	channel_reader_close(h->reader);
 	pthread_mutex_destroy(&h->lock);
 	free(h);
@@ -67,7 +76,7 @@ void fs_close_handles(struct fs_state *st)
 		struct fs_handle *h = st->handles;
 
 		handle_unlink(st, h);
-		handle_free(h);
+		handle_free(st, h);
 	}
 }
 
@@ -135,6 +144,21 @@ static bool name_file(struct fs_state *st, const char *name, unsigned *ch,
 	return false;
 }
 
+/* What every inode has: a read-only regular file (or the root), the
+ * mount's owner and time, 1 MiB blocks. */
+static void base_attr(struct fs_state *st, fuse_ino_t ino, struct stat *stbuf)
+{
+	memset(stbuf, 0, sizeof(*stbuf));
+	stbuf->st_ino = ino;
+	stbuf->st_mode = ino == ROOT_INO ? S_IFDIR | 0555 : S_IFREG | 0444;
+	stbuf->st_nlink = ino == ROOT_INO ? 2 : 1;
+	stbuf->st_uid = st->uid;
+	stbuf->st_gid = st->gid;
+	if (ino != ROOT_INO)
+		stbuf->st_blksize = 1 << 20;
+	stbuf->st_atim = stbuf->st_mtim = stbuf->st_ctim = st->mount_time;
+}
+
 /* Attributes of a file; returns how long they may be cached. */
 static double file_attr(struct fs_state *st, unsigned ch, unsigned epoch,
 			struct stat *stbuf)
@@ -143,29 +167,11 @@ static double file_attr(struct fs_state *st, unsigned ch, unsigned epoch,
 	bool complete =
 	    channel_epoch_size(st->channels[ch].channel, epoch, &size);
 
-	memset(stbuf, 0, sizeof(*stbuf));
-	stbuf->st_ino = file_ino(st, ch, epoch);
-	stbuf->st_mode = S_IFREG | 0444;
-	stbuf->st_nlink = 1;
-	stbuf->st_uid = st->uid;
-	stbuf->st_gid = st->gid;
+	base_attr(st, file_ino(st, ch, epoch), stbuf);
 	stbuf->st_size = (off_t)size;
-	stbuf->st_blksize = 1 << 20;
 	stbuf->st_blocks = (blkcnt_t)((size + 511) / 512);
-	stbuf->st_atim = stbuf->st_mtim = stbuf->st_ctim = st->mount_time;
 	/* the size is 0 until the listing is complete: do not cache that */
 	return complete ? 3600.0 : 0.0;
-}
-
-static void root_attr(struct fs_state *st, struct stat *stbuf)
-{
-	memset(stbuf, 0, sizeof(*stbuf));
-	stbuf->st_ino = ROOT_INO;
-	stbuf->st_mode = S_IFDIR | 0555;
-	stbuf->st_nlink = 2;
-	stbuf->st_uid = st->uid;
-	stbuf->st_gid = st->gid;
-	stbuf->st_atim = stbuf->st_mtim = stbuf->st_ctim = st->mount_time;
 }
 
 static void op_init(void *userdata, struct fuse_conn_info *conn)
@@ -186,12 +192,20 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 		fuse_reply_err(req, ENOTDIR);
 		return;
 	}
+	memset(&e, 0, sizeof(e));
+	if (strcmp(name, FS_STATS_FILE) == 0) {
+		e.ino = STATS_INO;
+		base_attr(st, STATS_INO,
+			  &e.attr); /* size 0: reads are direct */
+		e.entry_timeout = 1.0;
+		fuse_reply_entry(req, &e);
+		return;
+	}
 	if (!name_file(st, name, &ch, &epoch) ||
 	    !epoch_visible(st, ch, epoch)) {
 		fuse_reply_err(req, ENOENT);
 		return;
 	}
-	memset(&e, 0, sizeof(e));
 	e.ino = file_ino(st, ch, epoch);
 	e.attr_timeout = file_attr(st, ch, epoch, &e.attr);
 	e.entry_timeout = 1.0;
@@ -207,7 +221,10 @@ static void op_getattr(fuse_req_t req, fuse_ino_t ino,
 	double timeout;
 
 	if (ino == ROOT_INO) {
-		root_attr(st, &stbuf);
+		base_attr(st, ROOT_INO, &stbuf);
+		timeout = 1.0;
+	} else if (ino == STATS_INO) {
+		base_attr(st, STATS_INO, &stbuf);
 		timeout = 1.0;
 	} else if (ino_file(st, ino, &ch, &epoch)) {
 		timeout = file_attr(st, ch, epoch, &stbuf);
@@ -292,6 +309,44 @@ reply:
 	free(buf);
 }
 
+/* An open of the stats file: a snapshot for this handle.  Not an epoch:
+ * it makes no file appear. */
+static void stats_open(fuse_req_t req, struct fuse_file_info *fi)
+{
+	struct fs_stats_file *f;
+
+	if ((fi->flags & O_ACCMODE) != O_RDONLY) {
+		fuse_reply_err(req, EACCES);
+		return;
+	}
+	f = fs_stats_file_open(state_of(req)->stats);
+	if (!f) {
+		fuse_reply_err(req, errno ? errno : ENOMEM);
+		return;
+	}
+	fi->fh = (uint64_t)(uintptr_t)f;
+	fi->direct_io = 1;
+	fi->keep_cache = 0;
+	fi->nonseekable = 0;
+	if (fuse_reply_open(req, fi) != 0)
+		fs_stats_file_close(f);
+}
+
+static void stats_read(fuse_req_t req, size_t size, off_t off,
+		       struct fuse_file_info *fi)
+{
+	struct fs_stats_file *f = (struct fs_stats_file *)(uintptr_t)fi->fh;
+	size_t left;
+
+	/* the reply is written with the lock held: the release that may
+	 * follow at once waits for it (fs_stats_file_close) */
+	pthread_mutex_lock(&f->lock);
+	left = off < 0 || (uint64_t)off >= f->len ? 0 : f->len - (size_t)off;
+	fuse_reply_buf(req, left ? f->data + off : NULL,
+		       size < left ? size : left);
+	pthread_mutex_unlock(&f->lock);
+}
+
 static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct fs_state *st = state_of(req);
@@ -300,6 +355,10 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 
 	if (ino == ROOT_INO) {
 		fuse_reply_err(req, EISDIR);
+		return;
+	}
+	if (ino == STATS_INO) {
+		stats_open(req, fi);
 		return;
 	}
 	if (!ino_file(st, ino, &ch, &epoch)) {
@@ -323,6 +382,7 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	}
 	h->channel = ch;
 	h->epoch = epoch;
+	h->stats = fs_stats_epoch_open(st->stats, ch, epoch);
 	pthread_mutex_init(&h->lock, NULL);
 	fi->fh = (uint64_t)(uintptr_t)h;
 	fi->direct_io = 1;
@@ -332,7 +392,7 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	handle_link(st, h);
 	if (fuse_reply_open(req, fi) != 0) {
 		handle_unlink(st, h);
-		handle_free(h);
+		handle_free(st, h);
 	}
 }
 
@@ -357,6 +417,10 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	char msg[128];
 	int rc;
 
+	if (ino == STATS_INO) {
+		stats_read(req, size, off, fi);
+		return;
+	}
 	pthread_mutex_lock(&h->lock);
 	if ((uint64_t)off != channel_reader_position(h->reader)) {
 		if (st->opts->seek == FS_SEEK_REJECT) {
@@ -367,6 +431,12 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		warn_seek_once(st, h);
 	}
 	rc = channel_reader_read(h->reader, (uint64_t)off, size, &view);
+	/* counted before the reply: a reader that has its bytes sees them
+	 * in the stats */
+	if (rc)
+		fs_stats_epoch_error(h->stats);
+	else if (size)
+		fs_stats_epoch_read(h->stats, (uint64_t)off, view.bytes);
 	if (rc) {
 		util_debug("read %s_%u at %lld: %s",
 			   st->channels[h->channel].name, h->epoch,
@@ -388,9 +458,15 @@ static void op_release(fuse_req_t req, fuse_ino_t ino,
 {
 	struct fs_state *st = state_of(req);
 	struct fs_handle *h = (struct fs_handle *)(uintptr_t)fi->fh;
-	struct fs_channel *chan = &st->channels[h->channel];
+	struct fs_channel *chan;
 	unsigned limit = st->opts->epochs;
 
+	if (ino == STATS_INO) {
+		fs_stats_file_close((struct fs_stats_file *)(uintptr_t)fi->fh);
+		fuse_reply_err(req, 0);
+		return;
+	}
+	chan = &st->channels[h->channel];
 	pthread_mutex_lock(&st->lock);
 	if (h->epoch + 1 == chan->visible &&
 	    (limit == 0 || chan->visible < limit))
@@ -401,7 +477,7 @@ static void op_release(fuse_req_t req, fuse_ino_t ino,
 	pthread_mutex_lock(&h->lock);
 	pthread_mutex_unlock(&h->lock);
 	handle_unlink(st, h);
-	handle_free(h);
+	handle_free(st, h);
 	fuse_reply_err(req, 0);
 }
 

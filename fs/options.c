@@ -313,6 +313,15 @@ static const struct opt_def opt_table[] = {
      .metavar = "LIST",
      .help = "augmented+s3:// channels: the attributes to stream, "
 	     "comma-separated"},
+    {.name = "stats-interval",
+     .kind = OPT_UINT,
+     .offset = OFF(stats_interval),
+     .min = 0,
+     .max = 86400,
+     .metavar = "SECONDS",
+     .help = "log one line of live stats every SECONDS while files are "
+	     "read (stderr in the foreground, syslog once detached), 0 = "
+	     "off; see s3pipe stats"},
     {.name = "pid-file",
      .kind = OPT_STRING,
      .offset = OFF(pid_file),
@@ -1369,8 +1378,10 @@ void fs_options_usage(FILE *out, const char *progname)
 			"Usage: %s [OPTIONS] NAME=URI [NAME=URI ...] "
 			"MOUNTPOINT\n"
 			"       %s [OPTIONS] --input-data-config FILE "
-			"MOUNTPOINT\n",
-			base, base);
+			"MOUNTPOINT\n"
+			"       %s stats [--json] [--watch] [--interval "
+			"SECONDS] MOUNTPOINT\n",
+			base, base, base);
 	}
 	fputs("\nServes each channel as read-only files NAME_0, NAME_1, ... "
 	      "(one per epoch)\n"
@@ -1403,6 +1414,8 @@ void fs_options_usage(FILE *out, const char *progname)
 	      "fstab keywords\n"
 	      "such as _netdev, nofail, user, rw, ro, defaults, x-* and "
 	      "comment=.\n"
+	      "\ns3pipe stats MOUNTPOINT prints a mount's live stats (see "
+	      "s3pipe stats --help).\n"
 	      "\nSee s3pipe(1).\n",
 	      out);
 }

@@ -80,7 +80,8 @@ struct fs_options {
 	char *mountpoint;	     /* owned */
 	unsigned epochs;	     /* 0 = unlimited */
 	enum fs_seek_mode seek;
-	unsigned max_threads; /* FUSE worker threads */
+	unsigned max_threads;	 /* FUSE worker threads */
+	unsigned stats_interval; /* --stats-interval seconds, 0 = off */
 	bool foreground;
 	bool debug;
 	bool allow_other;

@@ -167,6 +167,7 @@ struct s3_client {
 	int batch_removed[EPOLL_BATCH];
 	unsigned nbatch_removed; /* more than fit: skip the rest */
 	unsigned running;
+	unsigned running_gets;	    /* of those, GETs (stats.gets_in_flight) */
 	unsigned urgent_unanswered; /* running requests with unanswered set */
 	bool answered; /* the endpoint has answered at least once */
 	/* the concurrency rule (see the top of the file) */
@@ -194,6 +195,14 @@ static void curl_init(void)
 static void stats_add(uint64_t *field, uint64_t n)
 {
 	__atomic_add_fetch(field, n, __ATOMIC_RELAXED);
+}
+
+/* The engine's count of running GETs, published for get_stats. */
+static void gets_running_set(struct s3_client *c, unsigned n)
+{
+	c->running_gets = n;
+	__atomic_store_n(&c->stats.gets_in_flight, (uint64_t)n,
+			 __ATOMIC_RELAXED);
 }
 
 /* ---- requests ---- */
@@ -651,6 +660,8 @@ static void start_request(struct s3_client *c, struct s3_request *r)
 		goto fail;
 	}
 	c->running++;
+	if (r->kind == S3_REQUEST_GET)
+		gets_running_set(c, c->running_gets + 1);
 	r->prev = NULL;
 	r->next = c->running_list;
 	if (c->running_list)
@@ -715,6 +726,8 @@ static void detach(struct s3_client *c, struct s3_request *r)
 		r->next->prev = r->prev;
 	r->next = r->prev = NULL;
 	c->running--;
+	if (r->kind == S3_REQUEST_GET)
+		gets_running_set(c, c->running_gets - 1);
 }
 
 /* Whether err says the signing credentials had expired: by its code, or
@@ -1151,6 +1164,8 @@ static void client_get_stats(struct s3_store *st, struct s3_stats *out)
 	    __atomic_load_n(&c->stats.concurrency, __ATOMIC_RELAXED);
 	out->credential_refreshes =
 	    __atomic_load_n(&c->stats.credential_refreshes, __ATOMIC_RELAXED);
+	out->gets_in_flight =
+	    __atomic_load_n(&c->stats.gets_in_flight, __ATOMIC_RELAXED);
 }
 
 static void client_destroy(struct s3_client *c)

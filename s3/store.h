@@ -63,6 +63,7 @@ struct s3_stats {
 	uint64_t throttled;   /* answers asking to slow down (503, 429) */
 	uint64_t concurrency; /* transfers allowed at once, now */
 	uint64_t credential_refreshes; /* fresh credentials taken */
+	uint64_t gets_in_flight; /* GETs being transferred now (a gauge) */
 };
 
 /* One destination of a GET: consecutive buffers take consecutive bytes. */

@@ -733,6 +733,29 @@ static void test_max_threads(void **state)
 	    "/mnt", "--max-threads");
 }
 
+static void test_stats_interval(void **state)
+{
+	struct fs_options o;
+
+	OK(false, &o, "a=s3://bucket", "/mnt");
+	assert_int_equal(o.stats_interval, 0); /* off */
+	fs_options_free(&o);
+
+	OK(false, &o, "--stats-interval", "5", "a=s3://bucket", "/mnt");
+	assert_int_equal(o.stats_interval, 5);
+	fs_options_free(&o);
+
+	OK(true, &o, "s3://bucket", "/mnt", "-o", "stats_interval=86400");
+	assert_int_equal(o.stats_interval, 86400);
+	assert_int_equal(o.fuse_args.argc, 1);
+	fs_options_free(&o);
+
+	ERR(false, "--stats-interval must be between 0 and 86400",
+	    "--stats-interval=86401", "a=s3://bucket", "/mnt");
+	ERR(false, "invalid number '1.5' for --stats-interval",
+	    "--stats-interval", "1.5", "a=s3://bucket", "/mnt");
+}
+
 /* Parses args, builds the session's arguments and compares them with
  * want (NULL-terminated, after the program). */
 static void expect_session_v(bool helper, const char *const *want,
@@ -962,6 +985,8 @@ static void test_usage(void **state)
 	    "--max-retries N",
 	    "--stall-timeout SECONDS",
 	    "--max-threads N",
+	    "--stats-interval SECONDS",
+	    "s3pipe stats [--json] [--watch]",
 	    "--epochs N",
 	    "--seek MODE",
 	    "--uid N",
@@ -1705,6 +1730,7 @@ int main(void)
 	    cmocka_unit_test(test_passthrough),
 	    cmocka_unit_test(test_passthrough_errors),
 	    cmocka_unit_test(test_max_threads),
+	    cmocka_unit_test(test_stats_interval),
 	    cmocka_unit_test(test_session_args),
 	    cmocka_unit_test(test_helper_flags),
 	    cmocka_unit_test(test_helper_flag_errors),

@@ -1,0 +1,759 @@
+/*
+ * fs stats: what the daemon counts, and how it publishes it.
+ *
+ * Transport: a hidden file in the mount root, FS_STATS_FILE
+ * (".s3pipe-stats").  lookup finds it, readdir never lists it, so the
+ * directory Pipe-mode readers poll holds the channel files only (every
+ * listed name ends in "_<digits>"; this one does not, so it never names an
+ * epoch).  Each open takes one JSON snapshot into a buffer of that handle;
+ * reads serve it at any offset (direct I/O: the size getattr gives, 0,
+ * does not matter).  It is mode 0444, is not an epoch: opening it makes no
+ * epoch appear.  Any process that sees the mount can read it, also from a
+ * container that has the mount at /opt/ml/input/data.
+ *
+ * Counting: one record per (channel, epoch) opened, kept in the channel's
+ * list (newest epoch first) under s->lock, which open, close and the
+ * snapshot take, never a read.  A handle holds a reference to its record;
+ * a channel keeps at most FS_STATS_EPOCHS records that no handle holds.
+ * A read updates its record with atomics only: the bytes served, the
+ * furthest offset reached, and the current second's slot of a ring of
+ * per-second byte counts (struct fs_rate), from which the rate over the
+ * last FS_RATE_WINDOW seconds is worked out.
+ *
+ * With several readers of one epoch, "bytes_delivered" is the furthest
+ * offset any of them reached and "bytes_served" the sum of what each was
+ * given; the rate counts bytes served.  "total" is the epoch's byte count
+ * only when it is exact (the plan fully listed, no stage of unknown output
+ * size such as gzip, or a reader met the end), null otherwise.
+ *
+ * JSON, "version": 1:
+ *   {"version", "pid", "mountpoint", "uptime" (s), "stats_interval",
+ *    "memory": {"budget", "in_use", "peak"},
+ *    "cache": {"hits", "misses", "prefetched", "evictions"},
+ *    "s3": {"requests", "gets_in_flight", "concurrency", "retries",
+ *           "failures", "throttled", "bytes_received",
+ *           "credential_refreshes"},
+ *    "channels": [{"name", "visible", "epochs": [{"epoch", "file",
+ *        "state" (open, done, error, closed), "handles",
+ *        "bytes_delivered", "bytes_served", "total" (or null),
+ *        "bytes_per_second", "opened_at", "done_at" (s since the mount, or
+ *        null), "read_errors"}, ...]}, ...]}
+ *
+ * --stats-interval: a thread started once the mount serves and stopped
+ * before teardown logs one line per interval in which something was read
+ * (util_info: stderr in the foreground, syslog once detached).
+ */
+#include "config.h"
+
+#include "fs/stats.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "fs/fs.h"
+#include "s3/s3.h"
+#include "util/util.h"
+
+#define NS_PER_S       1000000000ULL
+#define FS_RATE_WINDOW 5	    /* seconds the rate looks back, at most */
+#define RATE_MIN_NS    250000000ULL /* a rate over less time is noise */
+#define RATE_BYTES     ((1ULL << 40) - 1) /* a slot's byte count */
+#define RATE_TAG       ((1ULL << 24) - 1) /* a slot's second, wrapped */
+#define MIB	       (1024.0 * 1024.0)
+
+struct fs_epoch_stats {
+	/* written by reads, with atomics */
+	struct fs_rate rate;
+	uint64_t delivered;	/* furthest offset replied */
+	uint64_t served;	/* bytes replied, all readers */
+	uint64_t first_read_ns; /* since the start, 0: no read yet */
+	uint64_t end;		/* where a reader met the end, + 1; 0: not */
+	uint64_t end_ns;
+	uint64_t errors;
+	uint64_t start_ns; /* the stats' start, copied: times are relative */
+	/* under s->lock */
+	unsigned channel;
+	unsigned epoch;
+	unsigned handles;
+	uint64_t opened_ns;
+	uint64_t total;		/* + 1 once known; 0: not known */
+	uint64_t logged_served; /* what the last log line saw */
+	struct fs_epoch_stats *next;
+};
+
+struct fs_stats_channel {
+	struct fs_epoch_stats *epochs; /* epoch descending */
+	unsigned count;
+};
+
+struct fs_stats {
+	struct fs_state *st;
+	char *mountpoint; /* owned, absolute when it could be made so */
+	uint64_t start_ns;
+	pthread_mutex_t lock; /* the lists, the records' locked fields */
+	struct fs_stats_channel *channels;
+	/* the logger */
+	pthread_t logger;
+	bool logging;
+	bool stop;
+	pthread_cond_t wake; /* CLOCK_MONOTONIC */
+	unsigned interval;
+	uint64_t logged_ns;
+};
+
+/* One record as read at one moment. */
+struct epoch_copy {
+	unsigned channel, epoch, handles;
+	uint64_t delivered, served, end, end_ns, errors, opened_ns;
+	uint64_t total;	    /* + 1 once known */
+	uint64_t log_delta; /* bytes served since the last log line */
+	double rate;
+};
+
+static uint64_t since_start(uint64_t start_ns)
+{
+	uint64_t now = util_now_ns();
+
+	return now > start_ns ? now - start_ns : 0;
+}
+
+/* ---- the rate ring ---- */
+
+FS_UNITTEST void fs_rate_add(struct fs_rate *r, uint64_t now_ns, uint64_t bytes)
+{
+	uint64_t sec = now_ns / NS_PER_S;
+	uint64_t tag = sec & RATE_TAG;
+	uint64_t *slot = &r->slot[sec % FS_RATE_SLOTS];
+	uint64_t old = __atomic_load_n(slot, __ATOMIC_RELAXED);
+	uint64_t sum;
+
+	do {
+		sum = (old >> 40) == tag ? (old & RATE_BYTES) + bytes : bytes;
+		if (sum > RATE_BYTES)
+			sum = RATE_BYTES;
+	} while (!__atomic_compare_exchange_n(slot, &old, tag << 40 | sum, true,
+					      __ATOMIC_RELAXED,
+					      __ATOMIC_RELAXED));
+}
+
+/*
+ * Bytes per second over the last FS_RATE_WINDOW seconds (the current one
+ * in part), or since since_ns when that is later.
+ */
+FS_UNITTEST double fs_rate_get(const struct fs_rate *r, uint64_t now_ns,
+			       uint64_t since_ns)
+{
+	uint64_t sec = now_ns / NS_PER_S;
+	uint64_t lo =
+	    sec >= FS_RATE_WINDOW - 1 ? sec - (FS_RATE_WINDOW - 1) : 0;
+	uint64_t from = lo * NS_PER_S;
+	uint64_t bytes = 0;
+
+	if (since_ns > from)
+		from = since_ns;
+	for (uint64_t s = lo; s <= sec; s++) {
+		uint64_t v = __atomic_load_n(&r->slot[s % FS_RATE_SLOTS],
+					     __ATOMIC_RELAXED);
+
+		if ((v >> 40) == (s & RATE_TAG))
+			bytes += v & RATE_BYTES;
+	}
+	if (bytes == 0)
+		return 0.0;
+	if (from > now_ns || now_ns - from < RATE_MIN_NS)
+		return (double)bytes * NS_PER_S / RATE_MIN_NS;
+	return (double)bytes * NS_PER_S / (double)(now_ns - from);
+}
+
+/* ---- records ---- */
+
+struct fs_stats *fs_stats_create(struct fs_state *st)
+{
+	struct fs_stats *s = calloc(1, sizeof(*s));
+	pthread_condattr_t attr;
+
+	if (!s)
+		return NULL;
+	s->st = st;
+	s->channels =
+	    calloc(st->nchannels ? st->nchannels : 1, sizeof(*s->channels));
+	/* the daemon later works from "/": the path as the user meant it */
+	s->mountpoint = realpath(st->opts->mountpoint, NULL);
+	if (!s->mountpoint)
+		s->mountpoint = strdup(st->opts->mountpoint);
+	if (s->mountpoint)
+		util_clean_line(s->mountpoint); /* shown, and JSON is UTF-8 */
+	if (!s->channels || !s->mountpoint) {
+		free(s->channels);
+		free(s->mountpoint);
+		free(s);
+		errno = ENOMEM;
+		return NULL;
+	}
+	s->start_ns = util_now_ns();
+	pthread_mutex_init(&s->lock, NULL);
+	pthread_condattr_init(&attr);
+	pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+	pthread_cond_init(&s->wake, &attr);
+	pthread_condattr_destroy(&attr);
+	return s;
+}
+
+void fs_stats_destroy(struct fs_stats *s)
+{
+	if (!s)
+		return;
+	fs_stats_log_stop(s);
+	for (unsigned i = 0; i < s->st->nchannels; i++) {
+		while (s->channels[i].epochs) {
+			struct fs_epoch_stats *e = s->channels[i].epochs;
+
+			s->channels[i].epochs = e->next;
+			free(e);
+		}
+	}
+	pthread_cond_destroy(&s->wake);
+	pthread_mutex_destroy(&s->lock);
+	free(s->channels);
+	free(s->mountpoint);
+	free(s);
+}
+
+/* Drops the oldest records no handle holds past FS_STATS_EPOCHS.  Lock
+ * held. */
+static void prune(struct fs_stats_channel *c)
+{
+	struct fs_epoch_stats **pp = &c->epochs;
+	unsigned kept = 0;
+
+	while (*pp) {
+		struct fs_epoch_stats *e = *pp;
+
+		if (kept >= FS_STATS_EPOCHS && e->handles == 0 &&
+		    c->count > FS_STATS_EPOCHS) {
+			*pp = e->next;
+			c->count--;
+			free(e);
+			continue;
+		}
+		kept++;
+		pp = &e->next;
+	}
+}
+
+struct fs_epoch_stats *fs_stats_epoch_open(struct fs_stats *s, unsigned ch,
+					   unsigned epoch)
+{
+	struct fs_stats_channel *c;
+	struct fs_epoch_stats **pp, *e;
+
+	if (!s || ch >= s->st->nchannels)
+		return NULL;
+	c = &s->channels[ch];
+	pthread_mutex_lock(&s->lock);
+	pp = &c->epochs;
+	while (*pp && (*pp)->epoch > epoch)
+		pp = &(*pp)->next;
+	e = *pp;
+	if (!e || e->epoch != epoch) {
+		e = calloc(1, sizeof(*e));
+		if (!e) {
+			pthread_mutex_unlock(&s->lock);
+			return NULL;
+		}
+		e->channel = ch;
+		e->epoch = epoch;
+		e->start_ns = s->start_ns;
+		e->opened_ns = since_start(s->start_ns);
+		e->next = *pp;
+		*pp = e;
+		c->count++;
+	}
+	e->handles++;
+	prune(c);
+	pthread_mutex_unlock(&s->lock);
+	return e;
+}
+
+void fs_stats_epoch_close(struct fs_stats *s, struct fs_epoch_stats *e)
+{
+	if (!s || !e)
+		return;
+	pthread_mutex_lock(&s->lock);
+	e->handles--;
+	prune(&s->channels[e->channel]);
+	pthread_mutex_unlock(&s->lock);
+}
+
+void fs_stats_epoch_read(struct fs_epoch_stats *e, uint64_t offset,
+			 size_t bytes)
+{
+	uint64_t now, end, cur, zero = 0;
+
+	if (!e)
+		return;
+	now = since_start(e->start_ns) | 1; /* never 0: 0 means "not yet" */
+	if (bytes == 0) {
+		/* the end, unless a seek (--seek emulate) jumped past what
+		 * was read: only there is the total known */
+		if (offset ==
+			__atomic_load_n(&e->delivered, __ATOMIC_RELAXED) &&
+		    __atomic_compare_exchange_n(&e->end, &zero, offset + 1,
+						false, __ATOMIC_RELAXED,
+						__ATOMIC_RELAXED))
+			__atomic_store_n(&e->end_ns, now, __ATOMIC_RELAXED);
+		return;
+	}
+	fs_rate_add(&e->rate, now, bytes);
+	__atomic_add_fetch(&e->served, bytes, __ATOMIC_RELAXED);
+	end = offset + bytes;
+	cur = __atomic_load_n(&e->delivered, __ATOMIC_RELAXED);
+	while (end > cur &&
+	       !__atomic_compare_exchange_n(&e->delivered, &cur, end, true,
+					    __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+		;
+	if (__atomic_load_n(&e->first_read_ns, __ATOMIC_RELAXED) == 0)
+		__atomic_compare_exchange_n(&e->first_read_ns, &zero, now,
+					    false, __ATOMIC_RELAXED,
+					    __ATOMIC_RELAXED);
+}
+
+void fs_stats_epoch_error(struct fs_epoch_stats *e)
+{
+	if (e)
+		__atomic_add_fetch(&e->errors, 1, __ATOMIC_RELAXED);
+}
+
+/* ---- reading the records ---- */
+
+static uint64_t load(const uint64_t *p)
+{
+	return __atomic_load_n(p, __ATOMIC_RELAXED);
+}
+
+/*
+ * Copies every record, oldest epoch first per channel, into a new array
+ * (*n entries).  With for_log, each copy's log_delta is what was served
+ * since the last call with for_log.  NULL on ENOMEM.
+ */
+static struct epoch_copy *collect(struct fs_stats *s, bool for_log, size_t *n)
+{
+	struct epoch_copy *out = NULL;
+	uint64_t now = since_start(s->start_ns);
+	size_t total = 0, i = 0;
+
+	pthread_mutex_lock(&s->lock);
+	for (unsigned ch = 0; ch < s->st->nchannels; ch++)
+		total += s->channels[ch].count;
+	out = calloc(total ? total : 1, sizeof(*out));
+	for (unsigned ch = 0; out && ch < s->st->nchannels; ch++) {
+		size_t first = i;
+
+		for (struct fs_epoch_stats *e = s->channels[ch].epochs; e;
+		     e = e->next) {
+			struct epoch_copy *c = &out[i++];
+
+			c->channel = ch;
+			c->epoch = e->epoch;
+			c->handles = e->handles;
+			c->delivered = load(&e->delivered);
+			c->served = load(&e->served);
+			c->end = load(&e->end);
+			c->end_ns = load(&e->end_ns);
+			c->errors = load(&e->errors);
+			c->opened_ns = e->opened_ns;
+			c->total = e->total;
+			c->rate =
+			    fs_rate_get(&e->rate, now, load(&e->first_read_ns));
+			if (for_log) {
+				c->log_delta = c->served - e->logged_served;
+				e->logged_served = c->served;
+			}
+		}
+		/* newest first in the list: oldest first in the copy */
+		for (size_t a = first, b = i; b > a + 1; a++, b--) {
+			struct epoch_copy t = out[a];
+
+			out[a] = out[b - 1];
+			out[b - 1] = t;
+		}
+	}
+	pthread_mutex_unlock(&s->lock);
+	*n = i;
+	return out;
+}
+
+/* Notes a total found for a record, so that it outlives the epoch's
+ * plan. */
+static void remember_total(struct fs_stats *s, const struct epoch_copy *c)
+{
+	pthread_mutex_lock(&s->lock);
+	for (struct fs_epoch_stats *e = s->channels[c->channel].epochs; e;
+	     e = e->next) {
+		if (e->epoch == c->epoch) {
+			e->total = c->total;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&s->lock);
+}
+
+/*
+ * The epoch's exact byte count into c->total (+ 1), when known: where a
+ * reader met the end, or what the channel says while a handle holds the
+ * epoch's plan (asking for a closed epoch would build its plan again).
+ */
+static void find_total(struct fs_stats *s, struct epoch_copy *c)
+{
+	uint64_t size;
+
+	if (c->end) {
+		c->total = c->end;
+	} else if (!c->total && c->handles &&
+		   channel_epoch_size(s->st->channels[c->channel].channel,
+				      c->epoch, &size)) {
+		c->total = size + 1;
+		remember_total(s, c);
+	}
+}
+
+static const char *state_of(const struct epoch_copy *c)
+{
+	if (c->end)
+		return "done";
+	if (c->errors)
+		return "error";
+	return c->handles ? "open" : "closed";
+}
+
+static double seconds(uint64_t ns)
+{
+	return (double)ns / NS_PER_S;
+}
+
+/* ---- the snapshot ---- */
+
+/* Adds key: value to obj; false when out of memory. */
+static bool put(json_t *obj, const char *key, json_t *value)
+{
+	return value && json_object_set_new(obj, key, value) == 0;
+}
+
+static bool put_u64(json_t *obj, const char *key, uint64_t v)
+{
+	return put(
+	    obj, key,
+	    json_integer(v > (uint64_t)LLONG_MAX ? LLONG_MAX : (json_int_t)v));
+}
+
+static json_t *epoch_json(struct fs_stats *s, struct epoch_copy *c)
+{
+	json_t *o = json_object();
+	char file[FS_CHANNEL_NAME_MAX + 16];
+
+	find_total(s, c);
+	snprintf(file, sizeof(file), "%s_%u", s->st->channels[c->channel].name,
+		 c->epoch);
+	if (o && put_u64(o, "epoch", c->epoch) &&
+	    put(o, "file", json_string(file)) &&
+	    put(o, "state", json_string(state_of(c))) &&
+	    put_u64(o, "handles", c->handles) &&
+	    put_u64(o, "bytes_delivered", c->delivered) &&
+	    put_u64(o, "bytes_served", c->served) &&
+	    put(o, "total",
+		c->total ? json_integer((json_int_t)(c->total - 1))
+			 : json_null()) &&
+	    put_u64(o, "bytes_per_second", (uint64_t)(c->rate + 0.5)) &&
+	    put(o, "opened_at", json_real(seconds(c->opened_ns))) &&
+	    put(o, "done_at",
+		c->end ? json_real(seconds(c->end_ns)) : json_null()) &&
+	    put_u64(o, "read_errors", c->errors))
+		return o;
+	json_decref(o);
+	return NULL;
+}
+
+/* One channel's object, with the copies of its records (n of them). */
+static json_t *channel_json(struct fs_stats *s, unsigned ch,
+			    struct epoch_copy *copies, size_t n)
+{
+	struct fs_state *st = s->st;
+	json_t *o = json_object();
+	json_t *epochs = json_array();
+	unsigned visible;
+
+	pthread_mutex_lock(&st->lock);
+	visible = st->channels[ch].visible;
+	pthread_mutex_unlock(&st->lock);
+	for (size_t i = 0; epochs && i < n; i++) {
+		if (json_array_append_new(epochs, epoch_json(s, &copies[i]))) {
+			json_decref(epochs);
+			epochs = NULL;
+		}
+	}
+	if (o && put(o, "name", json_string(st->channels[ch].name)) &&
+	    put_u64(o, "visible", visible) && put(o, "epochs", epochs))
+		return o;
+	json_decref(o);
+	return NULL;
+}
+
+static json_t *channels_json(struct fs_stats *s)
+{
+	json_t *list = json_array();
+	struct epoch_copy *copies = NULL;
+	size_t n = 0, i = 0;
+
+	copies = collect(s, false, &n);
+	for (unsigned ch = 0; list && copies && ch < s->st->nchannels; ch++) {
+		size_t first = i;
+
+		while (i < n && copies[i].channel == ch)
+			i++;
+		if (json_array_append_new(
+			list, channel_json(s, ch, copies + first, i - first))) {
+			json_decref(list);
+			list = NULL;
+		}
+	}
+	if (!copies) {
+		json_decref(list);
+		list = NULL;
+	}
+	free(copies);
+	return list;
+}
+
+/* A key for each count. */
+struct count {
+	const char *key;
+	uint64_t value;
+};
+
+/* An object of counts; NULL on ENOMEM. */
+static json_t *counts_json(const struct count *counts, size_t n)
+{
+	json_t *o = json_object();
+
+	for (size_t i = 0; o && i < n; i++) {
+		if (!put_u64(o, counts[i].key, counts[i].value)) {
+			json_decref(o);
+			o = NULL;
+		}
+	}
+	return o;
+}
+
+#define COUNT_OF(a) (sizeof(a) / sizeof((a)[0]))
+
+/* The memory, cache and s3 objects into root; false on ENOMEM. */
+static bool put_counts(json_t *root, const struct cache_stats *cs,
+		       const struct s3_stats *ss)
+{
+	const struct count memory[] = {{"budget", cs->budget_bytes},
+				       {"in_use", cs->used_bytes},
+				       {"peak", cs->peak_bytes}};
+	const struct count cache[] = {{"hits", cs->hits},
+				      {"misses", cs->misses},
+				      {"prefetched", cs->prefetched},
+				      {"evictions", cs->evictions}};
+	const struct count s3[] = {
+	    {"requests", ss->requests},
+	    {"gets_in_flight", ss->gets_in_flight},
+	    {"concurrency", ss->concurrency},
+	    {"retries", ss->retries},
+	    {"failures", ss->failures},
+	    {"throttled", ss->throttled},
+	    {"bytes_received", ss->bytes_received},
+	    {"credential_refreshes", ss->credential_refreshes}};
+
+	return put(root, "memory", counts_json(memory, COUNT_OF(memory))) &&
+	       put(root, "cache", counts_json(cache, COUNT_OF(cache))) &&
+	       put(root, "s3", counts_json(s3, COUNT_OF(s3)));
+}
+
+/* The whole document; NULL on ENOMEM. */
+static json_t *snapshot(struct fs_stats *s)
+{
+	struct cache_stats cs;
+	struct s3_stats ss;
+	json_t *root = json_object();
+
+	cache_get_stats(s->st->cache, &cs);
+	memset(&ss, 0, sizeof(ss));
+	s3_store_get_stats(s->st->store, &ss);
+	/* put() takes each value, also when it fails */
+	if (root && put(root, "version", json_integer(FS_STATS_VERSION)) &&
+	    put(root, "pid", json_integer(getpid())) &&
+	    put(root, "mountpoint", json_string(s->mountpoint)) &&
+	    put(root, "uptime", json_real(seconds(since_start(s->start_ns)))) &&
+	    put_u64(root, "stats_interval", s->st->opts->stats_interval) &&
+	    put_counts(root, &cs, &ss) &&
+	    put(root, "channels", channels_json(s)))
+		return root;
+	json_decref(root);
+	return NULL;
+}
+
+struct fs_stats_file *fs_stats_file_open(struct fs_stats *s)
+{
+	struct fs_stats_file *f = NULL;
+	json_t *root = NULL;
+	char *text = NULL;
+
+	if (!s) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	root = snapshot(s);
+	text = root ? json_dumps(root, JSON_INDENT(2) | JSON_REAL_PRECISION(6))
+		    : NULL;
+	f = text ? calloc(1, sizeof(*f)) : NULL;
+	if (f) {
+		f->len = strlen(text);
+		f->data = malloc(f->len + 1);
+	}
+	if (!f || !f->data) {
+		free(f);
+		f = NULL;
+		errno = ENOMEM;
+	} else {
+		memcpy(f->data, text, f->len);
+		f->data[f->len++] = '\n';
+		pthread_mutex_init(&f->lock, NULL);
+	}
+	free(text);
+	json_decref(root);
+	return f;
+}
+
+void fs_stats_file_close(struct fs_stats_file *f)
+{
+	if (!f)
+		return;
+	/* a read that has already replied may still hold the lock */
+	pthread_mutex_lock(&f->lock);
+	pthread_mutex_unlock(&f->lock);
+	pthread_mutex_destroy(&f->lock);
+	free(f->data);
+	free(f);
+}
+
+/* ---- the log line ---- */
+
+static void log_epoch(struct fs_stats *s, struct util_buf *b,
+		      struct epoch_copy *c, double elapsed)
+{
+	double rate = elapsed > 0 ? (double)c->log_delta / elapsed : 0.0;
+
+	find_total(s, c);
+	util_buf_printf(b, "%s%s_%u %.1f", b->len ? ", " : "",
+			s->st->channels[c->channel].name, c->epoch,
+			(double)c->delivered / MIB);
+	if (c->total > 1)
+		util_buf_printf(b, "/%.1f MiB %u%%",
+				(double)(c->total - 1) / MIB,
+				(unsigned)(100.0 * (double)c->delivered /
+					   (double)(c->total - 1)));
+	else
+		util_buf_printf(b, " MiB");
+	util_buf_printf(b, " %.1f MB/s%s", rate / 1e6, c->end ? " done" : "");
+}
+
+/* One line, if something was read since the last one. */
+static void log_once(struct fs_stats *s)
+{
+	struct util_buf b;
+	struct cache_stats cs;
+	struct s3_stats ss;
+	struct epoch_copy *copies;
+	uint64_t now = since_start(s->start_ns);
+	double elapsed = seconds(now - s->logged_ns);
+	size_t n = 0;
+	bool read = false;
+
+	s->logged_ns = now;
+	copies = collect(s, true, &n);
+	if (!copies)
+		return;
+	util_buf_init(&b, 8192);
+	for (size_t i = 0; i < n; i++) {
+		if (copies[i].log_delta)
+			read = true;
+		if (copies[i].log_delta ||
+		    (copies[i].handles && !copies[i].end))
+			log_epoch(s, &b, &copies[i], elapsed);
+	}
+	free(copies);
+	if (read) {
+		cache_get_stats(s->st->cache, &cs);
+		memset(&ss, 0, sizeof(ss));
+		s3_store_get_stats(s->st->store, &ss);
+		util_info("stats: %s; cache %" PRIu64 " hits %" PRIu64
+			  " misses; %" PRIu64 " GETs in flight; %" PRIu64
+			  " retries %" PRIu64 " errors; memory %.0f/%.0f MiB",
+			  b.data ? b.data : "", cs.hits, cs.misses,
+			  ss.gets_in_flight, ss.retries, ss.failures,
+			  (double)cs.used_bytes / MIB,
+			  (double)cs.budget_bytes / MIB);
+	}
+	util_buf_free(&b);
+}
+
+static void *log_main(void *arg)
+{
+	struct fs_stats *s = arg;
+	struct timespec due;
+
+	clock_gettime(CLOCK_MONOTONIC, &due);
+	pthread_mutex_lock(&s->lock);
+	while (!s->stop) {
+		due.tv_sec += s->interval;
+		while (!s->stop && pthread_cond_timedwait(&s->wake, &s->lock,
+							  &due) != ETIMEDOUT)
+			;
+		if (s->stop)
+			break;
+		pthread_mutex_unlock(&s->lock);
+		log_once(s);
+		pthread_mutex_lock(&s->lock);
+	}
+	pthread_mutex_unlock(&s->lock);
+	return NULL;
+}
+
+int fs_stats_log_start(struct fs_stats *s, unsigned interval)
+{
+	int rc;
+
+	if (!s || interval == 0)
+		return 0;
+	s->interval = interval;
+	s->stop = false;
+	s->logged_ns = since_start(s->start_ns);
+	rc = pthread_create(&s->logger, NULL, log_main, s);
+	if (rc == 0)
+		s->logging = true;
+	return rc;
+}
+
+void fs_stats_log_stop(struct fs_stats *s)
+{
+	if (!s || !s->logging)
+		return;
+	pthread_mutex_lock(&s->lock);
+	s->stop = true;
+	pthread_cond_signal(&s->wake);
+	pthread_mutex_unlock(&s->lock);
+	pthread_join(s->logger, NULL);
+	s->logging = false;
+}
