@@ -1,9 +1,14 @@
 /*
- * cache blocks: the table, the LRU, the byte budget, the fetches (one
- * store GET fills a run of blocks) and the pool of reusable buffers
- * (warmed before the first reader).
+ * cache blocks: the table, the LRU lists, the kept set, the byte budget,
+ * the fetches (one store GET fills a run of blocks) and the pool of
+ * reusable buffers (warmed before the first reader).
  *
- * See cache/internal.h for the state table.  Blocks are keyed by
+ * See cache/internal.h for the state table and the eviction policy: idle
+ * blocks are on four lists (SPENT, TRAILING, AHEAD, KEPT) taken in that
+ * order; prefetch takes only the first two.  The kept set is the
+ * scan-resistant part: the first blocks admitted, up to kept_quota, which
+ * only a demand read may evict, and which become ordinary once they go
+ * unused for two passes of the largest stream.  Blocks are keyed by
  * (object, block index): an object is one interned (bucket, key, ETag,
  * size), so a block is never served for another version of an object and
  * is found by every stream that names this one.  A block holds a reference
@@ -88,41 +93,67 @@ struct cache_block *cache_block_lookup(struct cache *c,
 	return b;
 }
 
+/* Which list an idle block belongs on (see the table in internal.h). */
+UNITTEST enum cache_lru block_class(const struct cache_block *b)
+{
+	if (b->kept)
+		return LRU_KEPT;
+	if (!b->consumed)
+		return LRU_AHEAD;
+	return b->trailing ? LRU_TRAILING : LRU_SPENT;
+}
+
 static void lru_unlink(struct cache *c, struct cache_block *b)
 {
+	struct cache_lru_list *l = &c->lru[b->lru];
+
 	if (!b->in_lru)
 		return;
 	if (b->lru_prev)
 		b->lru_prev->lru_next = b->lru_next;
 	else
-		c->lru_hot = b->lru_next;
+		l->hot = b->lru_next;
 	if (b->lru_next)
 		b->lru_next->lru_prev = b->lru_prev;
 	else
-		c->lru_cold = b->lru_prev;
+		l->cold = b->lru_prev;
 	b->lru_prev = b->lru_next = NULL;
+	l->bytes -= b->cap;
 	b->in_lru = false;
 }
 
+/*
+ * Unread and kept blocks go in at the hot end (least recently used goes
+ * first); consumed ones at the cold end, so the one a reader passed last
+ * goes first: a fast reader then evicts what it has just passed, and the
+ * blocks that slower readers behind it are about to reach stay (evicting
+ * the oldest would flush exactly those, as plain LRU does to a scan).
+ */
 static void lru_insert(struct cache *c, struct cache_block *b)
 {
-	if (b->consumed) {
+	enum cache_lru k = block_class(b);
+	struct cache_lru_list *l = &c->lru[k];
+
+	if (k == LRU_SPENT || k == LRU_TRAILING) {
 		b->lru_next = NULL;
-		b->lru_prev = c->lru_cold;
-		if (c->lru_cold)
-			c->lru_cold->lru_next = b;
+		b->lru_prev = l->cold;
+		if (l->cold)
+			l->cold->lru_next = b;
 		else
-			c->lru_hot = b;
-		c->lru_cold = b;
+			l->hot = b;
+		l->cold = b;
 	} else {
 		b->lru_prev = NULL;
-		b->lru_next = c->lru_hot;
-		if (c->lru_hot)
-			c->lru_hot->lru_prev = b;
+		b->lru_next = l->hot;
+		if (l->hot)
+			l->hot->lru_prev = b;
 		else
-			c->lru_cold = b;
-		c->lru_hot = b;
+			l->cold = b;
+		l->hot = b;
 	}
+	b->lru = (unsigned char)k;
+	b->used_at = c->admitted;
+	l->bytes += b->cap;
 	b->in_lru = true;
 	pthread_cond_broadcast(&c->memory);
 }
@@ -140,24 +171,65 @@ static void buffer_put(struct cache *c, char *data, size_t cap)
 
 void cache_block_free(struct cache *c, struct cache_block *b)
 {
+	if (b->kept)
+		c->kept_bytes -= b->cap;
 	buffer_put(c, b->data, b->cap);
 	cache_object_put(c, b->obj);
 	pthread_cond_destroy(&b->ready);
 	free(b);
 }
 
-/* Evicts the coldest idle block if the rules allow.  True if one went. */
+/* The first list an admission may not evict from: AHEAD for prefetch
+ * (only SPENT and TRAILING before it), none for demand. */
+static enum cache_lru evictable_end(bool demand)
+{
+	return demand ? LRU_LISTS : LRU_AHEAD;
+}
+
+/* Evicts the first idle block the rules allow, in list order.  True if
+ * one went. */
 UNITTEST bool evict_one(struct cache *c, bool demand)
 {
-	struct cache_block *b = c->lru_cold;
+	for (int k = 0; k < (int)evictable_end(demand); k++) {
+		struct cache_block *b = c->lru[k].cold;
 
-	if (!b || (!demand && !b->consumed))
-		return false;
-	lru_unlink(c, b);
-	table_remove(c, b);
-	c->stats.evictions++;
-	cache_block_free(c, b);
-	return true;
+		if (!b)
+			continue;
+		lru_unlink(c, b);
+		table_remove(c, b);
+		c->stats.evictions++;
+		cache_block_free(c, b);
+		return true;
+	}
+	return false;
+}
+
+/* Admitted bytes after which an unused kept block goes stale: two passes
+ * of the largest stream, and at least two budgets. */
+UNITTEST uint64_t kept_horizon(const struct cache *c)
+{
+	uint64_t pass = c->largest_stream > c->conf.budget_bytes
+			    ? c->largest_stream
+			    : c->conf.budget_bytes;
+
+	return 2 * pass;
+}
+
+/* Kept blocks not used within the horizon become ordinary (the least
+ * recently used is at the cold end of the kept list). */
+UNITTEST void kept_expire(struct cache *c)
+{
+	const uint64_t horizon = kept_horizon(c);
+	struct cache_block *b;
+
+	while ((b = c->lru[LRU_KEPT].cold) &&
+	       c->admitted - b->used_at > horizon) {
+		lru_unlink(c, b);
+		b->kept = false;
+		c->kept_bytes -= b->cap;
+		c->stats.kept_stale++;
+		lru_insert(c, b);
+	}
 }
 
 /* Whole blocks and near-whole ones get a pooled buffer; small objects
@@ -188,12 +260,12 @@ static char *buffer_get(struct cache *c, size_t cap, enum cache_admit admit)
 	bool demand = admit == CACHE_ADMIT_DEMAND;
 
 	for (;;) {
-		struct cache_block *cold = c->lru_cold;
+		struct cache_block *cold = c->lru[LRU_SPENT].cold;
 		char *p;
 
 		if (cap == c->conf.block_size && c->pool_count)
 			return c->pool[--c->pool_count];
-		if (admit == CACHE_ADMIT_RECYCLE && cold && cold->consumed &&
+		if (admit == CACHE_ADMIT_RECYCLE && cold &&
 		    (cap < c->conf.block_size || cold->cap == cap)) {
 			/* one block makes room for one block */
 			evict_one(c, false);
@@ -220,22 +292,24 @@ static char *buffer_get(struct cache *c, size_t cap, enum cache_admit admit)
 	}
 }
 
+bool cache_block_room_run(struct cache *c, uint64_t bytes)
+{
+	uint64_t avail = c->conf.budget_bytes - c->stats.used_bytes +
+			 c->pool_count * c->conf.block_size +
+			 c->lru[LRU_SPENT].bytes + c->lru[LRU_TRAILING].bytes;
+
+	return bytes <= avail;
+}
+
 bool cache_block_room(struct cache *c, size_t len, bool demand)
 {
 	uint64_t avail = c->conf.budget_bytes - c->stats.used_bytes +
 			 c->pool_count * c->conf.block_size;
 
 	len = buffer_cap(c, len);
-	if (len <= avail)
-		return true;
-	for (struct cache_block *b = c->lru_cold; b; b = b->lru_prev) {
-		if (!demand && !b->consumed)
-			break;
-		avail += b->cap;
-		if (len <= avail)
-			return true;
-	}
-	return false;
+	for (int k = 0; k < (int)evictable_end(demand) && len > avail; k++)
+		avail += c->lru[k].bytes;
+	return len <= avail;
 }
 
 struct cache_block *cache_block_create(struct cache *c,
@@ -246,6 +320,7 @@ struct cache_block *cache_block_create(struct cache *c,
 	struct cache_block *b;
 	size_t h;
 
+	kept_expire(c);
 	if (len > c->conf.block_size ||
 	    buffer_cap(c, len) > c->conf.budget_bytes ||
 	    !cache_block_room(c, len, demand))
@@ -265,6 +340,13 @@ struct cache_block *cache_block_create(struct cache *c,
 	b->index = index;
 	b->len = len;
 	b->state = BLOCK_FETCHING;
+	/* the kept set takes what comes first, up to its quota */
+	if (c->kept_bytes + b->cap <= c->kept_quota) {
+		b->kept = true;
+		c->kept_bytes += b->cap;
+	}
+	c->admitted += b->cap;
+	b->used_at = c->admitted;
 	pthread_cond_init(&b->ready, NULL);
 	if (c->nblocks >= c->nbuckets * 2)
 		table_grow(c);
@@ -279,6 +361,20 @@ void cache_block_pin(struct cache_block *b)
 {
 	lru_unlink(b->cache, b);
 	b->pins++;
+	b->used_at = b->cache->admitted;
+}
+
+void cache_block_set_consumed(struct cache_block *b, bool consumed,
+			      bool trailing)
+{
+	struct cache *c = b->cache;
+	bool idle = b->in_lru;
+
+	lru_unlink(c, b);
+	b->consumed = consumed;
+	b->trailing = consumed && trailing;
+	if (idle)
+		lru_insert(c, b);
 }
 
 /* An unpinned block goes where its state says: a failed one is freed, a
@@ -405,13 +501,12 @@ void cache_block_fetch(struct cache_block *const *blocks, unsigned n,
 
 /* ---- warming the pool ---- */
 
-/* Bytes of whole-block (pooled) buffers a reader's first window and the two
- * blocks behind it take over what is listed of s so far. */
-static uint64_t first_window_pooled(const struct cache_stream *s)
+/* Bytes of whole-block (pooled) buffers that the first reach bytes of what
+ * is listed of s so far take. */
+static uint64_t pooled_within(const struct cache_stream *s, uint64_t reach)
 {
 	const struct cache *c = s->cache;
 	const uint64_t bs = c->conf.block_size;
-	const uint64_t reach = c->conf.max_window + 2 * bs;
 	uint64_t pooled = 0, pos = 0;
 
 	for (size_t i = 0; i < s->count && pos < reach; i++) {
@@ -434,44 +529,82 @@ static uint64_t first_window_pooled(const struct cache_stream *s)
 	return pooled;
 }
 
+/* Faults in one whole-block buffer for the pool, the lock dropped while
+ * faulting (its bytes counted meanwhile); false when the budget or
+ * memory has none. */
+static bool warm_one(struct cache *c)
+{
+	const size_t bs = c->conf.block_size;
+	const size_t page = 4096;
+	char *p;
+
+	if (c->stats.used_bytes + bs > c->conf.budget_bytes ||
+	    c->pool_count >= c->pool_max)
+		return false;
+	c->stats.used_bytes += bs; /* held while faulting */
+	pthread_mutex_unlock(&c->lock);
+	p = buffer_alloc(bs);
+	for (size_t o = 0; p && o < bs; o += page)
+		p[o] = 0;
+	pthread_mutex_lock(&c->lock);
+	if (!p) {
+		c->stats.used_bytes -= bs;
+		return false;
+	}
+	c->pool[c->pool_count++] = p;
+	c->stats.warm_bytes += bs;
+	if (c->stats.used_bytes > c->stats.peak_bytes)
+		c->stats.peak_bytes = c->stats.used_bytes;
+	pthread_cond_broadcast(&c->memory);
+	return true;
+}
+
+/* The background warm-up: warm_left more buffers, unless the cache goes. */
+static void *warm_later(void *arg)
+{
+	struct cache *c = arg;
+
+	pthread_mutex_lock(&c->lock);
+	while (!c->warm_stop && c->warm_left && warm_one(c))
+		c->warm_left--;
+	c->warm_left = 0;
+	pthread_mutex_unlock(&c->lock);
+	return NULL;
+}
+
 /*
  * The first time a reader's window fills, every buffer is fresh memory: the
  * engine thread, which receives all data, would take a page fault per huge
  * page and wait while the kernel zeroes it (on a virtual machine that hands
  * free memory back to its host, the host must supply the page as well).
  * Done here, before any reader, the pool holds those buffers already.
+ *
+ * A stream larger than the window also fills the kept set in its first
+ * pass, as much memory again: that part is faulted in by a thread of its
+ * own, started here, while the mount comes up and the first window
+ * streams (the start-up itself waits for warm_max_bytes at most).
  */
 uint64_t cache_stream_warm(struct cache_stream *s)
 {
 	struct cache *c = s->cache;
-	const size_t bs = c->conf.block_size;
-	const size_t page = 4096;
-	uint64_t added = 0, want;
+	const uint64_t bs = c->conf.block_size;
+	const uint64_t first = c->conf.max_window + 2 * bs;
+	uint64_t added = 0, want, later;
 
 	pthread_mutex_lock(&c->lock);
-	want = first_window_pooled(s);
+	want = pooled_within(s, first);
 	if (want > c->conf.warm_max_bytes)
 		want = c->conf.warm_max_bytes;
-	while (c->pool_count * bs + bs <= want &&
-	       c->stats.used_bytes + bs <= c->conf.budget_bytes) {
-		char *p;
-
-		c->stats.used_bytes += bs; /* held while faulting */
-		pthread_mutex_unlock(&c->lock);
-		p = buffer_alloc(bs);
-		for (size_t o = 0; p && o < bs; o += page)
-			p[o] = 0;
-		pthread_mutex_lock(&c->lock);
-		if (!p) {
-			c->stats.used_bytes -= bs;
-			break;
-		}
-		c->pool[c->pool_count++] = p;
+	while (c->pool_count * bs + bs <= want && warm_one(c))
 		added += bs;
-		c->stats.warm_bytes += bs;
-		if (c->stats.used_bytes > c->stats.peak_bytes)
-			c->stats.peak_bytes = c->stats.used_bytes;
-		pthread_cond_broadcast(&c->memory);
+	later = pooled_within(s, first + c->kept_quota);
+	if (later > c->conf.budget_bytes)
+		later = c->conf.budget_bytes;
+	if (later > c->pool_count * bs && c->kept_quota && !c->warm_started &&
+	    c->stats.used_bytes + bs <= c->conf.budget_bytes) {
+		c->warm_left = (later - c->pool_count * bs) / bs;
+		c->warm_started =
+		    pthread_create(&c->warm_thread, NULL, warm_later, c) == 0;
 	}
 	pthread_mutex_unlock(&c->lock);
 	return added;
@@ -484,6 +617,7 @@ void *cache_buffer_get(struct cache *c, bool demand)
 	char *p;
 
 	pthread_mutex_lock(&c->lock);
+	kept_expire(c);
 	if (!demand &&
 	    c->lent_bytes + c->conf.block_size > c->conf.budget_bytes / 2)
 		p = NULL;

@@ -15,7 +15,14 @@
  *   warm_max_bytes    a first window and two blocks (what a reader's first
  *                     read takes), at most WARM_LIMIT: faulting in 144 MiB
  *                     took 115-213 ms at mount on these machines, and a
- *                     larger cache must not hold up the mount for longer.
+ *                     larger cache must not hold up the mount for longer;
+ *   kept quota        half the budget, at most what max_window leaves of
+ *                     it (a reader's full window must still fit beside
+ *                     the kept set); kept_max when set, at most the budget
+ *                     less two blocks (0: none).  Half: a scan larger than the
+ *                     budget then gets half the budget from memory every
+ *                     pass, and one reader's window still has the other
+ *                     half (128 MiB of the default 256 MiB, as before).
  *
  * The blocks, streams and readers are in block.c, stream.c and reader.c.
  */
@@ -41,6 +48,7 @@ void cache_conf_init(struct cache_conf *conf)
 	conf->block_size = CACHE_DEFAULT_BLOCK_SIZE;
 	conf->list_page_keys = 1000; /* S3's most per page */
 	conf->first_page_keys = 100;
+	conf->kept_max = CACHE_KEPT_AUTO;
 }
 
 /* Fills in what c->conf left to the cache (see the top of the file). */
@@ -73,6 +81,19 @@ static void derive(struct cache *c, const struct s3_store *store)
 	if (c->run_max > S3_GET_BUFFERS_MAX)
 		c->run_max = S3_GET_BUFFERS_MAX;
 	c->pool_max = conf->budget_bytes / conf->block_size;
+	if (conf->kept_max != CACHE_KEPT_AUTO) {
+		uint64_t most = conf->budget_bytes > 2 * conf->block_size
+				    ? conf->budget_bytes - 2 * conf->block_size
+				    : 0;
+
+		c->kept_quota = conf->kept_max < most ? conf->kept_max : most;
+	} else {
+		c->kept_quota = conf->budget_bytes / 2;
+		if (conf->max_window >= conf->budget_bytes)
+			c->kept_quota = 0;
+		else if (c->kept_quota > conf->budget_bytes - conf->max_window)
+			c->kept_quota = conf->budget_bytes - conf->max_window;
+	}
 }
 
 struct cache *cache_create(const struct cache_conf *conf,
@@ -114,6 +135,12 @@ void cache_destroy(struct cache *c)
 {
 	if (!c)
 		return;
+	if (c->warm_started) {
+		pthread_mutex_lock(&c->lock);
+		c->warm_stop = true;
+		pthread_mutex_unlock(&c->lock);
+		pthread_join(c->warm_thread, NULL);
+	}
 	for (size_t i = 0; i < c->nbuckets; i++) {
 		struct cache_block *b = c->table[i];
 
@@ -138,6 +165,7 @@ void cache_get_stats(struct cache *c, struct cache_stats *out)
 {
 	pthread_mutex_lock(&c->lock);
 	*out = c->stats;
+	out->kept_bytes = c->kept_bytes;
 	pthread_mutex_unlock(&c->lock);
 }
 

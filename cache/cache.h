@@ -55,7 +55,14 @@ struct cache_conf {
 	 * (cache_stream_warm), at most; 0 = auto (bounds the start-up
 	 * time) */
 	uint64_t warm_max_bytes;
+	/* bytes of the kept set, the part of the data that a scan larger
+	 * than the budget does not flush (see cache/internal.h): at most the
+	 * budget less two blocks; 0 = none; CACHE_KEPT_AUTO (the default) =
+	 * half the budget, at most what max_window leaves of it */
+	uint64_t kept_max;
 };
+
+#define CACHE_KEPT_AUTO UINT64_MAX
 
 /* S3's largest object: a listing or HEAD naming a larger one is hostile */
 #define CACHE_OBJECT_SIZE_MAX (5ULL << 40)
@@ -77,7 +84,10 @@ struct cache_stats {
 	uint64_t prefetched; /* blocks fetched ahead */
 	uint64_t evictions;
 	uint64_t fetch_errors;
-	uint64_t seeks; /* reader repositions (emulated seeks) */
+	uint64_t seeks;	     /* reader repositions (emulated seeks) */
+	uint64_t kept_bytes; /* in the kept set now */
+	uint64_t kept_stale; /* kept blocks that went stale (unkept) */
+	uint64_t claimed;    /* consumed blocks a reader behind took back */
 };
 
 /*
@@ -231,10 +241,24 @@ bool cache_stream_size(struct cache_stream *s, uint64_t *size);
  * Faults in, ahead of any reader, the whole-block buffers that a reader's
  * first prefetch window takes over what is listed of s so far (none for
  * small objects), within the budget and warm_max_bytes held in the pool;
- * returns the bytes added.  For start-up: the first epoch then does not pay
- * for fresh pages on the receive path.
+ * returns the bytes added.  Those the kept set will take after that window
+ * (a stream larger than the window) are faulted in on a thread of the
+ * cache's own, in the background (once per cache; cache_destroy() stops
+ * it).  For start-up: the first epoch then does not pay for fresh pages on
+ * the receive path.
  */
 uint64_t cache_stream_warm(struct cache_stream *s);
+/*
+ * Pre-warms s for a reader to come: starts fetching the blocks of its
+ * first bytes (or of all of it, when shorter) that are not in memory yet,
+ * without waiting, as a new reader's window would (asking a listing or a
+ * plan's owner for more segments), but with prefetch admission only: it
+ * never evicts unread or kept blocks and stops where the budget has no
+ * other room.  What it fetches stays unread (only a demand read evicts
+ * it) until a reader passes it.  Returns true when the whole range is in
+ * memory or coming; call again later to top up.  Lock not held.
+ */
+bool cache_stream_prefetch(struct cache_stream *s, uint64_t bytes);
 /* Call only after every reader of s is destroyed. */
 void cache_stream_destroy(struct cache_stream *s);
 
@@ -248,6 +272,12 @@ struct cache_view {
 	size_t bytes;
 };
 
+/*
+ * A reader of s from its start.  Readers of one stream know each other: a
+ * block one of them moves past stays unread for another that still has it
+ * ahead within its window, and the windows of all readers share the
+ * budget (see cache/internal.h).
+ */
 struct cache_reader *cache_reader_create(struct cache_stream *s);
 /*
  * A reader of bytes [offset, end) of s only (offset must be listed
@@ -258,6 +288,8 @@ struct cache_reader *cache_reader_create(struct cache_stream *s);
 struct cache_reader *cache_reader_create_at(struct cache_stream *s,
 					    uint64_t offset, uint64_t end,
 					    uint64_t window);
+/* Gives up the unread blocks of r's window that no other reader of its
+ * stream claims (they become consumed), then frees r. */
 void cache_reader_destroy(struct cache_reader *r);
 /* The offset the next sequential read starts at. */
 uint64_t cache_reader_position(struct cache_reader *r);

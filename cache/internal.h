@@ -8,21 +8,52 @@
  *
  * Block states and invariants:
  *
- *   state     in table  in LRU           data        may be freed
+ *   state     in table  in an LRU list   data        may be freed
  *   FETCHING  yes       no               being filled no (engine writes)
  *   READY     yes       iff pins == 0    valid        when evicted
  *   FAILED    no        no               garbage      when pins drop to 0
+ *
+ * An idle READY block is on exactly one of four LRU lists, by its class
+ * (block_class() in block.c), each list cold end first:
+ *
+ *   class     kept  consumed  a reader still needs it   evicted by
+ *   SPENT     no    yes       no                        anyone, first
+ *   TRAILING  no    yes       a reader behind it, not   prefetch after
+ *                             yet within its window     SPENT; demand
+ *   AHEAD     no    no        unread: in a window, or   demand only
+ *                             fetched for a pre-warm
+ *   KEPT      yes   any       (the scan-resistant set)  demand only, last
  *
  *   - used_bytes is the sum of cap over all allocated blocks plus the
  *     pooled buffers, and never exceeds budget_bytes.  Buffers of a whole
  *     block are pooled on eviction and reused, so steady streaming touches
  *     no new pages (no page faults, no kernel zeroing); cache_stream_warm
  *     fills the pool before the first reader, so it need not either.
- *   - the LRU holds exactly the READY blocks with no pins; consumed blocks
- *     (a reader moved past them) go in at the cold end, others at the hot
- *     end; eviction takes from the cold end.
- *   - prefetch may only evict consumed blocks; a demand read may evict any
- *     block in the LRU.
+ *   - prefetch (and recycling) may only evict SPENT, then TRAILING blocks;
+ *     a demand read may evict any idle block: SPENT, TRAILING, AHEAD, then
+ *     KEPT.  Recycling (CACHE_ADMIT_RECYCLE) reuses only SPENT buffers.
+ *   - the kept set: a block admitted while kept_bytes + its cap fit in
+ *     kept_quota (half the budget, at most what the window leaves) is
+ *     kept, whoever admits it, and stays kept until it is evicted (by
+ *     demand only) or goes stale: a kept block not used (pinned) while
+ *     kept_horizon() bytes were admitted (two passes of the largest
+ *     stream, at least two budgets) becomes ordinary, and the quota it
+ *     frees goes to the next blocks admitted.  A repeated scan larger than
+ *     the budget therefore finds the part of the data it met first (a
+ *     stable part) in memory every time, instead of what it read last
+ *     (plain LRU: nothing).  kept_bytes counts kept blocks in any state.
+ *   - consumed: a reader moved past the block.  It is set only when no
+ *     other reader of the same stream still has the block ahead of its
+ *     position within its window (block_passed() in reader.c): then the
+ *     block stays AHEAD for that one; when some reader is behind it but
+ *     further off, it is TRAILING.  A reader's prefetch that meets a
+ *     consumed block inside its window claims it back (consumed = false),
+ *     and a reader destroyed gives its window's unread blocks up (they
+ *     become consumed) unless another reader claims them.
+ *   - windows share the budget: a reader's window is at most
+ *     (budget - kept_quota) / readers (at least two blocks), so the
+ *     unread blocks that prefetch may not evict never crowd another
+ *     reader's window out.
  *   - every block and every object segment holds a reference on its
  *     object, so an object lives as long as anything names it, and a
  *     stream built later for the same version finds its blocks.
@@ -67,6 +98,21 @@ struct cache_segment {
 
 enum cache_block_state { BLOCK_FETCHING, BLOCK_READY, BLOCK_FAILED };
 
+/* The LRU lists of idle blocks, in the order eviction takes them. */
+enum cache_lru {
+	LRU_SPENT = 0,
+	LRU_TRAILING,
+	LRU_AHEAD,
+	LRU_KEPT,
+	LRU_LISTS,
+};
+
+struct cache_lru_list {
+	struct cache_block *hot;
+	struct cache_block *cold;
+	uint64_t bytes; /* caps of the blocks on it */
+};
+
 struct cache_block {
 	struct cache *cache;
 	struct cache_object *obj; /* key part 1; a reference */
@@ -77,8 +123,12 @@ struct cache_block {
 	enum cache_block_state state;
 	int error;
 	int pins;
-	bool consumed;
+	bool consumed; /* a reader moved past it (see the table) */
+	bool trailing; /* consumed, but a reader behind still needs it */
+	bool kept;     /* in the kept set (counted in kept_bytes) */
 	bool in_lru;
+	unsigned char lru; /* the list it is on (enum cache_lru) */
+	uint64_t used_at;  /* cache->admitted when last pinned or made */
 	struct cache_block *hash_next;
 	struct cache_block *lru_prev; /* towards the hot end */
 	struct cache_block *lru_next; /* towards the cold end */
@@ -96,8 +146,19 @@ struct cache {
 	struct cache_object **objects; /* the object table */
 	size_t nobject_buckets;	       /* power of two */
 	size_t nobjects;
-	struct cache_block *lru_hot;
-	struct cache_block *lru_cold;
+	struct cache_lru_list lru[LRU_LISTS];
+	uint64_t kept_quota; /* the kept set's bytes, at most */
+	uint64_t kept_bytes; /* caps of the kept blocks */
+	/* caps of every block ever made: the clock kept blocks age by */
+	uint64_t admitted;
+	uint64_t largest_stream; /* the most bytes any stream listed */
+	unsigned nreaders;	 /* readers alive (they share the budget) */
+	/* the background warm-up (cache_stream_warm): buffers still to
+	 * fault in, and whether it must stop (the cache is going) */
+	pthread_t warm_thread;
+	bool warm_started;
+	bool warm_stop;
+	uint64_t warm_left;
 	char **pool; /* free buffers of block_size bytes, kept to reuse */
 	size_t pool_count;
 	size_t pool_max;
@@ -124,14 +185,15 @@ struct cache_stream {
 	void *frame_arg;
 	cache_want_fn *want; /* a plan stream's owner, asked for more */
 	void *want_arg;
-	pthread_cond_t grown; /* segments added, complete, or error */
+	struct cache_reader *readers; /* alive on this stream */
+	pthread_cond_t grown;	      /* segments added, complete, or error */
 };
 
 /* How a new block may find memory. */
 enum cache_admit {
-	CACHE_ADMIT_PREFETCH = 0, /* evict only consumed blocks */
+	CACHE_ADMIT_PREFETCH = 0, /* evict only SPENT, then TRAILING blocks */
 	CACHE_ADMIT_DEMAND = 1,	  /* evict any idle block */
-	/* as PREFETCH, but reuse a consumed block's buffer before growing:
+	/* as PREFETCH, but reuse a SPENT block's buffer before growing:
 	 * for streams not known to fit in the cache (larger, or still being
 	 * listed), whose consumed blocks need not survive until the next
 	 * epoch; saves faulting in fresh pages and keeps RSS to the window */
@@ -158,6 +220,12 @@ struct cache_block *cache_block_create(struct cache *c,
 void cache_block_pin(struct cache_block *b);
 void cache_block_unpin(struct cache_block *b);
 /*
+ * Sets whether b was consumed, and whether a reader behind still needs it
+ * (trailing), moving it to its list when it is idle.
+ */
+void cache_block_set_consumed(struct cache_block *b, bool consumed,
+			      bool trailing);
+/*
  * Starts one GET that fills blocks[0..n), consecutive blocks of one object;
  * each becomes READY as soon as its own bytes are in.  When the GET cannot
  * even start they are FAILED on return.
@@ -166,6 +234,9 @@ void cache_block_fetch(struct cache_block *const *blocks, unsigned n,
 		       bool urgent);
 /* True when len more bytes could be made to fit by evicting. */
 bool cache_block_room(struct cache *c, size_t len, bool demand);
+/* True when whole blocks of bytes in all would fit with prefetch's
+ * evictions (a run of blocks). */
+bool cache_block_room_run(struct cache *c, uint64_t bytes);
 
 /* Frees b's memory (its buffer may go to the pool); b must be out of the
  * table and the LRU, or the whole cache going away. */
@@ -206,6 +277,18 @@ struct cache_reader {
 	uint64_t window;
 	uint64_t max_window; /* the window's cap */
 	uint64_t end;	     /* reads and prefetch stop here; 0 = never */
+	struct cache_reader *next, *prev; /* on stream->readers */
+};
+
+/* The window r may claim now: its own, within its share of the budget. */
+uint64_t cache_reader_window(const struct cache_reader *r);
+
+/* Why a prefetch stopped short of its limit (or did not). */
+enum cache_prefetch_stop {
+	PREFETCH_DONE = 0, /* the limit, the objects-ahead cap or the end */
+	PREFETCH_UNLISTED, /* the stream has no more segments yet */
+	PREFETCH_BUDGET,   /* no room without evicting unread data */
+	PREFETCH_WAIT,	   /* waiting to send a whole run */
 };
 
 /*
@@ -217,12 +300,15 @@ struct cache_reader {
 /* block.c */
 bool evict_one(struct cache *c, bool demand);
 size_t buffer_cap(const struct cache *c, size_t len);
+enum cache_lru block_class(const struct cache_block *b);
+uint64_t kept_horizon(const struct cache *c);
+void kept_expire(struct cache *c);
 /* stream.c */
 int take_page(struct cache_stream *s, struct s3_list_page *page);
 /* reader.c */
 void frontier_to_position(struct cache_reader *r);
-void prefetch(struct cache_reader *r, uint64_t ahead, bool urgent,
-	      bool may_list);
+enum cache_prefetch_stop prefetch(struct cache_reader *r, uint64_t ahead,
+				  bool urgent, bool may_list);
 #else
 #define UNITTEST static
 #endif

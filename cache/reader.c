@@ -17,6 +17,20 @@
  * bottleneck.  Blocks the cursor has moved past are marked consumed so
  * that they are the first to go.
  *
+ * Readers of one stream (several processes reading one epoch) share
+ * blocks, and know each other through the stream's list:
+ *   - a block one reader moves past stays unread (AHEAD) while another
+ *     reader has it ahead within its window, and is TRAILING (evicted
+ *     after SPENT ones) while a reader further behind still needs it: a
+ *     fast reader does not make what a slow one needs next go first;
+ *   - a prefetch that meets a consumed block in its window claims it back;
+ *   - each window is capped by its share of the budget beside the kept
+ *     set, (budget - kept quota) / readers, so the unread blocks of slow
+ *     readers' windows, which prefetch may not evict, never fill the
+ *     budget and stall a fast reader;
+ *   - a reader destroyed gives up the unread blocks of its window, unless
+ *     another reader claims them.
+ *
  * A read at an offset other than the position restarts the cursor there
  * (emulated seek); whether that is allowed is the caller's decision.
  */
@@ -41,20 +55,34 @@ static uint64_t initial_window(const struct cache_reader *r)
 struct cache_reader *cache_reader_create(struct cache_stream *s)
 {
 	struct cache_reader *r = calloc(1, sizeof(*r));
+	struct cache *c = s->cache;
 
 	if (!r) {
 		errno = ENOMEM;
 		return NULL;
 	}
 	r->stream = s;
-	r->window = s->cache->conf.max_window;
+	r->window = c->conf.max_window;
 	r->max_window = r->window;
+	pthread_mutex_lock(&c->lock);
+	r->next = s->readers;
+	if (s->readers)
+		s->readers->prev = r;
+	s->readers = r;
+	c->nreaders++;
+	pthread_mutex_unlock(&c->lock);
 	return r;
 }
 
-void cache_reader_destroy(struct cache_reader *r)
+uint64_t cache_reader_window(const struct cache_reader *r)
 {
-	free(r);
+	const struct cache *c = r->stream->cache;
+	uint64_t share = (c->conf.budget_bytes - c->kept_quota) /
+			 (c->nreaders ? c->nreaders : 1);
+
+	if (share < 2 * c->conf.block_size)
+		share = 2 * c->conf.block_size;
+	return r->window < share ? r->window : share;
 }
 
 uint64_t cache_reader_position(struct cache_reader *r)
@@ -75,6 +103,30 @@ static uint64_t block_start_in(const struct cache *c,
 	uint64_t at = index * c->conf.block_size;
 
 	return seg->start + (at > seg->obj_offset ? at - seg->obj_offset : 0);
+}
+
+/*
+ * r has moved past block b, which lies at [start, end) of the stream: it
+ * is consumed, unless another reader of the stream has it ahead within its
+ * window (then it stays unread for that one); trailing when a reader is
+ * behind it but further off.
+ */
+static void block_passed(const struct cache_reader *r, struct cache_block *b,
+			 uint64_t start, uint64_t end)
+{
+	bool trailing = false;
+
+	for (const struct cache_reader *o = r->stream->readers; o;
+	     o = o->next) {
+		if (o == r || o->pos >= end || (o->end && start >= o->end))
+			continue;
+		if (start < o->pos + cache_reader_window(o)) {
+			cache_block_set_consumed(b, false, false);
+			return;
+		}
+		trailing = true;
+	}
+	cache_block_set_consumed(b, true, trailing);
 }
 
 /* Puts the frontier at the start of segment idx. */
@@ -130,23 +182,89 @@ static void frontier_advance(struct cache_reader *r,
 }
 
 /*
- * Whether a GET starting at the frontier should wait for more room: it
- * would be cut short by the window edge at limit (neither a full run nor
- * the rest of the object) while the reader still has half a window ahead
- * of it.  Waiting lets the next GET cover a whole run.
+ * The unread blocks between r's position and its frontier, which nobody
+ * will read through r any more, are passed (lock held).
+ */
+static void release_window(struct cache_reader *r)
+{
+	struct cache_stream *s = r->stream;
+	struct cache *c = s->cache;
+	uint64_t at = r->pos;
+
+	for (size_t idx = r->seg_idx; idx < s->count && idx <= r->pf_seg;
+	     idx++) {
+		const struct cache_segment *seg = s->segs[idx];
+		uint64_t stop = seg->start + seg->size;
+
+		if (idx == r->pf_seg && r->pf_offset < stop)
+			stop = r->pf_offset;
+		if (at < seg->start)
+			at = seg->start;
+		while (seg->obj && at < stop) {
+			uint64_t index = cache_segment_block(c, seg, at);
+			uint64_t bstart = block_start_in(c, seg, index);
+			uint64_t bend = block_start_in(c, seg, index + 1);
+			struct cache_block *b =
+			    cache_block_lookup(c, seg->obj, index);
+
+			if (bend > seg->start + seg->size)
+				bend = seg->start + seg->size;
+			if (b && !b->consumed)
+				block_passed(r, b, bstart, bend);
+			at = bend;
+		}
+	}
+}
+
+void cache_reader_destroy(struct cache_reader *r)
+{
+	struct cache *c;
+
+	if (!r)
+		return;
+	c = r->stream->cache;
+	pthread_mutex_lock(&c->lock);
+	release_window(r);
+	if (r->prev)
+		r->prev->next = r->next;
+	else
+		r->stream->readers = r->next;
+	if (r->next)
+		r->next->prev = r->prev;
+	c->nreaders--;
+	pthread_mutex_unlock(&c->lock);
+	free(r);
+}
+
+/*
+ * Whether a GET starting at the frontier should wait for more room while
+ * the reader still has half a window ahead of it: it would be cut short
+ * (neither a full run nor the rest of the object) by the window edge at
+ * limit, or, when it starts a new run (fresh), by memory (the kept set
+ * and other windows leave a window little more than its size).  Waiting
+ * lets the next GET cover a whole run: fewer, larger requests.
  */
 static bool run_should_wait(const struct cache_reader *r,
-			    const struct cache_segment *seg, uint64_t limit)
+			    const struct cache_segment *seg, uint64_t limit,
+			    uint64_t window, bool fresh)
 {
-	const struct cache *c = r->stream->cache;
-	uint64_t run_end = r->pf_offset + c->run_max * c->conf.block_size;
+	struct cache *c = r->stream->cache;
+	const uint64_t bs = c->conf.block_size;
+	uint64_t run_end = r->pf_offset + c->run_max * bs;
 	uint64_t seg_end = seg->start + seg->size;
 
 	if (run_end > seg_end)
 		run_end = seg_end;
 	/* the frontier may start behind an unaligned position */
-	return run_end > limit && r->pf_offset > r->pos &&
-	       r->pf_offset - r->pos > r->window / 2;
+	if (!(r->pf_offset > r->pos && r->pf_offset - r->pos > window / 2))
+		return false;
+	/* at the end of a reader's range the run will never be longer */
+	if (run_end > limit && (!r->end || limit < r->end))
+		return true;
+	if (run_end > limit)
+		run_end = limit;
+	return fresh && !cache_block_room_run(
+			    c, (run_end - r->pf_offset + bs - 1) / bs * bs);
 }
 
 /*
@@ -157,12 +275,13 @@ static bool run_should_wait(const struct cache_reader *r,
  * data: a slow listing page (a server walking a huge prefix) must not
  * stand in front of the first bytes.
  */
-UNITTEST void prefetch(struct cache_reader *r, uint64_t ahead, bool urgent,
-		       bool may_list)
+UNITTEST enum cache_prefetch_stop
+prefetch(struct cache_reader *r, uint64_t ahead, bool urgent, bool may_list)
 {
 	struct cache_stream *s = r->stream;
 	struct cache *c = s->cache;
-	uint64_t limit = r->pos + (ahead < r->window ? ahead : r->window);
+	const uint64_t window = cache_reader_window(r);
+	uint64_t limit = r->pos + (ahead < window ? ahead : window);
 	/* consumed blocks are kept for the next epoch only when the whole
 	 * stream is known to fit */
 	enum cache_admit admit =
@@ -174,6 +293,7 @@ UNITTEST void prefetch(struct cache_reader *r, uint64_t ahead, bool urgent,
 	const size_t first_seq = r->seg_idx < s->count
 				     ? s->segs[r->seg_idx]->obj_seq
 				     : s->nobject_segs;
+	enum cache_prefetch_stop stop = PREFETCH_DONE;
 	unsigned n = 0;
 
 	if (r->end && limit > r->end)
@@ -198,12 +318,24 @@ UNITTEST void prefetch(struct cache_reader *r, uint64_t ahead, bool urgent,
 		if (c->conf.max_ahead_objects &&
 		    seg->obj_seq >= first_seq + c->conf.max_ahead_objects)
 			break;
-		if (n == 0 && run_should_wait(r, seg, limit))
+		if (n == 0 && run_should_wait(r, seg, limit, window, false)) {
+			stop = PREFETCH_WAIT;
 			break;
+		}
 		len = cache_block_len(c, seg->obj, r->pf_block);
 		b = cache_block_lookup(c, seg->obj, r->pf_block);
+		if (!b && n == 0 &&
+		    run_should_wait(r, seg, limit, window, true)) {
+			stop = PREFETCH_WAIT;
+			break;
+		}
 		if (b) {
-			/* already cached or coming: the run ends before it */
+			/* already cached or coming: the run ends before it;
+			 * passed by another reader, it is this one's again */
+			if (b->consumed) {
+				cache_block_set_consumed(b, false, false);
+				c->stats.claimed++;
+			}
 			if (n)
 				cache_block_fetch(run, n, urgent);
 			n = 0;
@@ -215,8 +347,10 @@ UNITTEST void prefetch(struct cache_reader *r, uint64_t ahead, bool urgent,
 			n = 0;
 		}
 		b = cache_block_create(c, seg->obj, r->pf_block, len, admit);
-		if (!b)
-			break; /* budget full of unread data */
+		if (!b) {
+			stop = PREFETCH_BUDGET; /* full of unread data */
+			break;
+		}
 		c->stats.prefetched++;
 		run[n++] = b;
 		frontier_advance(r, seg);
@@ -226,10 +360,14 @@ UNITTEST void prefetch(struct cache_reader *r, uint64_t ahead, bool urgent,
 			n = 0;
 		}
 	}
+	if (stop == PREFETCH_DONE && r->pf_offset < limit &&
+	    r->pf_seg >= s->count && !s->complete)
+		stop = PREFETCH_UNLISTED;
 	if (n)
 		cache_block_fetch(run, n, urgent);
 	if (may_list)
 		cache_stream_want(s, r->pf_seg);
+	return stop;
 }
 
 /* Whether the block holding the position is in memory already. */
@@ -384,7 +522,9 @@ int cache_reader_read(struct cache_reader *r, uint64_t offset, size_t size,
 			if (n > b->len - in_block)
 				n = b->len - in_block;
 			if (in_block + n == b->len)
-				b->consumed = true;
+				block_passed(r, b,
+					     block_start_in(c, seg, index),
+					     r->pos + n);
 			view->iov[view->count].iov_base = b->data + in_block;
 		} else {
 			view->iov[view->count].iov_base = seg->bytes + in_seg;
@@ -425,6 +565,32 @@ void cache_view_release(struct cache *c, struct cache_view *view)
 	pthread_mutex_unlock(&c->lock);
 	view->count = 0;
 	view->bytes = 0;
+}
+
+bool cache_stream_prefetch(struct cache_stream *s, uint64_t bytes)
+{
+	struct cache *c = s->cache;
+	/* a reader at the start that reads nothing: not on the stream's
+	 * list, so it claims nothing once it is gone */
+	struct cache_reader r = {
+	    .stream = s,
+	    .window = bytes,
+	    .max_window = bytes,
+	    .end = bytes,
+	};
+	enum cache_prefetch_stop stop;
+
+	if (!bytes)
+		return true;
+	pthread_mutex_lock(&c->lock);
+	frontier_to_position(&r);
+	/* the second time round takes what asking the stream for more (a
+	 * plan's owner adds segments at once) has added */
+	stop = prefetch(&r, bytes, false, true);
+	if (stop == PREFETCH_UNLISTED)
+		stop = prefetch(&r, bytes, false, true);
+	pthread_mutex_unlock(&c->lock);
+	return stop == PREFETCH_DONE;
 }
 
 struct cache_reader *cache_reader_create_at(struct cache_stream *s,

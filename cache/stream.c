@@ -149,6 +149,9 @@ static void segment_push(struct cache_stream *s, struct cache_segment *seg)
 {
 	s->segs[s->count++] = seg;
 	s->listed_bytes += seg->size;
+	/* how long a pass takes, for the kept set's ageing */
+	if (s->listed_bytes > s->cache->largest_stream)
+		s->cache->largest_stream = s->listed_bytes;
 	if (seg->obj)
 		s->nobject_segs++;
 	pthread_cond_broadcast(&s->grown);

@@ -24,6 +24,15 @@
  * Plans of recent epochs are kept (for their sizes) while KEEP_PLANS newer
  * ones do not exist; a plan with readers is always kept.
  *
+ * The next epoch is pre-warmed (channel_prewarm) while one drains: its
+ * stream (the same listing stream, or the next epoch's plan, made then)
+ * is asked for its first bytes (prewarm_bytes(): a first window, at most a
+ * quarter of the budget) with cache_stream_prefetch(), which
+ * fetches what is not in memory with prefetch admission and leaves it
+ * unread for the epoch's first reader.  Nothing stays behind but those
+ * blocks (and the plan, kept as the newest): no reader, no thread, so an
+ * epoch never opened costs at most that memory and those GETs.
+ *
  * Locking: the plans and the entries' resolution state are guarded by the
  * cache's lock, which the streams hold when they call the channel's hooks
  * (the framer and the want hook).
@@ -76,11 +85,16 @@ struct channel {
 	struct channel_entries entries; /* MODE_PLAN */
 	uint64_t listed_bytes;		/* of the entries, while listing */
 	struct epoch_plan *plans;	/* newest epoch first */
+	/* under the cache's lock: the newest epoch opened or fully
+	 * pre-warmed (valid once the flag is set) */
+	unsigned opened, warmed;
+	bool any_opened, any_warmed;
 };
 
 struct channel_reader {
 	struct channel *ch;
 	unsigned epoch;
+	bool at_end;		     /* a read found the end */
 	struct cache_stream *stream; /* the epoch's */
 	struct epoch_plan *plan;     /* MODE_PLAN */
 	struct cache_reader *reader; /* without gzip */
@@ -748,6 +762,55 @@ bool channel_epoch_size(struct channel *ch, unsigned epoch, uint64_t *size)
 	return known;
 }
 
+/* Bytes of an epoch's head that a pre-warm fetches: a first window, at
+ * most a quarter of the budget. */
+static uint64_t prewarm_bytes(const struct channel *ch)
+{
+	uint64_t w = cache_max_window(ch->cache);
+	uint64_t quarter = cache_budget(ch->cache) / 4;
+
+	return w < quarter ? w : quarter;
+}
+
+/* Whether epoch has been opened, or pre-warmed in full, or a newer one
+ * has (lock held). */
+static bool prewarm_needless(const struct channel *ch, unsigned epoch)
+{
+	return (ch->any_opened && epoch <= ch->opened) ||
+	       (ch->any_warmed && epoch <= ch->warmed);
+}
+
+void channel_prewarm(struct channel *ch, unsigned epoch)
+{
+	struct epoch_plan *p = NULL;
+	struct cache_stream *s;
+	bool needless, covered;
+
+	cache_lock(ch->cache);
+	needless = prewarm_needless(ch, epoch);
+	cache_unlock(ch->cache);
+	if (needless)
+		return;
+	if (ch->mode == MODE_LISTING) {
+		s = ch->listing;
+	} else {
+		p = plan_get(ch, epoch, true, NULL);
+		if (!p)
+			return;
+		s = p->stream;
+	}
+	covered = cache_stream_prefetch(s, prewarm_bytes(ch));
+	cache_lock(ch->cache);
+	if (covered && !prewarm_needless(ch, epoch)) {
+		ch->warmed = epoch;
+		ch->any_warmed = true;
+		util_debug("channel '%s': epoch %u pre-warmed", ch->spec->name,
+			   epoch);
+	}
+	cache_unlock(ch->cache);
+	plan_put(ch, p);
+}
+
 void channel_destroy(struct channel *ch)
 {
 	if (!ch)
@@ -819,6 +882,11 @@ struct channel_reader *channel_reader_open(struct channel *ch, unsigned epoch)
 		goto nomem;
 	r->ch = ch;
 	r->epoch = epoch;
+	cache_lock(ch->cache);
+	if (!ch->any_opened || epoch > ch->opened)
+		ch->opened = epoch;
+	ch->any_opened = true;
+	cache_unlock(ch->cache);
 	if (ch->mode == MODE_LISTING) {
 		s = ch->listing;
 	} else {
@@ -861,6 +929,18 @@ uint64_t channel_reader_position(struct channel_reader *r)
 	if (r->gzip)
 		return channel_gzip_position(r->gzip);
 	return cache_reader_position(r->reader);
+}
+
+bool channel_reader_near_end(struct channel_reader *r)
+{
+	uint64_t size = 0, pos;
+
+	if (r->at_end)
+		return true;
+	if (r->gzip || !cache_stream_size(r->stream, &size))
+		return false;
+	pos = cache_reader_position(r->reader);
+	return pos >= size || size - pos <= cache_max_window(r->ch->cache);
 }
 
 /* A read reached the point where the plan ended early: say why, once. */
@@ -906,6 +986,8 @@ int channel_reader_read(struct channel_reader *r, uint64_t offset, size_t size,
 	}
 	if (rc == EIO)
 		log_plan_error(r);
+	if (!rc && size && view->bytes == 0)
+		r->at_end = true;
 	return rc;
 }
 

@@ -157,6 +157,18 @@ void channel_warm(struct channel *ch);
  * no stage of unknown output size such as gzip); *size is 0 otherwise.
  */
 bool channel_epoch_size(struct channel *ch, unsigned epoch, uint64_t *size);
+/*
+ * Pre-warms epoch's head: starts fetching its first bytes (min(the
+ * cache's window, a quarter of the budget); with a shuffle the objects it
+ * starts with) so that its first read finds them in memory.  Never evicts
+ * what a reader needs (prefetch admission); what it fetches stays unread
+ * until a reader passes it.  Does nothing for an epoch already opened, or
+ * older than one pre-warmed already; a call for the same epoch tops up
+ * what the budget or the listing cut short before.  Call while epoch - 1
+ * drains (a reader near its end, at its end, or releasing it), only for
+ * epochs that will exist (--epochs).  Does not block.
+ */
+void channel_prewarm(struct channel *ch, unsigned epoch);
 /* Call after the store below the cache is destroyed. */
 void channel_destroy(struct channel *ch);
 
@@ -180,6 +192,12 @@ struct channel_reader *channel_reader_open(struct channel *ch, unsigned epoch);
 void channel_reader_close(struct channel_reader *r);
 /* The offset the next sequential read starts at. */
 uint64_t channel_reader_position(struct channel_reader *r);
+/*
+ * True once r is within one prefetch window of its epoch's end (when the
+ * size is known: no gzip) or a read found the end: the time to pre-warm
+ * the next epoch.
+ */
+bool channel_reader_near_end(struct channel_reader *r);
 /*
  * Reads up to size bytes at offset (another offset than the position
  * restarts the epoch there: the caller decides whether seeking is

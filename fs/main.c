@@ -121,9 +121,25 @@ static void go_quiet(int ready_fd)
 	}
 }
 
-/* The S3 client, the cache over it and the channels, each started (its
- * first listing page, its manifest, ...) and its first window's memory
- * faulted in. */
+/* With --cache-dir: the disk tier over the S3 client, which it then owns
+ * (destroying the tier destroys the client). */
+static struct s3_store *disk_tier(struct fs_options *o, struct s3_store *s3)
+{
+	struct s3_store *disk;
+	char err[1024];
+
+	if (!o->disk.dir)
+		return s3;
+	o->disk.block_size = o->cache.block_size;
+	disk = cache_disk_create(&o->disk, s3, err, sizeof(err));
+	if (!disk)
+		die("%s", err);
+	return disk;
+}
+
+/* The S3 client (under the disk tier, with --cache-dir), the cache over
+ * it and the channels, each started (its first listing page, its
+ * manifest, ...) and its first window's memory faulted in. */
 static void build_stack(struct fs_options *o, struct fs_state *st)
 {
 	struct s3_store *store = s3_client_create(&o->s3);
@@ -134,6 +150,7 @@ static void build_stack(struct fs_options *o, struct fs_state *st)
 		die("cannot start the S3 client for endpoint '%s': %s",
 		    o->s3.endpoint ? o->s3.endpoint : "(aws)",
 		    util_strerror(errno, msg, sizeof(msg)));
+	store = disk_tier(o, store);
 	memset(st, 0, sizeof(*st));
 	st->opts = o;
 	st->store = store;
@@ -169,9 +186,33 @@ static void build_stack(struct fs_options *o, struct fs_state *st)
 		die("out of memory");
 }
 
+/* One line of what the disk tier did, when there is one. */
+static void log_disk_tier(struct fs_state *st)
+{
+	struct cache_disk_stats ds;
+
+	if (!cache_disk_get_stats(st->store, &ds))
+		return;
+	util_info("disk tier %s: %llu hits (%llu MiB), %llu misses, %llu "
+		  "blocks written (%llu MiB), %llu not written (queue full), "
+		  "%llu write errors, %llu damaged files, %llu evicted; %llu "
+		  "MiB on disk of %llu MiB",
+		  st->opts->disk.dir, (unsigned long long)ds.hits,
+		  (unsigned long long)(ds.hit_bytes >> 20),
+		  (unsigned long long)ds.misses, (unsigned long long)ds.writes,
+		  (unsigned long long)(ds.write_bytes >> 20),
+		  (unsigned long long)ds.write_drops,
+		  (unsigned long long)ds.write_errors,
+		  (unsigned long long)ds.bad_files,
+		  (unsigned long long)ds.evictions,
+		  (unsigned long long)(ds.bytes_on_disk >> 20),
+		  (unsigned long long)(ds.size_bytes >> 20));
+}
+
 /* Closes what readers left open, logs what the mount did, then frees the
  * stack: the store first (its callbacks land in the cache and the
- * channels), then the channels, then the cache. */
+ * channels; the disk tier finishes its writes, then destroys the S3
+ * client), then the channels, then the cache. */
 static void teardown_stack(struct fs_state *st)
 {
 	struct cache_stats cs;
@@ -191,6 +232,7 @@ static void teardown_stack(struct fs_state *st)
 		  (unsigned long long)(cs.peak_bytes >> 20),
 		  (unsigned long long)cs.hits, (unsigned long long)cs.misses,
 		  (unsigned long long)cs.seeks);
+	log_disk_tier(st);
 	s3_store_destroy(st->store);
 	for (unsigned i = 0; i < st->nchannels; i++)
 		channel_destroy(st->channels[i].channel);

@@ -8,6 +8,11 @@
  * up to max_read) and, unless --seek emulate, as non-seekable: the kernel
  * then refuses lseek and pread with ESPIPE itself.
  *
+ * While epoch N drains, epoch N+1's head is pre-warmed (channel_prewarm):
+ * once a read comes within one prefetch window of N's end, at its end, and
+ * when a handle on N is released (which makes N+1 appear), unless
+ * --epochs says N+1 will never exist.
+ *
  * FS_STATS_FILE (fs/stats.c) has an inode of its own far above the channel
  * files'; lookup finds it, readdir never lists it, each open is a snapshot
  * served at any offset, and its handles are no epoch's (release makes no
@@ -34,6 +39,7 @@ struct fs_handle {
 	struct fs_epoch_stats *stats; /* what reads count in; may be NULL */
 	unsigned channel;
 	unsigned epoch;
+	bool near_end;	      /* within a window of the end: pre-warming */
 	pthread_mutex_t lock; /* one read at a time per open file */
 	/* in st->handles (under st->lock), for fs_close_handles() */
 	struct fs_handle *prev, *next;
@@ -408,6 +414,17 @@ static void warn_seek_once(struct fs_state *st, const struct fs_handle *h)
 	pthread_mutex_unlock(&st->lock);
 }
 
+/* Pre-warms the epoch after epoch of channel ch, if --epochs lets it
+ * exist. */
+static void prewarm_next(struct fs_state *st, unsigned ch, unsigned epoch)
+{
+	unsigned limit = st->opts->epochs;
+
+	if (epoch + 1 == 0 || (limit && epoch + 1 >= limit))
+		return;
+	channel_prewarm(st->channels[ch].channel, epoch + 1);
+}
+
 static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		    struct fuse_file_info *fi)
 {
@@ -450,6 +467,10 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	/* The reply is written: the kernel may already be releasing the
 	 * file, but op_release waits for h->lock before freeing h. */
 	channel_view_release(h->reader, &view);
+	if (!rc && (h->near_end || channel_reader_near_end(h->reader))) {
+		h->near_end = true;
+		prewarm_next(st, h->channel, h->epoch);
+	}
 	pthread_mutex_unlock(&h->lock);
 }
 
@@ -459,7 +480,7 @@ static void op_release(fuse_req_t req, fuse_ino_t ino,
 	struct fs_state *st = state_of(req);
 	struct fs_handle *h = (struct fs_handle *)(uintptr_t)fi->fh;
 	struct fs_channel *chan;
-	unsigned limit = st->opts->epochs;
+	unsigned limit = st->opts->epochs, ch, epoch;
 
 	if (ino == STATS_INO) {
 		fs_stats_file_close((struct fs_stats_file *)(uintptr_t)fi->fh);
@@ -477,8 +498,13 @@ static void op_release(fuse_req_t req, fuse_ino_t ino,
 	pthread_mutex_lock(&h->lock);
 	pthread_mutex_unlock(&h->lock);
 	handle_unlink(st, h);
+	ch = h->channel;
+	epoch = h->epoch;
 	handle_free(st, h);
 	fuse_reply_err(req, 0);
+	/* after the reader gave up its window: what that holds of the next
+	 * epoch's head is claimed back for it */
+	prewarm_next(st, ch, epoch);
 }
 
 static void op_statfs(fuse_req_t req, fuse_ino_t ino)

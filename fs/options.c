@@ -110,8 +110,9 @@ struct parse_state {
 };
 
 struct opt_def {
-	const char *name;    /* canonical, with dashes; not the start of
-				another name ("--name " matches prefixes) */
+	const char *name;    /* canonical, with dashes; the start of another
+				name only if it comes after that one
+				("--name " matches prefixes: long_value()) */
 	char short_name;     /* 0 when none; only for flags */
 	enum opt_kind kind;  /* how the value is parsed and stored */
 	size_t offset;	     /* into struct fs_options (not OPT_SETTER) */
@@ -133,6 +134,7 @@ static int set_record_wrapper(struct parse_state *st, const char *val);
 static int set_compression(struct parse_state *st, const char *val);
 static int set_host_index(struct parse_state *st, const char *val);
 static int set_host_count(struct parse_state *st, const char *val);
+static int set_cache_dir_size(struct parse_state *st, const char *val);
 
 #define OFF(field) offsetof(struct fs_options, field)
 
@@ -185,6 +187,23 @@ static const struct opt_def opt_table[] = {
      .max = CACHE_MAX_BLOCK_SIZE,
      .metavar = "SIZE",
      .help = "bytes per cache block, 64K to 1G"},
+    /* before cache-dir, whose "--cache-dir " template matches
+       "--cache-dir-size..." too: see long_value() */
+    {.name = "cache-dir-size",
+     .kind = OPT_SETTER,
+     .metavar = "SIZE",
+     .set = set_cache_dir_size,
+     .help = "the most the disk tier keeps in --cache-dir: a size, or N% "
+	     "of the file system's free space at mount time (the blocks "
+	     "already there counting as free); at least 4 times "
+	     "--part-size"},
+    {.name = "cache-dir",
+     .kind = OPT_STRING,
+     .offset = OFF(disk.dir),
+     .metavar = "DIR",
+     .help = "keep blocks read from S3 in DIR/s3pipe, a disk tier under "
+	     "the memory cache that later epochs and mounts read from "
+	     "(default: none; needs --cache-dir-size)"},
     {.name = "max-connections",
      .kind = OPT_UINT,
      .offset = OFF(s3.max_connections),
@@ -667,6 +686,44 @@ static int set_host_count(struct parse_state *st, const char *val)
 	return 0;
 }
 
+/* "10G" or "50%" (of the free space at mount time). */
+static int set_cache_dir_size(struct parse_state *st, const char *val)
+{
+	size_t len = strlen(val);
+	char num[16];
+	uint64_t v;
+	int rc;
+
+	if (len > 1 && val[len - 1] == '%') {
+		rc = len - 1 < sizeof(num) ? 0 : EINVAL;
+		if (!rc) {
+			memcpy(num, val, len - 1);
+			num[len - 1] = '\0';
+			rc = util_parse_uint(num, 1, 100, &v);
+		}
+		if (rc)
+			return fail(st, EINVAL,
+				    "invalid share '%s' for %s: 1%% to 100%% "
+				    "of the free space",
+				    val, st->shown);
+		st->o->disk.size_percent = (unsigned)v;
+		st->o->disk.size_bytes = 0;
+		return 0;
+	}
+	rc = util_parse_size(val, &v);
+	if (rc == EINVAL || (rc == 0 && v == 0))
+		return fail(st, EINVAL,
+			    "invalid size '%s' for %s: a size such as 20G, or "
+			    "N%% of the free space",
+			    val, st->shown);
+	if (rc)
+		return fail(st, EINVAL, "size '%s' for %s is too large", val,
+			    st->shown);
+	st->o->disk.size_bytes = v;
+	st->o->disk.size_percent = 0;
+	return 0;
+}
+
 /* Applies row d; val is NULL when the user gave no value. */
 static int opt_apply(struct parse_state *st, const struct opt_def *d,
 		     enum opt_form form, const char *val)
@@ -860,6 +917,11 @@ static int long_value(struct parse_state *st, int row, const char *arg)
 		return opt_apply(st, d, FORM_LONG, rest);
 	if (*rest == '=')
 		return opt_apply(st, d, FORM_LONG, rest + 1);
+	/* fuse_opt runs every template that matches: "--cache-dir " also
+	 * matches "--cache-dir-size...", which that row's own templates
+	 * (before this one in the table) have taken */
+	if (find_long(arg + 2, strcspn(arg + 2, "=")))
+		return 0;
 	return unknown_long(st, arg);
 }
 
@@ -1195,6 +1257,7 @@ void fs_options_init(struct fs_options *o)
 	memset(o, 0, sizeof(*o));
 	s3_client_conf_init(&o->s3);
 	cache_conf_init(&o->cache);
+	cache_disk_conf_init(&o->disk);
 	channel_conf_init(&o->channel);
 	o->host.count = 1;
 	o->epochs = 0;
@@ -1219,10 +1282,38 @@ void fs_options_free(struct fs_options *o)
 	o->container_config_dir = NULL;
 	free(o->pid_file);
 	o->pid_file = NULL;
+	free(o->disk.dir);
+	o->disk.dir = NULL;
 	free(o->mountpoint);
 	o->mountpoint = NULL;
 	s3_client_conf_free(&o->s3);
 	fuse_opt_free_args(&o->fuse_args);
+}
+
+/* --cache-dir and --cache-dir-size go together; a size holds a few
+ * blocks. */
+static int check_cache_dir(struct parse_state *st)
+{
+	const struct cache_disk_conf *d = &st->o->disk;
+	uint64_t min = cache_disk_min_size(st->o->cache.block_size);
+	char a[32], b[32];
+
+	if (d->dir && !d->size_bytes && !d->size_percent)
+		return fail(st, EINVAL,
+			    "--cache-dir needs --cache-dir-size: a size such "
+			    "as 20G, or a share of the free space such as "
+			    "50%%");
+	if (!d->dir && (d->size_bytes || d->size_percent))
+		return fail(st, EINVAL, "--cache-dir-size needs --cache-dir");
+	if (d->size_bytes && d->size_bytes < min)
+		return fail(st, EINVAL,
+			    "--cache-dir-size (%s) must be at least %d times "
+			    "--part-size (%s): raise --cache-dir-size or lower "
+			    "--part-size",
+			    size_str(d->size_bytes, a, sizeof(a)),
+			    CACHE_DISK_MIN_BLOCKS,
+			    size_str(st->o->cache.block_size, b, sizeof(b)));
+	return 0;
 }
 
 /* After the options: the positionals, the cross-checks, and args (what
@@ -1251,6 +1342,9 @@ static int finish_parse(struct parse_state *st, struct fuse_args *args)
 			    "--part-size",
 			    size_str(o->cache.budget_bytes, a, sizeof(a)),
 			    size_str(o->cache.block_size, b, sizeof(b)));
+	rc = check_cache_dir(st);
+	if (rc)
+		return rc;
 	if (args->argc == 0 && fuse_opt_add_arg(args, st->prog) != 0)
 		return fail_nomem(st);
 	fuse_opt_free_args(&o->fuse_args);

@@ -29,10 +29,16 @@
  * JSON, "version": 1:
  *   {"version", "pid", "mountpoint", "uptime" (s), "stats_interval",
  *    "memory": {"budget", "in_use", "peak"},
- *    "cache": {"hits", "misses", "prefetched", "evictions"},
+ *    "cache": {"hits", "misses", "prefetched", "evictions", "kept_bytes"
+ *              (held by the kept set, cache/internal.h)},
  *    "s3": {"requests", "gets_in_flight", "concurrency", "retries",
  *           "failures", "throttled", "bytes_received",
  *           "credential_refreshes"},
+ *    "disk": null without --cache-dir, else {"hits", "hit_bytes",
+ *           "misses", "writes", "write_bytes", "write_drops" (queue
+ *           full), "write_errors", "bad_files" (failed a check, removed),
+ *           "evictions", "files", "bytes" (on disk), "size" (the budget),
+ *           "writing" (false: read-only, another daemon's, or paused)},
  *    "channels": [{"name", "visible", "epochs": [{"epoch", "file",
  *        "state" (open, done, error, closed), "handles",
  *        "bytes_delivered", "bytes_served", "total" (or null),
@@ -565,7 +571,8 @@ static bool put_counts(json_t *root, const struct cache_stats *cs,
 	const struct count cache[] = {{"hits", cs->hits},
 				      {"misses", cs->misses},
 				      {"prefetched", cs->prefetched},
-				      {"evictions", cs->evictions}};
+				      {"evictions", cs->evictions},
+				      {"kept_bytes", cs->kept_bytes}};
 	const struct count s3[] = {
 	    {"requests", ss->requests},
 	    {"gets_in_flight", ss->gets_in_flight},
@@ -579,6 +586,35 @@ static bool put_counts(json_t *root, const struct cache_stats *cs,
 	return put(root, "memory", counts_json(memory, COUNT_OF(memory))) &&
 	       put(root, "cache", counts_json(cache, COUNT_OF(cache))) &&
 	       put(root, "s3", counts_json(s3, COUNT_OF(s3)));
+}
+
+/* The disk tier's object, or null without one; NULL on ENOMEM. */
+static json_t *disk_json(struct fs_stats *s)
+{
+	struct cache_disk_stats ds;
+	bool on = cache_disk_get_stats(s->st->store, &ds);
+	const struct count disk[] = {{"hits", ds.hits},
+				     {"hit_bytes", ds.hit_bytes},
+				     {"misses", ds.misses},
+				     {"writes", ds.writes},
+				     {"write_bytes", ds.write_bytes},
+				     {"write_drops", ds.write_drops},
+				     {"write_errors", ds.write_errors},
+				     {"bad_files", ds.bad_files},
+				     {"evictions", ds.evictions},
+				     {"files", ds.files},
+				     {"bytes", ds.bytes_on_disk},
+				     {"size", ds.size_bytes}};
+	json_t *o;
+
+	if (!on)
+		return json_null();
+	o = counts_json(disk, COUNT_OF(disk));
+	if (o && !put(o, "writing", json_boolean(ds.writing))) {
+		json_decref(o);
+		o = NULL;
+	}
+	return o;
 }
 
 /* The whole document; NULL on ENOMEM. */
@@ -597,7 +633,7 @@ static json_t *snapshot(struct fs_stats *s)
 	    put(root, "mountpoint", json_string(s->mountpoint)) &&
 	    put(root, "uptime", json_real(seconds(since_start(s->start_ns)))) &&
 	    put_u64(root, "stats_interval", s->st->opts->stats_interval) &&
-	    put_counts(root, &cs, &ss) &&
+	    put_counts(root, &cs, &ss) && put(root, "disk", disk_json(s)) &&
 	    put(root, "channels", channels_json(s)))
 		return root;
 	json_decref(root);

@@ -79,6 +79,8 @@ struct stats_view {
 	uint64_t hits, misses;
 	uint64_t requests, gets, concurrency, retries, failures, throttled,
 	    received, refreshes;
+	bool disk; /* a disk tier: the disk_ counts hold */
+	uint64_t disk_hits, disk_misses, disk_bytes, disk_size;
 	struct view_channel *channels; /* owned, nchannels */
 	size_t nchannels;
 };
@@ -241,7 +243,7 @@ static void parse_channel(struct parse *p, json_t *o, struct view_channel *c)
 
 static void parse_root(struct parse *p, json_t *root, struct stats_view *v)
 {
-	json_t *mem, *cache, *s3, *channels;
+	json_t *mem, *cache, *s3, *disk, *channels;
 	void *items = NULL;
 
 	if (!json_is_object(root) ||
@@ -274,6 +276,14 @@ static void parse_root(struct parse *p, json_t *root, struct stats_view *v)
 	v->throttled = get_u64(p, s3, "throttled");
 	v->received = get_u64(p, s3, "bytes_received");
 	v->refreshes = get_u64(p, s3, "credential_refreshes");
+	disk = json_object_get(root, "disk");
+	v->disk = json_is_object(disk);
+	if (v->disk) {
+		v->disk_hits = get_u64(p, disk, "hits");
+		v->disk_misses = get_u64(p, disk, "misses");
+		v->disk_bytes = get_u64(p, disk, "bytes");
+		v->disk_size = get_u64(p, disk, "size");
+	}
 	channels = json_object_get(root, "channels");
 	get_list(p, root, "channels", true, VIEW_CHANNELS_MAX, false,
 		 sizeof(*v->channels), &items, &v->nchannels);
@@ -613,6 +623,12 @@ static void render_table(struct frame *f, const struct stats_view *v)
 	     fmt_bytes(v->mem_peak, c3, sizeof(c3)));
 	line(f, "cache   %llu hits, %llu misses", (unsigned long long)v->hits,
 	     (unsigned long long)v->misses);
+	if (v->disk)
+		line(f, "disk    %llu hits, %llu misses, %s on disk of %s",
+		     (unsigned long long)v->disk_hits,
+		     (unsigned long long)v->disk_misses,
+		     fmt_bytes(v->disk_bytes, a, sizeof(a)),
+		     fmt_bytes(v->disk_size, b, sizeof(b)));
 	line(f,
 	     "s3      %llu requests, %llu GETs in flight (limit %llu), %llu "
 	     "retries, %llu errors, %llu throttled, %s received",

@@ -111,9 +111,11 @@ static void destroy_cache(struct cache *c)
 	fail_msg("cache %p was not made by new_warm_cache", (void *)c);
 }
 
-/* window 0: the cache's automatic prefetch window */
-static struct cache *new_warm_cache(uint64_t budget, uint64_t block_size,
-				    uint64_t window, uint64_t warm_max)
+/* window 0: the cache's automatic prefetch window; kept: the kept set's
+ * quota (0: none, CACHE_KEPT_AUTO: the automatic one) */
+static struct cache *new_kept_cache(uint64_t budget, uint64_t block_size,
+				    uint64_t window, uint64_t warm_max,
+				    uint64_t kept)
 {
 	struct cache_conf conf;
 	struct cache *c;
@@ -125,12 +127,21 @@ static struct cache *new_warm_cache(uint64_t budget, uint64_t block_size,
 	conf.budget_bytes = budget;
 	conf.block_size = block_size;
 	conf.max_window = window;
+	conf.kept_max = kept;
 	if (warm_max)
 		conf.warm_max_bytes = warm_max;
 	c = cache_create(&conf, &store->store);
 	assert_non_null(c);
 	register_cache(c);
 	return c;
+}
+
+/* The eviction rules without a kept set (the kept set's own tests make
+ * caches with one). */
+static struct cache *new_warm_cache(uint64_t budget, uint64_t block_size,
+				    uint64_t window, uint64_t warm_max)
+{
+	return new_kept_cache(budget, block_size, window, warm_max, 0);
 }
 
 static struct cache *new_window_cache(uint64_t budget, uint64_t block_size,
@@ -289,17 +300,21 @@ static struct cache_stats stats(struct cache *c)
 	return st;
 }
 
-/* Fills out[] with the LRU from the cold end; returns the count. */
+/* Fills out[] with the idle blocks in the order eviction takes them (each
+ * list from its cold end, the lists in order); returns the count. */
 static size_t lru_from_cold(struct cache *c, struct cache_block **out,
 			    size_t max)
 {
 	size_t n = 0;
 
 	pthread_mutex_lock(&c->lock);
-	for (struct cache_block *b = c->lru_cold; b; b = b->lru_prev) {
-		if (n < max)
-			out[n] = b;
-		n++;
+	for (int k = 0; k < LRU_LISTS; k++) {
+		for (struct cache_block *b = c->lru[k].cold; b;
+		     b = b->lru_prev) {
+			if (n < max)
+				out[n] = b;
+			n++;
+		}
 	}
 	pthread_mutex_unlock(&c->lock);
 	return n;
@@ -324,6 +339,7 @@ struct model_block {
 	enum cache_block_state state;
 	int pins;
 	bool consumed;
+	bool kept; /* as the cache says (it decides; model_check agrees) */
 	size_t cap;
 };
 
@@ -370,7 +386,7 @@ static void model_check(struct model *m)
 	uint64_t caps = 0;
 	size_t in_table = 0, lru_n = 0, idle_n = 0;
 	unsigned long refs[NOBJS] = {1, 1, 1, 1};
-	bool seen_unconsumed = false;
+	uint64_t kept = 0;
 
 	pthread_mutex_lock(&c->lock);
 	assert_true(c->stats.used_bytes <= c->conf.budget_bytes);
@@ -398,8 +414,19 @@ static void model_check(struct model *m)
 		if (idle(mb))
 			idle_n++;
 		assert_ptr_equal(mb->b->obj, obj(c, mb->obj));
+		assert_int_equal(mb->b->consumed, mb->consumed);
 		refs[mb->obj]++;
+		/* a kept block only ever becomes ordinary, never the
+		 * reverse */
+		if (!mb->kept)
+			assert_false(mb->b->kept);
+		mb->kept = mb->b->kept;
+		if (mb->kept)
+			kept += mb->cap;
 	}
+	/* the kept set: what its blocks hold, within the quota */
+	assert_int_equal(c->kept_bytes, kept);
+	assert_true(c->kept_bytes <= c->kept_quota);
 	assert_int_equal(c->nblocks, in_table);
 	for (unsigned i = 0; i < NOBJS; i++)
 		assert_int_equal(obj(c, i)->refs, refs[i]);
@@ -408,20 +435,26 @@ static void model_check(struct model *m)
 	assert_int_equal(c->stats.used_bytes,
 			 caps + (uint64_t)c->pool_count * c->conf.block_size);
 	assert_true(c->pool_count <= c->pool_max);
-	/* the LRU holds exactly the idle READY blocks, consumed ones cold */
-	for (struct cache_block *b = c->lru_cold; b; b = b->lru_prev) {
-		assert_int_equal(b->state, BLOCK_READY);
-		assert_int_equal(b->pins, 0);
-		assert_true(b->in_lru);
-		if (!b->consumed)
-			seen_unconsumed = true;
-		else
-			assert_false(seen_unconsumed);
-		if (b->lru_prev)
-			assert_ptr_equal(b->lru_prev->lru_next, b);
-		else
-			assert_ptr_equal(c->lru_hot, b);
-		lru_n++;
+	/* the lists hold exactly the idle READY blocks, each on its class's
+	 * list, with the bytes counted */
+	for (int k = 0; k < LRU_LISTS; k++) {
+		uint64_t bytes = 0;
+
+		for (struct cache_block *b = c->lru[k].cold; b;
+		     b = b->lru_prev) {
+			assert_int_equal(b->state, BLOCK_READY);
+			assert_int_equal(b->pins, 0);
+			assert_true(b->in_lru);
+			assert_int_equal(b->lru, k);
+			assert_int_equal(block_class(b), k);
+			if (b->lru_prev)
+				assert_ptr_equal(b->lru_prev->lru_next, b);
+			else
+				assert_ptr_equal(c->lru[k].hot, b);
+			bytes += b->cap;
+			lru_n++;
+		}
+		assert_int_equal(c->lru[k].bytes, bytes);
 	}
 	assert_int_equal(lru_n, idle_n);
 	pthread_mutex_unlock(&c->lock);
@@ -444,7 +477,7 @@ static bool model_room(const struct model *m, size_t len, bool demand)
 		const struct model_block *mb = &m->blocks[i];
 
 		avail -= mb->cap;
-		if (idle(mb) && (demand || mb->consumed))
+		if (idle(mb) && (demand || (mb->consumed && !mb->b->kept)))
 			avail += mb->cap;
 	}
 	return cap <= avail;
@@ -465,16 +498,22 @@ static size_t random_len(struct model *m)
 static void op_create(struct model *m)
 {
 	struct cache *c = m->c;
-	bool demand = rnd(m) % 2;
+	/* with a kept set demand is rarer, so that kept blocks live long
+	 * enough to go stale rather than be evicted */
+	bool demand = rnd(m) % (c->kept_quota ? 8 : 2) == 0;
 	size_t len = random_len(m);
 	uint64_t key = m->next_key++;
 	const unsigned o = (unsigned)(key % NOBJS);
 	struct cache_block *b;
-	bool fits;
+	bool fits, kept_went = false;
 
 	if (m->n == RANDOM_MAX)
 		return;
 	pthread_mutex_lock(&c->lock);
+	/* what create would do first: stale kept blocks become ordinary */
+	kept_expire(c);
+	for (size_t i = 0; i < m->n; i++)
+		m->blocks[i].kept = m->blocks[i].b->kept;
 	fits = cache_block_room(c, len, demand);
 	if (m->check_admission)
 		assert_int_equal(fits, model_room(m, len, demand));
@@ -483,8 +522,8 @@ static void op_create(struct model *m)
 				      : CACHE_ADMIT_PREFETCH);
 	/* the room check is what create decides by */
 	assert_int_equal(b != NULL, fits);
-	/* find what was evicted: only idle blocks, only consumed ones for a
-	 * prefetch */
+	/* find what was evicted: only idle blocks, only consumed and not
+	 * kept ones for a prefetch, kept ones only after every other */
 	for (size_t i = 0; i < m->n;) {
 		struct model_block *mb = &m->blocks[i];
 
@@ -495,9 +534,16 @@ static void op_create(struct model *m)
 		}
 		assert_true(idle(mb));
 		if (!demand)
-			assert_true(mb->consumed);
+			assert_true(mb->consumed && !mb->kept);
+		kept_went |= mb->kept;
 		m->evictions++;
 		model_drop(m, i);
+	}
+	if (kept_went) {
+		for (size_t i = 0; i < m->n; i++)
+			assert_false(idle(&m->blocks[i]) &&
+				     !m->blocks[i].b->kept &&
+				     m->blocks[i].b != b);
 	}
 	pthread_mutex_unlock(&c->lock);
 	if (!b)
@@ -508,6 +554,7 @@ static void op_create(struct model *m)
 	    .index = key / NOBJS,
 	    .state = BLOCK_FETCHING,
 	    .cap = expected_cap(len, RANDOM_BS),
+	    .kept = b->kept,
 	};
 	if (demand) { /* a demand read pins what it creates */
 		pin(c, b);
@@ -547,7 +594,8 @@ static void op_unpin(struct model *m, size_t i)
 
 	pthread_mutex_lock(&c->lock);
 	if (mb->state == BLOCK_READY && rnd(m) % 2) {
-		mb->b->consumed = true; /* the reader moved past it */
+		/* the reader moved past it; another may be behind */
+		cache_block_set_consumed(mb->b, true, rnd(m) % 2);
 		mb->consumed = true;
 	}
 	cache_block_unpin(mb->b);
@@ -557,13 +605,24 @@ static void op_unpin(struct model *m, size_t i)
 		model_drop(m, i);
 }
 
-static void run_random(uint64_t seed, bool check_admission)
+/* A reader's window takes an idle consumed block back. */
+static void op_claim(struct model *m, size_t i)
+{
+	struct model_block *mb = &m->blocks[i];
+
+	pthread_mutex_lock(&m->c->lock);
+	cache_block_set_consumed(mb->b, false, false);
+	pthread_mutex_unlock(&m->c->lock);
+	mb->consumed = false;
+}
+
+static void run_random(uint64_t seed, bool check_admission, uint64_t kept)
 {
 	struct model *m = calloc(1, sizeof(*m));
 	struct cache_stats st;
 
 	assert_non_null(m);
-	m->c = new_cache(RANDOM_BUDGET, RANDOM_BS);
+	m->c = new_kept_cache(RANDOM_BUDGET, RANDOM_BS, 0, 0, kept);
 	m->rng = seed;
 	m->check_admission = check_admission;
 	for (int op = 0; op < RANDOM_OPS; op++) {
@@ -576,8 +635,18 @@ static void run_random(uint64_t seed, bool check_admission)
 			if (m->blocks[i].state == BLOCK_FETCHING)
 				op_complete(m, i);
 		} else if (what < 8) {
-			if (m->blocks[i].state != BLOCK_FAILED)
+			/* kept blocks are used seldom: some go stale */
+			if (m->blocks[i].state != BLOCK_FAILED &&
+			    (!m->blocks[i].kept || rnd(m) % 32 == 0))
 				op_pin(m, i);
+		} else if (what < 9 && rnd(m) % 4 == 0) {
+			if (idle(&m->blocks[i]) && m->blocks[i].consumed)
+				op_claim(m, i);
+		} else if (what < 9 && kept && rnd(m) % 8 == 0) {
+			/* other streams admit a quarter budget meanwhile */
+			pthread_mutex_lock(&m->c->lock);
+			m->c->admitted += RANDOM_BUDGET / 4;
+			pthread_mutex_unlock(&m->c->lock);
 		} else {
 			if (m->blocks[i].pins > 0)
 				op_unpin(m, i);
@@ -589,6 +658,8 @@ static void run_random(uint64_t seed, bool check_admission)
 	assert_true(st.evictions > 1000);
 	assert_true(st.fetch_errors > 100);
 	assert_true(st.peak_bytes > RANDOM_BUDGET - RANDOM_BS);
+	if (kept) /* kept blocks came and went stale */
+		assert_true(st.kept_stale > 10);
 	/* settle every block: then all of them are idle in the LRU */
 	for (;;) {
 		size_t i = 0;
@@ -609,14 +680,24 @@ static void run_random(uint64_t seed, bool check_admission)
 
 static void test_budget_random(void **state)
 {
-	run_random(0x5EED5EED12345678ull, false);
+	run_random(0x5EED5EED12345678ull, false, 0);
 }
 
 /* The same walk, also checking that no allocation is refused while the
  * rules would let eviction make room (and none admitted without). */
 static void test_admission_random(void **state)
 {
-	run_random(0x0DDC0FFEE1234567ull, true);
+	run_random(0x0DDC0FFEE1234567ull, true, 0);
+}
+
+/* Both with a kept set of half the budget: the budget holds, kept blocks
+ * go only to demand and only after every other idle block, kept_bytes is
+ * what the kept blocks hold, within the quota, and stale ones become
+ * ordinary. */
+static void test_kept_random(void **state)
+{
+	run_random(0x1234ABCD5678EF01ull, false, RANDOM_BUDGET / 2);
+	run_random(0x0FEDCBA987654321ull, true, RANDOM_BUDGET / 2);
 }
 
 /* ---- eviction rules ---- */
@@ -852,6 +933,243 @@ static void test_eviction_order(void **state)
 		complete(x);
 		unpin(c, x);
 	}
+	destroy_cache(c);
+}
+
+/* ---- the kept set ---- */
+
+/* What a reader does when it moves past a block that another reader,
+ * further behind, still needs: consumed, but trailing. */
+static void pass_trailing(struct cache *c, struct cache_block *b)
+{
+	pthread_mutex_lock(&c->lock);
+	cache_block_pin(b);
+	cache_block_set_consumed(b, true, true);
+	cache_block_unpin(b);
+	pthread_mutex_unlock(&c->lock);
+}
+
+static uint64_t kept_bytes(struct cache *c)
+{
+	return stats(c).kept_bytes;
+}
+
+/*
+ * The first blocks admitted, up to the quota, are kept, whoever admits
+ * them; consumed, they stay where prefetch cannot take them; prefetch
+ * takes only consumed blocks outside the set; demand takes every other
+ * idle block first (unread ones too), then the least recently used kept
+ * one, whose quota goes to the next block admitted.
+ */
+static void test_kept_quota(void **state)
+{
+	/* 8 blocks: window 4, kept quota 4 (auto: half, and what the
+	 * window leaves) */
+	struct cache *c = new_kept_cache(8 * BS, BS, 0, 0, CACHE_KEPT_AUTO);
+	struct cache_block *b[8], *x, *y;
+
+	assert_int_equal(c->kept_quota, 4 * BS);
+	for (int i = 0; i < 6; i++) {
+		b[i] = ready(c, obj(c, 0), i, BS, i == 2);
+		assert_int_equal(b[i]->kept, i < 4);
+	}
+	assert_int_equal(kept_bytes(c), 4 * BS);
+	for (int i = 0; i < 6; i++)
+		consume(c, b[i]);
+	b[6] = ready(c, obj(c, 1), 0, BS, false);
+	b[7] = ready(c, obj(c, 1), 1, BS, false);
+	assert_int_equal(stats(c).evictions, 0);
+	/* prefetch: blocks 5 then 4 go (the one passed last first), the
+	 * kept ones stay */
+	x = ready(c, obj(c, 1), 2, BS, false);
+	assert_null(lookup(c, obj(c, 0), 5));
+	assert_ptr_equal(lookup(c, obj(c, 0), 4), b[4]);
+	y = ready(c, obj(c, 1), 3, BS, false);
+	assert_null(lookup(c, obj(c, 0), 4));
+	assert_false(b[6]->kept || b[7]->kept || x->kept || y->kept);
+	assert_int_equal(stats(c).evictions, 2);
+	/* full of kept (consumed) and unread blocks: no prefetch */
+	assert_false(room(c, BS, false));
+	assert_null(create(c, obj(c, 2), 0, BS, false));
+	for (int i = 0; i < 4; i++)
+		assert_ptr_equal(lookup(c, obj(c, 0), i), b[i]);
+	/* demand: the unread blocks first, least recently used first */
+	assert_true(room(c, BS, true));
+	touch(c, b[6]);
+	x = create(c, obj(c, 2), 0, BS, true);
+	assert_non_null(x);
+	assert_null(lookup(c, obj(c, 1), 1)); /* b[7]: b[6] was touched */
+	assert_false(x->kept);
+	pin(c, x);
+	complete(x);
+	/* the other unread ones held: the kept set's coldest goes */
+	pin(c, b[6]);
+	pin(c, lookup(c, obj(c, 1), 2));
+	pin(c, y);
+	touch(c, b[0]);
+	x = create(c, obj(c, 2), 1, BS, true);
+	assert_non_null(x);
+	assert_null(lookup(c, obj(c, 0), 1)); /* b[1]: b[0] was touched */
+	assert_ptr_equal(lookup(c, obj(c, 0), 0), b[0]);
+	/* its quota went to the block that evicted it */
+	assert_true(x->kept);
+	assert_int_equal(kept_bytes(c), 4 * BS);
+	complete(x);
+	unpin(c, x);
+	unpin(c, lookup(c, obj(c, 2), 0));
+	unpin(c, b[6]);
+	unpin(c, lookup(c, obj(c, 1), 2));
+	unpin(c, y);
+	assert_int_equal(stats(c).used_bytes, 8 * BS);
+	destroy_cache(c);
+}
+
+/* The kept quota: automatic (half the budget, at most what the window
+ * leaves), given (at most the budget less two blocks), or none. */
+static void test_kept_quota_derived(void **state)
+{
+	struct cache *c;
+
+	c = new_kept_cache(256 * MIB, 8 * MIB, 0, 0, CACHE_KEPT_AUTO);
+	assert_int_equal(c->kept_quota, 128 * MIB);
+	destroy_cache(c);
+	c = new_kept_cache(256 * MIB, 8 * MIB, 192 * MIB, 0, CACHE_KEPT_AUTO);
+	assert_int_equal(c->kept_quota, 64 * MIB);
+	destroy_cache(c);
+	/* a window of the whole budget leaves no kept set */
+	c = new_kept_cache(16 * MIB, 8 * MIB, 0, 0, CACHE_KEPT_AUTO);
+	assert_int_equal(c->conf.max_window, 16 * MIB);
+	assert_int_equal(c->kept_quota, 0);
+	destroy_cache(c);
+	c = new_kept_cache(64 * MIB, 8 * MIB, 0, 0, 40 * MIB);
+	assert_int_equal(c->kept_quota, 40 * MIB);
+	destroy_cache(c);
+	c = new_kept_cache(64 * MIB, 8 * MIB, 0, 0, 64 * MIB);
+	assert_int_equal(c->kept_quota, 48 * MIB);
+	destroy_cache(c);
+	c = new_kept_cache(16 * MIB, 8 * MIB, 0, 0, 1 * MIB);
+	assert_int_equal(c->kept_quota, 0);
+	destroy_cache(c);
+	c = new_kept_cache(64 * MIB, 8 * MIB, 0, 0, 0);
+	assert_int_equal(c->kept_quota, 0);
+	destroy_cache(c);
+}
+
+/*
+ * The order eviction takes idle blocks in: SPENT (consumed, nobody
+ * behind), TRAILING (consumed, a reader behind), each the one passed last
+ * first; then (demand only) AHEAD, least recently used first; then KEPT.
+ */
+static void test_eviction_classes(void **state)
+{
+	struct cache *c = new_kept_cache(8 * BS, BS, 0, 0, 2 * BS);
+	struct cache_block *k0 = ready(c, obj(c, 0), 0, BS, false);
+	struct cache_block *k1 = ready(c, obj(c, 0), 1, BS, false);
+	struct cache_block *b[6], *order[8];
+	/* by block index of obj 1: spent 1 then 0, trailing 3 then 2,
+	 * ahead 4 then 5; then kept 0 then 1 of obj 0 */
+	const int want[6] = {1, 0, 3, 2, 4, 5};
+	size_t n;
+
+	assert_true(k0->kept && k1->kept);
+	for (int i = 0; i < 6; i++)
+		b[i] = ready(c, obj(c, 1), i, BS, false);
+	consume(c, b[0]);
+	consume(c, b[1]);
+	pass_trailing(c, b[2]);
+	pass_trailing(c, b[3]);
+	consume(c, k0);
+	n = lru_from_cold(c, order, 8);
+	assert_int_equal(n, 8);
+	for (int i = 0; i < 6; i++)
+		assert_ptr_equal(order[i], b[want[i]]);
+	assert_ptr_equal(order[6], k1);
+	assert_ptr_equal(order[7], k0);
+	assert_int_equal(block_class(b[0]), LRU_SPENT);
+	assert_int_equal(block_class(b[2]), LRU_TRAILING);
+	assert_int_equal(block_class(b[4]), LRU_AHEAD);
+	assert_int_equal(block_class(k0), LRU_KEPT);
+	/* prefetch: the four consumed ones, then nothing */
+	for (int i = 0; i < 4; i++) {
+		struct cache_block *x = create(c, obj(c, 2), i, BS, false);
+
+		assert_non_null(x);
+		assert_null(lookup(c, obj(c, 1), want[i]));
+		pin(c, x);
+	}
+	assert_false(room(c, BS, false));
+	/* demand: the unread ones, then the kept ones */
+	for (int i = 4; i < 8; i++) {
+		struct cache_block *x = create(c, obj(c, 2), i, BS, true);
+
+		assert_non_null(x);
+		if (i < 6)
+			assert_null(lookup(c, obj(c, 1), want[i]));
+		else
+			assert_null(lookup(c, obj(c, 0), i - 6 ? 0 : 1));
+		pin(c, x);
+	}
+	assert_false(room(c, 1, true));
+	assert_int_equal(stats(c).evictions, 8);
+	/* a claimed block (a window took it back) is unread again */
+	for (int i = 0; i < 8; i++) {
+		struct cache_block *x = lookup(c, obj(c, 2), i);
+
+		complete(x);
+		unpin(c, x);
+	}
+	destroy_cache(c);
+}
+
+/*
+ * Kept blocks go stale: one not used while two passes of the largest
+ * stream (at least two budgets) were admitted becomes ordinary, and its
+ * quota goes to the next blocks admitted; one used in time stays kept.
+ */
+static void test_kept_stale(void **state)
+{
+	struct cache *c = new_kept_cache(8 * BS, BS, 0, 0, 3 * BS);
+	struct cache_block *k[3];
+	struct cache_stats st;
+	unsigned kept_scan = 0;
+
+	assert_int_equal(kept_horizon(c), 16 * BS);
+	for (int i = 0; i < 3; i++) {
+		k[i] = ready(c, obj(c, 0), i, BS, false);
+		consume(c, k[i]);
+		assert_true(k[i]->kept);
+	}
+	/* a scan of another object: k[0] is read now and then, k[1] and k[2]
+	 * never */
+	for (int i = 0; i < 30; i++) {
+		struct cache_block *x = ready(c, obj(c, 1), i, BS, false);
+
+		/* the quota is full until k[1] and k[2] go stale: more than
+		 * 16 blocks admitted since each was last used */
+		if (i < 16)
+			assert_false(x->kept);
+		else if (i < 18)
+			assert_true(x->kept);
+		kept_scan += x->kept;
+		consume(c, x);
+		if (i % 8 == 0)
+			touch(c, k[0]);
+	}
+	st = stats(c);
+	assert_int_equal(st.kept_stale, 2);
+	assert_ptr_equal(lookup(c, obj(c, 0), 0), k[0]);
+	assert_true(k[0]->kept);
+	/* once ordinary (consumed) they were evicted like any other, and
+	 * their quota went to blocks of the scan */
+	assert_null(lookup(c, obj(c, 0), 1));
+	assert_null(lookup(c, obj(c, 0), 2));
+	assert_int_equal(kept_scan, 2);
+	assert_int_equal(st.kept_bytes, 3 * BS);
+	/* the horizon follows the largest stream */
+	pthread_mutex_lock(&c->lock);
+	c->largest_stream = 100 * BS;
+	pthread_mutex_unlock(&c->lock);
+	assert_int_equal(kept_horizon(c), 200 * BS);
 	destroy_cache(c);
 }
 
@@ -1693,12 +2011,17 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_budget_random),
 	    cmocka_unit_test(test_admission_random),
+	    cmocka_unit_test(test_kept_random),
 	    cmocka_unit_test(test_prefetch_evicts_only_consumed),
 	    cmocka_unit_test(test_prefetch_fails_when_full_of_unconsumed),
 	    cmocka_unit_test(test_demand_evicts_coldest),
 	    cmocka_unit_test(test_room_counts_evicted_cap),
 	    cmocka_unit_test(test_pinned_and_fetching_never_evicted),
 	    cmocka_unit_test(test_eviction_order),
+	    cmocka_unit_test(test_kept_quota),
+	    cmocka_unit_test(test_kept_quota_derived),
+	    cmocka_unit_test(test_eviction_classes),
+	    cmocka_unit_test(test_kept_stale),
 	    cmocka_unit_test(test_failed_fetch_removed),
 	    cmocka_unit_test(test_run_fetch_partial),
 	    cmocka_unit_test(test_pool_reuse),

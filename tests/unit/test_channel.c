@@ -90,9 +90,9 @@ static int teardown(void **state)
 }
 
 /* list_page_keys: small values make a listing take many pages (the first
- * one half as many keys). */
-static void fx_init(struct fx *f, uint64_t budget, uint64_t block_size,
-		    unsigned page_keys)
+ * one half as many keys); kept: the kept set's quota (conf.kept_max). */
+static void fx_init_kept(struct fx *f, uint64_t budget, uint64_t block_size,
+			 unsigned page_keys, uint64_t kept)
 {
 	struct cache_conf conf;
 
@@ -105,8 +105,15 @@ static void fx_init(struct fx *f, uint64_t budget, uint64_t block_size,
 	conf.block_size = block_size;
 	conf.list_page_keys = page_keys;
 	conf.first_page_keys = page_keys / 2 ? page_keys / 2 : 1;
+	conf.kept_max = kept;
 	f->c = cache_create(&conf, &f->ts->store);
 	assert_non_null(f->c);
+}
+
+static void fx_init(struct fx *f, uint64_t budget, uint64_t block_size,
+		    unsigned page_keys)
+{
+	fx_init_kept(f, budget, block_size, page_keys, CACHE_KEPT_AUTO);
 }
 
 /* The store first (what it still answers lands in the cache), then the
@@ -1201,6 +1208,221 @@ static void test_second_epoch_hits_cache(void **state)
 	fx_fini(&f);
 }
 
+/* ---- the next epoch pre-warmed ---- */
+
+/* Bytes the store has sent, once it has sent none for 50 ms. */
+static uint64_t settled_bytes(struct fx *f)
+{
+	struct s3_stats st;
+	uint64_t a, b;
+
+	s3_store_get_stats(&f->ts->store, &st);
+	a = st.bytes_received;
+	for (int i = 0; i < 100; i++) {
+		usleep(50000);
+		s3_store_get_stats(&f->ts->store, &st);
+		b = st.bytes_received;
+		if (a == b)
+			break;
+		a = b;
+	}
+	return a;
+}
+
+static uint64_t cache_misses(struct fx *f)
+{
+	struct cache_stats st;
+
+	cache_get_stats(f->c, &st);
+	return st.misses;
+}
+
+/*
+ * Reads epoch whole in 64 KiB reads into got; *first_missed is whether its
+ * first read fetched on demand (a cache miss).
+ */
+static void read_epoch_first(struct channel *ch, struct fx *f, unsigned epoch,
+			     struct buf *got, bool *first_missed)
+{
+	struct channel_reader *r = channel_reader_open(ch, epoch);
+	struct channel_view v;
+	uint64_t pos = 0, misses = cache_misses(f);
+
+	assert_non_null(r);
+	live_reader = r;
+	for (;;) {
+		memset(&v, 0, sizeof(v));
+		assert_int_equal(channel_reader_read(r, pos, 64 * KIB, &v), 0);
+		if (pos == 0)
+			*first_missed = cache_misses(f) != misses;
+		for (int k = 0; k < v.count; k++)
+			buf_add(got, v.iov[k].iov_base, v.iov[k].iov_len);
+		pos += v.bytes;
+		if (v.bytes == 0) {
+			channel_view_release(r, &v);
+			break;
+		}
+		channel_view_release(r, &v);
+	}
+	assert_true(channel_reader_near_end(r));
+	live_reader = NULL;
+	channel_reader_close(r);
+}
+
+/* 16 objects p/NN of 128 KiB (two blocks each) and their bytes in the
+ * order of (shuffle, seed, epoch). */
+static void put_prewarm_set(struct fx *f, const struct obj **objs)
+{
+	for (size_t i = 0; i < 16; i++) {
+		char key[32];
+
+		snprintf(key, sizeof(key), "p/%02zu", i);
+		objs[i] = fx_put(f, key, 128 * KIB);
+	}
+}
+
+static void epoch_bytes(const struct obj **objs, bool shuffle, int64_t seed,
+			unsigned epoch, struct buf *want)
+{
+	size_t o[16];
+
+	channel_order(o, 16, shuffle, seed, epoch);
+	for (size_t i = 0; i < 16; i++)
+		buf_add(want, objs[o[i]]->data, objs[o[i]]->size);
+}
+
+/*
+ * Once epoch 0 is read, channel_prewarm(1) fetches the head of epoch 1 (a
+ * quarter of the 1 MiB budget: 256 KiB) and no more, however often it is
+ * called; epoch 1's first read then finds it in memory (no miss) and the
+ * epoch fetches the rest at most.  Epochs already opened are not pre-warmed.
+ * No kept set here: without the pre-warm the head would not be in memory.
+ */
+static void prewarm_case(bool shuffle, int64_t seed)
+{
+	const struct obj *objs[16];
+	struct channel_spec *sp;
+	struct channel *ch;
+	struct buf want0 = {0}, want1 = {0}, got = {0};
+	uint64_t total = 16 * 128 * KIB, b0, b1;
+	bool missed = true;
+	static struct fx f; /* outlives a failed assertion */
+
+	fx_init_kept(&f, 1 * MIB, 64 * KIB, 100, 0);
+	put_prewarm_set(&f, objs);
+	sp = fx_spec(&f, CHANNEL_S3_PREFIX, "p/");
+	sp->shuffle = shuffle;
+	sp->seed = seed;
+	ch = fx_channel(&f, sp, NULL);
+	epoch_bytes(objs, shuffle, seed, 0, &want0);
+	epoch_bytes(objs, shuffle, seed, 1, &want1);
+
+	read_epoch_first(ch, &f, 0, &got, &missed);
+	assert_same_bytes(&got, &want0);
+	buf_free(&got);
+	b0 = settled_bytes(&f);
+	assert_int_equal(b0, total);
+	/* epoch 0 was opened: nothing to do for it */
+	channel_prewarm(ch, 0);
+	assert_int_equal(settled_bytes(&f), b0);
+	channel_prewarm(ch, 1);
+	b1 = settled_bytes(&f);
+	assert_int_equal(b1, b0 + 256 * KIB);
+	channel_prewarm(ch, 1); /* done already */
+	assert_int_equal(settled_bytes(&f), b1);
+
+	read_epoch_first(ch, &f, 1, &got, &missed);
+	assert_same_bytes(&got, &want1);
+	assert_false(missed);
+	/* the rest at most (with a shuffle, epoch 0's last window may hold
+	 * more of it) */
+	b0 = settled_bytes(&f);
+	assert_true(b0 <= b1 + total - 256 * KIB);
+	channel_prewarm(ch, 1); /* opened since */
+	assert_int_equal(settled_bytes(&f), b0);
+	buf_free(&got);
+	buf_free(&want0);
+	buf_free(&want1);
+	fx_fini(&f);
+}
+
+static void test_prewarm_listing(void **state)
+{
+	(void)state;
+	prewarm_case(false, 0);
+}
+
+/* With a shuffle the head is the objects epoch 1 starts with: with seed
+ * 5 objects 2 and 11, neither of them among the last six of epoch 0
+ * (which its window may have left in memory). */
+static void test_prewarm_shuffled(void **state)
+{
+	size_t o0[16], o1[16];
+
+	(void)state;
+	channel_order(o0, 16, true, 5, 0);
+	channel_order(o1, 16, true, 5, 1);
+	for (size_t i = 10; i < 16; i++)
+		assert_true(o0[i] != o1[0] && o0[i] != o1[1]);
+	prewarm_case(true, 5);
+}
+
+/*
+ * An epoch pre-warmed but never opened costs a bounded amount: a newer
+ * epoch's pre-warm fetches its own head once, older epochs are left alone
+ * once a newer one was pre-warmed, and memory stays within the budget;
+ * the channel goes with nothing left behind (valgrind, ASan).  With the
+ * kept set holding the head (a listing's), the pre-warm costs nothing.
+ */
+static void test_prewarm_bounded(void **state)
+{
+	const struct obj *objs[16];
+	struct channel_spec *sp;
+	struct channel *ch;
+	struct buf got = {0}, want = {0};
+	struct cache_stats st;
+	uint64_t b0;
+	bool missed = true;
+	static struct fx f; /* outlives a failed assertion */
+
+	(void)state;
+	fx_init_kept(&f, 1 * MIB, 64 * KIB, 100, 0);
+	put_prewarm_set(&f, objs);
+	sp = fx_spec(&f, CHANNEL_S3_PREFIX, "p/");
+	sp->shuffle = true;
+	sp->seed = 9;
+	ch = fx_channel(&f, sp, NULL);
+	read_epoch_first(ch, &f, 0, &got, &missed);
+	buf_free(&got);
+	b0 = settled_bytes(&f);
+	for (int i = 0; i < 5; i++)
+		channel_prewarm(ch, 1);
+	channel_prewarm(ch, 2);
+	channel_prewarm(ch, 1); /* older than one pre-warmed */
+	assert_true(settled_bytes(&f) <= b0 + 2 * 256 * KIB);
+	cache_get_stats(f.c, &st);
+	assert_true(st.peak_bytes <= 1 * MIB);
+	fx_fini(&f);
+
+	/* a listing with a kept set: its head is in memory already */
+	fx_init(&f, 1 * MIB, 64 * KIB, 100);
+	put_prewarm_set(&f, objs);
+	sp = fx_spec(&f, CHANNEL_S3_PREFIX, "p/");
+	ch = fx_channel(&f, sp, NULL);
+	epoch_bytes(objs, false, 0, 0, &want);
+	read_epoch_first(ch, &f, 0, &got, &missed);
+	buf_free(&got);
+	b0 = settled_bytes(&f);
+	channel_prewarm(ch, 1);
+	assert_int_equal(settled_bytes(&f), b0);
+	read_epoch_first(ch, &f, 1, &got, &missed);
+	assert_same_bytes(&got, &want);
+	assert_false(missed);
+	buf_free(&got);
+	buf_free(&want);
+	fx_fini(&f);
+}
+
 /* An argument runs only the tests whose names match it (a glob), or with
  * a leading '-' all but those. */
 int main(int argc, char **argv)
@@ -1229,6 +1451,12 @@ int main(int argc, char **argv)
 	    cmocka_unit_test_setup_teardown(test_augmented_parts, watchdog,
 					    teardown),
 	    cmocka_unit_test_setup_teardown(test_augmented_error, watchdog,
+					    teardown),
+	    cmocka_unit_test_setup_teardown(test_prewarm_listing, watchdog,
+					    teardown),
+	    cmocka_unit_test_setup_teardown(test_prewarm_shuffled, watchdog,
+					    teardown),
+	    cmocka_unit_test_setup_teardown(test_prewarm_bounded, watchdog,
 					    teardown),
 	    cmocka_unit_test_setup_teardown(test_second_epoch_hits_cache,
 					    watchdog, teardown),
