@@ -56,8 +56,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
 		for (int watch = 0; watch < 2; watch++) {
-			char *text = stats_render(v, watch, sizes[i][0],
-						  sizes[i][1]);
+			char *text =
+			    stats_render(v, watch, sizes[i][0], sizes[i][1]);
 
 			if (!text)
 				abort();
