@@ -19,7 +19,9 @@
  * around the object ranges, so framed epochs are still served from block
  * memory without a copy, and blocks are shared by every epoch whatever its
  * order (the cache keys them by object).  Gunzip runs as a stage
- * (channel/gzip.c) between the stream and the reader.
+ * (channel/gzip.c) between the stream and the reader, and so does the
+ * conversion of CSV or LibSVM rows to protobuf RecordIO
+ * (channel/convert.c), after gunzip when both are asked for.
  *
  * Plans of recent epochs are kept (for their sizes) while KEEP_PLANS newer
  * ones do not exist; a plan with readers is always kept.
@@ -47,6 +49,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "channel/convert.h"
 #include "channel/gzip.h"
 #include "util/util.h"
 
@@ -94,11 +97,18 @@ struct channel {
 struct channel_reader {
 	struct channel *ch;
 	unsigned epoch;
-	bool at_end;		     /* a read found the end */
-	struct cache_stream *stream; /* the epoch's */
-	struct epoch_plan *plan;     /* MODE_PLAN */
-	struct cache_reader *reader; /* without gzip */
-	struct channel_gzip *gzip;   /* with CompressionType Gzip */
+	bool at_end;			   /* a read found the end */
+	struct cache_stream *stream;	   /* the epoch's */
+	struct epoch_plan *plan;	   /* MODE_PLAN */
+	struct cache_reader *reader;	   /* without gzip */
+	struct channel_gzip *gzip;	   /* with CompressionType Gzip */
+	struct channel_converter *convert; /* converting rows */
+	/* the converter's source without gzip: reader, and the segment
+	 * being read */
+	size_t seg;
+	struct cache_segment_info seg_info;
+	bool seg_open;
+	char label[CHANNEL_NAME_MAX + 32]; /* "channel 'NAME'" */
 };
 
 void channel_conf_init(struct channel_conf *conf)
@@ -748,7 +758,8 @@ bool channel_epoch_size(struct channel *ch, unsigned epoch, uint64_t *size)
 	bool create, known;
 
 	*size = 0;
-	if (ch->spec->compression != CHANNEL_COMPRESSION_NONE)
+	if (ch->spec->compression != CHANNEL_COMPRESSION_NONE ||
+	    ch->spec->convert.format != CHANNEL_CONVERT_NONE)
 		return false; /* known only once read */
 	if (ch->mode == MODE_LISTING)
 		return cache_stream_size(ch->listing, size);
@@ -844,31 +855,153 @@ static struct channel_gzip *gzip_stage(struct channel_reader *r)
 				   ch->conf.inflate_threads);
 }
 
+/* The converter's source without gzip: the stream's segments in turn,
+ * each read up to its end, so that a view holds one object's bytes. */
+static int plain_read(void *arg, size_t size, struct channel_view *view,
+		      struct channel_origin *origin)
+{
+	struct channel_reader *r = arg;
+	uint64_t pos = cache_reader_position(r->reader), end;
+	int rc;
+
+	view->iov = view->cache.iov;
+	for (;;) {
+		if (r->seg_open && pos < r->seg_info.start + r->seg_info.size)
+			break;
+		if (r->seg_open)
+			r->seg++;
+		rc = cache_stream_segment(r->stream, r->seg, &r->seg_info);
+		if (rc == ENODATA)
+			return 0; /* the end */
+		if (rc)
+			return EIO;
+		r->seg_open = true;
+	}
+	end = r->seg_info.start + r->seg_info.size;
+	if (size > end - pos)
+		size = (size_t)(end - pos);
+	origin->index = r->seg;
+	origin->bucket = r->seg_info.literal ? NULL : r->seg_info.bucket;
+	origin->key = r->seg_info.literal ? NULL : r->seg_info.key;
+	rc = cache_reader_read(r->reader, pos, size, &view->cache);
+	view->count = view->cache.count;
+	view->bytes = view->cache.bytes;
+	if (!rc && view->bytes == 0)
+		rc = EIO; /* the stream is shorter than its segments */
+	return rc;
+}
+
+static void plain_release(void *arg, struct channel_view *view)
+{
+	struct channel_reader *r = arg;
+
+	cache_view_release(r->ch->cache, &view->cache);
+}
+
+static int gzip_source_read(void *arg, size_t size, struct channel_view *view,
+			    struct channel_origin *origin)
+{
+	struct channel_reader *r = arg;
+
+	return channel_gzip_read_object(r->gzip, size, view, origin);
+}
+
+static void gzip_source_release(void *arg, struct channel_view *view)
+{
+	struct channel_reader *r = arg;
+
+	channel_gzip_release(r->gzip, view);
+}
+
 /*
- * A gunzipped epoch cannot jump: an emulated seek starts the stage again
- * and reads (and drops) what comes before offset.
+ * The stages between the epoch's stream and the reader, from its start:
+ * gunzip, conversion, or a plain cache reader.  0 or ENOMEM.
  */
-static int gzip_seek(struct channel_reader *r, uint64_t offset)
+static int stages_open(struct channel_reader *r)
+{
+	const struct channel *ch = r->ch;
+	struct channel_source src = {.arg = r};
+
+	if (ch->spec->compression == CHANNEL_COMPRESSION_GZIP) {
+		r->gzip = gzip_stage(r);
+		if (!r->gzip)
+			return ENOMEM;
+		src.read = gzip_source_read;
+		src.release = gzip_source_release;
+	} else {
+		r->reader = cache_reader_create(r->stream);
+		if (!r->reader)
+			return ENOMEM;
+		r->seg = 0;
+		r->seg_open = false;
+		src.read = plain_read;
+		src.release = plain_release;
+	}
+	if (ch->spec->convert.format == CHANNEL_CONVERT_NONE)
+		return 0;
+	r->convert = channel_converter_create(
+	    &ch->spec->convert, &src, r->label, ch->conf.convert_threads);
+	return r->convert ? 0 : ENOMEM;
+}
+
+static void stages_close(struct channel_reader *r)
+{
+	channel_converter_destroy(r->convert); /* first: it reads the rest */
+	r->convert = NULL;
+	channel_gzip_destroy(r->gzip);
+	r->gzip = NULL;
+	if (r->reader)
+		cache_reader_destroy(r->reader);
+	r->reader = NULL;
+}
+
+/* A read through a stage (conversion or gunzip). */
+static int stage_read(struct channel_reader *r, uint64_t offset, size_t size,
+		      struct channel_view *view)
+{
+	if (r->convert)
+		return channel_converter_read(r->convert, offset, size, view);
+	return channel_gzip_read(r->gzip, offset, size, view);
+}
+
+static void stage_release(struct channel_reader *r, struct channel_view *view)
+{
+	if (r->convert)
+		channel_converter_release(r->convert, view);
+	else if (r->gzip)
+		channel_gzip_release(r->gzip, view);
+}
+
+static uint64_t stage_position(struct channel_reader *r)
+{
+	if (r->convert)
+		return channel_converter_position(r->convert);
+	return channel_gzip_position(r->gzip);
+}
+
+/*
+ * A stage cannot jump: an emulated seek starts the stages again and reads
+ * (and drops) what comes before offset.
+ */
+static int stage_seek(struct channel_reader *r, uint64_t offset)
 {
 	struct channel_view view;
 	uint64_t pos = 0;
-	int rc = 0;
+	int rc;
 
-	channel_gzip_destroy(r->gzip);
-	r->gzip = gzip_stage(r);
-	if (!r->gzip)
-		return ENOMEM;
+	stages_close(r);
+	rc = stages_open(r);
 	while (pos < offset && !rc) {
 		uint64_t want = offset - pos;
 
 		memset(&view, 0, sizeof(view));
-		rc = channel_gzip_read(
-		    r->gzip, pos, want < (1u << 20) ? (size_t)want : (1u << 20),
-		    &view);
+		rc = stage_read(r, pos,
+				want < (1u << 20) ? (size_t)want : (1u << 20),
+				&view);
 		if (!rc && view.bytes == 0)
 			rc = EINVAL; /* past the end: reads return nothing */
 		pos += view.bytes;
-		channel_gzip_release(r->gzip, &view);
+		stage_release(r, &view);
 	}
 	return rc == EINVAL ? 0 : rc;
 }
@@ -896,15 +1029,9 @@ struct channel_reader *channel_reader_open(struct channel *ch, unsigned epoch)
 		s = r->plan->stream;
 	}
 	r->stream = s;
-	if (ch->spec->compression == CHANNEL_COMPRESSION_GZIP) {
-		r->gzip = gzip_stage(r);
-		if (!r->gzip)
-			goto nomem;
-	} else {
-		r->reader = cache_reader_create(s);
-		if (!r->reader)
-			goto nomem;
-	}
+	snprintf(r->label, sizeof(r->label), "channel '%s'", ch->spec->name);
+	if (stages_open(r))
+		goto nomem;
 	return r;
 
 nomem:
@@ -917,17 +1044,21 @@ void channel_reader_close(struct channel_reader *r)
 {
 	if (!r)
 		return;
-	channel_gzip_destroy(r->gzip);
-	if (r->reader)
-		cache_reader_destroy(r->reader);
+	stages_close(r);
 	plan_put(r->ch, r->plan);
 	free(r);
 }
 
+/* Whether reads go through a stage rather than straight to the cache. */
+static bool staged(const struct channel_reader *r)
+{
+	return r->convert || r->gzip;
+}
+
 uint64_t channel_reader_position(struct channel_reader *r)
 {
-	if (r->gzip)
-		return channel_gzip_position(r->gzip);
+	if (staged(r))
+		return stage_position(r);
 	return cache_reader_position(r->reader);
 }
 
@@ -937,7 +1068,7 @@ bool channel_reader_near_end(struct channel_reader *r)
 
 	if (r->at_end)
 		return true;
-	if (r->gzip || !cache_stream_size(r->stream, &size))
+	if (staged(r) || !cache_stream_size(r->stream, &size))
 		return false;
 	pos = cache_reader_position(r->reader);
 	return pos >= size || size - pos <= cache_max_window(r->ch->cache);
@@ -971,13 +1102,13 @@ int channel_reader_read(struct channel_reader *r, uint64_t offset, size_t size,
 	view->nchunks = 0;
 	view->cache.count = 0;
 	view->cache.bytes = 0;
-	if (r->gzip) {
+	if (staged(r)) {
 		rc = 0;
-		if (offset != channel_gzip_position(r->gzip))
-			rc = gzip_seek(r, offset);
+		if (offset != stage_position(r))
+			rc = stage_seek(r, offset);
 		/* (a seek past the end reads nothing) */
-		if (!rc && offset == channel_gzip_position(r->gzip))
-			rc = channel_gzip_read(r->gzip, offset, size, view);
+		if (!rc && offset == stage_position(r))
+			rc = stage_read(r, offset, size, view);
 	} else {
 		rc = cache_reader_read(r->reader, offset, size, &view->cache);
 		view->iov = view->cache.iov;
@@ -993,8 +1124,7 @@ int channel_reader_read(struct channel_reader *r, uint64_t offset, size_t size,
 
 void channel_view_release(struct channel_reader *r, struct channel_view *view)
 {
-	if (r->gzip)
-		channel_gzip_release(r->gzip, view);
+	stage_release(r, view);
 	cache_view_release(r->ch->cache, &view->cache);
 	view->count = 0;
 	view->bytes = 0;

@@ -46,6 +46,38 @@ enum channel_compression {
 	CHANNEL_COMPRESSION_GZIP, /* each object gunzipped as it streams */
 };
 
+/* What the conversion stage reads (after gunzip); it writes protobuf
+ * RecordIO: one RecordIO-framed aialgs.data.Record per row. */
+enum channel_convert_format {
+	CHANNEL_CONVERT_NONE = 0,
+	CHANNEL_CONVERT_CSV,	/* dense rows: label, features */
+	CHANNEL_CONVERT_LIBSVM, /* sparse rows: label idx:val ... */
+};
+
+#define CHANNEL_LABEL_NONE	 (-1) /* CSV rows without a label column */
+#define CHANNEL_LABEL_COLUMN_MAX 1000000
+#define CHANNEL_FEATURE_DIM_MAX	 (1ULL << 32)
+
+/*
+ * How rows become Records; a zeroed struct is "no conversion", and
+ * channel_convert_conf_init() gives CSV's defaults: the label in column 0,
+ * no header, bad rows fail the read.
+ */
+struct channel_convert_conf {
+	enum channel_convert_format format;
+	int label_column;     /* CSV: the label's column, from 0; or
+				 CHANNEL_LABEL_NONE */
+	bool header_skip;     /* CSV: each object starts with a header line */
+	bool bad_row_skip;    /* count, log and skip rows that do not convert
+				 instead of failing the read with EIO */
+	uint64_t feature_dim; /* LibSVM: the tensor's shape (required);
+				 CSV: features per row (0: as many as the
+				 first row has) */
+};
+
+void channel_convert_conf_init(struct channel_convert_conf *conf,
+			       enum channel_convert_format format);
+
 /*
  * One channel.  Strings are owned by the spec (channel_spec_free() frees
  * them); a zeroed spec is valid and empty.
@@ -64,7 +96,8 @@ struct channel_spec {
 	int64_t seed;	   /* ShuffleConfig.Seed */
 	char **attributes; /* AttributeNames, in order; NULL when none */
 	size_t nattributes;
-	char *content_type; /* ContentType, NULL when unset */
+	char *content_type;		     /* ContentType, NULL when unset */
+	struct channel_convert_conf convert; /* format NONE: no conversion */
 };
 
 void channel_spec_free(struct channel_spec *spec);
@@ -131,6 +164,8 @@ struct channel_conf {
 	unsigned resolve_ahead;
 	/* gunzip worker threads per channel; 0 = one per online core */
 	unsigned inflate_threads;
+	/* row conversion worker threads per reader; 0 = one per core */
+	unsigned convert_threads;
 };
 
 void channel_conf_init(struct channel_conf *conf);

@@ -5,10 +5,20 @@
  *   channel specs.  Each element is checked field by field in a fixed
  *   order (ChannelName first, so every later message names the channel;
  *   then InputMode, so a File channel is refused as such; then the data
- *   source, the enums, ShuffleConfig, ContentType).  Unknown fields are
- *   ignored; a known field that is JSON null counts as absent.  A spec is
- *   built on the stack and copied into specs[] only when complete, so on
- *   error only the specs this call added need freeing.
+ *   source, the enums, ShuffleConfig, ContentType, and last s3pipe's own
+ *   S3pipe* fields, the conversion, which depend on RecordWrapperType and
+ *   ContentType).  Unknown fields are ignored; a known field that is JSON
+ *   null counts as absent.  A spec is built on the stack and copied into
+ *   specs[] only when complete, so on error only the specs this call added
+ *   need freeing.
+ * - Conversion: "S3pipeConvert": "application/x-recordio-protobuf" asks
+ *   for it, and the channel's ContentType (a MIME type, compared without
+ *   regard to case or to whitespace around ';' and '=') says what the
+ *   objects hold: text/csv (its label_size=0 means no label column) or
+ *   text/libsvm (text/x-libsvm).  S3pipeCsvLabelColumn, S3pipeCsvHeader,
+ *   S3pipeOnBadRow and S3pipeFeatureDim tune it; each is refused without
+ *   S3pipeConvert, as the CSV ones are with LibSVM.  Values of S3pipe*
+ *   fields may be written in any case; SageMaker's own are exact.
  * - resourceconfig.json gives this host's place among the hosts.
  * - inputdataconfig.json, the container's view of the channels, is written
  *   to a temporary file in the target directory, fsync'ed and renamed over
@@ -33,6 +43,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -41,6 +52,7 @@
 #define JSON_WHERE_MAX	      (JSON_ERROR_TEXT_LENGTH + 64) /* load_json() why */
 #define PATH_ECHO_MAX	      256 /* bytes of a path echoed in a message */
 #define CONTAINER_CONFIG_NAME "inputdataconfig.json"
+#define RECORDIO_PROTOBUF     "application/x-recordio-protobuf"
 
 #define S3SRC "DataSource.S3DataSource."
 
@@ -166,12 +178,13 @@ static int field(struct parse *p, json_t *obj, const char *path,
 }
 
 /*
- * obj[key], a string that must be one of names[0..count): its index into
- * *out, or -1 when absent.  EINVAL for another type or value, echoing it.
+ * obj[key], a string that must be one of names[0..count) (in any case when
+ * any_case): its index into *out, or -1 when absent.  EINVAL for another
+ * type or value, echoing it.
  */
-static int field_enum(struct parse *p, json_t *obj, const char *path,
-		      const char *key, const char *const *names, int count,
-		      int *out)
+static int field_enum_case(struct parse *p, json_t *obj, const char *path,
+			   const char *key, const char *const *names, int count,
+			   bool any_case, int *out)
 {
 	char list[160];
 	char buf[ECHO_MAX + 4];
@@ -187,7 +200,8 @@ static int field_enum(struct parse *p, json_t *obj, const char *path,
 		return rc;
 	s = json_string_value(v);
 	for (i = 0; i < count; i++) {
-		if (strcmp(s, names[i]) == 0) {
+		if ((any_case ? strcasecmp(s, names[i])
+			      : strcmp(s, names[i])) == 0) {
 			*out = i;
 			return 0;
 		}
@@ -204,6 +218,14 @@ static int field_enum(struct parse *p, json_t *obj, const char *path,
 	}
 	return bad(p, "%s%s must be %s (got '%s')", path, key, list,
 		   shown(s, buf, sizeof(buf)));
+}
+
+/* field_enum_case(), spelled exactly: SageMaker's own fields */
+static int field_enum(struct parse *p, json_t *obj, const char *path,
+		      const char *key, const char *const *names, int count,
+		      int *out)
+{
+	return field_enum_case(p, obj, path, key, names, count, false, out);
 }
 
 /*
@@ -258,6 +280,9 @@ static const char *const distributions[] = {"FullyReplicated",
 static const char *const compressions[] = {"None", "Gzip"};
 static const char *const wrappers[] = {"None", "RecordIO"};
 static const char *const input_modes[] = {"Pipe", "File", "FastFile"};
+static const char *const converts[] = {"None", RECORDIO_PROTOBUF};
+static const char *const csv_headers[] = {"None", "Skip"};
+static const char *const bad_rows[] = {"Fail", "Skip"};
 
 #define COUNT(a) ((int)(sizeof(a) / sizeof((a)[0])))
 
@@ -389,6 +414,221 @@ static int parse_source(struct parse *p, json_t *el, struct channel_spec *s)
 	return parse_attributes(p, s3, s);
 }
 
+/* s[0..*len) without the spaces and tabs around it */
+static const char *trim(const char *s, size_t *len)
+{
+	while (*len > 0 && (*s == ' ' || *s == '\t')) {
+		s++;
+		(*len)--;
+	}
+	while (*len > 0 && (s[*len - 1] == ' ' || s[*len - 1] == '\t'))
+		(*len)--;
+	return s;
+}
+
+static bool word_is(const char *s, size_t len, const char *word)
+{
+	return len == strlen(word) && strncasecmp(s, word, len) == 0;
+}
+
+/*
+ * What ContentType ct gives a conversion to read: *format CSV or LIBSVM
+ * from its MIME type (NONE when it is neither), and for CSV *label_column
+ * from its label_size parameter (1, the default: column 0; 0: none).
+ * Other parameters are ignored.  0, or EINVAL for another label_size.
+ */
+static int content_format(struct parse *p, const char *ct,
+			  enum channel_convert_format *format,
+			  int *label_column)
+{
+	char buf[ECHO_MAX + 4];
+	size_t len = strcspn(ct, ";");
+	const char *type = trim(ct, &len);
+	const char *at = ct + strcspn(ct, ";");
+
+	*label_column = 0;
+	if (word_is(type, len, "text/csv"))
+		*format = CHANNEL_CONVERT_CSV;
+	else if (word_is(type, len, "text/libsvm") ||
+		 word_is(type, len, "text/x-libsvm"))
+		*format = CHANNEL_CONVERT_LIBSVM;
+	else
+		*format = CHANNEL_CONVERT_NONE;
+	if (*format != CHANNEL_CONVERT_CSV)
+		return 0;
+	while (*at == ';') {
+		const char *item = at + 1;
+		size_t ilen = strcspn(item, ";");
+		size_t nlen = strcspn(item, "=");
+		size_t vlen;
+		const char *name;
+		const char *val;
+
+		at = item + ilen;
+		if (nlen > ilen)
+			nlen = ilen;
+		val = item + nlen + (nlen < ilen);
+		vlen = (size_t)(at - val);
+		name = trim(item, &nlen);
+		val = trim(val, &vlen);
+		if (!word_is(name, nlen, "label_size"))
+			continue;
+		if (vlen >= 2 && val[0] == '"' && val[vlen - 1] == '"') {
+			val++;
+			vlen -= 2;
+		}
+		if (word_is(val, vlen, "0"))
+			*label_column = CHANNEL_LABEL_NONE;
+		else if (word_is(val, vlen, "1"))
+			*label_column = 0;
+		else
+			return bad(p,
+				   "ContentType '%s': label_size must be 0 (no "
+				   "label) or 1 (the label in the first "
+				   "column)",
+				   shown(ct, buf, sizeof(buf)));
+	}
+	return 0;
+}
+
+/*
+ * S3pipeCsvLabelColumn of el: a column from 0, or "none".  *out untouched
+ * and *given false when absent.
+ */
+static int parse_label_column(struct parse *p, json_t *el, bool *given,
+			      int *out)
+{
+	char buf[ECHO_MAX + 4];
+	json_t *v = json_object_get(el, "S3pipeCsvLabelColumn");
+	json_int_t i;
+
+	*given = false;
+	if (!v || json_is_null(v))
+		return 0;
+	if (json_is_string(v)) {
+		if (strcasecmp(json_string_value(v), "none") != 0)
+			return bad(
+			    p,
+			    "S3pipeCsvLabelColumn must be none or an "
+			    "integer from 0 to %d (got '%s')",
+			    CHANNEL_LABEL_COLUMN_MAX,
+			    shown(json_string_value(v), buf, sizeof(buf)));
+		*out = CHANNEL_LABEL_NONE;
+	} else if (json_is_integer(v)) {
+		i = json_integer_value(v);
+		if (i < 0 || i > CHANNEL_LABEL_COLUMN_MAX)
+			return bad(
+			    p,
+			    "S3pipeCsvLabelColumn must be none or an "
+			    "integer from 0 to %d (got %" JSON_INTEGER_FORMAT
+			    ")",
+			    CHANNEL_LABEL_COLUMN_MAX, i);
+		*out = (int)i;
+	} else {
+		return bad(p,
+			   "S3pipeCsvLabelColumn must be none or an integer "
+			   "from 0 to %d, not %s",
+			   CHANNEL_LABEL_COLUMN_MAX, type_name(v));
+	}
+	*given = true;
+	return 0;
+}
+
+/* The S3pipe* fields of el into s->convert, once s->wrapper and
+ * s->content_type are in. */
+static int parse_convert(struct parse *p, json_t *el, struct channel_spec *s)
+{
+	char buf[ECHO_MAX + 4];
+	enum channel_convert_format format;
+	const char *stray;
+	json_t *dim;
+	bool label_given;
+	int label_column = 0;
+	int label_size;
+	int convert;
+	int header;
+	int bad_row;
+	int rc;
+
+	rc = field_enum_case(p, el, "", "S3pipeConvert", converts,
+			     COUNT(converts), true, &convert);
+	if (rc)
+		return rc;
+	rc = parse_label_column(p, el, &label_given, &label_column);
+	if (rc)
+		return rc;
+	rc = field_enum_case(p, el, "", "S3pipeCsvHeader", csv_headers,
+			     COUNT(csv_headers), true, &header);
+	if (rc)
+		return rc;
+	rc = field_enum_case(p, el, "", "S3pipeOnBadRow", bad_rows,
+			     COUNT(bad_rows), true, &bad_row);
+	if (rc)
+		return rc;
+	rc = field(p, el, "", "S3pipeFeatureDim", JSON_INTEGER, &dim);
+	if (rc)
+		return rc;
+	if (dim && (json_integer_value(dim) < 1 ||
+		    (uint64_t)json_integer_value(dim) > CHANNEL_FEATURE_DIM_MAX))
+		return bad(p,
+			   "S3pipeFeatureDim must be an integer from 1 to "
+			   "%llu (got %" JSON_INTEGER_FORMAT ")",
+			   (unsigned long long)CHANNEL_FEATURE_DIM_MAX,
+			   json_integer_value(dim));
+
+	if (convert <= 0) {
+		stray = label_given    ? "S3pipeCsvLabelColumn"
+			: header >= 0  ? "S3pipeCsvHeader"
+			: bad_row >= 0 ? "S3pipeOnBadRow"
+			: dim	       ? "S3pipeFeatureDim"
+				       : NULL;
+		if (stray)
+			return bad(p,
+				   "%s needs S3pipeConvert " RECORDIO_PROTOBUF,
+				   stray);
+		return 0; /* s->convert stays zero: no conversion */
+	}
+	if (s->wrapper == CHANNEL_WRAPPER_RECORDIO)
+		return bad(p, "S3pipeConvert writes RecordIO records already: "
+			      "leave RecordWrapperType at None");
+	if (!s->content_type)
+		return bad(p, "S3pipeConvert needs ContentType text/csv or "
+			      "text/libsvm (ContentType is missing)");
+	rc = content_format(p, s->content_type, &format, &label_size);
+	if (rc)
+		return rc;
+	if (format == CHANNEL_CONVERT_NONE)
+		return bad(p,
+			   "S3pipeConvert needs ContentType text/csv or "
+			   "text/libsvm (got '%s')",
+			   shown(s->content_type, buf, sizeof(buf)));
+	if (format == CHANNEL_CONVERT_LIBSVM) {
+		stray = label_given   ? "S3pipeCsvLabelColumn"
+			: header >= 0 ? "S3pipeCsvHeader"
+				      : NULL;
+		if (stray)
+			return bad(p,
+				   "%s applies to CSV only (ContentType is "
+				   "'%s')",
+				   stray,
+				   shown(s->content_type, buf, sizeof(buf)));
+		if (!dim)
+			return bad(p,
+				   "S3pipeConvert of ContentType '%s' needs "
+				   "S3pipeFeatureDim, the number of features "
+				   "(the tensor's shape)",
+				   shown(s->content_type, buf, sizeof(buf)));
+	}
+	channel_convert_conf_init(&s->convert, format);
+	if (format == CHANNEL_CONVERT_CSV)
+		s->convert.label_column =
+		    label_given ? label_column : label_size;
+	s->convert.header_skip = header == 1;
+	s->convert.bad_row_skip = bad_row == 1;
+	s->convert.feature_dim = dim ? (uint64_t)json_integer_value(dim) : 0;
+	return 0;
+}
+
 /*
  * Element pos (1-based) of the array, el, into *out.  specs[0..nprev)
  * are the specs before it: nold from earlier calls, then this call's.
@@ -502,6 +742,10 @@ static int parse_channel(struct parse *p, json_t *el, size_t pos,
 			goto fail;
 		}
 	}
+
+	rc = parse_convert(p, el, &s);
+	if (rc)
+		goto fail;
 
 	*out = s;
 	return 0;
@@ -812,15 +1056,22 @@ fail:
 	return rc;
 }
 
-/* spec as the container sees it: {"TrainingInputMode": "Pipe", ...} */
+/*
+ * spec as the container sees it: {"TrainingInputMode": "Pipe", ...}.  A
+ * converted channel holds protobuf RecordIO whatever its objects hold, so
+ * that is its ContentType, and its RecordWrapperType is None.
+ */
 static int container_channel(const struct channel_spec *s, json_t **out,
 			     char *err, size_t errlen)
 {
+	bool converted = s->convert.format != CHANNEL_CONVERT_NONE;
+	const char *content_type =
+	    converted ? RECORDIO_PROTOBUF : s->content_type;
 	json_t *ch = NULL;
 	json_t *ct = NULL;
 
 	*out = NULL;
-	if (s->content_type && !util_utf8_valid(s->content_type)) {
+	if (content_type && !util_utf8_valid(content_type)) {
 		return util_fail(err, errlen, EINVAL,
 				 "channel '%s': ContentType is not UTF-8",
 				 s->name);
@@ -838,11 +1089,12 @@ static int container_channel(const struct channel_spec *s, json_t **out,
 		goto no_mem;
 	if (json_object_set_new(
 		ch, "RecordWrapperType",
-		json_string(s->wrapper == CHANNEL_WRAPPER_RECORDIO ? "RecordIO"
-								   : "None")))
+		json_string(s->wrapper == CHANNEL_WRAPPER_RECORDIO && !converted
+				? "RecordIO"
+				: "None")))
 		goto no_mem;
-	if (s->content_type) {
-		ct = json_string(s->content_type);
+	if (content_type) {
+		ct = json_string(content_type);
 		if (!ct || json_object_set_new(ch, "ContentType", ct))
 			goto no_mem;
 	}

@@ -43,6 +43,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "channel/convert.h"
 #include "channel/internal.h"
 #include "util/util.h"
 
@@ -50,13 +51,6 @@
 #define FLUSH_STEP	(1u << 20) /* output handed on while streaming */
 #define MEMORY_RETRY_NS (5 * 1000 * 1000)
 #define MAX_THREADS	64
-
-struct channel_chunk {
-	char *data;
-	size_t cap;
-	unsigned refs;	 /* pieces and views holding it */
-	bool from_cache; /* a cache buffer, else malloc'd */
-};
 
 struct gz_piece {
 	struct channel_chunk *chunk; /* a reference */
@@ -69,6 +63,7 @@ struct gz_job {
 	uint64_t start; /* the segment: compressed bytes in the stream */
 	uint64_t size;
 	bool literal;
+	size_t seg;	    /* its index in the stream */
 	const char *bucket; /* the object's, for messages (the stream's) */
 	const char *key;
 	bool running;  /* a worker has it */
@@ -107,18 +102,7 @@ struct channel_gzip {
 	bool error_logged;
 };
 
-/* ---- chunks and pieces (g->lock held) ---- */
-
-static void chunk_unref(struct channel_gzip *g, struct channel_chunk *c)
-{
-	if (--c->refs > 0)
-		return;
-	if (c->from_cache)
-		cache_buffer_put(g->cache, c->data);
-	else
-		free(c->data);
-	free(c);
-}
+/* ---- pieces (g->lock held) ---- */
 
 static void job_held_add(struct channel_gzip *g, struct gz_job *j,
 			 int64_t delta)
@@ -160,28 +144,10 @@ static void pieces_free(struct channel_gzip *g, struct gz_job *j)
 
 		j->head = p->next;
 		job_held_add(g, j, -(int64_t)p->len);
-		chunk_unref(g, p->chunk);
+		channel_chunk_unref(g->cache, p->chunk);
 		free(p);
 	}
 	j->tail = NULL;
-}
-
-/* A small chunk of its own holding a copy of bytes. */
-static struct channel_chunk *chunk_copy(const void *bytes, size_t len)
-{
-	struct channel_chunk *c = calloc(1, sizeof(*c));
-
-	if (!c)
-		return NULL;
-	c->data = malloc(len ? len : 1);
-	if (!c->data) {
-		free(c);
-		return NULL;
-	}
-	memcpy(c->data, bytes, len);
-	c->cap = len;
-	c->refs = 1;
-	return c;
 }
 
 static int piece_add_bytes(struct channel_gzip *g, struct gz_job *j,
@@ -192,11 +158,11 @@ static int piece_add_bytes(struct channel_gzip *g, struct gz_job *j,
 
 	if (len == 0)
 		return 0;
-	c = chunk_copy(bytes, len);
+	c = channel_chunk_copy(bytes, len);
 	if (!c)
 		return ENOMEM;
 	rc = piece_add(g, j, c, 0, len);
-	chunk_unref(g, c);
+	channel_chunk_unref(g->cache, c);
 	return rc;
 }
 
@@ -282,7 +248,7 @@ static int frame_held(struct channel_gzip *g, struct gz_job *j)
 		raw = p->next;
 		if (!rc)
 			rc = frame_add(g, j, &f, p->chunk, p->off, p->len);
-		chunk_unref(g, p->chunk);
+		channel_chunk_unref(g->cache, p->chunk);
 		free(p);
 	}
 	return rc;
@@ -400,7 +366,7 @@ static void drop_out(struct inflate_run *ir)
 	if (!ir->out)
 		return;
 	pthread_mutex_lock(&ir->g->lock);
-	chunk_unref(ir->g, ir->out);
+	channel_chunk_unref(ir->g->cache, ir->out);
 	pthread_mutex_unlock(&ir->g->lock);
 	ir->out = NULL;
 }
@@ -670,6 +636,7 @@ static void add_job(struct channel_gzip *g)
 	j->start = info.start;
 	j->size = info.size;
 	j->literal = info.literal;
+	j->seg = idx;
 	j->bucket = info.bucket;
 	j->key = info.key;
 	j->visible = g->part_max == 0;
@@ -720,13 +687,6 @@ static void *worker_main(void *arg)
 
 /* ---- the stage ---- */
 
-static unsigned default_threads(void)
-{
-	long n = sysconf(_SC_NPROCESSORS_ONLN);
-
-	return n < 1 ? 1 : n > 8 ? 8 : (unsigned)n;
-}
-
 struct channel_gzip *channel_gzip_create(struct cache *c,
 					 struct cache_stream *s,
 					 const char *name, uint64_t part_max,
@@ -744,7 +704,7 @@ struct channel_gzip *channel_gzip_create(struct cache *c,
 	g->name = name;
 	g->part_max = part_max;
 	if (!threads)
-		threads = default_threads();
+		threads = channel_stage_threads();
 	if (threads > MAX_THREADS)
 		threads = MAX_THREADS;
 	g->max_jobs = threads + 1;
@@ -842,21 +802,23 @@ static size_t take_piece(struct channel_gzip *g, struct gz_job *j,
 		j->head = p->next;
 		if (!j->head)
 			j->tail = NULL;
-		chunk_unref(g, p->chunk);
+		channel_chunk_unref(g->cache, p->chunk);
 		free(p);
 	}
 	pthread_cond_broadcast(&g->changed);
 	return n;
 }
 
-int channel_gzip_read(struct channel_gzip *g, uint64_t offset, size_t size,
-		      struct channel_view *view)
+/* The reads: with origin set, a view holds one job's bytes and says
+ * whose, and offset is not checked. */
+static int gzip_read(struct channel_gzip *g, uint64_t offset, size_t size,
+		     struct channel_view *view, struct channel_origin *origin)
 {
 	int rc = 0;
 
 	view->iov = view->stage_iov;
 	pthread_mutex_lock(&g->lock);
-	if (offset != g->pos) {
+	if (!origin && offset != g->pos) {
 		pthread_mutex_unlock(&g->lock);
 		return ESPIPE; /* the caller restarts the stage */
 	}
@@ -874,6 +836,11 @@ int channel_gzip_read(struct channel_gzip *g, uint64_t offset, size_t size,
 			continue;
 		}
 		if (j->visible && j->head) {
+			if (origin && !view->bytes) {
+				origin->index = j->seg;
+				origin->bucket = j->literal ? NULL : j->bucket;
+				origin->key = j->literal ? NULL : j->key;
+			}
 			g->pos += take_piece(g, j, view, size - view->bytes);
 			continue;
 		}
@@ -882,6 +849,8 @@ int channel_gzip_read(struct channel_gzip *g, uint64_t offset, size_t size,
 				rc = j->error;
 				break;
 			}
+			if (origin && view->bytes)
+				break; /* the next job is another object */
 			pop_head(g);
 			continue;
 		}
@@ -895,13 +864,26 @@ int channel_gzip_read(struct channel_gzip *g, uint64_t offset, size_t size,
 	return rc;
 }
 
+int channel_gzip_read(struct channel_gzip *g, uint64_t offset, size_t size,
+		      struct channel_view *view)
+{
+	return gzip_read(g, offset, size, view, NULL);
+}
+
+int channel_gzip_read_object(struct channel_gzip *g, size_t size,
+			     struct channel_view *view,
+			     struct channel_origin *origin)
+{
+	return gzip_read(g, 0, size, view, origin);
+}
+
 void channel_gzip_release(struct channel_gzip *g, struct channel_view *view)
 {
 	if (!view->nchunks)
 		return;
 	pthread_mutex_lock(&g->lock);
 	for (int i = 0; i < view->nchunks; i++)
-		chunk_unref(g, view->chunks[i]);
+		channel_chunk_unref(g->cache, view->chunks[i]);
 	pthread_cond_broadcast(&g->changed);
 	pthread_mutex_unlock(&g->lock);
 	view->nchunks = 0;

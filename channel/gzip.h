@@ -36,6 +36,15 @@ uint64_t channel_gzip_position(struct channel_gzip *g);
  * restarts the stage there (decompressing from the start). */
 int channel_gzip_read(struct channel_gzip *g, uint64_t offset, size_t size,
 		      struct channel_view *view);
+/*
+ * The next bytes, as channel_gzip_read() at the position, but the view
+ * holds bytes of one object only, which origin names (for the conversion
+ * stage, which needs to know where each object starts).
+ */
+struct channel_origin;
+int channel_gzip_read_object(struct channel_gzip *g, size_t size,
+			     struct channel_view *view,
+			     struct channel_origin *origin);
 void channel_gzip_release(struct channel_gzip *g, struct channel_view *view);
 
 #endif

@@ -57,6 +57,30 @@ struct channel_entries {
 
 void channel_entries_free(struct channel_entries *e);
 
+/* ---- channel/stage.c: what the byte stages share ---- */
+
+/*
+ * Bytes a stage made (gunzip, conversion), handed to the reader by views
+ * (channel_view.chunks) and reference-counted under the stage's lock.
+ */
+struct channel_chunk {
+	char *data;
+	size_t cap;
+	unsigned refs;	 /* pieces and views holding it */
+	bool from_cache; /* a cache buffer (cache_buffer_get), else malloc'd */
+};
+
+/* A small chunk of its own holding a copy of bytes[0..len); NULL when out
+ * of memory. */
+struct channel_chunk *channel_chunk_copy(const void *bytes, size_t len);
+/* A chunk owning data (malloc'd, cap bytes); NULL when out of memory (data
+ * is then freed). */
+struct channel_chunk *channel_chunk_adopt(char *data, size_t cap);
+/* Drops a reference; the last frees the chunk (to cache c when from it). */
+void channel_chunk_unref(struct cache *c, struct channel_chunk *chunk);
+/* Worker threads a stage starts by default: one per online core, 1..8. */
+unsigned channel_stage_threads(void);
+
 /* ---- channel/manifest.c ---- */
 
 #define CHANNEL_MANIFEST_MAX	  (1ULL << 30) /* bytes of one manifest */
@@ -153,6 +177,12 @@ enum channel_recordio_flag {
  * little-endian u32.  len < 2^29. */
 void channel_recordio_header(unsigned char out[CHANNEL_RECORDIO_HEADER],
 			     enum channel_recordio_flag flag, uint32_t len);
+
+/* Reads a part's header: 0, or EINVAL when the magic or the flag is
+ * wrong. */
+int channel_recordio_parse_header(
+    const unsigned char in[CHANNEL_RECORDIO_HEADER],
+    enum channel_recordio_flag *flag, uint32_t *len);
 
 /* Zero bytes after a part of len bytes (0-3). */
 unsigned channel_recordio_padding(uint64_t len);

@@ -14,6 +14,8 @@
 
 #include "channel/internal.h"
 
+#include <errno.h>
+
 #define LEN_BITS 29
 #define LEN_MASK ((1u << LEN_BITS) - 1)
 
@@ -23,6 +25,25 @@ static void put_le32(unsigned char *out, uint32_t v)
 	out[1] = (unsigned char)((v >> 8) & 0xff);
 	out[2] = (unsigned char)((v >> 16) & 0xff);
 	out[3] = (unsigned char)((v >> 24) & 0xff);
+}
+
+static uint32_t get_le32(const unsigned char *in)
+{
+	return (uint32_t)in[0] | (uint32_t)in[1] << 8 | (uint32_t)in[2] << 16 |
+	       (uint32_t)in[3] << 24;
+}
+
+int channel_recordio_parse_header(
+    const unsigned char in[CHANNEL_RECORDIO_HEADER],
+    enum channel_recordio_flag *flag, uint32_t *len)
+{
+	uint32_t word = get_le32(in + 4);
+
+	if (get_le32(in) != CHANNEL_RECORDIO_MAGIC)
+		return EINVAL;
+	*flag = (enum channel_recordio_flag)(word >> LEN_BITS);
+	*len = word & LEN_MASK;
+	return *flag > RECORDIO_END ? EINVAL : 0;
 }
 
 void channel_recordio_header(unsigned char out[CHANNEL_RECORDIO_HEADER],

@@ -1,5 +1,6 @@
 /*
- * channel specs and entries: freeing them, and the channel name rule.
+ * channel specs and entries: freeing them, the channel name rule, and the
+ * defaults of a conversion.
  */
 #include "config.h"
 
@@ -20,6 +21,14 @@ void channel_spec_free(struct channel_spec *spec)
 	free(spec->attributes);
 	free(spec->content_type);
 	memset(spec, 0, sizeof(*spec));
+}
+
+void channel_convert_conf_init(struct channel_convert_conf *conf,
+			       enum channel_convert_format format)
+{
+	memset(conf, 0, sizeof(*conf));
+	conf->format = format;
+	conf->label_column = 0; /* CSV: the label first, as SageMaker's */
 }
 
 bool channel_name_valid(const char *name)

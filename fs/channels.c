@@ -4,11 +4,13 @@
  * Channels come either from NAME=URI arguments, each URI's kind prefix
  * ("manifest+", "augmented+") choosing its S3DataType, with the
  * per-channel options (--shuffle-seed, --record-wrapper, --compression,
- * --sharded, --attribute-names) applying to all of them; or from an
- * InputDataConfig file (channel/config.c), which says all of that per
- * channel, so the two do not mix.  This host's place among the training
- * hosts comes from SageMaker's resourceconfig.json or from --host-index and
- * --host-count; alone it is host 0 of 1.
+ * --sharded, --attribute-names, --convert and its options) applying to all
+ * of them; or from an InputDataConfig file (channel/config.c), which says
+ * all of that per channel, so the two do not mix.  The conversion options
+ * are checked together here, once all are in, whatever their order on the
+ * line.  This host's place among the training hosts comes from SageMaker's
+ * resourceconfig.json or from --host-index and --host-count; alone it is
+ * host 0 of 1.
  */
 #include "config.h"
 
@@ -95,15 +97,73 @@ static const char *per_channel_option(const struct fs_channel_args *a)
 		return "--sharded (S3DataDistributionType)";
 	if (a->attribute_names)
 		return "--attribute-names (AttributeNames)";
+	if (a->convert_set)
+		return "--convert (S3pipeConvert)";
+	if (a->label_column_set)
+		return "--csv-label-column (S3pipeCsvLabelColumn)";
+	if (a->header_set)
+		return "--csv-header (S3pipeCsvHeader)";
+	if (a->bad_row_set)
+		return "--on-bad-row (S3pipeOnBadRow)";
+	if (a->feature_dim_set)
+		return "--feature-dim (S3pipeFeatureDim)";
 	return NULL;
+}
+
+/*
+ * --convert and the options that go with it, checked together, into conf
+ * (format NONE when there is no conversion).
+ */
+static int convert_args(const struct fs_channel_args *a,
+			struct channel_convert_conf *conf, char *err,
+			size_t errlen)
+{
+	enum channel_convert_format format = a->convert.format;
+
+	channel_convert_conf_init(conf, CHANNEL_CONVERT_NONE);
+	if (format != CHANNEL_CONVERT_CSV && a->label_column_set)
+		return util_fail(err, errlen, EINVAL,
+				 "--csv-label-column needs --convert csv");
+	if (format != CHANNEL_CONVERT_CSV && a->header_set)
+		return util_fail(err, errlen, EINVAL,
+				 "--csv-header needs --convert csv");
+	if (format == CHANNEL_CONVERT_NONE && a->bad_row_set)
+		return util_fail(err, errlen, EINVAL,
+				 "--on-bad-row needs --convert csv or "
+				 "--convert libsvm");
+	if (format == CHANNEL_CONVERT_NONE && a->feature_dim_set)
+		return util_fail(err, errlen, EINVAL,
+				 "--feature-dim needs --convert csv or "
+				 "--convert libsvm");
+	if (format == CHANNEL_CONVERT_NONE)
+		return 0;
+	if (a->wrapper == CHANNEL_WRAPPER_RECORDIO)
+		return util_fail(err, errlen, EINVAL,
+				 "--convert writes RecordIO records already: "
+				 "leave --record-wrapper at none");
+	if (format == CHANNEL_CONVERT_LIBSVM && !a->feature_dim_set)
+		return util_fail(err, errlen, EINVAL,
+				 "--convert libsvm needs --feature-dim N, the "
+				 "number of features (the tensor's shape)");
+	channel_convert_conf_init(conf, format);
+	if (a->label_column_set)
+		conf->label_column = a->convert.label_column;
+	conf->header_skip = a->header_set && a->convert.header_skip;
+	conf->bad_row_skip = a->bad_row_set && a->convert.bad_row_skip;
+	conf->feature_dim = a->feature_dim_set ? a->convert.feature_dim : 0;
+	return 0;
 }
 
 static int apply_args(struct fs_options *o, char *err, size_t errlen)
 {
 	const struct fs_channel_args *a = &o->args;
+	struct channel_convert_conf convert;
 	bool augmented = false;
 	int rc;
 
+	rc = convert_args(a, &convert, err, errlen);
+	if (rc)
+		return rc;
 	for (unsigned i = 0; i < o->nchannels; i++) {
 		struct channel_spec *spec = &o->channels[i];
 
@@ -111,6 +171,7 @@ static int apply_args(struct fs_options *o, char *err, size_t errlen)
 		spec->seed = a->seed;
 		spec->wrapper = a->wrapper;
 		spec->compression = a->compression;
+		spec->convert = convert;
 		spec->distribution = a->sharded ? CHANNEL_SHARDED_BY_S3_KEY
 						: CHANNEL_FULLY_REPLICATED;
 		if (spec->data_type != CHANNEL_AUGMENTED_MANIFEST_FILE)

@@ -132,6 +132,11 @@ static int set_channel(struct parse_state *st, const char *val);
 static int set_shuffle_seed(struct parse_state *st, const char *val);
 static int set_record_wrapper(struct parse_state *st, const char *val);
 static int set_compression(struct parse_state *st, const char *val);
+static int set_convert(struct parse_state *st, const char *val);
+static int set_csv_label_column(struct parse_state *st, const char *val);
+static int set_csv_header(struct parse_state *st, const char *val);
+static int set_on_bad_row(struct parse_state *st, const char *val);
+static int set_feature_dim(struct parse_state *st, const char *val);
 static int set_host_index(struct parse_state *st, const char *val);
 static int set_host_count(struct parse_state *st, const char *val);
 static int set_cache_dir_size(struct parse_state *st, const char *val);
@@ -332,6 +337,38 @@ static const struct opt_def opt_table[] = {
      .metavar = "LIST",
      .help = "augmented+s3:// channels: the attributes to stream, "
 	     "comma-separated"},
+    {.name = "convert",
+     .kind = OPT_SETTER,
+     .metavar = "FORMAT",
+     .set = set_convert,
+     .help = "NAME=URI channels: none, csv or libsvm: the objects' rows of "
+	     "that text (after gunzip) become protobuf RecordIO, one "
+	     "aialgs.data.Record per row (default none)"},
+    {.name = "csv-label-column",
+     .kind = OPT_SETTER,
+     .metavar = "N",
+     .set = set_csv_label_column,
+     .help = "--convert csv: the label's column, from 0, or none (default "
+	     "0)"},
+    {.name = "csv-header",
+     .kind = OPT_SETTER,
+     .metavar = "MODE",
+     .set = set_csv_header,
+     .help = "--convert csv: none, or skip (each object starts with a "
+	     "header line) (default none)"},
+    {.name = "on-bad-row",
+     .kind = OPT_SETTER,
+     .metavar = "ACTION",
+     .set = set_on_bad_row,
+     .help = "--convert: fail (the read fails with EIO), or skip (count, "
+	     "log and skip the row) (default fail)"},
+    {.name = "feature-dim",
+     .kind = OPT_SETTER,
+     .metavar = "N",
+     .set = set_feature_dim,
+     .help = "--convert: features per row, 1 to 4294967296: required "
+	     "with libsvm (the tensor's shape); with csv every row must "
+	     "have N (default: as many as the first row has)"},
     {.name = "stats-interval",
      .kind = OPT_UINT,
      .offset = OFF(stats_interval),
@@ -659,6 +696,82 @@ static int set_compression(struct parse_state *st, const char *val)
 	else
 		return fail(st, EINVAL, "%s must be none or gzip", st->shown);
 	st->o->args.compression_set = true;
+	return 0;
+}
+
+static int set_convert(struct parse_state *st, const char *val)
+{
+	struct fs_channel_args *a = &st->o->args;
+
+	if (strcasecmp(val, "none") == 0)
+		a->convert.format = CHANNEL_CONVERT_NONE;
+	else if (strcasecmp(val, "csv") == 0)
+		a->convert.format = CHANNEL_CONVERT_CSV;
+	else if (strcasecmp(val, "libsvm") == 0)
+		a->convert.format = CHANNEL_CONVERT_LIBSVM;
+	else
+		return fail(st, EINVAL, "%s must be none, csv or libsvm",
+			    st->shown);
+	a->convert_set = true;
+	return 0;
+}
+
+static int set_csv_label_column(struct parse_state *st, const char *val)
+{
+	struct fs_channel_args *a = &st->o->args;
+	uint64_t v;
+
+	if (strcasecmp(val, "none") == 0) {
+		a->convert.label_column = CHANNEL_LABEL_NONE;
+	} else {
+		if (util_parse_uint(val, 0, CHANNEL_LABEL_COLUMN_MAX, &v) != 0)
+			return fail(st, EINVAL,
+				    "%s must be a column number from 0 to %d, "
+				    "or none",
+				    st->shown, CHANNEL_LABEL_COLUMN_MAX);
+		a->convert.label_column = (int)v;
+	}
+	a->label_column_set = true;
+	return 0;
+}
+
+static int set_csv_header(struct parse_state *st, const char *val)
+{
+	struct fs_channel_args *a = &st->o->args;
+
+	if (strcasecmp(val, "none") == 0)
+		a->convert.header_skip = false;
+	else if (strcasecmp(val, "skip") == 0)
+		a->convert.header_skip = true;
+	else
+		return fail(st, EINVAL, "%s must be none or skip", st->shown);
+	a->header_set = true;
+	return 0;
+}
+
+static int set_on_bad_row(struct parse_state *st, const char *val)
+{
+	struct fs_channel_args *a = &st->o->args;
+
+	if (strcasecmp(val, "fail") == 0)
+		a->convert.bad_row_skip = false;
+	else if (strcasecmp(val, "skip") == 0)
+		a->convert.bad_row_skip = true;
+	else
+		return fail(st, EINVAL, "%s must be fail or skip", st->shown);
+	a->bad_row_set = true;
+	return 0;
+}
+
+static int set_feature_dim(struct parse_state *st, const char *val)
+{
+	uint64_t v;
+	int rc = parse_number(st, val, 1, CHANNEL_FEATURE_DIM_MAX, &v);
+
+	if (rc)
+		return rc;
+	st->o->args.convert.feature_dim = v;
+	st->o->args.feature_dim_set = true;
 	return 0;
 }
 

@@ -56,6 +56,11 @@ struct fs_channel_args {
 	bool wrapper_set, compression_set;
 	bool sharded;	       /* --sharded */
 	char *attribute_names; /* owned: --attribute-names, comma-separated */
+	/* --convert (format) and --csv-label-column, --csv-header,
+	 * --on-bad-row, --feature-dim: each spec's convert once checked */
+	struct channel_convert_conf convert;
+	bool convert_set, label_column_set, header_set, bad_row_set,
+	    feature_dim_set;
 	bool host_index_set, host_count_set;
 	unsigned host_index, host_count;
 };

@@ -18,6 +18,12 @@
 
 static enum util_log_level log_level = UTIL_LOG_INFO;
 static bool log_syslog;
+static const char *log_prog = "s3pipe";
+
+void util_log_set_prog(const char *prog)
+{
+	log_prog = prog;
+}
 
 void util_log_set_level(enum util_log_level level)
 {
@@ -31,7 +37,7 @@ enum util_log_level util_log_get_level(void)
 
 void util_log_use_syslog(void)
 {
-	openlog("s3pipe", LOG_PID, LOG_DAEMON);
+	openlog(log_prog, LOG_PID, LOG_DAEMON);
 	log_syslog = true;
 }
 
@@ -50,7 +56,7 @@ void util_log(enum util_log_level level, const char *fmt, ...)
 	if (log_syslog)
 		syslog(syslog_prio[level], "%s", line);
 	else
-		fprintf(stderr, "s3pipe: %s\n", line);
+		fprintf(stderr, "%s: %s\n", log_prog, line);
 }
 
 const char *util_strerror(int err, char *buf, size_t len)
@@ -67,14 +73,14 @@ void util_buf_init(struct util_buf *b, size_t max)
 	b->max = max;
 }
 
-int util_buf_append(struct util_buf *b, const void *data, size_t len)
+char *util_buf_reserve(struct util_buf *b, size_t len)
 {
 	size_t need = b->len + len + 1;
 
-	if (need < b->len)
-		return EFBIG;
-	if (b->max && b->len + len > b->max)
-		return EFBIG;
+	if (need < b->len || (b->max && b->len + len > b->max)) {
+		errno = EFBIG;
+		return NULL;
+	}
 	if (need > b->cap) {
 		size_t cap = b->cap ? b->cap : 256;
 		char *p;
@@ -82,15 +88,31 @@ int util_buf_append(struct util_buf *b, const void *data, size_t len)
 		while (cap < need)
 			cap *= 2;
 		p = realloc(b->data, cap);
-		if (!p)
-			return ENOMEM;
+		if (!p) {
+			errno = ENOMEM;
+			return NULL;
+		}
 		b->data = p;
 		b->cap = cap;
 	}
-	if (len)
-		memcpy(b->data + b->len, data, len);
+	return b->data + b->len;
+}
+
+void util_buf_commit(struct util_buf *b, size_t len)
+{
 	b->len += len;
 	b->data[b->len] = '\0';
+}
+
+int util_buf_append(struct util_buf *b, const void *data, size_t len)
+{
+	char *room = util_buf_reserve(b, len);
+
+	if (!room)
+		return errno;
+	if (len)
+		memcpy(room, data, len);
+	util_buf_commit(b, len);
 	return 0;
 }
 

@@ -23,6 +23,9 @@ enum util_log_level {
 };
 
 void util_log_set_level(enum util_log_level level);
+/* The program name that starts each line on stderr and names the syslog
+ * ident ("s3pipe" unless set); prog must outlive the logging. */
+void util_log_set_prog(const char *prog);
 enum util_log_level util_log_get_level(void);
 /* Send further messages to syslog (facility daemon) instead of stderr. */
 void util_log_use_syslog(void);
@@ -82,6 +85,15 @@ void util_buf_init(struct util_buf *b, size_t max);
 /* Returns 0, ENOMEM, or EFBIG when the bound would be passed. */
 int util_buf_append(struct util_buf *b, const void *data, size_t len);
 int util_buf_append_str(struct util_buf *b, const char *s);
+/*
+ * Room for len more bytes at the end, to write in place and then
+ * util_buf_commit(): a pointer to it, or NULL with errno ENOMEM or EFBIG.
+ * The pointer is valid until the next call that grows the buffer.
+ */
+char *util_buf_reserve(struct util_buf *b, size_t len);
+/* Adds len bytes written at util_buf_reserve()'s pointer (len at most
+ * what was reserved). */
+void util_buf_commit(struct util_buf *b, size_t len);
 int util_buf_printf(struct util_buf *b, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 void util_buf_reset(struct util_buf *b);

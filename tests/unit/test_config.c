@@ -1246,6 +1246,371 @@ static void test_out_of_memory(void **state)
 	free_specs(specs, n);
 }
 
+/* ---- conversion: S3pipeConvert and the S3pipe* fields ---- */
+
+#define CONVERT ", 'S3pipeConvert': 'application/x-recordio-protobuf'"
+
+/* squoted parses to one channel whose conversion is as given */
+static void check_convert(const char *squoted,
+			  enum channel_convert_format format, int label,
+			  bool header_skip, bool bad_row_skip, uint64_t dim)
+{
+	struct channel_spec specs[NSPECS];
+	char err[ERRLEN];
+	unsigned n = 0;
+	int rc;
+
+	memset(specs, 0, sizeof(specs));
+	rc = parse(squoted, specs, NSPECS, &n, err);
+	if (rc != 0)
+		fail_msg("%s: unexpected error '%s'", J(squoted), err);
+	assert_int_equal(n, 1);
+	assert_int_equal(specs[0].convert.format, format);
+	assert_int_equal(specs[0].convert.label_column, label);
+	assert_int_equal(specs[0].convert.header_skip, header_skip);
+	assert_int_equal(specs[0].convert.bad_row_skip, bad_row_skip);
+	assert_true(specs[0].convert.feature_dim == dim);
+	free_specs(specs, n);
+}
+
+static void test_convert_absent(void **state)
+{
+	/* no S3pipe* field, whatever the ContentType: no conversion */
+	check_convert(CH(""), CHANNEL_CONVERT_NONE, 0, false, false, 0);
+	check_convert(CH(", 'ContentType': 'text/csv'"), CHANNEL_CONVERT_NONE,
+		      0, false, false, 0);
+	check_convert(CH(", 'ContentType': 'text/csv;label_size=7', "
+			 "'RecordWrapperType': 'RecordIO'"),
+		      CHANNEL_CONVERT_NONE, 0, false, false, 0);
+	/* None, in any case, and null */
+	check_convert(CH(", 'S3pipeConvert': 'None', 'ContentType': "
+			 "'text/csv'"),
+		      CHANNEL_CONVERT_NONE, 0, false, false, 0);
+	check_convert(CH(", 'S3pipeConvert': 'none'"), CHANNEL_CONVERT_NONE, 0,
+		      false, false, 0);
+	check_convert(CH(", 'S3pipeConvert': null, 'S3pipeCsvLabelColumn': "
+			 "null, 'S3pipeCsvHeader': null, 'S3pipeOnBadRow': "
+			 "null, 'S3pipeFeatureDim': null"),
+		      CHANNEL_CONVERT_NONE, 0, false, false, 0);
+}
+
+static void test_convert_csv(void **state)
+{
+	/* the defaults: label in column 0, no header, fail, any width */
+	check_convert(CH(CONVERT ", 'ContentType': 'text/csv'"),
+		      CHANNEL_CONVERT_CSV, 0, false, false, 0);
+	/* the MIME type in any case, S3pipeConvert too */
+	check_convert(CH(", 'S3pipeConvert': 'Application/X-RecordIO-Protobuf',"
+			 " 'ContentType': 'Text/CSV'"),
+		      CHANNEL_CONVERT_CSV, 0, false, false, 0);
+	/* every field */
+	check_convert(CH(CONVERT
+			 ", 'ContentType': 'text/csv', "
+			 "'S3pipeCsvLabelColumn': 5, 'S3pipeCsvHeader': "
+			 "'Skip', 'S3pipeOnBadRow': 'Skip', "
+			 "'S3pipeFeatureDim': 4294967296"),
+		      CHANNEL_CONVERT_CSV, 5, true, true, 1ULL << 32);
+	/* the explicit defaults, values in any case */
+	check_convert(CH(CONVERT
+			 ", 'ContentType': 'text/csv', "
+			 "'S3pipeCsvLabelColumn': 0, 'S3pipeCsvHeader': "
+			 "'NONE', 'S3pipeOnBadRow': 'fail', "
+			 "'S3pipeFeatureDim': 1"),
+		      CHANNEL_CONVERT_CSV, 0, false, false, 1);
+	check_convert(CH(CONVERT ", 'ContentType': 'text/csv', "
+				 "'S3pipeCsvLabelColumn': 'none', "
+				 "'S3pipeCsvHeader': 'skip', 'S3pipeOnBadRow': "
+				 "'SKIP'"),
+		      CHANNEL_CONVERT_CSV, CHANNEL_LABEL_NONE, true, true, 0);
+	check_convert(CH(CONVERT ", 'ContentType': 'text/csv', "
+				 "'S3pipeCsvLabelColumn': 'None'"),
+		      CHANNEL_CONVERT_CSV, CHANNEL_LABEL_NONE, false, false, 0);
+	check_convert(CH(CONVERT ", 'ContentType': 'text/csv', "
+				 "'S3pipeCsvLabelColumn': 1000000"),
+		      CHANNEL_CONVERT_CSV, 1000000, false, false, 0);
+	/* with gzip and manifests */
+	check_convert(
+	    "[{'ChannelName': 'train', 'DataSource': {'S3DataSource': "
+	    "{'S3DataType': 'ManifestFile', 'S3Uri': "
+	    "'s3://bucket/m.json'}}, 'CompressionType': 'Gzip', "
+	    "'RecordWrapperType': 'None', 'ContentType': 'text/csv'" CONVERT
+	    "}]",
+	    CHANNEL_CONVERT_CSV, 0, false, false, 0);
+}
+
+/* label_size in a text/csv ContentType; parameters and whitespace */
+static void test_convert_content_type_params(void **state)
+{
+	check_convert(CH(CONVERT ", 'ContentType': 'text/csv;label_size=0'"),
+		      CHANNEL_CONVERT_CSV, CHANNEL_LABEL_NONE, false, false, 0);
+	check_convert(CH(CONVERT ", 'ContentType': 'text/csv;label_size=1'"),
+		      CHANNEL_CONVERT_CSV, 0, false, false, 0);
+	check_convert(CH(CONVERT ", 'ContentType': ' text/csv ; label_size "
+				 "= 0 '"),
+		      CHANNEL_CONVERT_CSV, CHANNEL_LABEL_NONE, false, false, 0);
+	check_convert(CH(CONVERT ", 'ContentType': 'TEXT/Csv;\\tLABEL_SIZE=0'"),
+		      CHANNEL_CONVERT_CSV, CHANNEL_LABEL_NONE, false, false, 0);
+	check_convert(CH(CONVERT ", 'ContentType': 'text/csv; label_size="
+				 "\\\"0\\\"'"),
+		      CHANNEL_CONVERT_CSV, CHANNEL_LABEL_NONE, false, false, 0);
+	/* other parameters are ignored; the last label_size counts */
+	check_convert(CH(CONVERT ", 'ContentType': 'text/csv; charset=utf-8; "
+				 "header=present; label_size=0'"),
+		      CHANNEL_CONVERT_CSV, CHANNEL_LABEL_NONE, false, false, 0);
+	check_convert(CH(CONVERT ", 'ContentType': 'text/csv;label_size=0;"
+				 "label_size=1;;'"),
+		      CHANNEL_CONVERT_CSV, 0, false, false, 0);
+	check_convert(CH(CONVERT ", 'ContentType': 'text/csv;'"),
+		      CHANNEL_CONVERT_CSV, 0, false, false, 0);
+	/* S3pipeCsvLabelColumn overrides label_size */
+	check_convert(CH(CONVERT ", 'ContentType': 'text/csv;label_size=0', "
+				 "'S3pipeCsvLabelColumn': 2"),
+		      CHANNEL_CONVERT_CSV, 2, false, false, 0);
+	check_convert(CH(CONVERT ", 'ContentType': 'text/csv;label_size=1', "
+				 "'S3pipeCsvLabelColumn': 'none'"),
+		      CHANNEL_CONVERT_CSV, CHANNEL_LABEL_NONE, false, false, 0);
+	/* label_size means nothing to LibSVM */
+	check_convert(CH(CONVERT ", 'ContentType': 'text/libsvm; label_size=3',"
+				 " 'S3pipeFeatureDim': 10"),
+		      CHANNEL_CONVERT_LIBSVM, 0, false, false, 10);
+	/* the ContentType itself is kept as given */
+	{
+		struct channel_spec specs[NSPECS];
+		char err[ERRLEN];
+		unsigned n = 0;
+
+		memset(specs, 0, sizeof(specs));
+		assert_int_equal(parse(CH(CONVERT ", 'ContentType': "
+						  "'text/csv; label_size=0'"),
+				       specs, NSPECS, &n, err),
+				 0);
+		assert_string_equal(specs[0].content_type,
+				    "text/csv; label_size=0");
+		free_specs(specs, n);
+	}
+}
+
+static void test_convert_libsvm(void **state)
+{
+	check_convert(CH(CONVERT ", 'ContentType': 'text/libsvm', "
+				 "'S3pipeFeatureDim': 784"),
+		      CHANNEL_CONVERT_LIBSVM, 0, false, false, 784);
+	check_convert(CH(CONVERT ", 'ContentType': 'text/x-libsvm', "
+				 "'S3pipeFeatureDim': 1, 'S3pipeOnBadRow': "
+				 "'Skip'"),
+		      CHANNEL_CONVERT_LIBSVM, 0, false, true, 1);
+	check_convert(CH(CONVERT ", 'ContentType': 'Text/X-LibSVM ; "
+				 "charset=utf-8', 'S3pipeFeatureDim': "
+				 "4294967296"),
+		      CHANNEL_CONVERT_LIBSVM, 0, false, false, 1ULL << 32);
+}
+
+static void test_convert_value_errors(void **state)
+{
+	expect_error_is(CH(", 'S3pipeConvert': 'protobuf'"),
+			"channel 'train': S3pipeConvert must be None or "
+			"application/x-recordio-protobuf (got 'protobuf')");
+	expect_error_is(CH(", 'S3pipeConvert': true"),
+			"channel 'train': S3pipeConvert must be a string");
+	expect_error_is(CH(CONVERT ", 'ContentType': 'text/csv', "
+				   "'S3pipeCsvLabelColumn': -1"),
+			"channel 'train': S3pipeCsvLabelColumn must be none or "
+			"an integer from 0 to 1000000 (got -1)");
+	expect_error_is(CH(CONVERT ", 'ContentType': 'text/csv', "
+				   "'S3pipeCsvLabelColumn': 1000001"),
+			"channel 'train': S3pipeCsvLabelColumn must be none or "
+			"an integer from 0 to 1000000 (got 1000001)");
+	expect_error_is(CH(CONVERT ", 'ContentType': 'text/csv', "
+				   "'S3pipeCsvLabelColumn': '3'"),
+			"channel 'train': S3pipeCsvLabelColumn must be none or "
+			"an integer from 0 to 1000000 (got '3')");
+	expect_error_is(CH(CONVERT ", 'ContentType': 'text/csv', "
+				   "'S3pipeCsvLabelColumn': 1.5"),
+			"channel 'train': S3pipeCsvLabelColumn must be none or "
+			"an integer from 0 to 1000000, not a number");
+	expect_error_is(CH(CONVERT ", 'ContentType': 'text/csv', "
+				   "'S3pipeCsvLabelColumn': false"),
+			"channel 'train': S3pipeCsvLabelColumn must be none or "
+			"an integer from 0 to 1000000, not false");
+	expect_error_is(CH(CONVERT ", 'ContentType': 'text/csv', "
+				   "'S3pipeCsvHeader': 'Present'"),
+			"channel 'train': S3pipeCsvHeader must be None or Skip "
+			"(got 'Present')");
+	expect_error_is(CH(CONVERT ", 'ContentType': 'text/csv', "
+				   "'S3pipeCsvHeader': 1"),
+			"channel 'train': S3pipeCsvHeader must be a string");
+	expect_error_is(CH(CONVERT ", 'ContentType': 'text/csv', "
+				   "'S3pipeOnBadRow': 'Ignore'"),
+			"channel 'train': S3pipeOnBadRow must be Fail or Skip "
+			"(got 'Ignore')");
+	expect_error_is(CH(CONVERT ", 'ContentType': 'text/libsvm', "
+				   "'S3pipeFeatureDim': 0"),
+			"channel 'train': S3pipeFeatureDim must be an integer "
+			"from 1 to 4294967296 (got 0)");
+	expect_error_is(CH(CONVERT ", 'ContentType': 'text/libsvm', "
+				   "'S3pipeFeatureDim': -3"),
+			"channel 'train': S3pipeFeatureDim must be an integer "
+			"from 1 to 4294967296 (got -3)");
+	expect_error_is(CH(CONVERT ", 'ContentType': 'text/libsvm', "
+				   "'S3pipeFeatureDim': 4294967297"),
+			"channel 'train': S3pipeFeatureDim must be an integer "
+			"from 1 to 4294967296 (got 4294967297)");
+	expect_error_is(CH(CONVERT ", 'ContentType': 'text/libsvm', "
+				   "'S3pipeFeatureDim': '784'"),
+			"channel 'train': S3pipeFeatureDim must be an integer");
+	expect_error_is(CH(CONVERT ", 'ContentType': 'text/libsvm', "
+				   "'S3pipeFeatureDim': 7.0"),
+			"channel 'train': S3pipeFeatureDim must be an integer");
+}
+
+static void test_convert_content_type_errors(void **state)
+{
+	/* the brief's example */
+	expect_error_is(CH(CONVERT ", 'ContentType': 'image/png'"),
+			"channel 'train': S3pipeConvert needs ContentType "
+			"text/csv or text/libsvm (got 'image/png')");
+	expect_error_is(CH(CONVERT),
+			"channel 'train': S3pipeConvert needs ContentType "
+			"text/csv or text/libsvm (ContentType is missing)");
+	expect_error_is(CH(CONVERT ", 'ContentType': null"),
+			"channel 'train': S3pipeConvert needs ContentType "
+			"text/csv or text/libsvm (ContentType is missing)");
+	expect_error_is(CH(CONVERT ", 'ContentType': ''"),
+			"channel 'train': S3pipeConvert needs ContentType "
+			"text/csv or text/libsvm (got '')");
+	/* the type whole, not a part or a longer one */
+	expect_error_is(CH(CONVERT ", 'ContentType': 'text/csvx'"),
+			"channel 'train': S3pipeConvert needs ContentType "
+			"text/csv or text/libsvm (got 'text/csvx')");
+	expect_error_is(CH(CONVERT ", 'ContentType': 'text/cs'"),
+			"channel 'train': S3pipeConvert needs ContentType "
+			"text/csv or text/libsvm (got 'text/cs')");
+	expect_error_is(CH(CONVERT ", 'ContentType': 'text / csv'"),
+			"channel 'train': S3pipeConvert needs ContentType "
+			"text/csv or text/libsvm (got 'text / csv')");
+	/* already protobuf RecordIO: nothing to convert */
+	expect_error_is(CH(CONVERT ", 'ContentType': "
+				   "'application/x-recordio-protobuf'"),
+			"channel 'train': S3pipeConvert needs ContentType "
+			"text/csv or text/libsvm (got "
+			"'application/x-recordio-protobuf')");
+	/* label_size other than 0 and 1 */
+	expect_error_is(CH(CONVERT ", 'ContentType': 'text/csv;label_size=2'"),
+			"channel 'train': ContentType 'text/csv;label_size=2': "
+			"label_size must be 0 (no label) or 1 (the label in "
+			"the first column)");
+	expect_error_is(CH(CONVERT ", 'ContentType': 'text/csv; label_size'"),
+			"channel 'train': ContentType 'text/csv; label_size': "
+			"label_size must be 0 (no label) or 1 (the label in "
+			"the first column)");
+	expect_error_is(CH(CONVERT ", 'ContentType': 'text/csv;label_size='"),
+			"channel 'train': ContentType 'text/csv;label_size=': "
+			"label_size must be 0 (no label) or 1 (the label in "
+			"the first column)");
+	expect_error_is(
+	    CH(CONVERT ", 'ContentType': 'text/csv;label_size=01'"),
+	    "channel 'train': ContentType 'text/csv;label_size=01': "
+	    "label_size must be 0 (no label) or 1 (the label in "
+	    "the first column)");
+	/* even when S3pipeCsvLabelColumn overrides it */
+	expect_error(CH(CONVERT ", 'ContentType': 'text/csv;label_size=-1', "
+				"'S3pipeCsvLabelColumn': 0"),
+		     "label_size must be 0");
+	/* a long ContentType is cut */
+	expect_error(CH(CONVERT
+			", 'ContentType': 'image/"
+			"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
+			"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
+			"xxxxx'"),
+		     "(got 'image/xxxx");
+	expect_error(CH(CONVERT
+			", 'ContentType': 'image/"
+			"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
+			"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
+			"xxxxx'"),
+		     "xxx...')");
+}
+
+/* the fields that go only with others */
+static void test_convert_rules(void **state)
+{
+	static const char *const stray[][2] = {
+	    {", 'S3pipeCsvLabelColumn': 0", "S3pipeCsvLabelColumn"},
+	    {", 'S3pipeCsvLabelColumn': 'none'", "S3pipeCsvLabelColumn"},
+	    {", 'S3pipeCsvHeader': 'None'", "S3pipeCsvHeader"},
+	    {", 'S3pipeOnBadRow': 'Skip'", "S3pipeOnBadRow"},
+	    {", 'S3pipeFeatureDim': 3", "S3pipeFeatureDim"},
+	};
+	char text[1024];
+	char want[256];
+
+	/* an S3pipe* field without S3pipeConvert, or with None */
+	for (size_t i = 0; i < sizeof(stray) / sizeof(stray[0]); i++) {
+		snprintf(want, sizeof(want),
+			 "channel 'train': %s needs S3pipeConvert "
+			 "application/x-recordio-protobuf",
+			 stray[i][1]);
+		snprintf(text, sizeof(text),
+			 CH("%s, 'ContentType': 'text/csv'"), stray[i][0]);
+		expect_error_is(text, want);
+		snprintf(text, sizeof(text),
+			 CH("%s, 'S3pipeConvert': 'None', 'ContentType': "
+			    "'text/csv'"),
+			 stray[i][0]);
+		expect_error_is(text, want);
+	}
+	/* RecordIO twice */
+	expect_error_is(CH(CONVERT ", 'ContentType': 'text/csv', "
+				   "'RecordWrapperType': 'RecordIO'"),
+			"channel 'train': S3pipeConvert writes RecordIO "
+			"records already: leave RecordWrapperType at None");
+	/* LibSVM without its shape */
+	expect_error_is(CH(CONVERT ", 'ContentType': 'text/libsvm'"),
+			"channel 'train': S3pipeConvert of ContentType "
+			"'text/libsvm' needs S3pipeFeatureDim, the number of "
+			"features (the tensor's shape)");
+	expect_error_is(CH(CONVERT ", 'ContentType': 'text/x-libsvm', "
+				   "'S3pipeOnBadRow': 'Skip'"),
+			"channel 'train': S3pipeConvert of ContentType "
+			"'text/x-libsvm' needs S3pipeFeatureDim, the number of "
+			"features (the tensor's shape)");
+	/* CSV's fields with LibSVM */
+	expect_error_is(CH(CONVERT ", 'ContentType': 'text/libsvm', "
+				   "'S3pipeFeatureDim': 3, "
+				   "'S3pipeCsvLabelColumn': 0"),
+			"channel 'train': S3pipeCsvLabelColumn applies to CSV "
+			"only (ContentType is 'text/libsvm')");
+	expect_error_is(CH(CONVERT ", 'ContentType': 'text/x-libsvm', "
+				   "'S3pipeFeatureDim': 3, "
+				   "'S3pipeCsvHeader': 'Skip'"),
+			"channel 'train': S3pipeCsvHeader applies to CSV only "
+			"(ContentType is 'text/x-libsvm')");
+}
+
+/* one bad channel among good ones: nothing added */
+static void test_convert_error_second_channel(void **state)
+{
+	struct channel_spec specs[NSPECS];
+	char err[ERRLEN];
+	unsigned n = 0;
+
+	memset(specs, 0, sizeof(specs));
+	assert_int_equal(
+	    parse("[{'ChannelName': 'a', 'DataSource': {'S3DataSource': "
+		  "{'S3DataType': 'S3Prefix', 'S3Uri': 's3://bucket/a'}}, "
+		  "'ContentType': 'text/csv'" CONVERT "},"
+		  " {'ChannelName': 'b', 'DataSource': {'S3DataSource': "
+		  "{'S3DataType': 'S3Prefix', 'S3Uri': 's3://bucket/b'}}, "
+		  "'ContentType': 'text/libsvm'" CONVERT "}]",
+		  specs, NSPECS, &n, err),
+	    EINVAL);
+	assert_int_equal(n, 0);
+	check_zero(specs, 0, NSPECS);
+	check_message(err);
+	check_contains(err, "channel 'b': S3pipeConvert of ContentType "
+			    "'text/libsvm' needs S3pipeFeatureDim");
+}
+
 /* ---- channel_config_load ---- */
 
 static void test_load_good(void **state)
@@ -1706,6 +2071,78 @@ static void test_container_bad_specs(void **state)
 	assert_int_equal(count_entries(dir), 0);
 }
 
+/* a converted channel: protobuf RecordIO, whatever it reads */
+static void test_container_converted(void **state)
+{
+	struct channel_spec specs[3];
+	char dir[512];
+	char err[ERRLEN];
+	json_t *root;
+
+	snprintf(dir, sizeof(dir), "%s/converted", tmpdir);
+	assert_int_equal(mkdir(dir, 0755), 0);
+	set_spec(&specs[0], "train");
+	specs[0].content_type = strdup("text/csv;label_size=0");
+	assert_non_null(specs[0].content_type);
+	channel_convert_conf_init(&specs[0].convert, CHANNEL_CONVERT_CSV);
+	specs[0].distribution = CHANNEL_SHARDED_BY_S3_KEY;
+	/* from the command line: no ContentType of its own */
+	set_spec(&specs[1], "svm");
+	channel_convert_conf_init(&specs[1].convert, CHANNEL_CONVERT_LIBSVM);
+	specs[1].convert.feature_dim = 10;
+	/* not converted: as before */
+	set_spec(&specs[2], "raw");
+	specs[2].content_type = strdup("text/csv");
+	assert_non_null(specs[2].content_type);
+	specs[2].wrapper = CHANNEL_WRAPPER_RECORDIO;
+
+	assert_int_equal(
+	    channel_container_config_write(dir, specs, 3, err, ERRLEN), 0);
+	root = load_container(dir);
+	assert_int_equal(json_object_size(root), 3);
+	check_entry(root, "train", "ShardedByS3Key", "None",
+		    "application/x-recordio-protobuf");
+	check_entry(root, "svm", "FullyReplicated", "None",
+		    "application/x-recordio-protobuf");
+	check_entry(root, "raw", "FullyReplicated", "RecordIO", "text/csv");
+	json_decref(root);
+
+	/* a spec's own RecordIO wrapper never reaches a converted channel */
+	specs[1].wrapper = CHANNEL_WRAPPER_RECORDIO;
+	assert_int_equal(
+	    channel_container_config_write(dir, &specs[1], 1, err, ERRLEN), 0);
+	root = load_container(dir);
+	check_entry(root, "svm", "FullyReplicated", "None",
+		    "application/x-recordio-protobuf");
+	json_decref(root);
+	free_specs(specs, 3);
+}
+
+/* parsed, then written: the container reads protobuf RecordIO */
+static void test_container_converted_round_trip(void **state)
+{
+	struct channel_spec specs[NSPECS];
+	char dir[512];
+	char err[ERRLEN];
+	unsigned n = 0;
+	json_t *root;
+
+	snprintf(dir, sizeof(dir), "%s/round", tmpdir);
+	assert_int_equal(mkdir(dir, 0755), 0);
+	memset(specs, 0, sizeof(specs));
+	assert_int_equal(parse(CH(CONVERT ", 'ContentType': 'text/csv', "
+					  "'RecordWrapperType': 'None'"),
+			       specs, NSPECS, &n, err),
+			 0);
+	assert_int_equal(
+	    channel_container_config_write(dir, specs, n, err, ERRLEN), 0);
+	root = load_container(dir);
+	check_entry(root, "train", "FullyReplicated", "None",
+		    "application/x-recordio-protobuf");
+	json_decref(root);
+	free_specs(specs, n);
+}
+
 /* Found by fuzz_config: an invalid bucket name so long that the message
  * is cut to the buffer; the cut message still ends without a period (in
  * "…") and is clean UTF-8. */
@@ -1772,6 +2209,14 @@ int main(void)
 	    cmocka_unit_test(test_wrapper_errors),
 	    cmocka_unit_test(test_shuffle_errors),
 	    cmocka_unit_test(test_content_type_wrong_type),
+	    cmocka_unit_test(test_convert_absent),
+	    cmocka_unit_test(test_convert_csv),
+	    cmocka_unit_test(test_convert_content_type_params),
+	    cmocka_unit_test(test_convert_libsvm),
+	    cmocka_unit_test(test_convert_value_errors),
+	    cmocka_unit_test(test_convert_content_type_errors),
+	    cmocka_unit_test(test_convert_rules),
+	    cmocka_unit_test(test_convert_error_second_channel),
 	    cmocka_unit_test(test_control_characters),
 	    cmocka_unit_test(test_long_value_cut),
 	    cmocka_unit_test(test_small_err_buffer),
@@ -1789,6 +2234,8 @@ int main(void)
 	    cmocka_unit_test(test_container_write),
 	    cmocka_unit_test(test_container_missing_dir),
 	    cmocka_unit_test(test_container_bad_specs),
+	    cmocka_unit_test(test_container_converted),
+	    cmocka_unit_test(test_container_converted_round_trip),
 	    cmocka_unit_test(test_long_bucket_message_cut),
 	};
 

@@ -1019,6 +1019,11 @@ static void test_usage(void **state)
 	    "--compression TYPE",
 	    "--sharded",
 	    "--attribute-names LIST",
+	    "--convert FORMAT",
+	    "--csv-label-column N",
+	    "--csv-header MODE",
+	    "--on-bad-row ACTION",
+	    "--feature-dim N",
 	};
 	char *text = usage_text("/usr/bin/s3pipe");
 	const char *line;
@@ -1388,6 +1393,11 @@ static void test_channel_defaults(void **state)
 	assert_false(o.channels[0].shuffle);
 	assert_null(o.channels[0].attributes);
 	assert_int_equal(o.channels[0].nattributes, 0);
+	assert_int_equal(o.channels[0].convert.format, CHANNEL_CONVERT_NONE);
+	assert_int_equal(o.channels[0].convert.label_column, 0);
+	assert_false(o.channels[0].convert.header_skip);
+	assert_false(o.channels[0].convert.bad_row_skip);
+	assert_int_equal(o.channels[0].convert.feature_dim, 0);
 	assert_null(o.input_data_config);
 	assert_int_equal(o.host.index, 0);
 	assert_int_equal(o.host.count, 1);
@@ -1638,6 +1648,12 @@ static void test_input_data_config(void **state)
 	     "--record-wrapper (RecordWrapperType)"},
 	    {"--compression", "gzip", "--compression (CompressionType)"},
 	    {"--attribute-names", "a", "--attribute-names (AttributeNames)"},
+	    {"--convert", "none", "--convert (S3pipeConvert)"},
+	    {"--csv-label-column", "none",
+	     "--csv-label-column (S3pipeCsvLabelColumn)"},
+	    {"--csv-header", "skip", "--csv-header (S3pipeCsvHeader)"},
+	    {"--on-bad-row", "skip", "--on-bad-row (S3pipeOnBadRow)"},
+	    {"--feature-dim", "8", "--feature-dim (S3pipeFeatureDim)"},
 	};
 	struct fs_options o;
 	char path[64], opt[128], msg[256];
@@ -1702,6 +1718,320 @@ static void test_input_data_config(void **state)
 	unlink(path);
 }
 
+/* ---- conversion: --convert and the options of its rows ---- */
+
+/* Asserts every channel of o converts as given. */
+static void check_convert(const struct fs_options *o,
+			  enum channel_convert_format format, int label,
+			  bool header_skip, bool bad_row_skip, uint64_t dim)
+{
+	assert_true(o->nchannels > 0);
+	for (unsigned i = 0; i < o->nchannels; i++) {
+		const struct channel_convert_conf *c = &o->channels[i].convert;
+
+		assert_int_equal(c->format, format);
+		assert_int_equal(c->label_column, label);
+		assert_int_equal(c->header_skip, header_skip);
+		assert_int_equal(c->bad_row_skip, bad_row_skip);
+		assert_true(c->feature_dim == dim);
+		/* the wrapper stays none: the stage writes RecordIO itself */
+		assert_int_equal(o->channels[i].wrapper, CHANNEL_WRAPPER_NONE);
+	}
+}
+
+static void test_convert_conf_init(void **state)
+{
+	struct channel_convert_conf c;
+
+	memset(&c, 0x5a, sizeof(c));
+	channel_convert_conf_init(&c, CHANNEL_CONVERT_CSV);
+	assert_int_equal(c.format, CHANNEL_CONVERT_CSV);
+	assert_int_equal(c.label_column, 0);
+	assert_false(c.header_skip);
+	assert_false(c.bad_row_skip);
+	assert_int_equal(c.feature_dim, 0);
+	memset(&c, 0x5a, sizeof(c));
+	channel_convert_conf_init(&c, CHANNEL_CONVERT_LIBSVM);
+	assert_int_equal(c.format, CHANNEL_CONVERT_LIBSVM);
+	assert_int_equal(c.label_column, 0);
+	assert_false(c.header_skip);
+	assert_false(c.bad_row_skip);
+	assert_int_equal(c.feature_dim, 0);
+	memset(&c, 0x5a, sizeof(c));
+	channel_convert_conf_init(&c, CHANNEL_CONVERT_NONE);
+	assert_int_equal(c.format, CHANNEL_CONVERT_NONE);
+	assert_int_equal(c.label_column, 0);
+	assert_false(c.header_skip);
+	assert_false(c.bad_row_skip);
+	assert_int_equal(c.feature_dim, 0);
+}
+
+/* Each option in each form: --x V, --x=V, -o x=V (also -o x-y=V), values
+ * in any case; the defaults when only --convert is given. */
+static void test_convert_forms(void **state)
+{
+	struct fs_options o;
+
+	/* csv's defaults: the label in column 0, no header, fail, any
+	 * number of features */
+	OK(false, &o, "--convert", "csv", "a=s3://bucket/p/", "/mnt");
+	check_convert(&o, CHANNEL_CONVERT_CSV, 0, false, false, 0);
+	fs_options_free(&o);
+	OK(false, &o, "--convert=CSV", "a=s3://bucket/p/", "/mnt");
+	check_convert(&o, CHANNEL_CONVERT_CSV, 0, false, false, 0);
+	fs_options_free(&o);
+	OK(false, &o, "-o", "convert=Csv", "a=s3://bucket/p/", "/mnt");
+	check_convert(&o, CHANNEL_CONVERT_CSV, 0, false, false, 0);
+	fs_options_free(&o);
+
+	/* --x V */
+	OK(false, &o, "--convert", "csv", "--csv-label-column", "3",
+	   "--csv-header", "skip", "--on-bad-row", "skip", "--feature-dim",
+	   "4294967296", "a=s3://bucket/p/", "/mnt");
+	check_convert(&o, CHANNEL_CONVERT_CSV, 3, true, true, 1ULL << 32);
+	fs_options_free(&o);
+	/* --x=V */
+	OK(false, &o, "--convert=csv", "--csv-label-column=none",
+	   "--csv-header=SKIP", "--on-bad-row=Skip", "--feature-dim=1",
+	   "a=s3://bucket/p/", "/mnt");
+	check_convert(&o, CHANNEL_CONVERT_CSV, CHANNEL_LABEL_NONE, true, true,
+		      1);
+	fs_options_free(&o);
+	/* -o x=V, one list */
+	OK(false, &o, "-o",
+	   "convert=csv,csv_label_column=1000000,csv_header=skip,"
+	   "on_bad_row=skip,feature_dim=17",
+	   "a=s3://bucket/p/", "/mnt");
+	check_convert(&o, CHANNEL_CONVERT_CSV, 1000000, true, true, 17);
+	fs_options_free(&o);
+	/* -o with dashes, several -o, and underscores in the long form */
+	OK(false, &o, "-o", "convert=csv", "-o", "csv-label-column=NONE", "-o",
+	   "csv-header=none", "-o", "on-bad-row=fail", "--feature_dim", "2",
+	   "a=s3://bucket/p/", "/mnt");
+	check_convert(&o, CHANNEL_CONVERT_CSV, CHANNEL_LABEL_NONE, false, false,
+		      2);
+	fs_options_free(&o);
+
+	/* libsvm, which needs --feature-dim */
+	OK(false, &o, "--convert", "libsvm", "--feature-dim", "100",
+	   "a=s3://bucket/p/", "/mnt");
+	check_convert(&o, CHANNEL_CONVERT_LIBSVM, 0, false, false, 100);
+	fs_options_free(&o);
+	OK(false, &o, "--convert=LIBSVM", "--feature-dim=5",
+	   "--on-bad-row=skip", "a=s3://bucket/p/", "/mnt");
+	check_convert(&o, CHANNEL_CONVERT_LIBSVM, 0, false, true, 5);
+	fs_options_free(&o);
+	OK(false, &o, "-o", "convert=libsvm,feature_dim=9,on_bad_row=fail",
+	   "a=s3://bucket/p/", "/mnt");
+	check_convert(&o, CHANNEL_CONVERT_LIBSVM, 0, false, false, 9);
+	fs_options_free(&o);
+
+	/* none is a value too; the last one wins */
+	OK(false, &o, "--convert", "csv", "--convert", "None",
+	   "a=s3://bucket/p/", "/mnt");
+	check_convert(&o, CHANNEL_CONVERT_NONE, 0, false, false, 0);
+	fs_options_free(&o);
+	OK(false, &o, "--convert", "libsvm", "--convert", "csv", "--csv-header",
+	   "skip", "--csv-header", "none", "--csv-label-column", "none",
+	   "--csv-label-column", "4", "a=s3://bucket/p/", "/mnt");
+	check_convert(&o, CHANNEL_CONVERT_CSV, 4, false, false, 0);
+	fs_options_free(&o);
+
+	/* the options may come before --convert, and apply to every
+	 * channel, gzip and manifests included */
+	OK(false, &o, "--feature-dim", "3", "--csv-header", "skip",
+	   "--compression", "gzip", "--record-wrapper", "none", "a=s3://bk1/p/",
+	   "m=manifest+s3://bk2/m.json", "--convert", "csv", "/mnt");
+	assert_int_equal(o.nchannels, 2);
+	check_convert(&o, CHANNEL_CONVERT_CSV, 0, true, false, 3);
+	assert_int_equal(o.channels[0].compression, CHANNEL_COMPRESSION_GZIP);
+	assert_int_equal(o.channels[1].compression, CHANNEL_COMPRESSION_GZIP);
+	assert_null(o.channels[0].content_type);
+	fs_options_free(&o);
+
+	/* mount.s3pipe */
+	OK(true, &o, "s3://bucket/p/", "/mnt", "-o",
+	   "convert=libsvm,feature_dim=28,on_bad_row=skip");
+	check_convert(&o, CHANNEL_CONVERT_LIBSVM, 0, false, true, 28);
+	fs_options_free(&o);
+}
+
+/* Values out of their sets and ranges, in the form they were written. */
+static void test_convert_value_errors(void **state)
+{
+	static const char *const bad_columns[] = {
+	    "-1",  "1000001", "x",  "1.5",
+	    "0x1", "none1",   " 1", "99999999999999999999"};
+	char arg[64];
+
+	ERR(false, "--convert must be none, csv or libsvm", "--convert", "json",
+	    "a=s3://bucket", "/mnt");
+	ERR(false, "--convert must be none, csv or libsvm", "--convert=tsv",
+	    "a=s3://bucket", "/mnt");
+	ERR(false, "-o convert must be none, csv or libsvm", "-o",
+	    "convert=recordio-protobuf", "a=s3://bucket", "/mnt");
+	ERR(false, "option --convert needs a value", "a=s3://bucket", "/mnt",
+	    "--convert");
+	ERR(false, "option -o convert needs a value", "-o",
+	    "convert=", "a=s3://bucket", "/mnt");
+	for (size_t i = 0; i < sizeof(bad_columns) / sizeof(bad_columns[0]);
+	     i++) {
+		snprintf(arg, sizeof(arg), "--csv-label-column=%s",
+			 bad_columns[i]);
+		ERR(false,
+		    "--csv-label-column must be a column number from 0 to "
+		    "1000000, or none",
+		    "--convert", "csv", arg, "a=s3://bucket", "/mnt");
+	}
+	ERR(false,
+	    "-o csv_label_column must be a column number from 0 to 1000000, "
+	    "or none",
+	    "-o", "convert=csv,csv_label_column=first", "a=s3://bucket",
+	    "/mnt");
+	ERR(false, "option --csv-label-column needs a value", "--convert",
+	    "csv", "--csv-label-column=", "a=s3://bucket", "/mnt");
+	ERR(false, "--csv-header must be none or skip", "--convert", "csv",
+	    "--csv-header", "present", "a=s3://bucket", "/mnt");
+	ERR(false, "-o csv_header must be none or skip", "-o",
+	    "convert=csv,csv-header=1", "a=s3://bucket", "/mnt");
+	ERR(false, "--on-bad-row must be fail or skip", "--convert", "csv",
+	    "--on-bad-row", "ignore", "a=s3://bucket", "/mnt");
+	ERR(false, "-o on_bad_row must be fail or skip", "-o",
+	    "convert=csv,on_bad_row=continue", "a=s3://bucket", "/mnt");
+	ERR(false, "--feature-dim must be between 1 and 4294967296",
+	    "--convert", "libsvm", "--feature-dim", "0", "a=s3://bucket",
+	    "/mnt");
+	ERR(false, "--feature-dim must be between 1 and 4294967296",
+	    "--convert", "libsvm", "--feature-dim=4294967297", "a=s3://bucket",
+	    "/mnt");
+	ERR(false, "invalid number '1e3' for --feature-dim", "--convert",
+	    "libsvm", "--feature-dim", "1e3", "a=s3://bucket", "/mnt");
+	ERR(false, "invalid number '-5' for -o feature_dim", "-o",
+	    "convert=libsvm,feature_dim=-5", "a=s3://bucket", "/mnt");
+	/* no name is the start of another: the templates of one do not take
+	 * the other's spellings */
+	ERR(false, "unknown option '--convert-to' (see s3pipe --help)",
+	    "--convert-to", "csv", "a=s3://bucket", "/mnt");
+	ERR(false, "unknown option '--converts' (see s3pipe --help)",
+	    "--converts=csv", "a=s3://bucket", "/mnt");
+	ERR(false, "unknown option '--csv' (see s3pipe --help)", "--csv",
+	    "a=s3://bucket", "/mnt");
+	ERR(false, "unknown option '--csv-headers' (see s3pipe --help)",
+	    "--csv-headers=skip", "a=s3://bucket", "/mnt");
+	ERR(false, "unknown option '--feature-dims' (see s3pipe --help)",
+	    "--feature-dims", "3", "a=s3://bucket", "/mnt");
+	ERR(false, "unknown option '-o conv' (see s3pipe --help)", "-o",
+	    "conv=csv", "a=s3://bucket", "/mnt");
+}
+
+/* The options that only go with others, whatever the order. */
+static void test_convert_rules(void **state)
+{
+	struct fs_options o;
+
+	ERR(false, "--csv-label-column needs --convert csv",
+	    "--csv-label-column", "2", "a=s3://bucket", "/mnt");
+	ERR(false, "--csv-label-column needs --convert csv", "-o",
+	    "csv_label_column=none", "a=s3://bucket", "/mnt");
+	ERR(false, "--csv-label-column needs --convert csv", "--convert",
+	    "libsvm", "--feature-dim", "4", "--csv-label-column", "0",
+	    "a=s3://bucket", "/mnt");
+	ERR(false, "--csv-label-column needs --convert csv", "--convert", "csv",
+	    "--csv-label-column", "0", "--convert", "none", "a=s3://bucket",
+	    "/mnt");
+	ERR(false, "--csv-header needs --convert csv", "--csv-header", "skip",
+	    "a=s3://bucket", "/mnt");
+	ERR(false, "--csv-header needs --convert csv", "--csv-header", "none",
+	    "--convert", "libsvm", "--feature-dim", "4", "a=s3://bucket",
+	    "/mnt");
+	ERR(false, "--on-bad-row needs --convert csv or --convert libsvm",
+	    "--on-bad-row", "skip", "a=s3://bucket", "/mnt");
+	ERR(false, "--on-bad-row needs --convert csv or --convert libsvm",
+	    "--on-bad-row", "fail", "--convert", "none", "a=s3://bucket",
+	    "/mnt");
+	ERR(false, "--feature-dim needs --convert csv or --convert libsvm",
+	    "--feature-dim", "3", "a=s3://bucket", "/mnt");
+	ERR(false, "--feature-dim needs --convert csv or --convert libsvm",
+	    "-o", "feature_dim=3", "a=s3://bucket", "/mnt");
+	ERR(false,
+	    "--convert libsvm needs --feature-dim N, the number of features "
+	    "(the tensor's shape)",
+	    "--convert", "libsvm", "a=s3://bucket", "/mnt");
+	ERR(false,
+	    "--convert libsvm needs --feature-dim N, the number of features "
+	    "(the tensor's shape)",
+	    "-o", "convert=libsvm,on_bad_row=skip", "a=s3://bucket", "/mnt");
+	ERR(true,
+	    "--convert libsvm needs --feature-dim N, the number of features "
+	    "(the tensor's shape)",
+	    "s3://bucket", "/mnt", "-o", "convert=libsvm");
+	ERR(false,
+	    "--convert writes RecordIO records already: leave "
+	    "--record-wrapper at none",
+	    "--convert", "csv", "--record-wrapper", "recordio", "a=s3://bucket",
+	    "/mnt");
+	ERR(false,
+	    "--convert writes RecordIO records already: leave "
+	    "--record-wrapper at none",
+	    "-o", "record_wrapper=RecordIO,convert=libsvm,feature_dim=3",
+	    "a=s3://bucket", "/mnt");
+	/* --record-wrapper recordio without a conversion is still fine */
+	OK(false, &o, "--convert", "none", "--record-wrapper", "recordio",
+	   "a=s3://bucket", "/mnt");
+	assert_int_equal(o.channels[0].convert.format, CHANNEL_CONVERT_NONE);
+	assert_int_equal(o.channels[0].wrapper, CHANNEL_WRAPPER_RECORDIO);
+	fs_options_free(&o);
+}
+
+/* The conversion fields of an InputDataConfig reach the specs through
+ * --input-data-config. */
+static void test_input_data_config_convert(void **state)
+{
+	struct fs_options o;
+	char path[64], opt[128];
+
+	write_temp(path, sizeof(path),
+		   "[{\"ChannelName\": \"train\", \"DataSource\": "
+		   "{\"S3DataSource\": {\"S3Uri\": \"s3://bucket/t/\", "
+		   "\"S3DataType\": \"S3Prefix\"}}, \"ContentType\": "
+		   "\"text/csv; label_size=0\", \"S3pipeConvert\": "
+		   "\"application/x-recordio-protobuf\", \"S3pipeCsvHeader\": "
+		   "\"Skip\"}, {\"ChannelName\": \"val\", \"DataSource\": "
+		   "{\"S3DataSource\": {\"S3Uri\": \"s3://bucket/v/\", "
+		   "\"S3DataType\": \"S3Prefix\"}}, \"ContentType\": "
+		   "\"text/libsvm\", \"S3pipeConvert\": "
+		   "\"application/x-recordio-protobuf\", \"S3pipeFeatureDim\": "
+		   "784, \"S3pipeOnBadRow\": \"Skip\"}]");
+	snprintf(opt, sizeof(opt), "--input-data-config=%s", path);
+	OK(false, &o, opt, "/mnt");
+	assert_int_equal(o.nchannels, 2);
+	assert_int_equal(o.channels[0].convert.format, CHANNEL_CONVERT_CSV);
+	assert_int_equal(o.channels[0].convert.label_column,
+			 CHANNEL_LABEL_NONE);
+	assert_true(o.channels[0].convert.header_skip);
+	assert_false(o.channels[0].convert.bad_row_skip);
+	assert_int_equal(o.channels[0].convert.feature_dim, 0);
+	assert_int_equal(o.channels[1].convert.format, CHANNEL_CONVERT_LIBSVM);
+	assert_true(o.channels[1].convert.bad_row_skip);
+	assert_int_equal(o.channels[1].convert.feature_dim, 784);
+	fs_options_free(&o);
+	unlink(path);
+
+	/* and their errors come out as the file's */
+	write_temp(path, sizeof(path),
+		   "[{\"ChannelName\": \"train\", \"DataSource\": "
+		   "{\"S3DataSource\": {\"S3Uri\": \"s3://bucket/t/\", "
+		   "\"S3DataType\": \"S3Prefix\"}}, \"ContentType\": "
+		   "\"image/png\", \"S3pipeConvert\": "
+		   "\"application/x-recordio-protobuf\"}]");
+	snprintf(opt, sizeof(opt), "--input-data-config=%s", path);
+	ERR(false,
+	    "channel 'train': S3pipeConvert needs ContentType text/csv or "
+	    "text/libsvm (got 'image/png')",
+	    opt, "/mnt");
+	unlink(path);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1753,6 +2083,11 @@ int main(void)
 	    cmocka_unit_test(test_host_rules),
 	    cmocka_unit_test(test_attribute_names),
 	    cmocka_unit_test(test_input_data_config),
+	    cmocka_unit_test(test_convert_conf_init),
+	    cmocka_unit_test(test_convert_forms),
+	    cmocka_unit_test(test_convert_value_errors),
+	    cmocka_unit_test(test_convert_rules),
+	    cmocka_unit_test(test_input_data_config_convert),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

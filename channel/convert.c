@@ -1,0 +1,662 @@
+/*
+ * channel converter: rows to Records ahead of the reader, on several cores.
+ *
+ *   source --feeder--> batches --workers--> output --reader--> views
+ *
+ * The feeder thread reads the source (an epoch's bytes, or a file) and
+ * copies them into the batch being filled; once it holds BATCH_TARGET
+ * bytes it is cut after its last whole row (channel_rows_complete()) and
+ * queued, and the bytes after the cut start the next batch.  So every
+ * batch starts at a row's start and holds whole rows, wherever the objects
+ * and cache blocks begin and end, and the workers need not talk to each
+ * other.  A batch also lists its pieces: where each object's bytes start in
+ * it, for the header rule (each object's first line dropped by the feeder)
+ * and for messages.  The CSV field count every row must have is taken from
+ * the first row that is not blank before the first batch is queued.
+ *
+ * Worker threads (one per core by default) convert the oldest queued batch
+ * (channel_rows_convert()), count the line ends of each piece, and free the
+ * input; the output is one malloc'd chunk per batch.  The reader takes the
+ * batches in order, numbering lines as it goes (an object's line count
+ * carries over from batch to batch), so a bad row is reported, in order,
+ * as "OBJECT, line N".  With bad rows failing the read, the output before
+ * the bad row is delivered, then EIO.
+ *
+ * Memory: at most threads + 2 batches exist at once (queued, being
+ * converted, converted and not yet read), each about BATCH_TARGET bytes of
+ * input and its output (a row longer than that makes a longer batch, up
+ * to CHANNEL_ROW_MAX), so the stage holds a few MiB per core whatever the
+ * epoch's size.
+ */
+#include "config.h"
+
+#include "channel/convert.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "channel/internal.h"
+
+#define BATCH_TARGET	(1u << 20)
+#define READ_SIZE	(256u << 10)
+#define MAX_THREADS	64
+#define BAD_ROWS_LOGGED 10
+
+/* Where one object's bytes start in a batch. */
+struct piece {
+	size_t start; /* offset in the batch's text */
+	struct channel_origin origin;
+	bool object_start;     /* the object's first bytes (after its
+				  header) */
+	uint64_t lines_before; /* the object's lines dropped before it: its
+				  header */
+	uint64_t lines;	       /* line ends in the piece (the worker) */
+	uint64_t first_line;   /* the line it starts on (the reader) */
+};
+
+enum batch_state {
+	BATCH_QUEUED,
+	BATCH_RUNNING,
+	BATCH_DONE,
+};
+
+struct batch {
+	char *text; /* owned until converted */
+	size_t len;
+	struct piece *pieces;
+	size_t npieces, cap;
+	size_t columns;
+	enum batch_state state;
+	int rc; /* channel_rows_convert()'s */
+	struct channel_rows_result res;
+	size_t bad_piece;	   /* the piece res.bad_at is in */
+	uint64_t bad_lines;	   /* line ends before it in the piece */
+	struct channel_chunk *out; /* the records, or NULL when none */
+	size_t out_len, taken;	   /* taken: bytes handed out */
+	bool counted;		   /* lines numbered, stats added */
+	struct batch *next;
+};
+
+struct channel_converter {
+	struct channel_convert_conf conf;
+	struct channel_source src;
+	char name[128];
+
+	pthread_mutex_t lock;
+	pthread_cond_t changed;
+	pthread_t feeder;
+	bool feeder_started;
+	pthread_t threads[MAX_THREADS];
+	unsigned nthreads;
+	struct batch *head, *tail; /* in order */
+	unsigned nbatches, max_batches;
+	bool stopping;
+	bool fed;	/* the feeder is done */
+	int feed_error; /* why it stopped early, or 0 */
+	char feed_why[1400];
+	size_t columns; /* CSV: fields per row, once known */
+
+	/* the reader's */
+	uint64_t pos;
+	uint64_t line; /* the next line of the current object */
+	uint64_t rows, skipped, logged;
+	bool failed; /* EIO from here on */
+};
+
+static const char *origin_name(const struct channel_origin *o, char *buf,
+			       size_t len)
+{
+	if (o->bucket)
+		snprintf(buf, len, "s3://%s/%s", o->bucket, o->key);
+	else
+		snprintf(buf, len, "%s", o->key ? o->key : "(literal bytes)");
+	return buf;
+}
+
+static void batch_free(struct batch *b, struct channel_converter *cv)
+{
+	if (!b)
+		return;
+	if (b->out)
+		channel_chunk_unref(NULL, b->out); /* (malloc'd: no cache) */
+	free(b->text);
+	free(b->pieces);
+	free(b);
+	(void)cv;
+}
+
+static int piece_add(struct batch *b, size_t start,
+		     const struct channel_origin *o, bool object_start,
+		     uint64_t lines_before)
+{
+	struct piece *p;
+
+	if (b->npieces == b->cap) {
+		size_t cap = b->cap ? b->cap * 2 : 4;
+
+		p = realloc(b->pieces, cap * sizeof(*p));
+		if (!p)
+			return ENOMEM;
+		b->pieces = p;
+		b->cap = cap;
+	}
+	p = &b->pieces[b->npieces++];
+	memset(p, 0, sizeof(*p));
+	p->start = start;
+	p->origin = *o;
+	p->object_start = object_start;
+	p->lines_before = lines_before;
+	return 0;
+}
+
+/* ---- the feeder ---- */
+
+struct feed {
+	struct channel_converter *cv;
+	struct util_buf text; /* the batch being filled */
+	struct batch *b;      /* its pieces */
+	struct channel_origin origin;
+	bool have_origin;
+	bool in_header; /* dropping the current object's first line */
+};
+
+static void feed_fail(struct channel_converter *cv, int rc, const char *why)
+{
+	pthread_mutex_lock(&cv->lock);
+	if (!cv->feed_error) {
+		cv->feed_error = rc;
+		snprintf(cv->feed_why, sizeof(cv->feed_why), "%s", why);
+	}
+	pthread_mutex_unlock(&cv->lock);
+}
+
+/* Queues b, waiting for room; false when the converter stops. */
+static bool enqueue(struct channel_converter *cv, struct batch *b)
+{
+	pthread_mutex_lock(&cv->lock);
+	while (!cv->stopping && cv->nbatches >= cv->max_batches)
+		pthread_cond_wait(&cv->changed, &cv->lock);
+	if (cv->stopping) {
+		pthread_mutex_unlock(&cv->lock);
+		return false;
+	}
+	if (cv->tail)
+		cv->tail->next = b;
+	else
+		cv->head = b;
+	cv->tail = b;
+	cv->nbatches++;
+	pthread_cond_broadcast(&cv->changed);
+	pthread_mutex_unlock(&cv->lock);
+	return true;
+}
+
+/*
+ * Cuts the batch after its last whole row (all of it when final) and
+ * queues it; what follows the cut starts the next batch.  0, or an errno
+ * (ECANCELED when stopping).
+ */
+static int cut(struct feed *f, bool final)
+{
+	struct channel_converter *cv = f->cv;
+	struct batch *b = f->b, *nb;
+	struct util_buf rest;
+	size_t at, i;
+	int rc;
+
+	at = final ? f->text.len
+		   : channel_rows_complete(cv->conf.format, f->text.data,
+					   f->text.len);
+	if (at == 0) {
+		if (!final && f->text.len > CHANNEL_ROW_MAX)
+			return EFBIG;
+		return 0;
+	}
+	nb = calloc(1, sizeof(*nb));
+	if (!nb)
+		return ENOMEM;
+	util_buf_init(&rest, 0);
+	rc = util_buf_append(&rest, f->text.data + at, f->text.len - at);
+	/* the pieces that start after the cut move; the one the cut falls
+	 * in goes on in the next batch */
+	for (i = 0; !rc && i < b->npieces && b->pieces[i].start < at; i++)
+		;
+	if (!rc && at < f->text.len &&
+	    (i == b->npieces || b->pieces[i].start > at))
+		rc = piece_add(nb, 0, &b->pieces[i - 1].origin, false, 0);
+	for (size_t j = i; !rc && j < b->npieces; j++)
+		rc = piece_add(nb, b->pieces[j].start - at,
+			       &b->pieces[j].origin, b->pieces[j].object_start,
+			       b->pieces[j].lines_before);
+	if (rc) {
+		util_buf_free(&rest);
+		batch_free(nb, cv);
+		return rc;
+	}
+	b->npieces = i;
+	b->len = at;
+	b->text = util_buf_take(&f->text);
+	f->text = rest;
+	if (cv->conf.format == CHANNEL_CONVERT_CSV && !cv->columns) {
+		if (cv->conf.feature_dim)
+			cv->columns =
+			    (size_t)cv->conf.feature_dim +
+			    (cv->conf.label_column != CHANNEL_LABEL_NONE);
+		else
+			cv->columns = channel_rows_columns(b->text, b->len);
+	}
+	b->columns = cv->columns;
+	f->b = nb;
+	if (!enqueue(cv, b)) {
+		batch_free(b, cv);
+		return ECANCELED;
+	}
+	return 0;
+}
+
+/* The bytes of one view, from origin o. */
+static int feed_bytes(struct feed *f, const struct channel_origin *o,
+		      const char *p, size_t n)
+{
+	struct channel_converter *cv = f->cv;
+	int rc;
+
+	if (!f->have_origin || o->index != f->origin.index) {
+		/* a new object: with headers it is a file of its own, whose
+		 * end ended its last row */
+		if (cv->conf.header_skip && f->text.len &&
+		    f->text.data[f->text.len - 1] != '\n') {
+			rc = util_buf_append(&f->text, "\n", 1);
+			if (rc)
+				return rc;
+		}
+		rc = piece_add(f->b, f->text.len, o, true,
+			       cv->conf.header_skip ? 1 : 0);
+		if (rc)
+			return rc;
+		f->origin = *o;
+		f->have_origin = true;
+		f->in_header = cv->conf.header_skip;
+	}
+	if (f->in_header) {
+		const char *lf = memchr(p, '\n', n);
+
+		if (!lf)
+			return 0;
+		n -= (size_t)(lf + 1 - p);
+		p = lf + 1;
+		f->in_header = false;
+	}
+	return util_buf_append(&f->text, p, n);
+}
+
+static void *feeder_main(void *arg)
+{
+	struct channel_converter *cv = arg;
+	struct feed f = {.cv = cv};
+	char why[1400], where[1024];
+	int rc = 0;
+
+	util_buf_init(&f.text, 0);
+	f.b = calloc(1, sizeof(*f.b));
+	if (!f.b)
+		rc = ENOMEM;
+	while (!rc) {
+		struct channel_view view;
+		struct channel_origin o = {0};
+
+		memset(&view, 0, sizeof(view));
+		pthread_mutex_lock(&cv->lock);
+		rc = cv->stopping ? ECANCELED : 0;
+		pthread_mutex_unlock(&cv->lock);
+		if (!rc) {
+			rc = cv->src.read(cv->src.arg, READ_SIZE, &view, &o);
+			if (rc) /* the whole rows before the failure go on */
+				(void)cut(&f, false);
+		}
+		if (!rc && view.bytes == 0) {
+			cv->src.release(cv->src.arg, &view);
+			rc = cut(&f, true);
+			break;
+		}
+		for (int i = 0; !rc && i < view.count; i++)
+			rc = feed_bytes(&f, &o, view.iov[i].iov_base,
+					view.iov[i].iov_len);
+		cv->src.release(cv->src.arg, &view);
+		if (!rc && f.text.len >= BATCH_TARGET)
+			rc = cut(&f, false);
+	}
+	if (rc == EFBIG) {
+		snprintf(why, sizeof(why),
+			 "%sa row longer than %u MiB (from %s): rows that "
+			 "long do not convert",
+			 cv->name, CHANNEL_ROW_MAX >> 20,
+			 origin_name(&f.origin, where, sizeof(where)));
+		feed_fail(cv, EIO, why);
+	} else if (rc == ENOMEM) {
+		snprintf(why, sizeof(why), "%sout of memory converting rows",
+			 cv->name);
+		feed_fail(cv, EIO, why);
+	} else if (rc && rc != ECANCELED) {
+		feed_fail(cv, rc, ""); /* the source said why */
+	}
+	util_buf_free(&f.text);
+	batch_free(f.b, cv);
+	pthread_mutex_lock(&cv->lock);
+	cv->fed = true;
+	pthread_cond_broadcast(&cv->changed);
+	pthread_mutex_unlock(&cv->lock);
+	return NULL;
+}
+
+/* ---- the workers ---- */
+
+static uint64_t count_lines(const char *p, const char *end)
+{
+	uint64_t n = 0;
+
+	while (p < end) {
+		const char *lf = memchr(p, '\n', (size_t)(end - p));
+
+		if (!lf)
+			break;
+		n++;
+		p = lf + 1;
+	}
+	return n;
+}
+
+static void convert_batch(struct channel_converter *cv, struct batch *b)
+{
+	struct util_buf out;
+	int rc;
+
+	util_buf_init(&out, 0);
+	/* records are about as long as the text; one growth at most */
+	if (!util_buf_reserve(&out, b->len + b->len / 2))
+		rc = ENOMEM;
+	else
+		rc = channel_rows_convert(&cv->conf, b->columns, b->text,
+					  b->len, &out, &b->res);
+	for (size_t i = 0; i < b->npieces; i++) {
+		struct piece *p = &b->pieces[i];
+		size_t end =
+		    i + 1 < b->npieces ? b->pieces[i + 1].start : b->len;
+
+		p->lines = count_lines(b->text + p->start, b->text + end);
+		if (b->res.bad_at >= p->start && b->res.bad_at < end &&
+		    b->res.bad_at != SIZE_MAX) {
+			b->bad_piece = i;
+			b->bad_lines = count_lines(b->text + p->start,
+						   b->text + b->res.bad_at);
+		}
+	}
+	free(b->text);
+	b->text = NULL;
+	b->out_len = out.len;
+	if (out.len) {
+		b->out = channel_chunk_adopt(util_buf_take(&out), b->out_len);
+		if (!b->out)
+			rc = ENOMEM;
+	}
+	util_buf_free(&out);
+	b->rc = rc;
+}
+
+static struct batch *queued(struct channel_converter *cv)
+{
+	for (struct batch *b = cv->head; b; b = b->next) {
+		if (b->state == BATCH_QUEUED)
+			return b;
+	}
+	return NULL;
+}
+
+static void *worker_main(void *arg)
+{
+	struct channel_converter *cv = arg;
+
+	pthread_mutex_lock(&cv->lock);
+	while (!cv->stopping) {
+		struct batch *b = queued(cv);
+
+		if (!b) {
+			pthread_cond_wait(&cv->changed, &cv->lock);
+			continue;
+		}
+		b->state = BATCH_RUNNING;
+		pthread_mutex_unlock(&cv->lock);
+		convert_batch(cv, b);
+		pthread_mutex_lock(&cv->lock);
+		b->state = BATCH_DONE;
+		pthread_cond_broadcast(&cv->changed);
+	}
+	pthread_mutex_unlock(&cv->lock);
+	return NULL;
+}
+
+/* ---- the converter ---- */
+
+struct channel_converter *
+channel_converter_create(const struct channel_convert_conf *conf,
+			 const struct channel_source *src, const char *name,
+			 unsigned threads)
+{
+	struct channel_converter *cv = calloc(1, sizeof(*cv));
+
+	if (!cv) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	cv->conf = *conf;
+	cv->src = *src;
+	/* messages start "NAME: ", or with the origin when name is "" */
+	snprintf(cv->name, sizeof(cv->name), "%s%s", name, name[0] ? ": " : "");
+	if (!threads)
+		threads = channel_stage_threads();
+	if (threads > MAX_THREADS)
+		threads = MAX_THREADS;
+	cv->max_batches = threads + 2;
+	pthread_mutex_init(&cv->lock, NULL);
+	pthread_cond_init(&cv->changed, NULL);
+	for (unsigned i = 0; i < threads; i++) {
+		if (pthread_create(&cv->threads[i], NULL, worker_main, cv))
+			break;
+		cv->nthreads++;
+	}
+	if (cv->nthreads &&
+	    pthread_create(&cv->feeder, NULL, feeder_main, cv) == 0)
+		cv->feeder_started = true;
+	if (!cv->feeder_started) {
+		channel_converter_destroy(cv);
+		errno = EAGAIN;
+		return NULL;
+	}
+	return cv;
+}
+
+void channel_converter_destroy(struct channel_converter *cv)
+{
+	if (!cv)
+		return;
+	pthread_mutex_lock(&cv->lock);
+	cv->stopping = true;
+	pthread_cond_broadcast(&cv->changed);
+	pthread_mutex_unlock(&cv->lock);
+	if (cv->feeder_started)
+		pthread_join(cv->feeder, NULL);
+	for (unsigned i = 0; i < cv->nthreads; i++)
+		pthread_join(cv->threads[i], NULL);
+	while (cv->head) {
+		struct batch *b = cv->head;
+
+		cv->head = b->next;
+		batch_free(b, cv);
+	}
+	if (cv->skipped)
+		util_warn("%s%llu bad rows skipped (%llu rows converted)",
+			  cv->name, (unsigned long long)cv->skipped,
+			  (unsigned long long)cv->rows);
+	pthread_cond_destroy(&cv->changed);
+	pthread_mutex_destroy(&cv->lock);
+	free(cv);
+}
+
+uint64_t channel_converter_position(struct channel_converter *cv)
+{
+	uint64_t pos;
+
+	pthread_mutex_lock(&cv->lock);
+	pos = cv->pos;
+	pthread_mutex_unlock(&cv->lock);
+	return pos;
+}
+
+void channel_converter_stats(struct channel_converter *cv,
+			     struct channel_convert_stats *stats)
+{
+	pthread_mutex_lock(&cv->lock);
+	stats->rows = cv->rows;
+	stats->skipped = cv->skipped;
+	pthread_mutex_unlock(&cv->lock);
+}
+
+/* The head batch reached the reader: number its lines, count its rows,
+ * log a skipped row (lock held). */
+static void batch_count(struct channel_converter *cv, struct batch *b)
+{
+	char where[1024];
+
+	for (size_t i = 0; i < b->npieces; i++) {
+		struct piece *p = &b->pieces[i];
+
+		if (p->object_start)
+			cv->line = 1 + p->lines_before;
+		p->first_line = cv->line;
+		cv->line += p->lines;
+	}
+	cv->rows += b->res.rows;
+	cv->skipped += b->res.skipped;
+	b->counted = true;
+	if (b->res.skipped && cv->logged < BAD_ROWS_LOGGED &&
+	    b->bad_piece < b->npieces) {
+		const struct piece *p = &b->pieces[b->bad_piece];
+
+		cv->logged++;
+		util_warn("%s%s, line %llu: %s: row skipped%s", cv->name,
+			  origin_name(&p->origin, where, sizeof(where)),
+			  (unsigned long long)(p->first_line + b->bad_lines),
+			  b->res.why,
+			  cv->logged == BAD_ROWS_LOGGED
+			      ? " (further bad rows are counted, not logged)"
+			      : "");
+	}
+}
+
+/* The conversion stops at b (lock held): say why, once. */
+static void batch_fail(struct channel_converter *cv, struct batch *b)
+{
+	char where[1024], msg[128];
+
+	cv->failed = true;
+	if (b->rc == EINVAL && b->bad_piece < b->npieces) {
+		const struct piece *p = &b->pieces[b->bad_piece];
+
+		util_warn("%s%s, line %llu: %s: the conversion stops "
+			  "there (--on-bad-row skip skips bad rows)",
+			  cv->name,
+			  origin_name(&p->origin, where, sizeof(where)),
+			  (unsigned long long)(p->first_line + b->bad_lines),
+			  b->res.why);
+	} else {
+		util_warn("%sconverting rows failed: %s", cv->name,
+			  util_strerror(b->rc, msg, sizeof(msg)));
+	}
+}
+
+static void pop_head(struct channel_converter *cv)
+{
+	struct batch *b = cv->head;
+
+	cv->head = b->next;
+	if (!cv->head)
+		cv->tail = NULL;
+	cv->nbatches--;
+	batch_free(b, cv);
+	pthread_cond_broadcast(&cv->changed);
+}
+
+int channel_converter_read(struct channel_converter *cv, uint64_t offset,
+			   size_t size, struct channel_view *view)
+{
+	int rc = 0;
+
+	view->iov = view->stage_iov;
+	pthread_mutex_lock(&cv->lock);
+	if (offset != cv->pos) {
+		pthread_mutex_unlock(&cv->lock);
+		return ESPIPE;
+	}
+	while (!cv->failed && view->bytes < size &&
+	       view->count < CHANNEL_VIEW_MAX) {
+		struct batch *b = cv->head;
+
+		if (!b || b->state != BATCH_DONE) {
+			if (!b && cv->fed) {
+				if (cv->feed_error) {
+					if (cv->feed_why[0])
+						util_warn("%s", cv->feed_why);
+					cv->failed = true;
+				}
+				break;
+			}
+			if (view->bytes)
+				break; /* like a pipe: what is here now */
+			pthread_cond_wait(&cv->changed, &cv->lock);
+			continue;
+		}
+		if (!b->counted)
+			batch_count(cv, b);
+		if (b->taken < b->out_len) {
+			size_t n = b->out_len - b->taken;
+
+			if (n > size - view->bytes)
+				n = size - view->bytes;
+			view->stage_iov[view->count].iov_base =
+			    b->out->data + b->taken;
+			view->stage_iov[view->count].iov_len = n;
+			view->chunks[view->nchunks++] = b->out;
+			b->out->refs++;
+			view->count++;
+			view->bytes += n;
+			b->taken += n;
+			cv->pos += n;
+			continue;
+		}
+		if (b->rc) {
+			batch_fail(cv, b);
+			break;
+		}
+		pop_head(cv);
+	}
+	if (cv->failed && !view->bytes)
+		rc = EIO;
+	pthread_mutex_unlock(&cv->lock);
+	return rc;
+}
+
+void channel_converter_release(struct channel_converter *cv,
+			       struct channel_view *view)
+{
+	if (!view->nchunks)
+		return;
+	pthread_mutex_lock(&cv->lock);
+	for (int i = 0; i < view->nchunks; i++)
+		channel_chunk_unref(NULL, view->chunks[i]);
+	pthread_mutex_unlock(&cv->lock);
+	view->nchunks = 0;
+}

@@ -1,0 +1,390 @@
+/*
+ * util float: decimal text to the nearest float32 (util/float.h).
+ *
+ * The digits go into a uint64_t m, eight at a time where the text allows,
+ * with a decimal exponent e: the value is x = m * 10^e.  When there are
+ * more than 19 significant digits, m keeps the first 19 and x lies in
+ * [m * 10^e, (m + 1) * 10^e).
+ *
+ * x is approximated by doubles: d1 = m * 10^e or m / 10^-e, with m and
+ * 10^k converted to double (10^k from a table), and when digits were
+ * dropped d2 the same from m + 1.  A double carries 29 more bits than a
+ * float, so d1 is nearly always far enough from the points where rounding
+ * to float changes (the midpoints between adjacent floats) for (float)d1
+ * to be the float nearest x.  That is checked, not hoped for:
+ *
+ * - Exact case: nothing dropped, m <= 2^53 and |e| <= 22.  m and 10^|e|
+ *   are exact doubles, so d1 is x correctly rounded (one IEEE operation).
+ *   Rounding to double is monotonic and every float midpoint is itself a
+ *   double, so x and d1 lie on the same side of every midpoint, unless d1
+ *   is one: only then is the answer in doubt.
+ * - Otherwise d1 and d2 carry at most three roundings each (m, 10^k, the
+ *   product or quotient), so each is within 3.001 * 2^-53 * d < 3.001
+ *   ulp(d) of its exact value.  The bit patterns [d1 - 8, d2 + 8] then
+ *   hold x (8 patterns are at least 4 ulp, even where the interval
+ *   crosses a power of two, below which ulps halve).  If they hold no
+ *   float midpoint, every number there, x included, rounds as d1 does.
+ *
+ * For positive doubles from FLT_MIN up, floats are the bit patterns with
+ * the low 29 bits zero and midpoints those with the low 29 bits 2^28, so
+ * "no midpoint in [lo, hi]" is (lo - 1 + 2^28) >> 29 == (hi + 2^28) >> 29.
+ * Past FLT_MAX this still holds: the conversion gives inf for all of the
+ * interval or for none of it.  Below FLT_MIN (subnormal results) the float
+ * spacing no longer follows the double's, so that range goes to strtof(),
+ * as do exact midpoints and intervals holding one (at random, about one
+ * input in 10^7).  Values surely below 2^-150 (0) or surely at least 1e39
+ * (inf) are decided without it.
+ *
+ * strtof() gets a rewritten copy, "[-]DIGITSeEXP" with no decimal point,
+ * so that the locale's decimal point does not matter: on the stack, on the
+ * heap only for texts of more than about a hundred digits.  All this needs
+ * doubles evaluated as IEEE doubles (FLT_EVAL_METHOD 0 or 1, as with
+ * SSE2); elsewhere every number goes to strtof().
+ */
+#include "config.h"
+
+#include "util/float.h"
+
+#include <errno.h>
+#include <float.h>
+#include <math.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#if defined(FLT_EVAL_METHOD) &&                                                \
+    (FLT_EVAL_METHOD == 0 || FLT_EVAL_METHOD == 1) && DBL_MANT_DIG == 53 &&    \
+    FLT_MANT_DIG == 24
+#define FAST_PATH 1
+#else
+#define FAST_PATH 0
+#endif
+
+/* more digits than this do not fit a uint64_t */
+#define MAX_DIGITS 19
+/* the written exponent saturates here: no text is long enough to matter */
+#define EXP_SATURATE 100000000000000000LL
+
+/* a number as written, found by util_parse_float32() */
+struct decimal {
+	bool neg;
+	const char *int_digits; /* nint digits before the '.' */
+	size_t nint;
+	const char *frac_digits; /* nfrac digits after it */
+	size_t nfrac;
+	int64_t exp; /* the written exponent, saturated at +-EXP_SATURATE */
+};
+
+static bool is_digit(char c)
+{
+	return c >= '0' && c <= '9';
+}
+
+/*
+ * If p[0..8) are all digits, their value, the first the most significant.
+ * In w, byte i holds digit i: adding 10 times each byte to the next one's
+ * gives the two-digit values in the even bytes, then the four-digit ones
+ * in the even 16-bit lanes, then the eight-digit one; no lane overflows.
+ */
+static bool eight_digits(const char *p, uint64_t *value)
+{
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	const uint64_t high = 0xF0F0F0F0F0F0F0F0ULL;
+	const uint64_t zeros = 0x3030303030303030ULL;
+	uint64_t w;
+
+	memcpy(&w, p, 8);
+	/* every byte 0x30..0x3f, and none past 0x39 */
+	if ((w & high) != zeros ||
+	    ((w + 0x0606060606060606ULL) & high) != zeros)
+		return false;
+	w -= zeros;
+	w = (w * 10 + (w >> 8)) & 0x00FF00FF00FF00FFULL;
+	w = (w * 100 + (w >> 16)) & 0x0000FFFF0000FFFFULL;
+	*value = (w * 10000 + (w >> 32)) & 0xFFFFFFFFULL;
+	return true;
+#else
+	(void)p;
+	(void)value;
+	return false;
+#endif
+}
+
+/* Reads digits from p on into *m (wrapping past 19); returns the end. */
+static const char *scan_digits(const char *p, const char *end, uint64_t *m)
+{
+	uint64_t v = *m;
+	uint64_t eight;
+
+	while (end - p >= 8 && eight_digits(p, &eight)) {
+		v = v * 100000000 + eight;
+		p += 8;
+	}
+	while (p < end && is_digit(*p)) {
+		v = v * 10 + (uint64_t)(*p - '0');
+		p++;
+	}
+	*m = v;
+	return p;
+}
+
+/* The digit at position i of the number's digits, the '.' left out. */
+static char digit_at(const struct decimal *dec, size_t i)
+{
+	if (i < dec->nint)
+		return dec->int_digits[i];
+	return dec->frac_digits[i - dec->nint];
+}
+
+/*
+ * More than MAX_DIGITS digits: the first MAX_DIGITS significant ones,
+ * *e10 made their exponent, *dropped set if a nonzero digit follows.
+ * 0 if all digits are zeros.
+ */
+static uint64_t leading_digits(const struct decimal *dec, int64_t *e10,
+			       bool *dropped)
+{
+	size_t ndig = dec->nint + dec->nfrac;
+	size_t i = 0;
+	size_t stop;
+	uint64_t m = 0;
+
+	while (i < ndig && digit_at(dec, i) == '0')
+		i++;
+	stop = ndig - i > MAX_DIGITS ? i + MAX_DIGITS : ndig;
+	for (; i < stop; i++)
+		m = m * 10 + (uint64_t)(digit_at(dec, i) - '0');
+	*e10 += (int64_t)(ndig - stop);
+	for (; i < ndig; i++) {
+		if (digit_at(dec, i) != '0') {
+			*dropped = true;
+			break;
+		}
+	}
+	return m;
+}
+
+/* Writes v in decimal at p (room for 20 characters); returns the count. */
+static size_t put_int(char *p, int64_t v)
+{
+	char tmp[20];
+	uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
+	size_t n = 0;
+	size_t w = 0;
+
+	do {
+		tmp[n++] = (char)('0' + u % 10);
+		u /= 10;
+	} while (u != 0);
+	if (v < 0)
+		p[w++] = '-';
+	while (n > 0)
+		p[w++] = tmp[--n];
+	return w;
+}
+
+/*
+ * The hard cases: strtof() on "[-]DIGITSeEXP", the significant digits
+ * only (there is a nonzero one).  errno is left as it was.
+ */
+static int fallback(const struct decimal *dec, float *out)
+{
+	char stack[128];
+	char *buf = stack;
+	size_t ndig = dec->nint + dec->nfrac;
+	size_t first = 0;
+	size_t last = ndig - 1;
+	size_t need;
+	size_t w = 0;
+	int64_t e;
+	int saved_errno = errno;
+	float f;
+
+	while (digit_at(dec, first) == '0')
+		first++;
+	while (digit_at(dec, last) == '0')
+		last--;
+	e = dec->exp - (int64_t)dec->nfrac + (int64_t)(ndig - 1 - last);
+	/* sign, digits, 'e', exponent (at most 20 characters), NUL */
+	need = 1 + (last - first + 1) + 1 + 20 + 1;
+	if (need > sizeof(stack)) {
+		buf = malloc(need);
+		if (buf == NULL)
+			return ENOMEM;
+	}
+	if (dec->neg)
+		buf[w++] = '-';
+	for (size_t i = first; i <= last; i++)
+		buf[w++] = digit_at(dec, i);
+	buf[w++] = 'e';
+	w += put_int(buf + w, e);
+	buf[w] = '\0';
+	f = strtof(buf, NULL);
+	errno = saved_errno;
+	if (buf != stack)
+		free(buf);
+	*out = f;
+	return isinf(f) ? ERANGE : 0;
+}
+
+#if FAST_PATH
+/* 10^k, correctly rounded (exact up to 10^22) */
+static const double pow10_table[] = {
+    1e0,  1e1,	1e2,  1e3,  1e4,  1e5,	1e6,  1e7,  1e8,  1e9,	1e10,
+    1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21,
+    1e22, 1e23, 1e24, 1e25, 1e26, 1e27, 1e28, 1e29, 1e30, 1e31, 1e32,
+    1e33, 1e34, 1e35, 1e36, 1e37, 1e38, 1e39, 1e40, 1e41, 1e42, 1e43,
+    1e44, 1e45, 1e46, 1e47, 1e48, 1e49, 1e50, 1e51, 1e52, 1e53, 1e54,
+    1e55, 1e56, 1e57, 1e58, 1e59, 1e60, 1e61, 1e62, 1e63, 1e64,
+};
+
+/* the bit pattern of the double 2^-126 (FLT_MIN) */
+#define FLT_MIN_BITS 0x3810000000000000ULL
+/* a float midpoint's low 29 bits, as a double's */
+#define MIDPOINT_BITS (1ULL << 28)
+
+/* m * 10^e10 in double arithmetic; -64 <= e10 <= 38 */
+static double scale(uint64_t m, int64_t e10)
+{
+	double d = (double)m;
+
+	if (e10 >= 0)
+		return d * pow10_table[e10];
+	return d / pow10_table[-e10];
+}
+
+static uint64_t double_bits(double d)
+{
+	uint64_t b;
+
+	memcpy(&b, &d, sizeof(b));
+	return b;
+}
+#endif
+
+/* m the digits read (wrapping past MAX_DIGITS) */
+static int convert(const struct decimal *dec, uint64_t m, float *out)
+{
+	int64_t e10 = dec->exp - (int64_t)dec->nfrac;
+	bool dropped = false;
+
+	if (dec->nint + dec->nfrac > MAX_DIGITS)
+		m = leading_digits(dec, &e10, &dropped);
+	if (m == 0) {
+		*out = dec->neg ? -0.0f : 0.0f;
+		return 0;
+	}
+	if (e10 > 38) { /* x >= 10^39 */
+		*out = dec->neg ? -INFINITY : INFINITY;
+		return ERANGE;
+	}
+	if (e10 < -64) { /* x < 10^19 * 10^-65 < 2^-150 */
+		*out = dec->neg ? -0.0f : 0.0f;
+		return 0;
+	}
+#if FAST_PATH
+	{
+		double d = scale(m, e10);
+		uint64_t lo = double_bits(d);
+		uint64_t hi = lo;
+
+		if (dropped)
+			hi = double_bits(scale(m + 1, e10));
+		if (dropped || m > (1ULL << 53) || e10 < -22 || e10 > 22) {
+			lo -= 8;
+			hi += 8;
+		}
+		if (lo >= FLT_MIN_BITS && (lo - 1 + MIDPOINT_BITS) >> 29 ==
+					      (hi + MIDPOINT_BITS) >> 29) {
+			float f = (float)d;
+
+			*out = dec->neg ? -f : f;
+			return isinf(f) ? ERANGE : 0;
+		}
+	}
+#endif
+	return fallback(dec, out);
+}
+
+/* word is lower case, n characters long */
+static bool equal_nocase(const char *p, size_t n, const char *word)
+{
+	for (size_t i = 0; i < n; i++) {
+		if ((p[i] | 0x20) != word[i])
+			return false;
+	}
+	return true;
+}
+
+/* no digits: nan, inf, infinity or nothing valid */
+static int parse_special(const char *text, size_t len, float *out)
+{
+	bool neg = false;
+
+	if (text[0] == '+' || text[0] == '-') {
+		neg = text[0] == '-';
+		text++;
+		len--;
+	}
+	if (len == 3 && equal_nocase(text, 3, "nan")) {
+		*out = neg ? -NAN : NAN;
+		return EDOM;
+	}
+	if ((len == 3 && equal_nocase(text, 3, "inf")) ||
+	    (len == 8 && equal_nocase(text, 8, "infinity"))) {
+		*out = neg ? -INFINITY : INFINITY;
+		return EDOM;
+	}
+	return EINVAL;
+}
+
+int util_parse_float32(const char *text, size_t len, float *out)
+{
+	const char *p = text;
+	const char *end;
+	struct decimal dec;
+	uint64_t m = 0;
+
+	if (len == 0)
+		return EINVAL;
+	end = text + len;
+	dec.neg = *p == '-';
+	if (*p == '+' || *p == '-')
+		p++;
+	dec.int_digits = p;
+	p = scan_digits(p, end, &m);
+	dec.nint = (size_t)(p - dec.int_digits);
+	dec.frac_digits = p;
+	dec.nfrac = 0;
+	if (p < end && *p == '.') {
+		p++;
+		dec.frac_digits = p;
+		p = scan_digits(p, end, &m);
+		dec.nfrac = (size_t)(p - dec.frac_digits);
+	}
+	if (dec.nint + dec.nfrac == 0)
+		return parse_special(text, len, out);
+	dec.exp = 0;
+	if (p < end && (*p == 'e' || *p == 'E')) {
+		bool neg_exp = false;
+
+		p++;
+		if (p < end && (*p == '+' || *p == '-')) {
+			neg_exp = *p == '-';
+			p++;
+		}
+		if (p == end || !is_digit(*p))
+			return EINVAL;
+		while (p < end && is_digit(*p)) {
+			if (dec.exp < EXP_SATURATE)
+				dec.exp = dec.exp * 10 + (*p - '0');
+			p++;
+		}
+		if (neg_exp)
+			dec.exp = -dec.exp;
+	}
+	if (p != end)
+		return EINVAL;
+	return convert(&dec, m, out);
+}

@@ -1,0 +1,34 @@
+/*
+ * util float: decimal text to float32, correctly rounded and fast on the
+ * short numbers CSV files are made of (util/float.c).
+ *
+ * The text is borrowed for the call only; it need not be NUL-terminated.
+ * The result assumes the default floating-point environment (round to
+ * nearest, ties to even), as strtof() then does.  It does not depend on
+ * the locale: the decimal point is always '.'.
+ */
+#ifndef S3PIPE_UTIL_FLOAT_H
+#define S3PIPE_UTIL_FLOAT_H
+
+#include <stddef.h>
+
+/*
+ * Parses text[0..len), which must be exactly one decimal number (no
+ * surrounding blanks: the caller trims), into the nearest float32
+ * (round half to even), as strtof() would.  Accepted: an optional sign,
+ * digits with an optional '.', at least one digit in all, an optional
+ * exponent (e or E, optional sign, digits).  Not accepted: hex floats,
+ * empty text, anything else.  Returns 0 and sets *out; EDOM for the
+ * spellings nan, inf, infinity (any case, optional sign; *out set to the
+ * value); ERANGE when the value overflows float32 (*out = +-inf);
+ * EINVAL otherwise.  Values below float32's range round to zero or a
+ * subnormal as strtof() does, and that is 0.
+ *
+ * text may be NULL only when len is 0.  out must not be NULL; it is left
+ * alone on EINVAL.  ENOMEM, with *out left alone, only when a rare input
+ * of more than about a hundred digits needs a heap copy that cannot be
+ * had.
+ */
+int util_parse_float32(const char *text, size_t len, float *out);
+
+#endif
