@@ -144,7 +144,9 @@ int channel_resource_config_load(const char *path, struct channel_host *host,
  * Writes dir/inputdataconfig.json, the container-side view of specs that
  * sagemaker-training-toolkit and PipeModeDataset read: an object keyed by
  * channel name, each {"TrainingInputMode": "Pipe", "S3DistributionType":
- * ..., "RecordWrapperType": ..., "ContentType": ... (when set)}.  Written
+ * ..., "RecordWrapperType": ..., "ContentType": ... (when set)}; a
+ * converted channel is written as what its reader gets: ContentType
+ * application/x-recordio-protobuf, RecordWrapperType None.  Written
  * to a temporary file in dir and renamed into place.  0, or an errno with
  * one line in err.
  */

@@ -568,8 +568,9 @@ static int parse_convert(struct parse *p, json_t *el, struct channel_spec *s)
 	rc = field(p, el, "", "S3pipeFeatureDim", JSON_INTEGER, &dim);
 	if (rc)
 		return rc;
-	if (dim && (json_integer_value(dim) < 1 ||
-		    (uint64_t)json_integer_value(dim) > CHANNEL_FEATURE_DIM_MAX))
+	if (dim &&
+	    (json_integer_value(dim) < 1 ||
+	     (uint64_t)json_integer_value(dim) > CHANNEL_FEATURE_DIM_MAX))
 		return bad(p,
 			   "S3pipeFeatureDim must be an integer from 1 to "
 			   "%llu (got %" JSON_INTEGER_FORMAT ")",

@@ -26,7 +26,10 @@
  * converted, converted and not yet read), each about BATCH_TARGET bytes of
  * input and its output (a row longer than that makes a longer batch, up
  * to CHANNEL_ROW_MAX), so the stage holds a few MiB per core whatever the
- * epoch's size.
+ * epoch's size.  Input and output buffers are recycled through a small
+ * pool rather than freed: buffers this large would otherwise be mapped,
+ * faulted in and unmapped again for every batch (the daemon maps every
+ * allocation of 1 MiB or more), which cost more than the conversion.
  */
 #include "config.h"
 
@@ -45,6 +48,7 @@
 #define READ_SIZE	(256u << 10)
 #define MAX_THREADS	64
 #define BAD_ROWS_LOGGED 10
+#define POOL_MAX	8 /* spare buffers kept */
 
 /* Where one object's bytes start in a batch. */
 struct piece {
@@ -66,7 +70,7 @@ enum batch_state {
 
 struct batch {
 	char *text; /* owned until converted */
-	size_t len;
+	size_t len, text_cap;
 	struct piece *pieces;
 	size_t npieces, cap;
 	size_t columns;
@@ -100,6 +104,10 @@ struct channel_converter {
 	char feed_why[1400];
 	size_t columns; /* CSV: fields per row, once known */
 
+	/* spare buffers (data and capacity), under lock */
+	struct util_buf pool[POOL_MAX];
+	unsigned pooled;
+
 	/* the reader's */
 	uint64_t pos;
 	uint64_t line; /* the next line of the current object */
@@ -117,16 +125,49 @@ static const char *origin_name(const struct channel_origin *o, char *buf,
 	return buf;
 }
 
+/* ---- buffers (lock held, or no other thread left) ---- */
+
+/* A buffer with room for len bytes: a spare one, or a new one. */
+static int buffer_get(struct channel_converter *cv, struct util_buf *b,
+		      size_t len)
+{
+	if (cv->pooled)
+		*b = cv->pool[--cv->pooled];
+	else
+		util_buf_init(b, 0);
+	b->len = 0;
+	return util_buf_reserve(b, len) ? 0 : ENOMEM;
+}
+
+static void buffer_put(struct channel_converter *cv, char *data, size_t cap)
+{
+	if (!data)
+		return;
+	if (cv->pooled == POOL_MAX) {
+		free(data);
+		return;
+	}
+	util_buf_init(&cv->pool[cv->pooled], 0);
+	cv->pool[cv->pooled].data = data;
+	cv->pool[cv->pooled].cap = cap;
+	cv->pooled++;
+}
+
+/* A chunk's last reference gives its buffer back. */
+static void chunk_recycle(void *arg, char *data, size_t cap)
+{
+	buffer_put(arg, data, cap);
+}
+
 static void batch_free(struct batch *b, struct channel_converter *cv)
 {
 	if (!b)
 		return;
 	if (b->out)
-		channel_chunk_unref(NULL, b->out); /* (malloc'd: no cache) */
-	free(b->text);
+		channel_chunk_unref(NULL, b->out); /* (not the cache's) */
+	buffer_put(cv, b->text, b->text_cap);
 	free(b->pieces);
 	free(b);
-	(void)cv;
 }
 
 static int piece_add(struct batch *b, size_t start,
@@ -219,14 +260,20 @@ static int cut(struct feed *f, bool final)
 	nb = calloc(1, sizeof(*nb));
 	if (!nb)
 		return ENOMEM;
-	util_buf_init(&rest, 0);
-	rc = util_buf_append(&rest, f->text.data + at, f->text.len - at);
+	/* room for a whole batch at once: no copies as it fills */
+	pthread_mutex_lock(&cv->lock);
+	rc = buffer_get(cv, &rest, BATCH_TARGET + READ_SIZE);
+	pthread_mutex_unlock(&cv->lock);
+	if (!rc)
+		rc =
+		    util_buf_append(&rest, f->text.data + at, f->text.len - at);
 	/* the pieces that start after the cut move; the one the cut falls
-	 * in goes on in the next batch */
+	 * in goes on in the next batch (even with no bytes after the cut
+	 * yet: its object's next bytes will be there), so every batch has a
+	 * piece at 0 (the first batch's first piece starts at 0) */
 	for (i = 0; !rc && i < b->npieces && b->pieces[i].start < at; i++)
 		;
-	if (!rc && at < f->text.len &&
-	    (i == b->npieces || b->pieces[i].start > at))
+	if (!rc && i > 0 && (i == b->npieces || b->pieces[i].start > at))
 		rc = piece_add(nb, 0, &b->pieces[i - 1].origin, false, 0);
 	for (size_t j = i; !rc && j < b->npieces; j++)
 		rc = piece_add(nb, b->pieces[j].start - at,
@@ -239,6 +286,7 @@ static int cut(struct feed *f, bool final)
 	}
 	b->npieces = i;
 	b->len = at;
+	b->text_cap = f->text.cap;
 	b->text = util_buf_take(&f->text);
 	f->text = rest;
 	if (cv->conf.format == CHANNEL_CONVERT_CSV && !cv->columns) {
@@ -303,8 +351,8 @@ static void *feeder_main(void *arg)
 
 	util_buf_init(&f.text, 0);
 	f.b = calloc(1, sizeof(*f.b));
-	if (!f.b)
-		rc = ENOMEM;
+	if (!f.b || !util_buf_reserve(&f.text, BATCH_TARGET + READ_SIZE))
+		rc = ENOMEM; /* (the first: the pool is empty) */
 	while (!rc) {
 		struct channel_view view;
 		struct channel_origin o = {0};
@@ -375,11 +423,11 @@ static void convert_batch(struct channel_converter *cv, struct batch *b)
 	struct util_buf out;
 	int rc;
 
-	util_buf_init(&out, 0);
 	/* records are about as long as the text; one growth at most */
-	if (!util_buf_reserve(&out, b->len + b->len / 2))
-		rc = ENOMEM;
-	else
+	pthread_mutex_lock(&cv->lock);
+	rc = buffer_get(cv, &out, b->len + b->len / 2);
+	pthread_mutex_unlock(&cv->lock);
+	if (!rc)
 		rc = channel_rows_convert(&cv->conf, b->columns, b->text,
 					  b->len, &out, &b->res);
 	for (size_t i = 0; i < b->npieces; i++) {
@@ -395,15 +443,23 @@ static void convert_batch(struct channel_converter *cv, struct batch *b)
 						   b->text + b->res.bad_at);
 		}
 	}
-	free(b->text);
-	b->text = NULL;
 	b->out_len = out.len;
 	if (out.len) {
-		b->out = channel_chunk_adopt(util_buf_take(&out), b->out_len);
-		if (!b->out)
+		size_t cap = out.cap;
+
+		b->out = channel_chunk_adopt(util_buf_take(&out), cap);
+		if (b->out) {
+			b->out->recycle = chunk_recycle;
+			b->out->recycle_arg = cv;
+		} else {
 			rc = ENOMEM;
+		}
 	}
-	util_buf_free(&out);
+	pthread_mutex_lock(&cv->lock);
+	buffer_put(cv, b->text, b->text_cap); /* the input is done with */
+	b->text = NULL;
+	buffer_put(cv, out.data, out.cap); /* (when not handed on) */
+	pthread_mutex_unlock(&cv->lock);
 	b->rc = rc;
 }
 
@@ -497,6 +553,8 @@ void channel_converter_destroy(struct channel_converter *cv)
 		cv->head = b->next;
 		batch_free(b, cv);
 	}
+	while (cv->pooled)
+		free(cv->pool[--cv->pooled].data);
 	if (cv->skipped)
 		util_warn("%s%llu bad rows skipped (%llu rows converted)",
 			  cv->name, (unsigned long long)cv->skipped,

@@ -68,6 +68,10 @@ struct channel_chunk {
 	size_t cap;
 	unsigned refs;	 /* pieces and views holding it */
 	bool from_cache; /* a cache buffer (cache_buffer_get), else malloc'd */
+	/* when set, the last reference hands data to it instead of freeing
+	 * it (called where the unref is: under the owner's lock) */
+	void (*recycle)(void *arg, char *data, size_t cap);
+	void *recycle_arg;
 };
 
 /* A small chunk of its own holding a copy of bytes[0..len); NULL when out

@@ -224,11 +224,44 @@ static int number(struct row_state *st, const char *p, size_t len,
 }
 
 /*
- * One CSV row at [p, end) (end just past its LF, or the input's end);
- * values[0..*n) gets its fields in order.
+ * The unquoted field at p (up to a comma, a LF or end) as a number, in one
+ * pass when it is one: *p moves to its end.  Otherwise the field is found
+ * first and number() says what is wrong with it.
+ */
+static int csv_number(struct row_state *st, const char **p, const char *end,
+		      size_t col)
+{
+	const char *f = *p, *fe;
+	size_t used;
+
+	while (f < end && is_blank(*f))
+		f++;
+	if (util_scan_float32(f, (size_t)(end - f), &st->values[col], &used) ==
+	    0) {
+		fe = f + used;
+		while (fe < end && (is_blank(*fe) || *fe == '\r'))
+			fe++;
+		if (fe == end || *fe == ',' || *fe == '\n') {
+			*p = fe;
+			return 0;
+		}
+	}
+	fe = f;
+	while (fe < end && *fe != ',' && *fe != '\n')
+		fe++;
+	*p = fe;
+	while (fe > f && (is_blank(fe[-1]) || fe[-1] == '\r'))
+		fe--;
+	return number(st, f, (size_t)(fe - f), "column", col, &st->values[col]);
+}
+
+/*
+ * The CSV row at p: values[0..*n) gets its fields in order, *next where
+ * the next row starts (past the LF, or end).  On a bad row *next is not
+ * set: row_end() finds it.
  */
 static int csv_fields(struct row_state *st, const char *p, const char *end,
-		      size_t *n)
+		      size_t *n, const char **next)
 {
 	size_t col = 0;
 
@@ -260,18 +293,11 @@ static int csv_fields(struct row_state *st, const char *p, const char *end,
 					   "column %zu: text after a quoted "
 					   "field's closing quote",
 					   col);
+			rc = number(st, f, (size_t)(fe - f), "column", col,
+				    &st->values[col]);
 		} else {
-			f = p;
-			while (p < end && *p != ',' && *p != '\n')
-				p++;
-			fe = p;
-			while (f < fe && is_blank(*f))
-				f++;
-			while (fe > f && (is_blank(fe[-1]) || fe[-1] == '\r'))
-				fe--;
+			rc = csv_number(st, &p, end, col);
 		}
-		rc = number(st, f, (size_t)(fe - f), "column", col,
-			    &st->values[col]);
 		if (rc)
 			return rc;
 		col++;
@@ -280,11 +306,12 @@ static int csv_fields(struct row_state *st, const char *p, const char *end,
 		p++; /* the comma */
 	}
 	*n = col;
+	*next = p < end ? p + 1 : end;
 	return 0;
 }
 
 static int csv_row(struct row_state *st, const char *p, const char *end,
-		   struct util_buf *out)
+		   struct util_buf *out, const char **next)
 {
 	const struct channel_convert_conf *conf = st->conf;
 	struct channel_record rec = {0};
@@ -292,7 +319,7 @@ static int csv_row(struct row_state *st, const char *p, const char *end,
 	size_t n = 0;
 	int rc;
 
-	rc = csv_fields(st, p, end, &n);
+	rc = csv_fields(st, p, end, &n, next);
 	if (rc)
 		return rc;
 	if (n != st->columns && conf->feature_dim)
@@ -310,8 +337,11 @@ static int csv_row(struct row_state *st, const char *p, const char *end,
 			return bad(st, "no label column %zu (%zu columns)", lc,
 				   n);
 		label = st->values[lc];
-		memmove(st->values + lc, st->values + lc + 1,
-			(n - lc - 1) * sizeof(*st->values));
+		if (lc == 0)
+			rec.values = st->values + 1;
+		else
+			memmove(st->values + lc, st->values + lc + 1,
+				(n - lc - 1) * sizeof(*st->values));
 		rec.count = n - 1;
 		rec.label = &label;
 	}
@@ -406,18 +436,23 @@ int channel_rows_convert(const struct channel_convert_conf *conf,
 	st.why = res->why;
 	st.whylen = sizeof(res->why);
 	while (p < end) {
-		const char *next = row_end(conf->format, p, end);
+		const char *next = NULL, *q = p;
 
-		if (!next)
-			next = end;
-		if (blank_row(p, next)) {
-			p = next;
+		/* a blank row, without looking further */
+		while (q < end && (is_blank(*q) || *q == '\r'))
+			q++;
+		if (q == end || *q == '\n') {
+			p = q < end ? q + 1 : end;
 			continue;
 		}
-		if (conf->format == CHANNEL_CONVERT_CSV)
-			rc = csv_row(&st, p, next, out);
-		else
+		if (conf->format == CHANNEL_CONVERT_CSV) {
+			rc = csv_row(&st, p, end, out, &next);
+		} else {
+			next = row_end(conf->format, p, end);
+			if (!next)
+				next = end;
 			rc = libsvm_row(&st, p, next, out);
+		}
 		if (rc == ENODATA) {
 			rc = 0;
 		} else if (rc == EINVAL) {
@@ -430,6 +465,9 @@ int channel_rows_convert(const struct channel_convert_conf *conf,
 				break;
 			res->skipped++;
 			rc = 0;
+			next = row_end(conf->format, p, end);
+			if (!next)
+				next = end;
 		} else if (rc) {
 			break;
 		} else {

@@ -42,6 +42,8 @@ void channel_chunk_unref(struct cache *c, struct channel_chunk *chunk)
 		return;
 	if (chunk->from_cache)
 		cache_buffer_put(c, chunk->data);
+	else if (chunk->recycle)
+		chunk->recycle(chunk->recycle_arg, chunk->data, chunk->cap);
 	else
 		free(chunk->data);
 	free(chunk);

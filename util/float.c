@@ -339,13 +339,17 @@ static int parse_special(const char *text, size_t len, float *out)
 	return EINVAL;
 }
 
-int util_parse_float32(const char *text, size_t len, float *out)
+/* The number at the start of text[0..len): *stop is where it ends (text
+ * when there is none: the special spellings are not looked for). */
+static int parse_prefix(const char *text, size_t len, float *out,
+			const char **stop)
 {
 	const char *p = text;
 	const char *end;
 	struct decimal dec;
 	uint64_t m = 0;
 
+	*stop = text;
 	if (len == 0)
 		return EINVAL;
 	end = text + len;
@@ -364,7 +368,7 @@ int util_parse_float32(const char *text, size_t len, float *out)
 		dec.nfrac = (size_t)(p - dec.frac_digits);
 	}
 	if (dec.nint + dec.nfrac == 0)
-		return parse_special(text, len, out);
+		return EINVAL;
 	dec.exp = 0;
 	if (p < end && (*p == 'e' || *p == 'E')) {
 		bool neg_exp = false;
@@ -375,7 +379,7 @@ int util_parse_float32(const char *text, size_t len, float *out)
 			p++;
 		}
 		if (p == end || !is_digit(*p))
-			return EINVAL;
+			return EINVAL; /* (an exponent without digits) */
 		while (p < end && is_digit(*p)) {
 			if (dec.exp < EXP_SATURATE)
 				dec.exp = dec.exp * 10 + (*p - '0');
@@ -384,7 +388,33 @@ int util_parse_float32(const char *text, size_t len, float *out)
 		if (neg_exp)
 			dec.exp = -dec.exp;
 	}
-	if (p != end)
-		return EINVAL;
+	*stop = p;
 	return convert(&dec, m, out);
+}
+
+int util_parse_float32(const char *text, size_t len, float *out)
+{
+	const char *stop;
+	float v;
+	int rc;
+
+	if (len == 0)
+		return EINVAL;
+	rc = parse_prefix(text, len, &v, &stop);
+	if (stop == text)
+		return parse_special(text, len, out);
+	if (stop != text + len)
+		return EINVAL;
+	if (rc == 0 || rc == ERANGE)
+		*out = v;
+	return rc;
+}
+
+int util_scan_float32(const char *text, size_t len, float *out, size_t *used)
+{
+	const char *stop;
+	int rc = parse_prefix(text, len, out, &stop);
+
+	*used = (size_t)(stop - text);
+	return rc;
 }

@@ -31,4 +31,13 @@
  */
 int util_parse_float32(const char *text, size_t len, float *out);
 
+/*
+ * The same for the number at the start of text[0..len), which may go on
+ * after it: *used is the number's length (0 when text does not start with
+ * a number, and then EINVAL; the nan and inf spellings are not looked
+ * for).  The caller checks what follows.  Other returns as above, *out
+ * set on 0 and ERANGE.
+ */
+int util_scan_float32(const char *text, size_t len, float *out, size_t *used);
+
 #endif

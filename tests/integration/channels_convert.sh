@@ -13,7 +13,8 @@
 # InputDataConfig (ContentType text/csv;label_size=0 with S3pipeConvert;
 # the container config then says application/x-recordio-protobuf).  A bad
 # row fails the read with EIO after the rows before it, the log naming the
-# object and line; --on-bad-row skip skips it and counts it.
+# object and line; --on-bad-row skip skips it and counts it.  An emulated
+# seek converts again up to the offset.
 . "$(cd "$(dirname "$0")/.." && pwd)/lib.sh"
 . "$S3PIPE_SRCDIR/tests/channels_lib.sh"
 require_fuse
@@ -94,6 +95,23 @@ wait_until 10 test -e "$MP/train_1" || fail "train_1 did not appear"
 timeout -k 5 60 dd if="$MP/train_1" of="$TEST_TMP/out" bs=65521 status=none ||
 	fail "reading train_1 (--convert csv, bs=65521) failed"
 assert_file_eq "$TEST_TMP/csv.exp" "$TEST_TMP/out" "train_1 (--convert csv, bs=65521) vs s3pipe-convert csv"
+unmount "$MP"
+
+# an emulated seek converts again from the start up to the offset
+MP=$(new_mountpoint seek)
+mount_ok --endpoint-url "$S3_URL" --part-size 1M --convert csv --seek emulate \
+	train=s3://data/csv/ "$MP"
+timeout -k 5 60 python3 - "$MP/train_0" "$TEST_TMP/csv.exp" <<'PY' || fail "--convert csv --seek emulate: a seek back and forth does not read the right bytes"
+import os, sys
+want = open(sys.argv[2], "rb").read()
+fd = os.open(sys.argv[1], os.O_RDONLY)
+assert os.read(fd, 1000) == want[:1000]
+for off in (3000001, 17, len(want) - 5):
+    os.lseek(fd, off, os.SEEK_SET)
+    got = os.read(fd, 4096)
+    assert got == want[off:off + 4096], off
+os.close(fd)
+PY
 unmount "$MP"
 
 MP=$(new_mountpoint csvgz)

@@ -455,8 +455,12 @@ static int test_read(void *arg, size_t size, struct channel_view *view,
 		return 0;
 	}
 	left = strlen(ts->objects[ts->obj] + ts->off);
-	ts->step = ts->step % ts->max_step + 1;
-	n = ts->step < left ? ts->step : left;
+	if (ts->max_step) {
+		ts->step = ts->step % ts->max_step + 1;
+		n = ts->step < left ? ts->step : left;
+	} else {
+		n = left; /* as much as asked */
+	}
 	if (n > size)
 		n = size;
 	ts->iov.iov_base = (void *)(ts->objects[ts->obj] + ts->off);
@@ -696,6 +700,41 @@ static void test_converter_bad_row(void **state)
 		free(o[i]);
 }
 
+/* A batch cut that falls exactly at the end of what was read (1 MiB of
+ * 1 KiB rows, read in the converter's own read size): the next batch
+ * still knows its object, and a bad row after it is named. */
+static void test_converter_exact_cut(void **state)
+{
+	struct channel_convert_conf conf = csv_conf();
+	struct util_buf a, out;
+	char *o[2], log[4096];
+	int rc;
+
+	(void)state;
+	util_buf_init(&a, 0);
+	for (int i = 0; i < 1024; i++) {
+		assert_int_equal(util_buf_append(&a, "1,0.", 4), 0);
+		for (int j = 0; j < 1019; j++)
+			assert_int_equal(util_buf_append(&a, "1", 1), 0);
+		assert_int_equal(util_buf_append(&a, "\n", 1), 0);
+	}
+	assert_int_equal(a.len, 1u << 20);
+	for (int i = 0; i < 5000; i++)
+		assert_int_equal(util_buf_printf(&a, "%d,%d.5\n", i % 2, i), 0);
+	assert_int_equal(util_buf_append_str(&a, "1,x\n"), 0);
+	o[0] = util_buf_take(&a);
+	o[1] = strdup("0,1\n");
+	run_converter(&conf, (const char *const *)o, 2, 0, 2, &out, &rc, log,
+		      sizeof(log), -1);
+	assert_int_equal(rc, EIO);
+	if (!strstr(log, "s3://b/o0, line 6025: column 1 ('x') is not a "
+			 "number"))
+		fail_msg("log: %s", log);
+	util_buf_free(&out);
+	free(o[0]);
+	free(o[1]);
+}
+
 /* The source failing: the whole rows before it, then EIO. */
 static void test_converter_source_error(void **state)
 {
@@ -725,6 +764,7 @@ int main(void)
 	    cmocka_unit_test(test_converter_matches_rows),
 	    cmocka_unit_test(test_converter_headers),
 	    cmocka_unit_test(test_converter_bad_row),
+	    cmocka_unit_test(test_converter_exact_cut),
 	    cmocka_unit_test(test_converter_source_error),
 	};
 
