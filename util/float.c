@@ -6,20 +6,21 @@
  * more than 19 significant digits, m keeps the first 19 and x lies in
  * [m * 10^e, (m + 1) * 10^e).
  *
- * x is approximated by doubles: d1 = m * 10^e or m / 10^-e, with m and
- * 10^k converted to double (10^k from a table), and when digits were
+ * x is approximated by doubles: d1 = m * 10^e, with m and 10^e
+ * converted to double (10^e from a table, 10^-k rounded too: multiplying
+ * by it is much faster than dividing by 10^k), and when digits were
  * dropped d2 the same from m + 1.  A double carries 29 more bits than a
  * float, so d1 is nearly always far enough from the points where rounding
  * to float changes (the midpoints between adjacent floats) for (float)d1
  * to be the float nearest x.  That is checked, not hoped for:
  *
- * - Exact case: nothing dropped, m <= 2^53 and |e| <= 22.  m and 10^|e|
+ * - Exact case: nothing dropped, m <= 2^53 and 0 <= e <= 22.  m and 10^e
  *   are exact doubles, so d1 is x correctly rounded (one IEEE operation).
  *   Rounding to double is monotonic and every float midpoint is itself a
  *   double, so x and d1 lie on the same side of every midpoint, unless d1
  *   is one: only then is the answer in doubt.
- * - Otherwise d1 and d2 carry at most three roundings each (m, 10^k, the
- *   product or quotient), so each is within 3.001 * 2^-53 * d < 3.001
+ * - Otherwise d1 and d2 carry at most three roundings each (m, 10^e, the
+ *   product), so each is within 3.001 * 2^-53 * d < 3.001
  *   ulp(d) of its exact value.  The bit patterns [d1 - 8, d2 + 8] then
  *   hold x (8 patterns are at least 4 ulp, even where the interval
  *   crosses a power of two, below which ulps halve).  If they hold no
@@ -244,14 +245,25 @@ static const double pow10_table[] = {
 /* a float midpoint's low 29 bits, as a double's */
 #define MIDPOINT_BITS (1ULL << 28)
 
-/* m * 10^e10 in double arithmetic; -64 <= e10 <= 38 */
+/* 10^-k, correctly rounded (none exact): k = 1..64 */
+static const double pow10_neg_table[] = {
+    0,	   1e-1,  1e-2,	 1e-3,	1e-4,  1e-5,  1e-6,  1e-7,  1e-8,  1e-9,  1e-10,
+    1e-11, 1e-12, 1e-13, 1e-14, 1e-15, 1e-16, 1e-17, 1e-18, 1e-19, 1e-20, 1e-21,
+    1e-22, 1e-23, 1e-24, 1e-25, 1e-26, 1e-27, 1e-28, 1e-29, 1e-30, 1e-31, 1e-32,
+    1e-33, 1e-34, 1e-35, 1e-36, 1e-37, 1e-38, 1e-39, 1e-40, 1e-41, 1e-42, 1e-43,
+    1e-44, 1e-45, 1e-46, 1e-47, 1e-48, 1e-49, 1e-50, 1e-51, 1e-52, 1e-53, 1e-54,
+    1e-55, 1e-56, 1e-57, 1e-58, 1e-59, 1e-60, 1e-61, 1e-62, 1e-63, 1e-64,
+};
+
+/* m * 10^e10 in double arithmetic, by multiplications only (a division
+ * would sit on the critical path); -64 <= e10 <= 38 */
 static double scale(uint64_t m, int64_t e10)
 {
 	double d = (double)m;
 
 	if (e10 >= 0)
 		return d * pow10_table[e10];
-	return d / pow10_table[-e10];
+	return d * pow10_neg_table[-e10];
 }
 
 static uint64_t double_bits(double d)
@@ -291,7 +303,7 @@ static int convert(const struct decimal *dec, uint64_t m, float *out)
 
 		if (dropped)
 			hi = double_bits(scale(m + 1, e10));
-		if (dropped || m > (1ULL << 53) || e10 < -22 || e10 > 22) {
+		if (dropped || m > (1ULL << 53) || e10 < 0 || e10 > 22) {
 			lo -= 8;
 			hi += 8;
 		}
