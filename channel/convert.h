@@ -28,7 +28,8 @@
  * feature_dim + the label).  LibSVM: blank-separated tokens, the label
  * first, then INDEX:VALUE pairs with INDEX < feature_dim, written to keys
  * as given (0- or 1-based alike: the data's own numbering is kept); qid:N
- * tokens are ignored; '#' starts a comment.
+ * tokens are ignored; a token that starts with '#' starts a comment, to
+ * the end of the line.
  */
 #ifndef S3PIPE_CHANNEL_CONVERT_H
 #define S3PIPE_CHANNEL_CONVERT_H

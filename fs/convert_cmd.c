@@ -325,13 +325,20 @@ int main(int argc, char **argv)
 				 cmd);
 	channel_convert_conf_init(&s.conf, format);
 	optind = 2;
+	opterr = 0; /* one line, ours */
 	while ((opt = getopt_long(argc, argv, "h", long_options, NULL)) != -1) {
 		if (opt == 'h') {
 			usage(stdout);
 			return 0;
 		}
+		if (opt == '?' && optopt > 0 && optopt < 128)
+			return die_usage("option '-%c' is unknown or needs a "
+					 "value",
+					 optopt);
 		if (opt == '?')
-			return die_usage("bad option");
+			return die_usage("option '%s' is unknown or needs a "
+					 "value",
+					 argv[optind - 1]);
 		if (format == CHANNEL_CONVERT_NONE)
 			return die_usage("dump takes no options");
 		rc = parse_option(&s, opt, optarg);

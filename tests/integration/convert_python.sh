@@ -336,12 +336,14 @@ usage_case() {
 	shift 3
 	"$@" </dev/null >/dev/null 2>"$TEST_TMP/err" || rc=$?
 	assert_eq "$want" "$rc" "$what: exit status ($(head -n 2 "$TEST_TMP/err"))"
+	assert_eq 1 "$(wc -l <"$TEST_TMP/err")" "$what: lines on stderr ($(cat "$TEST_TMP/err"))"
 	tail -n 1 "$TEST_TMP/err" | grep -q '^s3pipe-convert: ' || fail "$what: the message does not start with 's3pipe-convert: ': $(cat "$TEST_TMP/err")"
 	grep -qi -- "$needle" "$TEST_TMP/err" || fail "$what: the message does not mention '$needle': $(cat "$TEST_TMP/err")"
 	note "ok: $what: exit $rc: $(tail -n 1 "$TEST_TMP/err")"
 }
 usage_case "libsvm without --feature-dim" 2 feature-dim "$CONVERT" libsvm "$G/one.svm"
-usage_case "an unknown option" 2 "option" "$CONVERT" csv --no-such-option "$G/mix20.csv"
+usage_case "an unknown option" 2 "--no-such-option" "$CONVERT" csv --no-such-option "$G/mix20.csv"
+usage_case "an option without its value" 2 "--feature-dim" "$CONVERT" csv "$G/mix20.csv" --feature-dim
 usage_case "an unknown command" 2 "frobnicate" "$CONVERT" frobnicate
 usage_case "a bad --csv-label-column" 2 "csv-label-column" "$CONVERT" csv --csv-label-column x
 usage_case "a missing input file" 1 "$TEST_TMP/no-such.csv" "$CONVERT" csv "$TEST_TMP/no-such.csv" "$TEST_TMP/out.rio"
