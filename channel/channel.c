@@ -103,6 +103,8 @@ struct channel_reader {
 	struct cache_reader *reader;	   /* without gzip */
 	struct channel_gzip *gzip;	   /* with CompressionType Gzip */
 	struct channel_converter *convert; /* converting rows */
+	int stage_error; /* the stages could not be started again: reads
+			    fail with it */
 	/* the converter's source without gzip: reader, and the segment
 	 * being read */
 	size_t seg;
@@ -941,7 +943,7 @@ static int stages_open(struct channel_reader *r)
 		return 0;
 	r->convert = channel_converter_create(
 	    &ch->spec->convert, &src, r->label, ch->conf.convert_threads);
-	return r->convert ? 0 : ENOMEM;
+	return r->convert ? 0 : errno;
 }
 
 static void stages_close(struct channel_reader *r)
@@ -976,7 +978,9 @@ static uint64_t stage_position(struct channel_reader *r)
 {
 	if (r->convert)
 		return channel_converter_position(r->convert);
-	return channel_gzip_position(r->gzip);
+	if (r->gzip)
+		return channel_gzip_position(r->gzip);
+	return 0;
 }
 
 /*
@@ -991,6 +995,12 @@ static int stage_seek(struct channel_reader *r, uint64_t offset)
 
 	stages_close(r);
 	rc = stages_open(r);
+	if (rc) {
+		/* no stage, no raw bytes either: reads fail from here */
+		stages_close(r);
+		r->stage_error = rc;
+		return rc;
+	}
 	while (pos < offset && !rc) {
 		uint64_t want = offset - pos;
 
@@ -1049,10 +1059,11 @@ void channel_reader_close(struct channel_reader *r)
 	free(r);
 }
 
-/* Whether reads go through a stage rather than straight to the cache. */
+/* Whether reads go through a stage rather than straight to the cache
+ * (a reader whose stages could not be restarted has neither). */
 static bool staged(const struct channel_reader *r)
 {
-	return r->convert || r->gzip;
+	return r->convert || r->gzip || r->stage_error;
 }
 
 uint64_t channel_reader_position(struct channel_reader *r)
@@ -1102,7 +1113,9 @@ int channel_reader_read(struct channel_reader *r, uint64_t offset, size_t size,
 	view->nchunks = 0;
 	view->cache.count = 0;
 	view->cache.bytes = 0;
-	if (staged(r)) {
+	if (r->stage_error) {
+		rc = r->stage_error == ENOMEM ? ENOMEM : EIO;
+	} else if (staged(r)) {
 		rc = 0;
 		if (offset != stage_position(r))
 			rc = stage_seek(r, offset);

@@ -48,7 +48,8 @@
 #define READ_SIZE	(256u << 10)
 #define MAX_THREADS	64
 #define BAD_ROWS_LOGGED 10
-#define POOL_MAX	8 /* spare buffers kept */
+#define POOL_MAX	8	   /* spare buffers kept */
+#define POOL_BUFFER_MAX (4u << 20) /* and none larger than this */
 
 /* Where one object's bytes start in a batch. */
 struct piece {
@@ -143,7 +144,8 @@ static void buffer_put(struct channel_converter *cv, char *data, size_t cap)
 {
 	if (!data)
 		return;
-	if (cv->pooled == POOL_MAX) {
+	/* a buffer grown for a long row is not kept */
+	if (cv->pooled == POOL_MAX || cap > POOL_BUFFER_MAX) {
 		free(data);
 		return;
 	}
@@ -202,7 +204,10 @@ struct feed {
 	struct batch *b;      /* its pieces */
 	struct channel_origin origin;
 	bool have_origin;
-	bool in_header; /* dropping the current object's first line */
+	bool in_header;	 /* dropping the current object's first line */
+	size_t retry_at; /* no whole row in the text when it was this long
+			    / 2: look again at this length (a long row is
+			    scanned O(log) times, not once per read) */
 };
 
 static void feed_fail(struct channel_converter *cv, int rc, const char *why)
@@ -255,6 +260,9 @@ static int cut(struct feed *f, bool final)
 	if (at == 0) {
 		if (!final && f->text.len > CHANNEL_ROW_MAX)
 			return EFBIG;
+		f->retry_at = 2 * f->text.len;
+		if (f->retry_at > CHANNEL_ROW_MAX + 1)
+			f->retry_at = CHANNEL_ROW_MAX + 1;
 		return 0;
 	}
 	nb = calloc(1, sizeof(*nb));
@@ -300,9 +308,12 @@ static int cut(struct feed *f, bool final)
 	b->columns = cv->columns;
 	f->b = nb;
 	if (!enqueue(cv, b)) {
+		pthread_mutex_lock(&cv->lock); /* workers still use the pool */
 		batch_free(b, cv);
+		pthread_mutex_unlock(&cv->lock);
 		return ECANCELED;
 	}
+	f->retry_at = 0;
 	return 0;
 }
 
@@ -375,15 +386,20 @@ static void *feeder_main(void *arg)
 			rc = feed_bytes(&f, &o, view.iov[i].iov_base,
 					view.iov[i].iov_len);
 		cv->src.release(cv->src.arg, &view);
-		if (!rc && f.text.len >= BATCH_TARGET)
+		if (!rc && f.text.len >= BATCH_TARGET &&
+		    f.text.len >= f.retry_at)
 			rc = cut(&f, false);
 	}
 	if (rc == EFBIG) {
+		/* the batch starts where the row does */
 		snprintf(why, sizeof(why),
-			 "%sa row longer than %u MiB (from %s): rows that "
-			 "long do not convert",
-			 cv->name, CHANNEL_ROW_MAX >> 20,
-			 origin_name(&f.origin, where, sizeof(where)));
+			 "%sa row that starts in %s is longer than %u MiB: "
+			 "rows that long do not convert",
+			 cv->name,
+			 origin_name(f.b->npieces ? &f.b->pieces[0].origin
+						  : &f.origin,
+				     where, sizeof(where)),
+			 CHANNEL_ROW_MAX >> 20);
 		feed_fail(cv, EIO, why);
 	} else if (rc == ENOMEM) {
 		snprintf(why, sizeof(why), "%sout of memory converting rows",
@@ -443,16 +459,17 @@ static void convert_batch(struct channel_converter *cv, struct batch *b)
 						   b->text + b->res.bad_at);
 		}
 	}
-	b->out_len = out.len;
 	if (out.len) {
-		size_t cap = out.cap;
+		size_t len = out.len, cap = out.cap;
 
 		b->out = channel_chunk_adopt(util_buf_take(&out), cap);
 		if (b->out) {
 			b->out->recycle = chunk_recycle;
 			b->out->recycle_arg = cv;
+			b->out_len = len;
 		} else {
-			rc = ENOMEM;
+			rc =
+			    ENOMEM; /* (the records are lost: the read fails) */
 		}
 	}
 	pthread_mutex_lock(&cv->lock);
@@ -556,8 +573,11 @@ void channel_converter_destroy(struct channel_converter *cv)
 	while (cv->pooled)
 		free(cv->pool[--cv->pooled].data);
 	if (cv->skipped)
-		util_warn("%s%llu bad rows skipped (%llu rows converted)",
+		util_warn("%s%llu bad row%s skipped, %llu of them logged "
+			  "(%llu rows converted)",
 			  cv->name, (unsigned long long)cv->skipped,
+			  cv->skipped == 1 ? "" : "s",
+			  (unsigned long long)cv->logged,
 			  (unsigned long long)cv->rows);
 	pthread_cond_destroy(&cv->changed);
 	pthread_mutex_destroy(&cv->lock);
@@ -583,6 +603,17 @@ void channel_converter_stats(struct channel_converter *cv,
 	pthread_mutex_unlock(&cv->lock);
 }
 
+/* A word for a CSV object whose first line is not numbers. */
+static const char *header_hint(const struct channel_converter *cv,
+			       uint64_t line, const char *why)
+{
+	if (cv->conf.format != CHANNEL_CONVERT_CSV || cv->conf.header_skip ||
+	    line != 1 || !strstr(why, "is not a number"))
+		return "";
+	return " (a header line? --csv-header skip drops each object's "
+	       "first line)";
+}
+
 /* The head batch reached the reader: number its lines, count its rows,
  * log a skipped row (lock held). */
 static void batch_count(struct channel_converter *cv, struct batch *b)
@@ -603,12 +634,13 @@ static void batch_count(struct channel_converter *cv, struct batch *b)
 	if (b->res.skipped && cv->logged < BAD_ROWS_LOGGED &&
 	    b->bad_piece < b->npieces) {
 		const struct piece *p = &b->pieces[b->bad_piece];
+		uint64_t line = p->first_line + b->bad_lines;
 
 		cv->logged++;
-		util_warn("%s%s, line %llu: %s: row skipped%s", cv->name,
+		util_warn("%s%s, line %llu: %s: row skipped%s%s", cv->name,
 			  origin_name(&p->origin, where, sizeof(where)),
-			  (unsigned long long)(p->first_line + b->bad_lines),
-			  b->res.why,
+			  (unsigned long long)line, b->res.why,
+			  header_hint(cv, line, b->res.why),
 			  cv->logged == BAD_ROWS_LOGGED
 			      ? " (further bad rows are counted, not logged)"
 			      : "");
@@ -623,13 +655,14 @@ static void batch_fail(struct channel_converter *cv, struct batch *b)
 	cv->failed = true;
 	if (b->rc == EINVAL && b->bad_piece < b->npieces) {
 		const struct piece *p = &b->pieces[b->bad_piece];
+		uint64_t line = p->first_line + b->bad_lines;
 
-		util_warn("%s%s, line %llu: %s: the conversion stops "
+		util_warn("%s%s, line %llu: %s%s: the conversion stops "
 			  "there (--on-bad-row skip skips bad rows)",
 			  cv->name,
 			  origin_name(&p->origin, where, sizeof(where)),
-			  (unsigned long long)(p->first_line + b->bad_lines),
-			  b->res.why);
+			  (unsigned long long)line, b->res.why,
+			  header_hint(cv, line, b->res.why));
 	} else {
 		util_warn("%sconverting rows failed: %s", cv->name,
 			  util_strerror(b->rc, msg, sizeof(msg)));

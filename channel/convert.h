@@ -17,12 +17,13 @@
  * With header_skip each object is a file of its own instead: its first
  * line is skipped and its end ends its last row.
  *
- * Grammar.  Rows end with LF (CRLF too; a lone CR is an ordinary byte);
- * the last row of the input may lack it; rows of blanks only are skipped.
- * CSV: fields separated by commas; a field that starts with '"' is quoted
- * up to the next '"' not doubled (RFC 4180: commas and line ends inside
- * belong to the field); blanks (space, tab) around an unquoted field are
- * ignored.  Every field is a decimal number (util_parse_float32): an empty
+ * Grammar.  Rows end with LF (CRLF too); the last row of the input may
+ * lack it; rows of blanks only are skipped.  CSV: fields separated by
+ * commas; a field that starts with '"' is quoted up to the next '"' not
+ * doubled (RFC 4180: commas and line ends inside belong to the field);
+ * blanks (space, tab, and CR) around an unquoted field are ignored.  A
+ * quoted field left open at an object's end runs on into the next object,
+ * with headers too.  Every field is a decimal number (util_parse_float32): an empty
  * field, text, nan, inf or a number beyond float32's range is a bad row,
  * and so is a row whose field count differs from the first row's (or from
  * feature_dim + the label).  LibSVM: blank-separated tokens, the label

@@ -174,10 +174,11 @@ static int convert(const struct channel_convert_conf *conf, unsigned threads,
 		pos += view.bytes;
 		channel_converter_release(cv, &view);
 		if (wrc) {
+			/* exit now: stopping the converter would wait for
+			 * the input's next read, which may never come */
 			fprintf(stderr, PROG ": writing %s failed: %s\n",
 				out_name, util_strerror(wrc, msg, sizeof(msg)));
-			rc = EIO;
-			break;
+			exit(1);
 		}
 	}
 	channel_converter_destroy(cv);
@@ -383,8 +384,9 @@ int main(int argc, char **argv)
 		}
 		return rc;
 	}
-	rc = convert(&s.conf, s.threads, in, in_path ? in_path : "stdin", out,
-		     out_path ? out_path : "stdout");
+	rc = convert(&s.conf, s.threads, in,
+		     in == STDIN_FILENO ? "stdin" : in_path, out,
+		     out == STDOUT_FILENO ? "stdout" : out_path);
 	if (out != STDOUT_FILENO && close(out) != 0 && !rc) {
 		fprintf(stderr, PROG ": writing %s failed: %s\n", out_path,
 			util_strerror(errno, msg, sizeof(msg)));

@@ -693,7 +693,8 @@ static void test_converter_bad_row(void **state)
 	assert_int_equal(rc, 0);
 	if (!strstr(log, "s3://b/o1, line 30000: column 0 ('x') is not a "
 			 "number: row skipped") ||
-	    !strstr(log, "1 bad rows skipped (80006 rows converted)"))
+	    !strstr(log, "1 bad row skipped, 1 of them logged (80006 rows "
+			 "converted)"))
 		fail_msg("log: %s", log);
 	util_buf_free(&out);
 	for (int i = 0; i < 3; i++)
@@ -735,6 +736,26 @@ static void test_converter_exact_cut(void **state)
 	free(o[1]);
 }
 
+/* A first line of words reads as a header left in: the message says
+ * how to drop it. */
+static void test_converter_header_hint(void **state)
+{
+	const char *objs[] = {"label,a,b\n1,2,3\n"};
+	struct channel_convert_conf conf = csv_conf();
+	struct util_buf out;
+	char log[4096];
+	int rc;
+
+	(void)state;
+	run_converter(&conf, objs, 1, 100, 1, &out, &rc, log, sizeof(log), -1);
+	assert_int_equal(rc, EIO);
+	if (!strstr(log, "s3://b/o0, line 1: column 0 ('label') is not a "
+			 "number (a header line? --csv-header skip drops each "
+			 "object's first line)"))
+		fail_msg("log: %s", log);
+	util_buf_free(&out);
+}
+
 /* The source failing: the whole rows before it, then EIO. */
 static void test_converter_source_error(void **state)
 {
@@ -765,6 +786,7 @@ int main(void)
 	    cmocka_unit_test(test_converter_headers),
 	    cmocka_unit_test(test_converter_bad_row),
 	    cmocka_unit_test(test_converter_exact_cut),
+	    cmocka_unit_test(test_converter_header_hint),
 	    cmocka_unit_test(test_converter_source_error),
 	};
 
