@@ -23,8 +23,8 @@
  * doubled (RFC 4180: commas and line ends inside belong to the field);
  * blanks (space, tab, and CR) around an unquoted field are ignored.  A
  * quoted field left open at an object's end runs on into the next object,
- * with headers too.  Every field is a decimal number (util_parse_float32): an empty
- * field, text, nan, inf or a number beyond float32's range is a bad row,
+ * with headers too.  Every field is a decimal number (util_parse_float32): an
+ * empty field, text, nan, inf or a number beyond float32's range is a bad row,
  * and so is a row whose field count differs from the first row's (or from
  * feature_dim + the label).  LibSVM: blank-separated tokens, the label
  * first, then INDEX:VALUE pairs with INDEX < feature_dim, written to keys
