@@ -183,6 +183,12 @@ int cache_stream_start(struct cache_stream *s, struct s3_error *err);
 void cache_stream_set_framer(struct cache_stream *s, cache_frame_fn *frame,
 			     void *arg);
 /*
+ * For a framer: how many non-empty objects the listing gave before the one
+ * being framed (whether the framer added segments for them or not).  Lock
+ * held.
+ */
+uint64_t cache_stream_listed_objects(const struct cache_stream *s);
+/*
  * Lists the rest of a started listing stream, blocking, page after page
  * (for channels that need every key before the first byte); pages are
  * framed as they arrive.  Returns 0 or EIO (logged).
@@ -213,6 +219,16 @@ int cache_stream_add_mark(struct cache_stream *s);
  * comes before it is read as usual).  Lock held.
  */
 void cache_stream_end(struct cache_stream *s, int err);
+/*
+ * Tells a plan stream the byte count it will have once its owner has
+ * added everything (when known before: the sizes of a listing), so that
+ * its size is known before it is filled and blocks of a stream that fits
+ * in the cache are kept for the next epoch.  Lock held.
+ */
+void cache_stream_set_size(struct cache_stream *s, uint64_t bytes);
+/* Bytes the stream's segments take (its own records; the objects they
+ * name are shared).  Lock held. */
+uint64_t cache_stream_memory(const struct cache_stream *s);
 /* Segments added so far (lock held). */
 size_t cache_stream_count(const struct cache_stream *s);
 
@@ -234,8 +250,9 @@ struct cache_segment_info {
 int cache_stream_segment(struct cache_stream *s, size_t idx,
 			 struct cache_segment_info *info);
 
-/* True once the listing is complete (and did not end with an error);
- * *size is then the total byte count. */
+/* True once the listing is complete (and did not end with an error), or
+ * its owner told its size (cache_stream_set_size); *size is then the
+ * total byte count. */
 bool cache_stream_size(struct cache_stream *s, uint64_t *size);
 /*
  * Faults in, ahead of any reader, the whole-block buffers that a reader's

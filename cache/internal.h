@@ -180,7 +180,14 @@ struct cache_stream {
 	bool listing;  /* a page request is in flight */
 	int error;     /* last listing error, cleared by the next request */
 	int end_error; /* set by cache_stream_end(): reading past the end */
+	/* the size its owner says the stream will have once complete
+	 * (cache_stream_set_size); 0 with !sized */
+	uint64_t final_bytes;
+	bool sized;
 	char *next_token;
+	/* non-empty objects listed before the one being framed (their
+	 * ordinal in the listing, for framers that keep a share) */
+	uint64_t listed_objects;
 	cache_frame_fn *frame; /* turns a listed object into segments */
 	void *frame_arg;
 	cache_want_fn *want; /* a plan stream's owner, asked for more */
@@ -250,6 +257,9 @@ size_t cache_stream_find(const struct cache_stream *s, uint64_t offset);
  * complete listing, or EIO when the listing failed.
  */
 int cache_stream_wait(struct cache_stream *s, size_t idx);
+/* The stream's final size when known (complete, or told by its owner);
+ * false when an error ended it early. */
+bool cache_stream_known_size(const struct cache_stream *s, uint64_t *size);
 /* Asks for the next listing page if the frontier idx is getting close. */
 void cache_stream_want(struct cache_stream *s, size_t idx);
 /* Appends one listed object of s->bucket (skipping empty ones) through
@@ -291,6 +301,18 @@ enum cache_prefetch_stop {
 	PREFETCH_WAIT,	   /* waiting to send a whole run */
 };
 
+/* ---- lister.c ---- */
+
+#define CACHE_ALPHABET_POSITIONS 48 /* the last stands for the rest */
+#define CACHE_ALPHABET_MAX	 96
+
+/* The characters seen at each position of keys (after the listing's
+ * prefix) so far, sorted: the digits of the key space (see lister.c). */
+struct cache_alphabet {
+	uint32_t cp[CACHE_ALPHABET_POSITIONS][CACHE_ALPHABET_MAX];
+	unsigned char n[CACHE_ALPHABET_POSITIONS];
+};
+
 /*
  * Functions marked UNITTEST are static in the product; the unit tests
  * compile the cache's sources with -DUNITTESTS, which makes them visible.
@@ -305,6 +327,11 @@ uint64_t kept_horizon(const struct cache *c);
 void kept_expire(struct cache *c);
 /* stream.c */
 int take_page(struct cache_stream *s, struct s3_list_page *page);
+/* lister.c */
+void alphabet_add_key(struct cache_alphabet *a, const char *s);
+unsigned split_keys(const struct cache_alphabet *alpha, size_t fixed,
+		    const char *first, const char *a, const char *b, unsigned k,
+		    char **out);
 /* reader.c */
 void frontier_to_position(struct cache_reader *r);
 enum cache_prefetch_stop prefetch(struct cache_reader *r, uint64_t ahead,

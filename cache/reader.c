@@ -284,8 +284,9 @@ prefetch(struct cache_reader *r, uint64_t ahead, bool urgent, bool may_list)
 	uint64_t limit = r->pos + (ahead < window ? ahead : window);
 	/* consumed blocks are kept for the next epoch only when the whole
 	 * stream is known to fit */
+	uint64_t known;
 	enum cache_admit admit =
-	    !s->complete || s->listed_bytes > c->conf.budget_bytes
+	    !cache_stream_known_size(s, &known) || known > c->conf.budget_bytes
 		? CACHE_ADMIT_RECYCLE
 		: CACHE_ADMIT_PREFETCH;
 	struct cache_block *run[S3_GET_BUFFERS_MAX];

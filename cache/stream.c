@@ -75,6 +75,11 @@ void cache_stream_set_framer(struct cache_stream *s, cache_frame_fn *frame,
 	s->frame_arg = arg;
 }
 
+uint64_t cache_stream_listed_objects(const struct cache_stream *s)
+{
+	return s->listed_objects;
+}
+
 static void segment_free(struct cache *c, struct cache_segment *seg)
 {
 	cache_object_put(c, seg->obj);
@@ -217,6 +222,29 @@ void cache_stream_end(struct cache_stream *s, int err)
 	pthread_cond_broadcast(&s->grown);
 }
 
+void cache_stream_set_size(struct cache_stream *s, uint64_t bytes)
+{
+	s->final_bytes = bytes;
+	s->sized = true;
+}
+
+bool cache_stream_known_size(const struct cache_stream *s, uint64_t *size)
+{
+	if (s->complete && !s->end_error) {
+		*size = s->listed_bytes;
+		return true;
+	}
+	*size = s->sized && !s->end_error ? s->final_bytes : 0;
+	return s->sized && !s->end_error;
+}
+
+uint64_t cache_stream_memory(const struct cache_stream *s)
+{
+	/* (+16: what malloc adds to each segment) */
+	return s->cap * sizeof(*s->segs) +
+	       s->count * (sizeof(struct cache_segment) + 16);
+}
+
 size_t cache_stream_count(const struct cache_stream *s)
 {
 	return s->count;
@@ -245,6 +273,8 @@ int cache_stream_append(struct cache_stream *s, const char *key,
 	else
 		rc = cache_stream_add_object(s, obj, 0, size);
 	cache_object_put(s->cache, obj);
+	if (!rc)
+		s->listed_objects++;
 	return rc;
 }
 
@@ -254,6 +284,7 @@ int cache_stream_append(struct cache_stream *s, const char *key,
 UNITTEST int take_page(struct cache_stream *s, struct s3_list_page *page)
 {
 	size_t count = s->count;
+	uint64_t listed = s->listed_objects;
 	int rc = 0;
 
 	for (size_t i = 0; i < page->count && !rc; i++)
@@ -262,6 +293,7 @@ UNITTEST int take_page(struct cache_stream *s, struct s3_list_page *page)
 					 page->objects[i].size);
 	if (rc) {
 		truncate_to(s, count);
+		s->listed_objects = listed;
 		return rc;
 	}
 	free(s->next_token);
@@ -399,8 +431,7 @@ bool cache_stream_size(struct cache_stream *s, uint64_t *size)
 
 	pthread_mutex_lock(&s->cache->lock);
 	/* a stream that ended early has no size worth telling */
-	complete = s->complete && !s->end_error;
-	*size = complete ? s->listed_bytes : 0;
+	complete = cache_stream_known_size(s, size);
 	pthread_mutex_unlock(&s->cache->lock);
 	return complete;
 }

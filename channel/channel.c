@@ -3,17 +3,25 @@
  *
  * An epoch is served one of two ways:
  *
- *   listing  an S3 prefix in key order on every host: one listing stream
- *            serves every epoch, and the listing goes on page by page as
- *            readers need it, so the first byte waits for one page;
- *   plan     a shuffle, a shard or a manifest: the channel's entries (every
- *            listed key, read in full at start-up, or the manifest's
- *            elements or lines) are put in the epoch's order
- *            (channel/order.c), this host's share is kept, and a plan
- *            stream of the cache is filled in that order.  An entry whose
- *            object's size is not known yet (manifests name keys, not
- *            sizes) is resolved with a HEAD a window ahead of the stream's
- *            end, many at once, and added once every entry before it is.
+ *   listing  an S3 prefix in key order: one listing stream serves every
+ *            epoch, and the listing goes on page by page as readers need
+ *            it, so the first byte waits for one page.  With
+ *            ShardedByS3Key its framer keeps this host's share as pages
+ *            arrive (the objects whose ordinal is index mod count), so a
+ *            sharded channel in key order streams too;
+ *   plan     a shuffle or a manifest: the channel's entries are put in
+ *            the epoch's order (channel/order.c), this host's share is
+ *            kept, and a plan stream of the cache is filled in that order,
+ *            PLAN_FILL entries at a time as readers near its end.  A
+ *            shuffled prefix is listed in full at start-up, by key ranges
+ *            at once (cache/lister.h), into the channel's catalog
+ *            (cache/catalog.h): each plan is an array of catalog entry
+ *            numbers, and its size is known from the listed sizes before
+ *            it is filled.  A manifest's entries are its elements or lines;
+ *            an entry whose object's size is not known yet (manifests name
+ *            keys, not sizes) is resolved with a HEAD a window ahead of
+ *            the stream's end, many at once, and added once every entry
+ *            before it is.
  *
  * Either way RecordIO framing (channel/recordio.c) becomes literal segments
  * around the object ranges, so framed epochs are still served from block
@@ -48,14 +56,23 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <time.h>
 
+#include "cache/catalog.h"
+#include "cache/lister.h"
 #include "channel/convert.h"
 #include "channel/gzip.h"
 #include "util/util.h"
 
 #define KEEP_PLANS	    3
-#define LIST_PROGRESS_EVERY 10000
+#define LIST_PROGRESS_EVERY 100000
 #define RESOLVE_AHEAD	    256
+/* catalog entries a plan adds to its stream at a time, as readers near
+ * its end: an epoch's segments are made as it is read, not up front */
+#define PLAN_FILL 1024
+/* the folder of saved listings, in the --cache-dir */
+#define CHANNEL_LISTING_DIR "s3pipe-listings"
 
 enum channel_mode {
 	MODE_LISTING, /* one listing stream for every epoch */
@@ -66,7 +83,8 @@ struct epoch_plan {
 	struct channel *ch;
 	unsigned epoch;
 	struct cache_stream *stream;
-	size_t *order; /* entry indices: this host's share, in order */
+	uint32_t *order; /* catalog entries, or indices of the channel's
+			    entries: this host's share, in order */
 	size_t n;
 	size_t next;	  /* order[next] is the next entry to add */
 	size_t asked;	  /* resolves were started for order[next..asked) */
@@ -85,7 +103,8 @@ struct channel {
 	enum channel_mode mode;
 	bool framed;			/* RecordIO segments in the streams */
 	struct cache_stream *listing;	/* MODE_LISTING */
-	struct channel_entries entries; /* MODE_PLAN */
+	struct cache_catalog *catalog;	/* MODE_PLAN of an S3 prefix */
+	struct channel_entries entries; /* MODE_PLAN of a manifest */
 	uint64_t listed_bytes;		/* of the entries, while listing */
 	struct epoch_plan *plans;	/* newest epoch first */
 	/* under the cache's lock: the newest epoch opened or fully
@@ -118,6 +137,7 @@ void channel_conf_init(struct channel_conf *conf)
 	memset(conf, 0, sizeof(*conf));
 	conf->recordio_part_max = CHANNEL_RECORDIO_PART_MAX;
 	conf->resolve_ahead = RESOLVE_AHEAD;
+	conf->max_listers = CACHE_LISTERS_DEFAULT;
 }
 
 /* ---- what an entry becomes in a stream (lock held) ---- */
@@ -169,11 +189,22 @@ static int add_item(struct channel *ch, struct cache_stream *s,
 	return cache_stream_add_bytes(s, text, len);
 }
 
-/* The listing stream's framer: every listed object one record. */
+/*
+ * The listing stream's framer: every listed object (one record when
+ * framed), or with ShardedByS3Key this host's share, the objects whose
+ * ordinal among the non-empty ones is index mod count: the same share a
+ * whole listing in key order gives (channel_shard()), known page by page.
+ */
 static int frame_listed(void *arg, struct cache_stream *s,
 			struct cache_object *obj)
 {
-	return add_item(arg, s, obj, NULL, cache_object_size(obj));
+	struct channel *ch = arg;
+
+	if (ch->spec->distribution == CHANNEL_SHARDED_BY_S3_KEY &&
+	    ch->host.count > 1 &&
+	    cache_stream_listed_objects(s) % ch->host.count != ch->host.index)
+		return 0;
+	return add_item(ch, s, obj, NULL, cache_object_size(obj));
 }
 
 static int add_entry(struct channel *ch, struct cache_stream *s,
@@ -202,7 +233,51 @@ static void plan_fail(struct epoch_plan *p, const char *why)
 	cache_stream_end(p->stream, EIO);
 }
 
+static void plan_fail_nomem(struct epoch_plan *p)
+{
+	char why[256];
+
+	snprintf(why, sizeof(why),
+		 "channel '%s': out of memory building epoch %u",
+		 p->ch->spec->name, p->epoch);
+	plan_fail(p, why);
+}
+
 static void resolve_start(struct channel *ch, struct channel_item *it);
+
+/* Ends p's stream once every entry is in it. */
+static void plan_end_when_full(struct epoch_plan *p)
+{
+	if (!p->ended && p->next == p->n) {
+		p->ended = true;
+		cache_stream_end(p->stream, 0);
+	}
+}
+
+/* A catalog's plan: the next PLAN_FILL entries (their objects interned
+ * from the catalog) go into the stream. */
+static void plan_fill(struct epoch_plan *p)
+{
+	struct channel *ch = p->ch;
+	size_t limit = p->next + PLAN_FILL;
+
+	while (!p->ended && p->next < p->n && p->next < limit) {
+		uint32_t e = p->order[p->next];
+		struct cache_object *obj =
+		    cache_catalog_object(ch->cache, ch->catalog, e);
+		int rc = obj ? add_item(ch, p->stream, obj, NULL,
+					cache_object_size(obj))
+			     : ENOMEM;
+
+		cache_object_put(ch->cache, obj);
+		if (rc) {
+			plan_fail_nomem(p);
+			return;
+		}
+		p->next++;
+	}
+	plan_end_when_full(p);
+}
 
 /* Adds the entries whose objects are all known, in order, up to the first
  * that is not; ends the stream after the last. */
@@ -211,6 +286,10 @@ static void plan_advance(struct epoch_plan *p)
 	struct channel *ch = p->ch;
 	char why[1200];
 
+	if (ch->catalog) {
+		plan_fill(p);
+		return;
+	}
 	while (!p->ended && p->next < p->n) {
 		struct channel_entry *e =
 		    &ch->entries.entries[p->order[p->next]];
@@ -241,19 +320,12 @@ static void plan_advance(struct epoch_plan *p)
 			return; /* resolved() comes back here */
 		}
 		if (add_entry(ch, p->stream, e) != 0) {
-			snprintf(why, sizeof(why),
-				 "channel '%s': out of memory building epoch "
-				 "%u",
-				 ch->spec->name, p->epoch);
-			plan_fail(p, why);
+			plan_fail_nomem(p);
 			return;
 		}
 		p->next++;
 	}
-	if (!p->ended) {
-		p->ended = true;
-		cache_stream_end(p->stream, 0);
-	}
+	plan_end_when_full(p);
 }
 
 struct resolving {
@@ -318,7 +390,7 @@ static void plan_want(void *arg, struct cache_stream *s)
 		end = p->n;
 	if (p->asked < p->next)
 		p->asked = p->next;
-	for (; p->asked < end; p->asked++) {
+	for (; !ch->catalog && p->asked < end; p->asked++) {
 		struct channel_entry *e =
 		    &ch->entries.entries[p->order[p->asked]];
 
@@ -332,11 +404,39 @@ static void plan_want(void *arg, struct cache_stream *s)
 	plan_advance(p);
 }
 
+/* The bytes an object of size bytes takes in a stream of ch. */
+static uint64_t item_bytes(const struct channel *ch, uint64_t size)
+{
+	return ch->framed ? channel_recordio_framed_size(
+				size, ch->conf.recordio_part_max)
+			  : size;
+}
+
+/*
+ * A catalog's entries in key order, the empty ones left out (they add no
+ * bytes; the published orders are orders of the others), into order:
+ * how many.
+ */
+static size_t catalog_items(const struct cache_catalog *cat, uint32_t *order)
+{
+	size_t count = cache_catalog_count(cat), n = 0;
+
+	for (size_t pos = 0; pos < count; pos++) {
+		uint32_t e = cache_catalog_at(cat, pos);
+
+		if (cache_catalog_size(cat, e) > 0)
+			order[n++] = e;
+	}
+	return n;
+}
+
 /* A plan for epoch, not yet linked (no lock: the order is computed here). */
 static struct epoch_plan *plan_create(struct channel *ch, unsigned epoch)
 {
 	struct epoch_plan *p = calloc(1, sizeof(*p));
-	size_t n = ch->entries.count;
+	size_t n =
+	    ch->catalog ? cache_catalog_count(ch->catalog) : ch->entries.count;
+	uint64_t bytes = 0;
 
 	if (!p)
 		return NULL;
@@ -350,10 +450,26 @@ static struct epoch_plan *plan_create(struct channel *ch, unsigned epoch)
 		free(p);
 		return NULL;
 	}
-	channel_order(p->order, n, ch->spec->shuffle, ch->spec->seed, epoch);
+	if (ch->catalog) {
+		n = catalog_items(ch->catalog, p->order);
+		channel_shuffle(p->order, n, ch->spec->shuffle, ch->spec->seed,
+				epoch);
+	} else {
+		channel_order(p->order, n, ch->spec->shuffle, ch->spec->seed,
+			      epoch);
+	}
 	p->n = ch->spec->distribution == CHANNEL_SHARDED_BY_S3_KEY
 		   ? channel_shard(p->order, n, &ch->host)
 		   : n;
+	if (ch->catalog) {
+		/* the sizes are listed: the epoch's is known now */
+		for (size_t i = 0; i < p->n; i++)
+			bytes += item_bytes(
+			    ch, cache_catalog_size(ch->catalog, p->order[i]));
+		cache_lock(ch->cache);
+		cache_stream_set_size(p->stream, bytes);
+		cache_unlock(ch->cache);
+	}
 	return p;
 }
 
@@ -412,7 +528,7 @@ static void plan_link(struct channel *ch, struct epoch_plan *p)
 {
 	struct epoch_plan **pp = &ch->plans;
 
-	for (size_t i = 0; i < p->n; i++) {
+	for (size_t i = 0; !ch->catalog && i < p->n; i++) {
 		struct channel_entry *e = &ch->entries.entries[p->order[i]];
 
 		for (unsigned j = 0; j < e->nitems; j++) {
@@ -477,51 +593,6 @@ static void plan_put(struct channel *ch, struct epoch_plan *p)
 
 /* ---- start-up ---- */
 
-/* The catalog listing's framer: every listed object becomes an entry. */
-static int catalog_listed(void *arg, struct cache_stream *s,
-			  struct cache_object *obj)
-{
-	struct channel *ch = arg;
-	struct channel_entries *es = &ch->entries;
-	struct channel_entry *e;
-	struct channel_item *it;
-
-	(void)s;
-	if (es->count == es->cap) {
-		size_t cap = es->cap ? es->cap * 2 : 1024;
-		struct channel_entry *p =
-		    realloc(es->entries, cap * sizeof(*p));
-
-		if (!p)
-			return ENOMEM;
-		es->entries = p;
-		es->cap = cap;
-	}
-	it = calloc(1, sizeof(*it));
-	if (!it)
-		return ENOMEM;
-	it->bucket = strdup(cache_object_bucket(obj));
-	it->key = strdup(cache_object_key(obj));
-	if (!it->bucket || !it->key) {
-		free(it->bucket);
-		free(it->key);
-		free(it);
-		return ENOMEM;
-	}
-	cache_object_ref(obj);
-	it->obj = obj;
-	e = &es->entries[es->count++];
-	memset(e, 0, sizeof(*e));
-	e->items = it;
-	e->nitems = 1;
-	ch->listed_bytes += cache_object_size(obj);
-	if (es->count % LIST_PROGRESS_EVERY == 0)
-		util_info("channel '%s': listed %zu objects (%llu MiB)",
-			  ch->spec->name, es->count,
-			  (unsigned long long)(ch->listed_bytes >> 20));
-	return 0;
-}
-
 static int start_error(struct channel *ch, const struct s3_error *serr,
 		       const char *bucket, char *err, size_t errlen)
 {
@@ -540,46 +611,138 @@ static int start_listing(struct channel *ch, char *err, size_t errlen)
 	    cache_stream_create(ch->cache, ch->spec->bucket, ch->spec->prefix);
 	if (!ch->listing)
 		return util_fail(err, errlen, EINVAL, "out of memory");
-	if (ch->framed)
-		cache_stream_set_framer(ch->listing, frame_listed, ch);
+	cache_stream_set_framer(ch->listing, frame_listed, ch);
 	if (cache_stream_start(ch->listing, &serr))
 		return start_error(ch, &serr, ch->spec->bucket, err, errlen);
 	return 0;
 }
 
-/* Every key under the prefix, before the first byte: the epoch's order
- * needs them all. */
-static int list_catalog(struct channel *ch, char *err, size_t errlen)
+/* ---- the listing kept for the next mount ---- */
+
+/* Where the channel's listing is kept (malloc'd), NULL when nowhere: a
+ * folder of its own beside the disk tier's blocks. */
+static char *saved_listing_path(const struct channel *ch, bool make_dir)
 {
-	struct cache_stream *s =
-	    cache_stream_create(ch->cache, ch->spec->bucket, ch->spec->prefix);
-	struct s3_error serr;
-	uint64_t t0 = util_now_ns();
+	char name[48], msg[128];
+	char *dir = NULL, *path = NULL;
+
+	if (!ch->conf.listing_dir)
+		return NULL;
+	if (asprintf(&dir, "%s/" CHANNEL_LISTING_DIR, ch->conf.listing_dir) < 0)
+		return NULL;
+	if (make_dir && mkdir(dir, 0700) != 0 && errno != EEXIST)
+		util_warn("channel '%s': cannot keep its listing in %s: %s",
+			  ch->spec->name, dir,
+			  util_strerror(errno, msg, sizeof(msg)));
+	cache_catalog_file_name(ch->spec->bucket, ch->spec->prefix, name);
+	if (asprintf(&path, "%s/%s", dir, name) < 0)
+		path = NULL;
+	free(dir);
+	return path;
+}
+
+/*
+ * With --listing-ttl, the listing a mount before saved, when it is young
+ * enough, becomes the channel's catalog: true (no LIST at all).  A file
+ * that does not read back is ignored with one log line.
+ */
+static bool saved_listing_load(struct channel *ch)
+{
+	char *path;
+	const char *why = "";
+	int64_t at = 0, now = (int64_t)time(NULL);
 	int rc;
 
-	if (!s)
-		return util_fail(err, errlen, EINVAL, "out of memory");
-	cache_stream_set_framer(s, catalog_listed, ch);
-	util_info("channel '%s': listing %s in full (%s needs every key "
-		  "first)",
-		  ch->spec->name, ch->spec->uri,
-		  ch->spec->shuffle ? "the shuffle" : "sharding");
-	rc = cache_stream_start(s, &serr);
+	if (!ch->conf.listing_ttl)
+		return false;
+	path = saved_listing_path(ch, false);
+	if (!path)
+		return false;
+	rc = cache_catalog_load(path, ch->spec->bucket, ch->spec->prefix, now,
+				ch->conf.listing_ttl, &ch->catalog, &at, &why);
+	if (rc == 0)
+		util_info("channel '%s': %zu objects from the listing saved "
+			  "%lld s ago (--listing-ttl %u), no LIST",
+			  ch->spec->name, cache_catalog_count(ch->catalog),
+			  (long long)(now - at), ch->conf.listing_ttl);
+	else if (rc == ESTALE)
+		util_info("channel '%s': the saved listing is %lld s old, "
+			  "past --listing-ttl %u: listing again",
+			  ch->spec->name, (long long)(now - at),
+			  ch->conf.listing_ttl);
+	else if (rc == EINVAL)
+		util_warn("channel '%s': ignoring the saved listing %s: %s",
+			  ch->spec->name, path, why);
+	free(path);
+	return rc == 0;
+}
+
+/* Saves the channel's catalog for the next mount (with --cache-dir). */
+static void saved_listing_store(const struct channel *ch)
+{
+	char *path = saved_listing_path(ch, true);
+	char msg[128];
+	int rc;
+
+	if (!path)
+		return;
+	rc = cache_catalog_save(ch->catalog, path, (int64_t)time(NULL));
 	if (rc)
-		rc = start_error(ch, &serr, ch->spec->bucket, err, errlen);
-	else if (cache_stream_list_all(s))
-		rc =
-		    util_fail(err, errlen, EINVAL,
-			      "channel '%s' (%s): listing failed (see the log)",
-			      ch->spec->name, ch->spec->uri);
-	cache_stream_destroy(s);
-	if (!rc)
-		util_info("channel '%s': listed %zu objects (%llu MiB) in "
-			  "%.1f s",
-			  ch->spec->name, ch->entries.count,
-			  (unsigned long long)(ch->listed_bytes >> 20),
-			  (double)(util_now_ns() - t0) / 1e9);
-	return rc;
+		util_warn("channel '%s': cannot save its listing to %s: %s",
+			  ch->spec->name, path,
+			  util_strerror(rc, msg, sizeof(msg)));
+	free(path);
+}
+
+/*
+ * Every key under the prefix into the channel's catalog before the first
+ * byte (the epoch's order needs them all), by key ranges at once
+ * (cache/lister.h), with progress in the log.
+ */
+static int list_catalog(struct channel *ch, char *err, size_t errlen)
+{
+	struct cache_lister_conf conf;
+	struct cache_lister_stats st;
+	struct cache_lister *l = NULL;
+	struct s3_error serr;
+	uint64_t t0 = util_now_ns();
+	size_t next = 0;
+	int rc;
+
+	ch->catalog = cache_catalog_create(ch->spec->bucket, ch->spec->prefix);
+	if (!ch->catalog)
+		return util_fail(err, errlen, EINVAL, "out of memory");
+	cache_lister_conf_init(&conf);
+	conf.max_listers = ch->conf.max_listers;
+	util_info("channel '%s': listing %s in full (the shuffle needs every "
+		  "key first), %u key ranges at once",
+		  ch->spec->name, ch->spec->uri, conf.max_listers);
+	l = cache_lister_start(ch->cache, ch->catalog, &conf);
+	if (!l)
+		return util_fail(err, errlen, EINVAL, "out of memory");
+	while ((rc = cache_lister_wait(l, next, &serr)) == 0) {
+		next = cache_catalog_count(ch->catalog);
+		if (next / LIST_PROGRESS_EVERY > 0 &&
+		    next % LIST_PROGRESS_EVERY < LIST_PROGRESS_EVERY / 2)
+			util_info("channel '%s': listed %zu objects in key "
+				  "order",
+				  ch->spec->name, next);
+		next += LIST_PROGRESS_EVERY;
+	}
+	cache_lister_get_stats(l, &st);
+	cache_lister_destroy(l);
+	if (rc == EIO)
+		return start_error(ch, &serr, ch->spec->bucket, err, errlen);
+	util_info(
+	    "channel '%s': listed %zu objects in %.1f s (%llu pages "
+	    "over %llu key ranges, %u round trips in a row; catalog "
+	    "%llu KiB)",
+	    ch->spec->name, cache_catalog_count(ch->catalog),
+	    (double)(util_now_ns() - t0) / 1e9, (unsigned long long)st.pages,
+	    (unsigned long long)st.ranges, st.depth,
+	    (unsigned long long)(cache_catalog_memory(ch->catalog) >> 10));
+	saved_listing_store(ch);
+	return 0;
 }
 
 /* The manifest object, fetched whole and parsed into entries. */
@@ -653,7 +816,7 @@ out:
 static int check_first_object(struct channel *ch, struct epoch_plan *p,
 			      char *err, size_t errlen)
 {
-	for (size_t i = 0; i < p->n; i++) {
+	for (size_t i = 0; !ch->catalog && i < p->n; i++) {
 		struct channel_entry *e = &ch->entries.entries[p->order[i]];
 
 		for (unsigned j = 0; j < e->nitems; j++) {
@@ -704,8 +867,9 @@ struct channel *channel_create(const struct channel_spec *spec,
 	if (!ch->conf.resolve_ahead)
 		ch->conf.resolve_ahead = RESOLVE_AHEAD;
 	ch->cache = cache;
-	ch->mode = spec->data_type == CHANNEL_S3_PREFIX && !spec->shuffle &&
-			   spec->distribution == CHANNEL_FULLY_REPLICATED
+	/* in key order, an epoch (this host's share of it) streams as the
+	 * listing goes: no need for every key first */
+	ch->mode = spec->data_type == CHANNEL_S3_PREFIX && !spec->shuffle
 		       ? MODE_LISTING
 		       : MODE_PLAN;
 	/* gunzip comes between the stream and the reader: the framing after
@@ -718,11 +882,13 @@ struct channel *channel_create(const struct channel_spec *spec,
 int channel_start(struct channel *ch, char *err, size_t errlen)
 {
 	struct epoch_plan *p;
-	int rc;
+	int rc = 0;
 
-	if (ch->mode == MODE_LISTING)
+	if (ch->spec->data_type == CHANNEL_S3_PREFIX && saved_listing_load(ch))
+		ch->mode = MODE_PLAN; /* the catalog is here: no LIST */
+	else if (ch->mode == MODE_LISTING)
 		return start_listing(ch, err, errlen);
-	if (ch->spec->data_type == CHANNEL_S3_PREFIX)
+	else if (ch->spec->data_type == CHANNEL_S3_PREFIX)
 		rc = list_catalog(ch, err, errlen);
 	else
 		rc = load_manifest(ch, err, errlen);
@@ -824,12 +990,34 @@ void channel_prewarm(struct channel *ch, unsigned epoch)
 	plan_put(ch, p);
 }
 
+void channel_get_stats(struct channel *ch, struct channel_stats *out)
+{
+	memset(out, 0, sizeof(*out));
+	if (ch->catalog) {
+		out->objects = cache_catalog_count(ch->catalog);
+		out->bytes = cache_catalog_memory(ch->catalog);
+	} else {
+		out->objects = ch->entries.count;
+		out->bytes = ch->entries.count * sizeof(struct channel_entry);
+	}
+	cache_lock(ch->cache);
+	if (ch->listing) {
+		out->objects = cache_stream_listed_objects(ch->listing);
+		out->bytes += cache_stream_memory(ch->listing);
+	}
+	for (struct epoch_plan *p = ch->plans; p; p = p->older)
+		out->bytes +=
+		    p->n * sizeof(*p->order) + cache_stream_memory(p->stream);
+	cache_unlock(ch->cache);
+}
+
 void channel_destroy(struct channel *ch)
 {
 	if (!ch)
 		return;
 	plans_destroy(ch->plans);
 	cache_stream_destroy(ch->listing);
+	cache_catalog_destroy(ch->catalog);
 	cache_lock(ch->cache);
 	for (size_t i = 0; i < ch->entries.count; i++) {
 		struct channel_entry *e = &ch->entries.entries[i];

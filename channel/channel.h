@@ -168,6 +168,15 @@ struct channel_conf {
 	unsigned inflate_threads;
 	/* row conversion worker threads per reader; 0 = one per core */
 	unsigned convert_threads;
+	/* key ranges listed at once when a channel needs every key first
+	 * (cache/lister.h); 1 = one page after another */
+	unsigned max_listers;
+	/* where listings are saved for the next mount (the --cache-dir;
+	 * borrowed), NULL: nowhere */
+	const char *listing_dir;
+	/* a saved listing at most this many seconds old is used instead of
+	 * listing again; 0: always list */
+	unsigned listing_ttl;
 };
 
 void channel_conf_init(struct channel_conf *conf);
@@ -206,6 +215,14 @@ bool channel_epoch_size(struct channel *ch, unsigned epoch, uint64_t *size);
  * epochs that will exist (--epochs).  Does not block.
  */
 void channel_prewarm(struct channel *ch, unsigned epoch);
+/* What a channel holds for its listing, outside the cache's budget. */
+struct channel_stats {
+	uint64_t objects; /* listed so far (a manifest: its entries) */
+	uint64_t bytes;	  /* the catalog, the plans and the listing's
+			     segments */
+};
+
+void channel_get_stats(struct channel *ch, struct channel_stats *out);
 /* Call after the store below the cache is destroyed. */
 void channel_destroy(struct channel *ch);
 

@@ -147,11 +147,15 @@ uint64_t channel_rng_next(struct channel_rng *rng);
 uint64_t channel_rng_below(struct channel_rng *rng, uint64_t m); /* m >= 1 */
 
 /*
- * Fills order[0..n) with the epoch's order of n entries: 0..n-1 when
- * !shuffle, else Fisher-Yates from the last position down:
- *   order = 0..n-1; for i = n-1 down to 1: j = below(i + 1); swap i, j
+ * Puts items[0..n) in the epoch's order: as they are when !shuffle, else
+ * Fisher-Yates from the last position down:
+ *   for i = n-1 down to 1: j = below(i + 1); swap items i, j
  */
-void channel_order(size_t *order, size_t n, bool shuffle, int64_t seed,
+void channel_shuffle(uint32_t *items, size_t n, bool shuffle, int64_t seed,
+		     uint64_t epoch);
+
+/* The epoch's order of n entries: order = 0..n-1, then channel_shuffle. */
+void channel_order(uint32_t *order, size_t n, bool shuffle, int64_t seed,
 		   uint64_t epoch);
 
 /*
@@ -159,7 +163,8 @@ void channel_order(size_t *order, size_t n, bool shuffle, int64_t seed,
  * p mod host->count == host->index, in order, moving them to the front.
  * Returns how many remain.
  */
-size_t channel_shard(size_t *order, size_t n, const struct channel_host *host);
+size_t channel_shard(uint32_t *order, size_t n,
+		     const struct channel_host *host);
 
 /* ---- channel/recordio.c: MXNet-style RecordIO framing ---- */
 

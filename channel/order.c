@@ -55,26 +55,32 @@ uint64_t channel_rng_below(struct channel_rng *rng, uint64_t m)
 	return r % m;
 }
 
-void channel_order(size_t *order, size_t n, bool shuffle, int64_t seed,
-		   uint64_t epoch)
+void channel_shuffle(uint32_t *items, size_t n, bool shuffle, int64_t seed,
+		     uint64_t epoch)
 {
 	struct channel_rng rng;
 
-	for (size_t i = 0; i < n; i++)
-		order[i] = i;
 	if (!shuffle || n < 2)
 		return;
 	channel_rng_init(&rng, seed, epoch);
 	for (size_t i = n - 1; i >= 1; i--) {
 		size_t j = (size_t)channel_rng_below(&rng, (uint64_t)i + 1);
-		size_t t = order[i];
+		uint32_t t = items[i];
 
-		order[i] = order[j];
-		order[j] = t;
+		items[i] = items[j];
+		items[j] = t;
 	}
 }
 
-size_t channel_shard(size_t *order, size_t n, const struct channel_host *host)
+void channel_order(uint32_t *order, size_t n, bool shuffle, int64_t seed,
+		   uint64_t epoch)
+{
+	for (size_t i = 0; i < n; i++)
+		order[i] = (uint32_t)i;
+	channel_shuffle(order, n, shuffle, seed, epoch);
+}
+
+size_t channel_shard(uint32_t *order, size_t n, const struct channel_host *host)
 {
 	size_t kept = 0;
 

@@ -163,6 +163,8 @@ static void build_stack(struct fs_options *o, struct fs_state *st)
 	pthread_mutex_init(&st->lock, NULL);
 	if (!st->cache || !st->channels)
 		die("out of memory");
+	/* listings are saved beside the disk tier's blocks */
+	o->channel.listing_dir = o->disk.dir;
 	for (unsigned i = 0; i < o->nchannels; i++) {
 		struct fs_channel *ch = &st->channels[i];
 		char err[1024];

@@ -237,6 +237,23 @@ static const struct opt_def opt_table[] = {
      .max = 256,
      .metavar = "N",
      .help = "FUSE worker threads, 1 to 256"},
+    {.name = "max-listers",
+     .kind = OPT_UINT,
+     .offset = OFF(channel.max_listers),
+     .min = 1,
+     .max = 256,
+     .metavar = "N",
+     .help = "key ranges of one prefix listed at once when a channel needs "
+	     "every key first (shuffled or sharded), 1 to 256; 1 = one page "
+	     "after another"},
+    {.name = "listing-ttl",
+     .kind = OPT_UINT,
+     .offset = OFF(channel.listing_ttl),
+     .min = 0,
+     .max = 315360000,
+     .metavar = "SECONDS",
+     .help = "start from the listing a mount saved in --cache-dir when it "
+	     "is at most SECONDS old, with no LIST (default 0: list again)"},
     {.name = "epochs",
      .kind = OPT_UINT,
      .offset = OFF(epochs),
@@ -1418,6 +1435,10 @@ static int check_cache_dir(struct parse_state *st)
 			    "50%%");
 	if (!d->dir && (d->size_bytes || d->size_percent))
 		return fail(st, EINVAL, "--cache-dir-size needs --cache-dir");
+	if (!d->dir && st->o->channel.listing_ttl)
+		return fail(st, EINVAL,
+			    "--listing-ttl needs --cache-dir: saved listings "
+			    "are kept there");
 	if (d->size_bytes && d->size_bytes < min)
 		return fail(st, EINVAL,
 			    "--cache-dir-size (%s) must be at least %d times "

@@ -39,7 +39,9 @@
  *           full), "write_errors", "bad_files" (failed a check, removed),
  *           "evictions", "files", "bytes" (on disk), "size" (the budget),
  *           "writing" (false: read-only, another daemon's, or paused)},
- *    "channels": [{"name", "visible", "epochs": [{"epoch", "file",
+ *    "channels": [{"name", "visible", "catalog": {"objects" (listed so
+ *        far), "bytes" (what the listing and the plans hold, outside the
+ *        budget)}, "epochs": [{"epoch", "file",
  *        "state" (open, done, error, closed), "handles",
  *        "bytes_delivered", "bytes_served", "total" (or null),
  *        "bytes_per_second", "opened_at", "done_at" (s since the mount, or
@@ -488,6 +490,28 @@ static json_t *epoch_json(struct fs_stats *s, struct epoch_copy *c)
 	return NULL;
 }
 
+/* A key for each count. */
+struct count {
+	const char *key;
+	uint64_t value;
+};
+
+/* An object of counts; NULL on ENOMEM. */
+static json_t *counts_json(const struct count *counts, size_t n)
+{
+	json_t *o = json_object();
+
+	for (size_t i = 0; o && i < n; i++) {
+		if (!put_u64(o, counts[i].key, counts[i].value)) {
+			json_decref(o);
+			o = NULL;
+		}
+	}
+	return o;
+}
+
+#define COUNT_OF(a) (sizeof(a) / sizeof((a)[0]))
+
 /* One channel's object, with the copies of its records (n of them). */
 static json_t *channel_json(struct fs_stats *s, unsigned ch,
 			    struct epoch_copy *copies, size_t n)
@@ -495,11 +519,13 @@ static json_t *channel_json(struct fs_stats *s, unsigned ch,
 	struct fs_state *st = s->st;
 	json_t *o = json_object();
 	json_t *epochs = json_array();
+	struct channel_stats cs;
 	unsigned visible;
 
 	pthread_mutex_lock(&st->lock);
 	visible = st->channels[ch].visible;
 	pthread_mutex_unlock(&st->lock);
+	channel_get_stats(st->channels[ch].channel, &cs);
 	for (size_t i = 0; epochs && i < n; i++) {
 		if (json_array_append_new(epochs, epoch_json(s, &copies[i]))) {
 			json_decref(epochs);
@@ -507,7 +533,12 @@ static json_t *channel_json(struct fs_stats *s, unsigned ch,
 		}
 	}
 	if (o && put(o, "name", json_string(st->channels[ch].name)) &&
-	    put_u64(o, "visible", visible) && put(o, "epochs", epochs))
+	    put_u64(o, "visible", visible) &&
+	    put(o, "catalog",
+		counts_json((const struct count[]){{"objects", cs.objects},
+						   {"bytes", cs.bytes}},
+			    2)) &&
+	    put(o, "epochs", epochs))
 		return o;
 	json_decref(o);
 	return NULL;
@@ -538,28 +569,6 @@ static json_t *channels_json(struct fs_stats *s)
 	free(copies);
 	return list;
 }
-
-/* A key for each count. */
-struct count {
-	const char *key;
-	uint64_t value;
-};
-
-/* An object of counts; NULL on ENOMEM. */
-static json_t *counts_json(const struct count *counts, size_t n)
-{
-	json_t *o = json_object();
-
-	for (size_t i = 0; o && i < n; i++) {
-		if (!put_u64(o, counts[i].key, counts[i].value)) {
-			json_decref(o);
-			o = NULL;
-		}
-	}
-	return o;
-}
-
-#define COUNT_OF(a) (sizeof(a) / sizeof((a)[0]))
 
 /* The memory, cache and s3 objects into root; false on ENOMEM. */
 static bool put_counts(json_t *root, const struct cache_stats *cs,

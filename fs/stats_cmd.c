@@ -67,7 +67,8 @@ struct view_epoch {
 struct view_channel {
 	char name[CHANNEL_NAME_MAX + 1];
 	uint64_t visible;
-	struct view_epoch *epochs; /* owned, nepochs */
+	uint64_t catalog_objects, catalog_bytes; /* 0 from older daemons */
+	struct view_epoch *epochs;		 /* owned, nepochs */
 	size_t nepochs;
 };
 
@@ -222,7 +223,7 @@ static size_t get_list(struct parse *p, json_t *obj, const char *key,
 
 static void parse_channel(struct parse *p, json_t *o, struct view_channel *c)
 {
-	json_t *epochs;
+	json_t *epochs, *catalog;
 	void *items = NULL;
 	size_t first;
 
@@ -232,6 +233,9 @@ static void parse_channel(struct parse *p, json_t *o, struct view_channel *c)
 	}
 	get_string(p, o, "name", c->name, sizeof(c->name));
 	c->visible = get_u64(p, o, "visible");
+	catalog = get_object(p, o, "catalog");
+	c->catalog_objects = get_u64(p, catalog, "objects");
+	c->catalog_bytes = get_u64(p, catalog, "bytes");
 	epochs = json_object_get(o, "epochs");
 	first = get_list(p, o, "epochs", false, VIEW_EPOCHS_MAX, true,
 			 sizeof(*c->epochs), &items, &c->nepochs);
@@ -641,8 +645,12 @@ static void render_table(struct frame *f, const struct stats_view *v)
 		int w = (int)name_width(v);
 
 		line(f, "%s", "");
-		line(f, "channel %s: %llu file(s) listed", c->name,
-		     (unsigned long long)c->visible);
+		line(f,
+		     "channel %s: %llu file(s) listed, %llu objects (%s "
+		     "outside the cache)",
+		     c->name, (unsigned long long)c->visible,
+		     (unsigned long long)c->catalog_objects,
+		     fmt_bytes(c->catalog_bytes, a, sizeof(a)));
 		if (!c->nepochs) {
 			line(f, "  no file opened yet");
 			continue;

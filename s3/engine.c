@@ -80,9 +80,10 @@ struct s3_request {
 	struct s3_request *prev; /* running list only */
 	enum s3_request_kind kind;
 	char *bucket;
-	char *key;   /* GET, HEAD: object key; LIST: prefix */
-	char *etag;  /* GET: If-Match value, may be NULL */
-	char *token; /* LIST: continuation token, may be NULL */
+	char *key;	   /* GET, HEAD: object key; LIST: prefix */
+	char *etag;	   /* GET: If-Match value, may be NULL */
+	char *token;	   /* LIST: continuation token, may be NULL */
+	char *start_after; /* LIST: may be NULL */
 	unsigned max_keys;
 	uint64_t offset; /* GET: first byte of the object wanted */
 	size_t len;	 /* GET: bytes wanted (the buffers' total) */
@@ -215,6 +216,7 @@ static void request_free(struct s3_request *r)
 	free(r->key);
 	free(r->etag);
 	free(r->token);
+	free(r->start_after);
 	free(r->url);
 	curl_slist_free_all(r->headers);
 	util_buf_free(&r->body);
@@ -598,6 +600,7 @@ static int build_attempt(struct s3_client *c, struct s3_request *r)
 	    .key = r->key,
 	    .etag = r->etag,
 	    .token = r->token,
+	    .start_after = r->start_after,
 	    .max_keys = r->max_keys,
 	    /* a whole-object GET sends Range only to resume */
 	    .ranged = r->kind == S3_REQUEST_GET && !(r->whole && r->got == 0),
@@ -1125,7 +1128,9 @@ static int client_list(struct s3_store *st, const struct s3_list *req)
 	if (!r)
 		return ENOMEM;
 	r->token = util_strdup0(req->token);
-	if (req->token && !r->token) {
+	r->start_after = util_strdup0(req->start_after);
+	if ((req->token && !r->token) ||
+	    (req->start_after && !r->start_after)) {
 		request_free(r);
 		return ENOMEM;
 	}

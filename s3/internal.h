@@ -96,11 +96,13 @@ enum s3_request_kind {
 struct s3_request_spec {
 	enum s3_request_kind kind;
 	const char *bucket;
-	const char *key;   /* GET, HEAD: the object; LIST: the prefix */
-	const char *etag;  /* GET: sent as If-Match; may be NULL */
-	const char *token; /* LIST: continuation token; may be NULL */
-	unsigned max_keys; /* LIST */
-	bool ranged;	   /* GET: send Range: bytes=first-last */
+	const char *key;	 /* GET, HEAD: the object; LIST: the prefix */
+	const char *etag;	 /* GET: sent as If-Match; may be NULL */
+	const char *token;	 /* LIST: continuation token; may be NULL */
+	const char *start_after; /* LIST: first page after this key; may be
+				    NULL */
+	unsigned max_keys;	 /* LIST */
+	bool ranged;		 /* GET: send Range: bytes=first-last */
 	uint64_t first;
 	uint64_t last; /* inclusive */
 };

@@ -224,6 +224,9 @@ static int build_target(const struct s3_endpoint *ep, bool force_path_style,
 		rc = append_query_param(query, "max-keys", num);
 	if (!rc)
 		rc = append_query_param(query, "prefix", spec->key);
+	if (!rc && !spec->token && spec->start_after && *spec->start_after)
+		rc =
+		    append_query_param(query, "start-after", spec->start_after);
 	return rc;
 }
 

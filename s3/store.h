@@ -111,13 +111,16 @@ struct s3_get {
 
 /*
  * One ListObjectsV2 page of bucket under prefix, continuing after token
- * (NULL for the first page), at most max_keys (1 to 1000) keys.  done
- * receives the page (and then owns its contents) or an error.
+ * (NULL for the first page), at most max_keys (1 to 1000) keys.  A first
+ * page may start after the key start_after (NULL or "": at the start of
+ * the prefix); with a token it is ignored, as S3 does.  done receives the
+ * page (and then owns its contents) or an error.
  */
 struct s3_list {
 	const char *bucket;
 	const char *prefix;
 	const char *token;
+	const char *start_after;
 	unsigned max_keys;
 	s3_list_done_fn *done;
 	void *arg;

@@ -35,9 +35,11 @@
 #include <limits.h>
 #include <malloc.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include <libxml/SAX2.h>
 #include <libxml/parser.h>
 #include <libxml/tree.h>
 #include <libxml/xmlerror.h>
@@ -97,6 +99,25 @@ static void xml_reject_dtd(void *user, const xmlChar *name,
 }
 
 /*
+ * Parses body with ctxt (its SAX handler) and opts.  A few libxml2 paths
+ * (encoding errors) report without a parser context, through the calling
+ * thread's handler (thread-local in libxml2): it is silenced for the
+ * duration of the parse only.
+ */
+static xmlDocPtr xml_parse_quietly(xmlParserCtxtPtr ctxt, const char *body,
+				   size_t len, int opts)
+{
+	xmlStructuredErrorFunc old_structured = xmlStructuredError;
+	void *old_structured_ctx = xmlStructuredErrorContext;
+	xmlDocPtr doc;
+
+	xmlSetStructuredErrorFunc(NULL, xml_silent_error);
+	doc = xmlCtxtReadMemory(ctxt, body, (int)len, NULL, NULL, opts);
+	xmlSetStructuredErrorFunc(old_structured_ctx, old_structured);
+	return doc;
+}
+
+/*
  * Parses body into *out.  Returns 0, ENOMEM, or EPROTO for an empty,
  * oversized, malformed or DTD-carrying document.
  */
@@ -104,8 +125,6 @@ static int xml_read(const char *body, size_t len, bool recover, xmlDocPtr *out)
 {
 	xmlParserCtxtPtr ctxt = NULL;
 	xmlDocPtr doc = NULL;
-	xmlStructuredErrorFunc old_structured;
-	void *old_structured_ctx;
 	bool saw_dtd = false;
 	int opts = XML_PARSE_NONET | XML_PARSE_NOBLANKS;
 	int rc = EPROTO;
@@ -123,19 +142,7 @@ static int xml_read(const char *body, size_t len, bool recover, xmlDocPtr *out)
 	ctxt->sax->externalSubset = NULL;
 	if (recover)
 		opts |= XML_PARSE_RECOVER;
-
-	/*
-	 * A few libxml2 paths (encoding errors) report without a parser
-	 * context, through the calling thread's handler (thread-local in
-	 * libxml2): silence it for the duration of the parse only.
-	 */
-	old_structured = xmlStructuredError;
-	old_structured_ctx = xmlStructuredErrorContext;
-	xmlSetStructuredErrorFunc(NULL, xml_silent_error);
-
-	doc = xmlCtxtReadMemory(ctxt, body, (int)len, NULL, NULL, opts);
-
-	xmlSetStructuredErrorFunc(old_structured_ctx, old_structured);
+	doc = xml_parse_quietly(ctxt, body, len, opts);
 
 	if (!doc)
 		goto fail;
@@ -164,9 +171,15 @@ static bool xml_is(const xmlNode *n, const char *local_name)
 /* The text of element n, malloc'ed ("" when empty).  NULL on ENOMEM. */
 static char *xml_text(const xmlNode *n)
 {
-	xmlChar *c = xmlNodeGetContent(n);
+	const xmlNode *only = n->children;
+	xmlChar *c;
 	char *s;
 
+	/* one text node, as in almost every element: its own string, not a
+	 * copy to copy again (a listing has three per key) */
+	if (only && !only->next && only->type == XML_TEXT_NODE && only->content)
+		return strdup((const char *)only->content);
+	c = xmlNodeGetContent(n);
 	if (!c)
 		return strdup("");
 	s = strdup((const char *)c);
@@ -234,69 +247,19 @@ static int xml_url_decode(char *s)
 	return 0;
 }
 
-/* Fills one object from a <Contents> element. */
-static int xml_parse_contents(const xmlNode *contents, bool url_encoded,
-			      struct s3_object *obj)
+/* "true"/"1" or "false"/"0", blanks around them allowed (s is trimmed
+ * in place): 0, else EPROTO. */
+static int xml_bool(char *s, bool *out)
 {
-	const xmlNode *n;
-	char *size = NULL;
-	int rc = EPROTO;
+	const char *t = xml_trim(s);
 
-	for (n = contents->children; n; n = n->next) {
-		char **dst;
-
-		if (xml_is(n, "Key"))
-			dst = &obj->key;
-		else if (xml_is(n, "ETag"))
-			dst = &obj->etag;
-		else if (xml_is(n, "Size"))
-			dst = &size;
-		else
-			continue;
-		if (*dst) /* duplicate element */
-			goto fail;
-		*dst = xml_text(n);
-		if (!*dst) {
-			rc = ENOMEM;
-			goto fail;
-		}
-	}
-	if (!obj->key || !obj->etag || !size)
-		goto fail;
-	if (url_encoded && xml_url_decode(obj->key) != 0)
-		goto fail;
-	if (obj->key[0] == '\0')
-		goto fail;
-	/* the ETag goes into an If-Match header: no CR, LF or other controls */
-	for (const char *q = obj->etag; *q; q++)
-		if ((unsigned char)*q < 0x20 || *q == 0x7f)
-			goto fail;
-	if (util_parse_uint(xml_trim(size), 0, UINT64_MAX, &obj->size) != 0)
-		goto fail;
-	rc = 0;
-fail:
-	free(size);
-	return rc;
-}
-
-static int xml_parse_bool(const xmlNode *n, bool *out)
-{
-	char *s = xml_text(n);
-	char *t;
-	int rc = EPROTO;
-
-	if (!s)
-		return ENOMEM;
-	t = xml_trim(s);
-	if (strcmp(t, "true") == 0 || strcmp(t, "1") == 0) {
+	if (strcmp(t, "true") == 0 || strcmp(t, "1") == 0)
 		*out = true;
-		rc = 0;
-	} else if (strcmp(t, "false") == 0 || strcmp(t, "0") == 0) {
+	else if (strcmp(t, "false") == 0 || strcmp(t, "0") == 0)
 		*out = false;
-		rc = 0;
-	}
-	free(s);
-	return rc;
+	else
+		return EPROTO;
+	return 0;
 }
 
 /* Parses body and checks that its root element is called name: 0 with
@@ -317,94 +280,298 @@ static int xml_read_root(const char *body, size_t len, bool recover,
 	return 0;
 }
 
-int s3_xml_parse_list(const char *body, size_t len, struct s3_list_page *page)
+/* ---- ListObjectsV2 pages, through SAX ---- */
+
+/*
+ * A listing page is read with SAX callbacks rather than a tree: a page of
+ * 1,000 keys is 6,000 elements, and building and freeing their nodes (each
+ * free wiped, see above) cost more than everything else a parallel listing
+ * of a million keys does on the client.  The rules are the tree's: the
+ * root must be ListBucketResult; its direct children IsTruncated (once),
+ * NextContinuationToken and EncodingType (at most once each) and Contents;
+ * each Contents' direct children Key, ETag and Size, once each; an
+ * element's text is all the text inside it, nested elements included.
+ */
+enum list_field {
+	FIELD_NONE = 0,
+	FIELD_TRUNCATED,
+	FIELD_TOKEN,
+	FIELD_ENCODING,
+	FIELD_KEY,
+	FIELD_ETAG,
+	FIELD_SIZE,
+};
+
+struct list_sax {
+	struct s3_list_page page;
+	size_t cap;	       /* of page.objects */
+	int rc;		       /* the first error: the parse stops */
+	unsigned depth;	       /* elements open */
+	bool in_contents;      /* a <Contents> is open (depth 2) */
+	enum list_field field; /* whose text is being gathered */
+	unsigned field_depth;  /* the depth of its element */
+	struct util_buf text;
+	struct s3_object obj; /* the <Contents> being read */
+	char *size;
+	char *truncated;
+	char *encoding;
+	bool *saw_dtd;
+};
+
+/* A DOCTYPE in a listing page: stop right here, as xml_reject_dtd does. */
+static void xml_reject_list_dtd(void *user, const xmlChar *name,
+				const xmlChar *external_id,
+				const xmlChar *system_id)
 {
-	struct s3_list_page p = {0};
-	xmlDocPtr doc = NULL;
-	const xmlNode *root;
-	const xmlNode *n;
-	char *encoding = NULL;
-	bool have_truncated = false;
-	bool url_encoded = false;
-	size_t ncontents = 0;
-	int rc;
+	xmlParserCtxtPtr ctxt = user;
+	struct list_sax *st = ctxt->_private;
 
-	memset(page, 0, sizeof(*page));
-	rc = xml_read_root(body, len, false, "ListBucketResult", &doc, &root);
-	if (rc)
-		return rc;
-	rc = EPROTO;
+	(void)name;
+	(void)external_id;
+	(void)system_id;
+	*st->saw_dtd = true;
+	xmlStopParser(ctxt);
+}
 
-	/* Pass 1: the page's own fields (EncodingType may come last). */
-	for (n = root->children; n; n = n->next) {
-		if (xml_is(n, "Contents")) {
-			ncontents++;
-		} else if (xml_is(n, "IsTruncated")) {
-			if (have_truncated)
-				goto fail;
-			have_truncated = true;
-			rc = xml_parse_bool(n, &p.truncated);
-			if (rc)
-				goto fail;
-			rc = EPROTO;
-		} else if (xml_is(n, "NextContinuationToken")) {
-			if (p.next_token)
-				goto fail;
-			p.next_token = xml_text(n);
-			if (!p.next_token) {
-				rc = ENOMEM;
-				goto fail;
-			}
-		} else if (xml_is(n, "EncodingType")) {
-			if (encoding)
-				goto fail;
-			encoding = xml_text(n);
-			if (!encoding) {
-				rc = ENOMEM;
-				goto fail;
-			}
+static void list_stop(xmlParserCtxtPtr ctxt, struct list_sax *st, int rc)
+{
+	if (!st->rc)
+		st->rc = rc;
+	xmlStopParser(ctxt);
+}
+
+static void list_start(void *user, const xmlChar *localname,
+		       const xmlChar *prefix, const xmlChar *uri, int nns,
+		       const xmlChar **ns, int nattrs, int ndefaulted,
+		       const xmlChar **attrs)
+{
+	xmlParserCtxtPtr ctxt = user;
+	struct list_sax *st = ctxt->_private;
+	const char *name = (const char *)localname;
+	static const struct {
+		const char *name;
+		enum list_field field;
+		bool in_contents;
+	} fields[] = {
+	    {"IsTruncated", FIELD_TRUNCATED, false},
+	    {"NextContinuationToken", FIELD_TOKEN, false},
+	    {"EncodingType", FIELD_ENCODING, false},
+	    {"Key", FIELD_KEY, true},
+	    {"ETag", FIELD_ETAG, true},
+	    {"Size", FIELD_SIZE, true},
+	};
+
+	(void)prefix;
+	(void)uri;
+	(void)nns;
+	(void)ns;
+	(void)nattrs;
+	(void)ndefaulted;
+	(void)attrs;
+	if (st->rc)
+		return;
+	st->depth++;
+	if (st->depth == 1 && strcmp(name, "ListBucketResult") != 0) {
+		list_stop(ctxt, st, EPROTO);
+		return;
+	}
+	if (st->depth == 2 && strcmp(name, "Contents") == 0) {
+		st->in_contents = true;
+		return;
+	}
+	if (st->field != FIELD_NONE || st->depth != (st->in_contents ? 3u : 2u))
+		return;
+	for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++) {
+		if (fields[i].in_contents == st->in_contents &&
+		    strcmp(name, fields[i].name) == 0) {
+			st->field = fields[i].field;
+			st->field_depth = st->depth;
+			util_buf_reset(&st->text);
+			return;
 		}
 	}
-	if (!have_truncated)
-		goto fail;
-	if (encoding) {
-		if (strcmp(xml_trim(encoding), "url") != 0)
-			goto fail;
-		url_encoded = true;
-	}
-	if (p.truncated) {
-		if (!p.next_token || p.next_token[0] == '\0')
-			goto fail;
-	} else {
-		free(p.next_token);
-		p.next_token = NULL;
-	}
+}
 
-	/* Pass 2: the objects. */
-	if (ncontents) {
-		p.objects = calloc(ncontents, sizeof(*p.objects));
-		if (!p.objects) {
+static void list_text(void *user, const xmlChar *ch, int len)
+{
+	xmlParserCtxtPtr ctxt = user;
+	struct list_sax *st = ctxt->_private;
+
+	if (st->rc || st->field == FIELD_NONE || len <= 0)
+		return;
+	if (util_buf_append(&st->text, ch, (size_t)len))
+		list_stop(ctxt, st, ENOMEM);
+}
+
+/* The gathered text into *dst, which must be empty (a second element of
+ * the same name is EPROTO). */
+static int list_take_text(struct list_sax *st, char **dst)
+{
+	if (*dst)
+		return EPROTO;
+	*dst = st->text.data ? util_buf_take(&st->text) : strdup("");
+	return *dst ? 0 : ENOMEM;
+}
+
+/* The <Contents> just closed joins the page. */
+static int list_add_object(struct list_sax *st)
+{
+	struct s3_object *o = &st->obj;
+	int rc = EPROTO;
+
+	if (!o->key || !o->etag || !st->size)
+		goto fail;
+	/* the ETag goes into an If-Match header: no CR, LF or other
+	 * controls */
+	for (const char *q = o->etag; *q; q++)
+		if ((unsigned char)*q < 0x20 || *q == 0x7f)
+			goto fail;
+	if (util_parse_uint(xml_trim(st->size), 0, UINT64_MAX, &o->size) != 0)
+		goto fail;
+	if (st->page.count == st->cap) {
+		size_t cap = st->cap ? st->cap * 2 : 64;
+		struct s3_object *p =
+		    realloc(st->page.objects, cap * sizeof(*p));
+
+		if (!p) {
 			rc = ENOMEM;
 			goto fail;
 		}
+		st->page.objects = p;
+		st->cap = cap;
 	}
-	for (n = root->children; n; n = n->next) {
-		if (!xml_is(n, "Contents"))
-			continue;
-		/* count first: a failed object is freed with the page */
-		p.count++;
-		rc =
-		    xml_parse_contents(n, url_encoded, &p.objects[p.count - 1]);
-		if (rc)
-			goto fail;
-	}
-	*page = p;
-	memset(&p, 0, sizeof(p));
+	st->page.objects[st->page.count++] = *o;
+	memset(o, 0, sizeof(*o));
 	rc = 0;
 fail:
-	s3_list_page_clear(&p);
-	free(encoding);
-	xmlFreeDoc(doc);
+	free(st->size);
+	st->size = NULL;
+	s3_object_clear(o);
+	return rc;
+}
+
+/* Where each field's text goes, in struct list_sax. */
+static const size_t field_offset[] = {
+    [FIELD_TRUNCATED] = offsetof(struct list_sax, truncated),
+    [FIELD_TOKEN] = offsetof(struct list_sax, page.next_token),
+    [FIELD_ENCODING] = offsetof(struct list_sax, encoding),
+    [FIELD_KEY] = offsetof(struct list_sax, obj.key),
+    [FIELD_ETAG] = offsetof(struct list_sax, obj.etag),
+    [FIELD_SIZE] = offsetof(struct list_sax, size),
+};
+
+static void list_end(void *user, const xmlChar *localname,
+		     const xmlChar *prefix, const xmlChar *uri)
+{
+	xmlParserCtxtPtr ctxt = user;
+	struct list_sax *st = ctxt->_private;
+	int rc = 0;
+
+	(void)localname;
+	(void)prefix;
+	(void)uri;
+	if (st->rc)
+		return;
+	if (st->field != FIELD_NONE && st->depth == st->field_depth) {
+		rc = list_take_text(
+		    st, (char **)((char *)st + field_offset[st->field]));
+		st->field = FIELD_NONE;
+	} else if (st->depth == 2 && st->in_contents) {
+		st->in_contents = false;
+		rc = list_add_object(st);
+	}
+	st->depth--;
+	if (rc)
+		list_stop(ctxt, st, rc);
+}
+
+/* After the parse: the page's own fields, then the keys (EncodingType may
+ * come after the objects). */
+static int list_finish(struct list_sax *st)
+{
+	struct s3_list_page *p = &st->page;
+	bool url_encoded = false;
+
+	if (!st->truncated || xml_bool(st->truncated, &p->truncated))
+		return EPROTO;
+	if (st->encoding) {
+		if (strcmp(xml_trim(st->encoding), "url") != 0)
+			return EPROTO;
+		url_encoded = true;
+	}
+	if (p->truncated) {
+		if (!p->next_token || p->next_token[0] == '\0')
+			return EPROTO;
+	} else {
+		free(p->next_token);
+		p->next_token = NULL;
+	}
+	for (size_t i = 0; i < p->count; i++) {
+		char *key = p->objects[i].key;
+
+		if (url_encoded && xml_url_decode(key) != 0)
+			return EPROTO;
+		if (key[0] == '\0')
+			return EPROTO;
+	}
+	return 0;
+}
+
+int s3_xml_parse_list(const char *body, size_t len, struct s3_list_page *page)
+{
+	struct list_sax st;
+	xmlParserCtxtPtr ctxt = NULL;
+	bool saw_dtd = false;
+	int rc = EPROTO;
+
+	memset(page, 0, sizeof(*page));
+	memset(&st, 0, sizeof(st));
+	util_buf_init(&st.text, XML_MAX_BODY);
+	if (!body || len == 0 || len > XML_MAX_BODY || len > INT_MAX)
+		return EPROTO;
+	pthread_once(&xml_once, xml_init_once);
+	ctxt = xmlNewParserCtxt();
+	if (!ctxt)
+		return ENOMEM;
+	/* libxml2's entity look-up stays (the five predefined entities);
+	 * nothing builds a tree */
+	*ctxt->sax = (xmlSAXHandler){
+	    .initialized = XML_SAX2_MAGIC,
+	    .getEntity = xmlSAX2GetEntity,
+	    .startElementNs = list_start,
+	    .endElementNs = list_end,
+	    .characters = list_text,
+	    .cdataBlock = list_text,
+	    .ignorableWhitespace = list_text,
+	    .serror = xml_silent_error,
+	    .internalSubset = xml_reject_list_dtd,
+	};
+	st.saw_dtd = &saw_dtd;
+	ctxt->_private = &st;
+	/* (no XML_PARSE_NOBLANKS: it would put libxml2's own handler back
+	 * for blanks) */
+	xml_parse_quietly(ctxt, body, len, XML_PARSE_NONET);
+
+	if (st.rc)
+		rc = st.rc;
+	else if (saw_dtd || !ctxt->wellFormed || st.depth != 0)
+		rc = EPROTO;
+	else
+		rc = list_finish(&st);
+	if (ctxt->myDoc)
+		xmlFreeDoc(ctxt->myDoc);
+	ctxt->myDoc = NULL;
+	xmlFreeParserCtxt(ctxt);
+	if (!rc) {
+		*page = st.page;
+		memset(&st.page, 0, sizeof(st.page));
+	}
+	s3_list_page_clear(&st.page);
+	s3_object_clear(&st.obj);
+	free(st.size);
+	free(st.truncated);
+	free(st.encoding);
+	util_buf_free(&st.text);
 	return rc;
 }
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // Local S3 server for the s3pipe integration tests: s3rver run as a library
 // (it is a Koa app) with our middleware placed first: the control routes,
-// a SigV4 verifier, then fault injection. Optionally a second listener in
+// a SigV4 verifier, fault injection, then synthetic buckets. Optionally a second listener in
 // the same process mocks the credential services (IMDSv2, container
 // credentials, STS AssumeRoleWithWebIdentity, credential_process).
 //
@@ -10,6 +10,8 @@
 //       [--credentials-port PORT] [--credential-lifetime SECONDS]
 //       [--container-token VALUE] [--web-identity-token VALUE]
 //       [--key-store FILE]
+//       [--synthetic BUCKET=N]... [--synthetic-delay-ms MS] [--synthetic-size MIN:MAX]
+//       [--synthetic-page-keys N]
 //
 // Prints exactly one line on stdout once it is listening (port 0 or none =
 // a free port), nothing else on stdout, and exits 0 on SIGTERM/SIGINT:
@@ -131,6 +133,65 @@
 // {path, range, port, t, inflight} where inflight counts the GET-object
 // requests being served when it arrived, itself included. Faults, fault
 // stats and auth stats live in memory: a restart starts them afresh.
+//
+// ---- synthetic buckets (--synthetic BUCKET=N, repeatable) ----
+// BUCKET serves N generated keys (10 million and more: no file per object,
+// no per-key memory; s3rver never sees these requests, other buckets go to
+// s3rver unchanged). Requests still pass SigV4 verification and fault
+// injection first, and count in /__fault/stats (lists, gets, heads).
+// Path-style only (/BUCKET, /BUCKET/KEY; the key is the raw path
+// percent-decoded, '+' kept as '+'; in query values '+' is a space, as in
+// a form, so a prefix with a '+' must send %2B, as SDKs and s3pipe do).
+//   Keys: all under data/, strictly increasing in UTF-8 byte order (S3's
+//   order), computed from an index: groups of prefix + zero-padded number +
+//   suffix, sorted by prefix bytes; shares per mille of N (largest
+//   remainder, every group at least one key once N allows):
+//     data/img-x/NNNN.JPEG 10, data/img/train/n01/NNNNNN.JPEG 700 (the skew),
+//     data/img/train/n02/NNNNNN.JPEG 50, data/img/val/NNNNNN.JPEG 30,
+//     data/meta-NNNNNN.json 40, data/a/b/c/d/e/f/g/NNNNN.bin 10,
+//     "data/with space+plus/NNNNN copy+1.bin" 20, data/ñ/NNNNN.txt 30,
+//     data/ÿ/NNNNN.bin 30, data/日本/NNNNN.txt 30, data/ｶﾀｶﾅ/NNNNN.txt 20
+//     (UTF-8 before the emoji, UTF-16 after it), data/😀/NNNNN.png 30;
+//   plus, for N >= 100 and counted in N, the literal keys data/ext/k,
+//   data/ext/k0, data/ext/k00, data/last/a, data/last/b, data/dir/ (a
+//   folder marker) and data/dir/inside. GET /__synthetic lists the groups.
+//   Sizes: a folder marker 0; otherwise from a hash of the key: mostly
+//   200..4000 bytes, ~1 key in 97 empty, ~1 in 1009 64 KiB..300 KiB; with
+//   --synthetic-size MIN:MAX uniform in [MIN, MAX] and no exceptions.
+//   ETag: '"' + 32 hex digits of a hash of KEY + ':' + SIZE + '"' (not the
+//   content's md5; the listing's and the GET's ETags agree).
+//   Bytes: the 32-char lowercase md5 hex of the key, repeated, cut at SIZE:
+//     Python: (hashlib.md5(key.encode()).hexdigest() * (size // 32 + 1))[:size]
+//   Last-Modified: 2024-01-02T03:04:05Z for every object.
+// Requests answered (anything else: 405 MethodNotAllowed for a method other
+// than GET/HEAD, 501 NotImplemented for another sub-resource):
+//   GET  /BUCKET?list-type=2  ListObjectsV2: prefix, start-after,
+//        continuation-token (opaque; wins over start-after; a bad one is 400
+//        InvalidArgument), max-keys (default 1000, at most 1000 returned, 0
+//        allowed; --synthetic-page-keys N returns at most N however many
+//        are asked for, as S3 may), encoding-type=url (Key, Prefix, StartAfter as S3 encodes
+//        them: A-Za-z0-9-_.~ and / kept, space as '+', other bytes %XX),
+//        fetch-owner ignored (no Owner). A non-empty delimiter answers 501
+//        NotImplemented. Without list-type: ListObjects V1 with marker.
+//        Every LIST page waits --synthetic-delay-ms first (default 0; a
+//        timer, so concurrent pages overlap).
+//   GET  /BUCKET/KEY  200, or 206 for Range bytes=A-B, bytes=A-, bytes=-N
+//        (416 InvalidRange when unsatisfiable, an unparsable Range is
+//        ignored); If-Match (412 PreconditionFailed), If-None-Match (304);
+//        response-* overrides; 404 NoSuchKey for a key not in the bucket
+//   HEAD /BUCKET/KEY  the same headers, no body (404 without a body)
+//   HEAD /BUCKET, GET /BUCKET?location
+// Control (S3 port, not authenticated, not counted in /__fault/stats):
+//   GET    /__synthetic           {buckets:{NAME:{keys, groups:[{prefix,
+//                                 keys, first}]}}, delay, size, stats:{lists,
+//                                 listKeys, gets, heads}} (synthetic requests)
+//   POST   /__synthetic?delay=MS  the LIST delay from now on
+//   GET    /__synthetic/stats     the stats alone
+//   DELETE /__synthetic/stats     reset them
+//   GET    /__synthetic/keys?bucket=B[&prefix=P][&start-after=K][&limit=N]
+//          every key under P in listing order, streamed as text, one line per
+//          key: encodeURIComponent(KEY) TAB SIZE TAB ETAG (the tests' ground
+//          truth; Python: urllib.parse.unquote)
 'use strict';
 
 const path = require('path');
@@ -185,7 +246,9 @@ function usage(msg) {
     'usage: node server.js --dir DIR [--port PORT] [--address ADDR] [--verbose]\n' +
       '         [--key AKID:SECRET]... [--no-verify] [--tls-cert FILE --tls-key FILE]\n' +
       '         [--credentials-port PORT] [--credential-lifetime SECONDS]\n' +
-      '         [--container-token VALUE] [--web-identity-token VALUE] [--key-store FILE]\n',
+      '         [--container-token VALUE] [--web-identity-token VALUE] [--key-store FILE]\n' +
+      '         [--synthetic BUCKET=N]... [--synthetic-delay-ms MS] [--synthetic-size MIN:MAX]\n' +
+      '         [--synthetic-page-keys N]\n',
   );
   process.exit(2);
 }
@@ -205,6 +268,10 @@ function parseArgs(argv) {
     containerToken: null,
     webIdentityToken: null,
     keyStore: null,
+    synthetic: [], // [[bucket, N]]
+    syntheticDelayMs: 0,
+    syntheticSize: null, // [MIN, MAX] or null for the uneven default
+    syntheticPageKeys: 1000, // keys a LIST page holds at most
   };
   const port = v => {
     if (!/^\d+$/.test(v) || Number(v) > 65535) usage(`bad port '${v}'`);
@@ -271,6 +338,39 @@ function parseArgs(argv) {
       case '--key-store':
         opts.keyStore = need();
         break;
+      case '--synthetic': {
+        // BUCKET=N: the value itself holds an '=', so split on the last one
+        const v = need();
+        const e = v.lastIndexOf('=');
+        const name = e > 0 ? v.slice(0, e) : '';
+        const n = e > 0 ? v.slice(e + 1) : '';
+        if (!/^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/.test(name) || !/^\d+$/.test(n) || Number(n) > 1e12)
+          usage(`--synthetic takes BUCKET=N (a bucket name, N keys), not '${v}'`);
+        if (opts.synthetic.some(([b]) => b === name)) usage(`synthetic bucket '${name}' given twice`);
+        opts.synthetic.push([name, Number(n)]);
+        break;
+      }
+      case '--synthetic-delay-ms': {
+        const v = need();
+        if (!/^\d+(\.\d+)?$/.test(v)) usage(`bad --synthetic-delay-ms '${v}'`);
+        opts.syntheticDelayMs = Number(v);
+        break;
+      }
+      case '--synthetic-size': {
+        const v = need();
+        const m = /^(\d+):(\d+)$/.exec(v);
+        if (!m || Number(m[1]) > Number(m[2]) || Number(m[2]) > Number.MAX_SAFE_INTEGER)
+          usage(`--synthetic-size takes MIN:MAX bytes (MIN <= MAX), not '${v}'`);
+        opts.syntheticSize = [Number(m[1]), Number(m[2])];
+        break;
+      }
+      case '--synthetic-page-keys': {
+        const v = need();
+        if (!/^\d+$/.test(v) || Number(v) < 1 || Number(v) > 1000)
+          usage(`--synthetic-page-keys takes 1 to 1000, not '${v}'`);
+        opts.syntheticPageKeys = Number(v);
+        break;
+      }
       case '--help':
       case '-h':
         usage(null);
@@ -1563,6 +1663,680 @@ function createFaults(verbose) {
   return { middleware, control };
 }
 
+// ---- synthetic buckets ----
+//
+// A synthetic bucket has no file per object: key(i), size(key), the ETag and
+// the bytes are computed, so 10 million keys cost no disk and no memory per
+// key. The keys are cut into groups (below) so that a listing is uneven on
+// purpose: most keys under one deep prefix, a few shallow or very deep ones,
+// multi-byte UTF-8, a space and a '+', a group whose UTF-8 order differs
+// from JavaScript's UTF-16 order, and literal keys that are extensions of
+// one another. Every comparison is on UTF-8 bytes (Buffer.compare), the order
+// S3 lists in.
+
+// Counted groups: prefix + String(j).padStart(width, '0') + suffix, j from 0.
+// share is per mille of the keys left after the literal keys; width is a
+// minimum (it grows with the group's count so the digits stay fixed-width
+// and the numeric order is the byte order).
+const SYNTH_GROUPS = [
+  { prefix: 'data/img/train/n01/', share: 700, width: 6, suffix: '.JPEG' }, // the skew
+  { prefix: 'data/img/train/n02/', share: 50, width: 6, suffix: '.JPEG' },
+  { prefix: 'data/img/val/', share: 30, width: 6, suffix: '.JPEG' },
+  // '-' (0x2d) sorts before '/' (0x2f): data/img-x/ comes before data/img/
+  { prefix: 'data/img-x/', share: 10, width: 4, suffix: '.JPEG' },
+  { prefix: 'data/meta-', share: 40, width: 6, suffix: '.json' }, // directly under data/
+  { prefix: 'data/a/b/c/d/e/f/g/', share: 10, width: 5, suffix: '.bin' }, // deep
+  { prefix: 'data/with space+plus/', share: 20, width: 5, suffix: ' copy+1.bin' },
+  { prefix: 'data/\u00f1/', share: 30, width: 5, suffix: '.txt' }, // ñ: 2 bytes
+  { prefix: 'data/\u00ff/', share: 30, width: 5, suffix: '.bin' }, // ÿ: c3 bf, after every ASCII key
+  { prefix: 'data/\u65e5\u672c/', share: 30, width: 5, suffix: '.txt' }, // 日本: 3 bytes each
+  // ｶﾀｶﾅ (U+FF76...): ef bd b6 in UTF-8, before the emoji's f0; in UTF-16
+  // (JavaScript's '<') it sorts after the emoji's surrogate d83d
+  { prefix: 'data/\uff76\uff80\uff76\uff85/', share: 20, width: 5, suffix: '.txt' },
+  { prefix: 'data/\u{1f600}/', share: 30, width: 5, suffix: '.png' }, // 😀: 4 bytes
+];
+// Literal keys (a group of one key each), present whenever N >= 100 and
+// counted in N: a key and its extensions, keys differing only in their last
+// byte, a folder marker (size 0) with one object inside it.
+const SYNTH_LITERALS = [
+  'data/ext/k',
+  'data/ext/k0',
+  'data/ext/k00',
+  'data/last/a',
+  'data/last/b',
+  'data/dir/',
+  'data/dir/inside',
+];
+const SYNTH_MIN_FOR_LITERALS = 100;
+// Every synthetic object's Last-Modified: fixed, so answers are reproducible.
+const SYNTH_MTIME = Date.UTC(2024, 0, 2, 3, 4, 5);
+const SYNTH_MTIME_ISO = new Date(SYNTH_MTIME).toISOString();
+const SYNTH_MTIME_HTTP = new Date(SYNTH_MTIME).toUTCString();
+const S3_NS = 'http://s3.amazonaws.com/doc/2006-03-01/';
+// Bodies up to this size are one Buffer; larger ones are streamed.
+const SYNTH_BUFFER_MAX = 1 << 20;
+
+// 32-bit FNV-1a of the UTF-16 code units, then the murmur3 finalizer: cheap
+// and well spread over consecutive keys.
+function hash32(s) {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < s.length; i++) {
+    h ^= s.charCodeAt(i);
+    h = Math.imul(h, 0x01000193);
+  }
+  return mix32(h);
+}
+function mix32(h) {
+  h ^= h >>> 16;
+  h = Math.imul(h, 0x85ebca6b);
+  h ^= h >>> 13;
+  h = Math.imul(h, 0xc2b2ae35);
+  h ^= h >>> 16;
+  return h >>> 0;
+}
+
+const HEX2 = Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, '0'));
+const md5hex = s => crypto.createHash('md5').update(s, 'utf8').digest('hex');
+
+// The bytes that follow `buf` and every string it prefixes, or null when
+// there is none (all 0xff): keys starting with buf are [buf, successor).
+function byteSuccessor(buf) {
+  let n = buf.length;
+  while (n > 0 && buf[n - 1] === 0xff) n--;
+  if (n === 0) return null;
+  const out = Buffer.from(buf.subarray(0, n));
+  out[n - 1]++;
+  return out;
+}
+
+// encoding-type=url as S3 does it: A-Za-z0-9 - _ . ~ and '/' kept, a space
+// as '+', every other byte %XX (so a literal '+' is %2B).
+function s3UrlEncode(s) {
+  if (/^[A-Za-z0-9\-_.~/]*$/.test(s)) return s;
+  return uriEncode(Buffer.from(s, 'utf8'), true).replace(/%20/g, '+');
+}
+
+// One bucket's key space: N keys, key(i) strictly increasing in UTF-8 byte
+// order. Nothing per key is stored.
+function createKeySpace(name, n, sizeRange) {
+  const literals = n >= SYNTH_MIN_FOR_LITERALS ? SYNTH_LITERALS.length : 0;
+  const rest = n - literals;
+  // Largest remainder: floor of each share, then the keys left over to the
+  // largest fractions (ties in table order), so the counts sum to exactly
+  // `rest`. Once there are enough keys, every group gets at least one, taken
+  // from the biggest group.
+  const total = SYNTH_GROUPS.reduce((a, g) => a + g.share, 0);
+  const counts = SYNTH_GROUPS.map(g => Math.floor((rest * g.share) / total));
+  let left = rest - counts.reduce((a, c) => a + c, 0);
+  const order = SYNTH_GROUPS.map((g, k) => k).sort(
+    (a, b) => ((rest * SYNTH_GROUPS[b].share) % total) - ((rest * SYNTH_GROUPS[a].share) % total) || a - b,
+  );
+  for (let k = 0; left > 0; k = (k + 1) % order.length, left--) counts[order[k]]++;
+  if (rest >= SYNTH_GROUPS.length) {
+    const big = counts.indexOf(Math.max(...counts));
+    for (let k = 0; k < counts.length; k++)
+      if (counts[k] === 0) {
+        counts[k] = 1;
+        counts[big]--;
+      }
+  }
+
+  const all = SYNTH_GROUPS.map((g, k) => ({
+    prefix: g.prefix,
+    pbuf: Buffer.from(g.prefix, 'utf8'),
+    width: Math.max(g.width, String(Math.max(counts[k] - 1, 0)).length),
+    suffix: g.suffix,
+    count: counts[k],
+    literal: false,
+    start: 0,
+  })).concat(
+    SYNTH_LITERALS.map(k => ({
+      prefix: k,
+      pbuf: Buffer.from(k, 'utf8'),
+      width: 0,
+      suffix: '',
+      count: literals ? 1 : 0,
+      literal: true,
+      start: 0,
+    })),
+  );
+  all.sort((a, b) => Buffer.compare(a.pbuf, b.pbuf));
+  // Groups must not interleave: no counted group's prefix may start another
+  // group's prefix (a literal key may start a counted prefix: it then sorts
+  // just before that whole group). Checked on the table, whatever N is.
+  for (const a of all)
+    for (const b of all) {
+      if (a === b) continue;
+      const starts = b.pbuf.length >= a.pbuf.length && b.pbuf.subarray(0, a.pbuf.length).equals(a.pbuf);
+      if (starts && (!a.literal || a.pbuf.length === b.pbuf.length))
+        throw new Error(`synthetic groups '${a.prefix}' and '${b.prefix}' would interleave`);
+    }
+  const groups = all.filter(g => g.count > 0);
+  let start = 0;
+  for (const g of groups) {
+    g.start = start;
+    start += g.count;
+  }
+  if (start !== n) throw new Error(`synthetic bucket ${name}: ${start} keys allocated, not ${n}`);
+
+  function groupOf(i) {
+    let lo = 0;
+    let hi = groups.length - 1;
+    while (lo < hi) {
+      const mid = (lo + hi + 1) >> 1;
+      if (groups[mid].start <= i) lo = mid;
+      else hi = mid - 1;
+    }
+    return groups[lo];
+  }
+
+  function key(i) {
+    const g = groupOf(i);
+    if (g.literal) return g.prefix;
+    return g.prefix + String(i - g.start).padStart(g.width, '0') + g.suffix;
+  }
+
+  // First index whose key is >= buf (> buf when strict), by binary search.
+  function lowerBound(buf, strict) {
+    let lo = 0;
+    let hi = n;
+    while (lo < hi) {
+      const mid = Math.floor((lo + hi) / 2);
+      const c = Buffer.compare(Buffer.from(key(mid), 'utf8'), buf);
+      if (c < 0 || (strict && c === 0)) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo;
+  }
+
+  // Index of the key with these bytes, or -1: parse the group prefix and the
+  // digits, then check that key(index) gives back the very same bytes.
+  function indexOf(buf) {
+    const s = buf.toString('utf8');
+    for (const g of groups) {
+      let i = -1;
+      if (g.literal) {
+        if (s === g.prefix) i = g.start;
+      } else if (
+        s.length === g.prefix.length + g.width + g.suffix.length &&
+        s.startsWith(g.prefix) &&
+        s.endsWith(g.suffix)
+      ) {
+        const d = s.slice(g.prefix.length, g.prefix.length + g.width);
+        if (/^[0-9]+$/.test(d) && Number(d) < g.count) i = g.start + Number(d);
+      }
+      if (i >= 0) return Buffer.from(key(i), 'utf8').equals(buf) ? i : -1;
+    }
+    return -1;
+  }
+
+  // The index range [from, to) of the keys starting with the bytes prefix.
+  function prefixRange(prefix) {
+    if (prefix.length === 0) return [0, n];
+    const succ = byteSuccessor(prefix);
+    return [lowerBound(prefix, false), succ ? lowerBound(succ, false) : n];
+  }
+
+  // Uneven and deterministic: folder markers 0; otherwise 200..4000 bytes,
+  // every ~97th key empty, every ~1009th key 64 KiB..300 KiB; with
+  // --synthetic-size MIN:MAX uniform in that range, no exceptions.
+  function size(k) {
+    if (k.endsWith('/')) return 0;
+    const h = hash32(k);
+    if (sizeRange) return sizeRange[0] + (h % (sizeRange[1] - sizeRange[0] + 1));
+    if (h % 97 === 0) return 0;
+    if (mix32(h ^ 0x9e3779b9) % 1009 === 0) return 65536 + ((h >>> 8) % (300 * 1024 - 65536 + 1));
+    return 200 + ((h >>> 8) % 3801);
+  }
+
+  // 32 hex digits from four rounds of a 32-bit mix: an md5 per listed key
+  // was a third of a page's CPU, and this server, not the client, sets
+  // the pace of a million-key listing on a two-core machine
+  const etag = (k, sz) => {
+    let h = hash32(k + ':' + sz);
+    let out = '"';
+    for (let i = 0; i < 4; i++) {
+      out += HEX2[h >>> 24] + HEX2[(h >>> 16) & 255] + HEX2[(h >>> 8) & 255] + HEX2[h & 255];
+      h = mix32(h ^ 0x9e3779b9);
+    }
+    return out + '"';
+  };
+
+  // In the sorted table, adjacent groups must be in order: a last line of
+  // defence against a table edit that the prefix check above would miss.
+  for (let g = 1; g < groups.length; g++) {
+    const a = Buffer.from(key(groups[g].start - 1), 'utf8');
+    const b = Buffer.from(key(groups[g].start), 'utf8');
+    if (Buffer.compare(a, b) >= 0) throw new Error(`synthetic keys out of order at '${a}' / '${b}'`);
+  }
+
+  return {
+    name,
+    n,
+    key,
+    lowerBound,
+    indexOf,
+    prefixRange,
+    size,
+    etag,
+    groups: () => groups.map(g => ({ prefix: g.prefix, keys: g.count, first: key(g.start) })),
+  };
+}
+
+// The object's bytes [start, start + len): the md5 hex of the key repeated.
+function synthBody(k, start, len) {
+  const hex = md5hex(k);
+  const r = start % 32;
+  const pattern = hex.slice(r) + hex.slice(0, r);
+  if (len <= SYNTH_BUFFER_MAX) return Buffer.alloc(len, pattern, 'latin1');
+  // 64 KiB is a multiple of 32: every chunk starts on the same phase
+  const chunk = Buffer.alloc(65536, pattern, 'latin1');
+  let sent = 0;
+  return new (require('stream').Readable)({
+    read() {
+      if (sent >= len) {
+        this.push(null);
+        return;
+      }
+      const m = Math.min(chunk.length, len - sent);
+      sent += m;
+      this.push(m === chunk.length ? chunk : chunk.subarray(0, m));
+    },
+  });
+}
+
+// Query of a raw URL: name -> value bytes ('+' is a space, %XX decoded),
+// first occurrence wins.
+function synthQuery(rawQuery) {
+  const m = new Map();
+  for (const piece of rawQuery.split('&')) {
+    if (piece === '') continue;
+    const e = piece.indexOf('=');
+    const k = percentDecode((e < 0 ? piece : piece.slice(0, e)).replace(/\+/g, ' ')).toString('utf8');
+    const v = percentDecode((e < 0 ? '' : piece.slice(e + 1)).replace(/\+/g, ' '));
+    if (!m.has(k)) m.set(k, v);
+  }
+  return m;
+}
+
+// Parameters a list request may carry; any other sub-resource on a
+// synthetic bucket answers 501.
+const SYNTH_LIST_PARAMS = new Set([
+  'list-type',
+  'prefix',
+  'start-after',
+  'continuation-token',
+  'max-keys',
+  'encoding-type',
+  'fetch-owner',
+  'delimiter',
+  'marker',
+  'x-id',
+]);
+const SYNTH_OBJECT_PARAMS = new Set(['x-id', 'partNumber', 'versionId']);
+const SYNTH_RESPONSE_OVERRIDES = {
+  'response-content-type': 'Content-Type',
+  'response-content-disposition': 'Content-Disposition',
+  'response-content-encoding': 'Content-Encoding',
+  'response-content-language': 'Content-Language',
+  'response-cache-control': 'Cache-Control',
+  'response-expires': 'Expires',
+};
+
+function newSynthStats() {
+  return { lists: 0, listKeys: 0, gets: 0, heads: 0 };
+}
+
+function createSynthetic(opts, log) {
+  const spaces = new Map();
+  for (const [name, n] of opts.synthetic) spaces.set(name, createKeySpace(name, n, opts.syntheticSize));
+  let delay = opts.syntheticDelayMs;
+  let stats = newSynthStats();
+
+  function fail(ctx, status, code, message, resource, extra) {
+    ctx.status = status;
+    ctx.set('x-amz-request-id', requestId());
+    // HEAD: no body, as S3
+    if (ctx.method !== 'HEAD') {
+      ctx.type = 'application/xml';
+      ctx.body = s3ErrorXml(code, message, resource, extra);
+    }
+  }
+
+  function xmlOk(ctx, body) {
+    ctx.status = 200;
+    ctx.set('x-amz-request-id', requestId());
+    ctx.type = 'application/xml';
+    ctx.body = '<?xml version="1.0" encoding="UTF-8"?>\n' + body;
+  }
+
+  // ---- control: /__synthetic ----
+
+  function state() {
+    const buckets = {};
+    for (const [name, s] of spaces) buckets[name] = { keys: s.n, groups: s.groups() };
+    return { buckets, delay, size: opts.syntheticSize, stats };
+  }
+
+  function control(ctx) {
+    const sub = ctx.path.replace(/^\/__synthetic/, '');
+    const q = ctx.query;
+    ctx.type = 'application/json';
+    const bad = (status, msg) => {
+      ctx.status = status;
+      ctx.body = JSON.stringify({ error: msg }) + '\n';
+    };
+    if (sub === '/keys' || sub === '/keys/') {
+      if (ctx.method !== 'GET') return bad(405, 'method not allowed');
+      const s = spaces.get(q.bucket);
+      if (!s) return bad(404, `no synthetic bucket '${q.bucket}'`);
+      let [from, to] = s.prefixRange(Buffer.from(q.prefix || '', 'utf8'));
+      if (q['start-after']) from = Math.max(from, s.lowerBound(Buffer.from(q['start-after'], 'utf8'), true));
+      if (q.limit !== undefined) {
+        if (!/^\d+$/.test(q.limit)) return bad(400, `bad limit '${q.limit}'`);
+        to = Math.min(to, from + Number(q.limit));
+      }
+      let i = from;
+      // Pulled by the socket a few thousand lines at a time: 10 million keys
+      // never sit in memory at once.
+      ctx.body = new (require('stream').Readable)({
+        read() {
+          if (i >= to) {
+            this.push(null);
+            return;
+          }
+          const stop = Math.min(to, i + 2000);
+          let out = '';
+          for (; i < stop; i++) {
+            const k = s.key(i);
+            const sz = s.size(k);
+            out += `${encodeURIComponent(k)}\t${sz}\t${s.etag(k, sz)}\n`;
+          }
+          this.push(out);
+        },
+      });
+      ctx.type = 'text/plain; charset=utf-8';
+      return undefined;
+    }
+    if (sub === '/stats' || sub === '/stats/') {
+      if (ctx.method === 'GET') {
+        ctx.body = JSON.stringify(stats) + '\n';
+      } else if (ctx.method === 'DELETE') {
+        stats = newSynthStats();
+        ctx.body = '{"ok":true}\n';
+      } else {
+        bad(405, 'method not allowed');
+      }
+      return undefined;
+    }
+    if (sub !== '' && sub !== '/') return bad(404, 'unknown control path');
+    if (ctx.method === 'GET') {
+      ctx.body = JSON.stringify(state()) + '\n';
+      return undefined;
+    }
+    if (ctx.method !== 'POST' && ctx.method !== 'PUT') return bad(405, 'method not allowed');
+    if (q.delay !== undefined) {
+      const v = Number(q.delay);
+      if (q.delay === '' || !Number.isFinite(v) || v < 0) return bad(400, `bad delay '${q.delay}'`);
+      delay = v;
+      log(`delay ${delay} ms`);
+    }
+    ctx.body = JSON.stringify(state()) + '\n';
+    return undefined;
+  }
+
+  // ---- S3 requests on a synthetic bucket ----
+
+  async function list(ctx, s, q, resource) {
+    stats.lists++;
+    // the delay of a real S3's LIST; timers, so concurrent pages overlap
+    if (delay > 0) await new Promise(resolve => setTimeout(resolve, delay));
+    const str = name => (q.has(name) ? q.get(name).toString('utf8') : undefined);
+    const v2 = q.has('list-type');
+    if (v2 && str('list-type') !== '2')
+      return fail(ctx, 400, 'InvalidArgument', 'Invalid List Type specified in Request', resource, {
+        ArgumentName: 'list-type',
+        ArgumentValue: str('list-type'),
+      });
+    if (str('delimiter'))
+      return fail(ctx, 501, 'NotImplemented', 'A delimiter is not implemented on synthetic buckets.', resource, {
+        Header: 'delimiter',
+      });
+    let maxKeys = 1000;
+    if (q.has('max-keys')) {
+      const m = str('max-keys');
+      if (!/^\d+$/.test(m) || Number(m) > 2147483647)
+        return fail(ctx, 400, 'InvalidArgument', 'Provided max-keys not an integer or within integer range', resource, {
+          ArgumentName: 'max-keys',
+          ArgumentValue: m,
+        });
+      maxKeys = Number(m);
+    }
+    const encoding = str('encoding-type');
+    if (encoding !== undefined && encoding !== 'url')
+      return fail(ctx, 400, 'InvalidArgument', 'Invalid Encoding Method specified in Request', resource, {
+        ArgumentName: 'encoding-type',
+        ArgumentValue: encoding,
+      });
+    const url = encoding === 'url';
+    const enc = url ? s3UrlEncode : xmlEsc;
+    const prefix = q.get('prefix') || Buffer.alloc(0);
+    const prefixStr = prefix.toString('utf8');
+    let [from, to] = s.prefixRange(prefix);
+
+    let head;
+    if (v2) {
+      if (q.has('marker'))
+        return fail(ctx, 400, 'InvalidArgument', 'Marker unsupported with REST.GET.BUCKET in list-type=2', resource, {
+          ArgumentName: 'marker',
+        });
+      const token = str('continuation-token');
+      const startAfter = str('start-after');
+      let after = null;
+      if (token !== undefined) {
+        // the token (base64url of "1/" + the last key sent) wins over start-after
+        const raw = /^[A-Za-z0-9_-]+$/.test(token) ? Buffer.from(token, 'base64url') : null;
+        if (!raw || raw.length < 2 || raw[0] !== 0x31 || raw[1] !== 0x2f || raw.toString('base64url') !== token)
+          return fail(ctx, 400, 'InvalidArgument', 'The continuation token provided is incorrect', resource, {
+            ArgumentName: 'continuation-token',
+          });
+        after = raw.subarray(2);
+      } else if (startAfter) {
+        after = q.get('start-after');
+      }
+      if (after) from = Math.max(from, s.lowerBound(after, true));
+      head =
+        `<Name>${xmlEsc(s.name)}</Name><Prefix>${enc(prefixStr)}</Prefix>` +
+        (startAfter ? `<StartAfter>${enc(startAfter)}</StartAfter>` : '') +
+        (token !== undefined ? `<ContinuationToken>${xmlEsc(token)}</ContinuationToken>` : '');
+    } else {
+      for (const p of ['continuation-token', 'start-after'])
+        if (q.has(p))
+          return fail(ctx, 400, 'InvalidArgument', `${p} only supported in REST.GET.BUCKET with list-type=2`, resource, {
+            ArgumentName: p,
+          });
+      const marker = str('marker') || '';
+      if (marker) from = Math.max(from, s.lowerBound(q.get('marker'), true));
+      head = `<Name>${xmlEsc(s.name)}</Name><Prefix>${enc(prefixStr)}</Prefix><Marker>${enc(marker)}</Marker>`;
+    }
+
+    // a page may hold fewer keys than max-keys asks for (S3 says so; some
+    // S3-compatible stores cap pages): --synthetic-page-keys
+    const count = Math.max(0, Math.min(to - from, Math.min(maxKeys, opts.syntheticPageKeys)));
+    const truncated = count > 0 && from + count < to;
+    const parts = [];
+    let last = null;
+    for (let i = from; i < from + count; i++) {
+      const k = s.key(i);
+      const sz = s.size(k);
+      parts.push(
+        `<Contents><Key>${enc(k)}</Key><LastModified>${SYNTH_MTIME_ISO}</LastModified>` +
+          // (an ETag is '"' and hex digits: its only escapes are the quotes)
+          `<ETag>&quot;${s.etag(k, sz).slice(1, -1)}&quot;</ETag><Size>${sz}</Size><StorageClass>STANDARD</StorageClass></Contents>`,
+      );
+      last = k;
+    }
+    stats.listKeys += count;
+    let mid;
+    if (v2) {
+      mid =
+        (truncated
+          ? `<NextContinuationToken>${Buffer.from('1/' + last, 'utf8').toString('base64url')}</NextContinuationToken>`
+          : '') + `<KeyCount>${count}</KeyCount>`;
+    } else {
+      mid = '';
+    }
+    xmlOk(
+      ctx,
+      `<ListBucketResult xmlns="${S3_NS}">${head}${mid}<MaxKeys>${maxKeys}</MaxKeys>` +
+        (url ? '<EncodingType>url</EncodingType>' : '') +
+        `<IsTruncated>${truncated}</IsTruncated>${parts.join('')}</ListBucketResult>`,
+    );
+    return undefined;
+  }
+
+  function bucketRequest(ctx, s, q, resource) {
+    const unknown = [...q.keys()].filter(k => !SYNTH_LIST_PARAMS.has(k));
+    if (ctx.method === 'HEAD' && unknown.length === 0) {
+      ctx.status = 200;
+      ctx.set('x-amz-request-id', requestId());
+      ctx.set('x-amz-bucket-region', 'us-east-1');
+      return undefined;
+    }
+    if (ctx.method === 'GET' && unknown.length === 1 && unknown[0] === 'location')
+      return xmlOk(ctx, `<LocationConstraint xmlns="${S3_NS}"/>`);
+    if (ctx.method !== 'GET' && ctx.method !== 'HEAD') {
+      ctx.set('Allow', 'GET, HEAD');
+      return fail(ctx, 405, 'MethodNotAllowed', 'The specified method is not allowed against this resource.', resource, {
+        Method: ctx.method,
+        ResourceType: 'BUCKET',
+      });
+    }
+    if (unknown.length)
+      return fail(ctx, 501, 'NotImplemented', `'${unknown[0]}' is not implemented on synthetic buckets.`, resource, {
+        Header: unknown[0],
+      });
+    return list(ctx, s, q, resource);
+  }
+
+  // RFC 7232 entity-tag list match (strong comparison on the opaque tag).
+  function etagMatches(header, etag) {
+    return header.split(',').some(t => {
+      const v = t.trim();
+      return v === '*' || v.replace(/^W\//, '') === etag;
+    });
+  }
+
+  function objectRequest(ctx, s, q, keyBuf, resource) {
+    const head = ctx.method === 'HEAD';
+    if (head) stats.heads++;
+    else if (ctx.method === 'GET') stats.gets++;
+    if (!head && ctx.method !== 'GET') {
+      ctx.set('Allow', 'GET, HEAD');
+      return fail(ctx, 405, 'MethodNotAllowed', 'The specified method is not allowed against this resource.', resource, {
+        Method: ctx.method,
+        ResourceType: 'OBJECT',
+      });
+    }
+    const unknown = [...q.keys()].filter(k => !SYNTH_OBJECT_PARAMS.has(k) && !(k in SYNTH_RESPONSE_OVERRIDES));
+    if (unknown.length)
+      return fail(ctx, 501, 'NotImplemented', `'${unknown[0]}' is not implemented on synthetic buckets.`, resource, {
+        Header: unknown[0],
+      });
+    const i = s.indexOf(keyBuf);
+    if (i < 0)
+      return fail(ctx, 404, 'NoSuchKey', 'The specified key does not exist.', resource, {
+        Key: keyBuf.toString('utf8'),
+      });
+    const k = s.key(i);
+    const size = s.size(k);
+    const etag = s.etag(k, size);
+    ctx.set('x-amz-request-id', requestId());
+    const ifMatch = ctx.get('if-match');
+    if (ifMatch && !etagMatches(ifMatch, etag))
+      return fail(ctx, 412, 'PreconditionFailed', 'At least one of the pre-conditions you specified did not hold', resource, {
+        Condition: 'If-Match',
+      });
+    const ifNoneMatch = ctx.get('if-none-match');
+    if (ifNoneMatch && etagMatches(ifNoneMatch, etag)) {
+      ctx.status = 304;
+      ctx.set('ETag', etag);
+      ctx.set('Last-Modified', SYNTH_MTIME_HTTP);
+      return undefined;
+    }
+    // Range: bytes=A-B, bytes=A-, bytes=-N; anything else is ignored (whole
+    // object), as S3 does with a range it cannot parse.
+    let start = 0;
+    let end = size - 1;
+    let partial = false;
+    const m = /^bytes=(\d*)-(\d*)$/.exec((ctx.get('range') || '').trim());
+    if (m && (m[1] !== '' || m[2] !== '')) {
+      let a;
+      let b;
+      if (m[1] === '') {
+        a = Math.max(0, size - Number(m[2]));
+        b = size - 1;
+        if (Number(m[2]) === 0) a = size; // unsatisfiable
+      } else {
+        a = Number(m[1]);
+        b = m[2] === '' ? size - 1 : Math.min(Number(m[2]), size - 1);
+      }
+      if (m[1] !== '' && m[2] !== '' && Number(m[2]) < a) {
+        // last < first: not a valid range, whole object
+      } else if (a >= size) {
+        ctx.set('Content-Range', `bytes */${size}`);
+        return fail(ctx, 416, 'InvalidRange', 'The requested range is not satisfiable', resource, {
+          RangeRequested: ctx.get('range'),
+          ActualObjectSize: size,
+        });
+      } else {
+        start = a;
+        end = b;
+        partial = true;
+      }
+    }
+    const len = Math.max(0, end - start + 1);
+    ctx.status = partial ? 206 : 200;
+    ctx.set('ETag', etag);
+    ctx.set('Last-Modified', SYNTH_MTIME_HTTP);
+    ctx.set('Accept-Ranges', 'bytes');
+    if (partial) ctx.set('Content-Range', `bytes ${start}-${end}/${size}`);
+    if (!head) ctx.body = synthBody(k, start, len);
+    ctx.type = 'application/octet-stream';
+    for (const [p, h] of Object.entries(SYNTH_RESPONSE_OVERRIDES))
+      if (q.has(p)) ctx.set(h, q.get(p).toString('utf8'));
+    ctx.set('Content-Length', String(len));
+    return undefined;
+  }
+
+  async function middleware(ctx, next) {
+    if (spaces.size === 0) return next();
+    // The raw path (auth may have rewritten the URL: read it now), decoded
+    // segment by segment: '+' stays '+', %XX are bytes.
+    const raw = ctx.req.url;
+    const qm = raw.indexOf('?');
+    const rawPath = qm < 0 ? raw : raw.slice(0, qm);
+    if (!rawPath.startsWith('/')) return next();
+    const slash = rawPath.indexOf('/', 1);
+    const bucket = percentDecode(slash < 0 ? rawPath.slice(1) : rawPath.slice(1, slash)).toString('utf8');
+    const s = spaces.get(bucket);
+    if (!s) return next();
+    const q = synthQuery(qm < 0 ? '' : raw.slice(qm + 1));
+    const keyBuf = slash < 0 ? Buffer.alloc(0) : percentDecode(rawPath.slice(slash + 1));
+    const resource = '/' + bucket + (keyBuf.length ? '/' + keyBuf.toString('utf8') : '');
+    try {
+      if (keyBuf.length === 0) return await bucketRequest(ctx, s, q, resource);
+      return objectRequest(ctx, s, q, keyBuf, resource);
+    } catch (err) {
+      process.stderr.write(`synthetic: ${ctx.method} ${raw}: ${err.stack || err.message}\n`);
+      ctx.body = null;
+      return fail(ctx, 500, 'InternalError', 'We encountered an internal error. Please try again.', resource);
+    }
+  }
+
+  return { middleware, control, spaces };
+}
+
 // ---- main ----
 
 function listen(server, port, address) {
@@ -1604,6 +2378,12 @@ async function main() {
   };
   const keyring = createKeyring(opts, log('creds'));
   const faults = createFaults(opts.verbose);
+  let synthetic;
+  try {
+    synthetic = createSynthetic(opts, log('synthetic'));
+  } catch (err) {
+    usage(err.message);
+  }
   const auth = createAuth(opts, keyring);
   const creds = createCreds(opts, keyring, log('creds'));
   const authControl = (method, pathname) => {
@@ -1617,6 +2397,7 @@ async function main() {
     const p = ctx.path;
     if (p === '/__fault' || p.startsWith('/__fault/')) return faults.control(ctx);
     if (p === '/__auth' || p.startsWith('/__auth/')) return auth.control(ctx);
+    if (p === '/__synthetic' || p.startsWith('/__synthetic/')) return synthetic.control(ctx);
     if (p === '/__creds' || p.startsWith('/__creds/')) {
       const [status, body] = creds.control(ctx.method, p, new URLSearchParams(ctx.querystring));
       ctx.status = status;
@@ -1640,7 +2421,9 @@ async function main() {
     ),
   );
   // Koa composes app.middleware when the server starts: put ours first.
-  server.middleware.unshift(controlRoutes, auth.middleware, faults.middleware);
+  // Synthetic buckets come after auth and faults, so their requests are
+  // verified, can take injected faults and show in /__fault/stats.
+  server.middleware.unshift(controlRoutes, auth.middleware, faults.middleware, synthetic.middleware);
   if (!opts.verbose) server.on('error', () => {});
 
   let httpServer = null;

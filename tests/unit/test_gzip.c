@@ -944,7 +944,7 @@ static void test_gzip_shuffle(void **state)
 		ch = fx_channel(&f, sp, thread_counts[t], 0);
 		for (unsigned e = 0; e < 2; e++) {
 			struct buf want = {0};
-			size_t order[6];
+			uint32_t order[6];
 
 			channel_order(order, 6, true, 11, e);
 			for (size_t i = 0; i < 6; i++)

@@ -733,6 +733,25 @@ static void test_max_threads(void **state)
 	    "/mnt", "--max-threads");
 }
 
+static void test_max_listers(void **state)
+{
+	struct fs_options o;
+
+	OK(false, &o, "a=s3://bucket", "/mnt");
+	assert_int_equal(o.channel.max_listers, 32);
+	fs_options_free(&o);
+	OK(false, &o, "--max-listers", "1", "a=s3://bucket", "/mnt");
+	assert_int_equal(o.channel.max_listers, 1);
+	fs_options_free(&o);
+	OK(true, &o, "s3://bucket", "/mnt", "-o", "max_listers=256");
+	assert_int_equal(o.channel.max_listers, 256);
+	fs_options_free(&o);
+	ERR(false, "--max-listers must be between 1 and 256", "--max-listers",
+	    "0", "a=s3://bucket", "/mnt");
+	ERR(false, "-o max_listers must be between 1 and 256", "-o",
+	    "max_listers=257", "a=s3://bucket", "/mnt");
+}
+
 static void test_stats_interval(void **state)
 {
 	struct fs_options o;
@@ -985,6 +1004,7 @@ static void test_usage(void **state)
 	    "--max-retries N",
 	    "--stall-timeout SECONDS",
 	    "--max-threads N",
+	    "--max-listers N",
 	    "--stats-interval SECONDS",
 	    "s3pipe stats [--json] [--watch]",
 	    "--epochs N",
@@ -2060,6 +2080,7 @@ int main(void)
 	    cmocka_unit_test(test_passthrough),
 	    cmocka_unit_test(test_passthrough_errors),
 	    cmocka_unit_test(test_max_threads),
+	    cmocka_unit_test(test_max_listers),
 	    cmocka_unit_test(test_stats_interval),
 	    cmocka_unit_test(test_session_args),
 	    cmocka_unit_test(test_helper_flags),

@@ -168,7 +168,7 @@ static void test_rng_below_bounds(void **state)
 
 /* ---- the shuffle ---- */
 
-static void assert_permutation(const size_t *order, size_t n)
+static void assert_permutation(const uint32_t *order, size_t n)
 {
 	unsigned char *seen = calloc(n ? n : 1, 1);
 
@@ -183,10 +183,10 @@ static void assert_permutation(const size_t *order, size_t n)
 
 static void test_order_vectors(void **state)
 {
-	static const size_t want42_0[] = {2, 8, 9, 7, 1, 4, 6, 0, 5, 3};
-	static const size_t want42_1[] = {3, 1, 6, 8, 4, 5, 9, 7, 2, 0};
-	static const size_t want7_3[] = {4, 3, 2, 1, 0};
-	size_t o[10];
+	static const uint32_t want42_0[] = {2, 8, 9, 7, 1, 4, 6, 0, 5, 3};
+	static const uint32_t want42_1[] = {3, 1, 6, 8, 4, 5, 9, 7, 2, 0};
+	static const uint32_t want7_3[] = {4, 3, 2, 1, 0};
+	uint32_t o[10];
 
 	channel_order(o, 10, true, 42, 0);
 	assert_memory_equal(o, want42_0, sizeof(want42_0));
@@ -207,7 +207,7 @@ static void test_order_vectors(void **state)
 
 static void test_order_permutation(void **state)
 {
-	size_t *o = malloc(5000 * sizeof(*o));
+	uint32_t *o = malloc(5000 * sizeof(*o));
 
 	assert_non_null(o);
 	channel_order(o, 0, true, 1, 1); /* must not touch o */
@@ -228,7 +228,7 @@ static void test_order_permutation(void **state)
 
 static void test_order_deterministic(void **state)
 {
-	size_t a[1000], b[1000];
+	uint32_t a[1000], b[1000];
 
 	channel_order(a, 1000, true, 2024, 17);
 	for (int i = 0; i < 3; i++) {
@@ -240,7 +240,7 @@ static void test_order_deterministic(void **state)
 
 static void test_order_epochs_and_seeds_differ(void **state)
 {
-	static size_t o[10][1000];
+	static uint32_t o[10][1000];
 
 	for (uint64_t e = 0; e < 10; e++)
 		channel_order(o[e], 1000, true, 5, e);
@@ -256,7 +256,7 @@ static void test_order_epochs_and_seeds_differ(void **state)
 
 static void test_order_no_shuffle(void **state)
 {
-	size_t o[257];
+	uint32_t o[257];
 
 	memset(o, 0xff, sizeof(o));
 	channel_order(o, 257, false, 42, 9);
@@ -273,7 +273,7 @@ static void test_order_uniform_smoke(void **state)
 
 	memset(counts, 0, sizeof(counts));
 	for (uint64_t e = 0; e < epochs; e++) {
-		size_t o[5];
+		uint32_t o[5];
 		unsigned code = 0;
 
 		channel_order(o, 5, true, 1234, e);
@@ -295,7 +295,7 @@ static void test_order_uniform_smoke(void **state)
 static void test_shard_partition(void **state)
 {
 	static const size_t sizes[] = {0, 1, 2, 3, 4, 5, 7, 10, 31, 100, 1001};
-	size_t full[1001], share[1001];
+	uint32_t full[1001], share[1001];
 	unsigned char seen[1001];
 
 	for (size_t s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++) {
@@ -343,7 +343,7 @@ static void test_shard_partition(void **state)
 
 static void test_shard_examples(void **state)
 {
-	size_t o[] = {9, 8, 7, 6, 5, 4, 3, 2, 1, 0};
+	uint32_t o[] = {9, 8, 7, 6, 5, 4, 3, 2, 1, 0};
 	struct channel_host h1 = {1, 3};
 	struct channel_host one = {0, 1};
 

@@ -285,7 +285,8 @@ static const char good_doc[] =
     "\"concurrency\": 64, \"retries\": 1, \"failures\": 2, "
     "\"bytes_received\": 1288490188},"
     " \"channels\": ["
-    "  {\"name\": \"train\", \"visible\": 2, \"epochs\": ["
+    "  {\"name\": \"train\", \"visible\": 2, \"catalog\": {\"objects\": "
+    "1000000, \"bytes\": 67108864}, \"epochs\": ["
     "   {\"epoch\": 0, \"file\": \"train_0\", \"state\": \"done\", "
     "\"handles\": 0, \"bytes_delivered\": 1073741824, \"bytes_served\": "
     "1073741824, \"total\": 1073741824, \"bytes_per_second\": 0},"
@@ -341,7 +342,11 @@ static void test_parse_and_render(void **state)
 	(void)state;
 	text = render(good_doc, false, 0, 0);
 	assert_non_null(strstr(text, "s3pipe on /mnt/data (pid 42), up 1:24"));
-	assert_non_null(strstr(text, "channel train: 2 file(s) listed"));
+	assert_non_null(strstr(text, "channel train: 2 file(s) listed, "
+				     "1000000 objects (64.0 MiB outside"));
+	/* a daemon that does not say (older): 0 */
+	assert_non_null(strstr(text, "channel test: 1 file(s) listed, 0 "
+				     "objects"));
 	assert_non_null(strstr(text, "channel validation"));
 	assert_non_null(strstr(text, "no file opened yet"));
 	assert_non_null(strstr(text, "32 GETs in flight (limit 64)"));

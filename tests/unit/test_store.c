@@ -56,6 +56,7 @@ static void fill_list(struct test_list *l, const struct s3_list *req)
 	copy_string(l->bucket, sizeof(l->bucket), req->bucket);
 	copy_string(l->prefix, sizeof(l->prefix), req->prefix);
 	copy_string(l->token, sizeof(l->token), req->token);
+	copy_string(l->start_after, sizeof(l->start_after), req->start_after);
 	l->max_keys = req->max_keys;
 	l->done = req->done;
 	l->arg = req->arg;
@@ -283,7 +284,8 @@ static void answer_head(struct test_store *ts, struct test_head *h, int err)
 	free(obj.etag);
 }
 
-/* One page: the objects under prefix from index token on. */
+/* One page: the objects under prefix from index token on, or after the key
+ * start_after. */
 static void serve_list(struct test_store *ts, struct test_list *l)
 {
 	struct s3_list_page page;
@@ -294,6 +296,11 @@ static void serve_list(struct test_store *ts, struct test_list *l)
 	memset(&page, 0, sizeof(page));
 	pthread_mutex_lock(&ts->lock);
 	ts->stats.requests++;
+	if (!l->token[0] && l->start_after[0]) {
+		while (from < ts->nobjects &&
+		       strcmp(ts->objects[from].key, l->start_after) <= 0)
+			from++;
+	}
 	page.objects = calloc(l->max_keys, sizeof(*page.objects));
 	for (unsigned i = from; page.objects && i < ts->nobjects; i++) {
 		const struct test_object *o = &ts->objects[i];

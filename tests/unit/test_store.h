@@ -45,7 +45,8 @@ struct test_get {
 struct test_list {
 	char bucket[64];
 	char prefix[256];
-	char token[64]; /* "" for the first page */
+	char token[64];	       /* "" for the first page */
+	char start_after[256]; /* "" when none */
 	unsigned max_keys;
 	s3_list_done_fn *done;
 	void *arg;

@@ -1,0 +1,866 @@
+/*
+ * cache lister: parallel listing of one prefix by key ranges (lister.h).
+ *
+ * Ranges are (after, until]: keys greater than after (a start-after; ""
+ * for the prefix's start) up to until (NULL: no end), kept in a list in
+ * key order.  A range's listing goes page after page with its own
+ * continuation token and ends at its first key past until, or at the end
+ * of the listing.  Splitting a range hands everything past a split key to
+ * a new range; the keys the old one already has are never given away, so
+ * every key is listed exactly once.
+ *
+ * Where to split: the key space is read as fractions, a key's characters
+ * (code points, after the part the two ends share) being digits in a
+ * radix of the characters seen in keys so far plus "end" and "past the
+ * last".  The k split keys are spread evenly between the range's last key
+ * and its end as fractions (its end, when there is none, is 1.0), written
+ * back as characters, and kept only when strictly between the two.  In
+ * the characters actually used, a range over keys numbered 0000000 to
+ * 0699999 splits among the digits, not among all of Unicode; a range
+ * whose end lies far past its keys (the first one) sends most parts into
+ * empty space, where they end after one request, and keeps the keys: the
+ * next split, between closer ends, goes a character deeper.  Where the
+ * keys are, parts multiply until max_listers are in flight, and keep that
+ * number busy: each answer that leaves room splits its range again.
+ *
+ * Threads: pages arrive on the store's thread; the lister's own lock
+ * guards the ranges (the catalog is written only there).  Requests are
+ * made with the lock held: stores never answer from inside a call.
+ */
+#include "config.h"
+
+#include "cache/lister.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cache/internal.h"
+#include "util/util.h"
+
+/* parts one answer may split its range into, besides itself */
+#define SPLIT_MAX 15
+/* pages a part should have ahead of it, at least, by the estimate */
+#define SPLIT_PAGES 8
+/* keys in the first page of a range made by a split: most such ranges
+ * turn out empty in the initial search, and then a small page costs
+ * little (its keys are past the range's end) */
+#define SPLIT_FIRST_KEYS 100
+/* keys of each page whose characters join the alphabet (and its last) */
+#define ALPHABET_SAMPLES 16
+
+struct run {
+	uint32_t first; /* catalog entry */
+	uint32_t count;
+};
+
+struct range {
+	struct range *next; /* in key order */
+	char *after;	    /* keys greater than this; "" = the start */
+	char *until;	    /* up to this one; NULL = no end */
+	char *token;	    /* where its next page starts; NULL = first */
+	char *last;	    /* the last key it listed; NULL = none yet */
+	bool in_flight;
+	bool done;
+	unsigned next_keys; /* keys to ask for next; 0 = a full page */
+	unsigned depth;	    /* requests in a row that led to this one */
+	struct run *runs;
+	size_t nruns, cap, emitted;
+	struct cache_lister *lister;
+};
+
+struct cache_lister {
+	struct s3_store *store;
+	struct cache_catalog *cat;
+	struct cache_lister_conf conf;
+	pthread_mutex_t lock;
+	pthread_cond_t changed;
+	struct range *ranges; /* in key order */
+	struct range *emit;   /* the first range not all given positions */
+	unsigned in_flight;
+	bool stopping;
+	bool failed;
+	bool complete;
+	struct s3_error error;
+	struct cache_alphabet alpha;
+	struct cache_lister_stats stats;
+	unsigned depth_max;
+};
+
+void cache_lister_conf_init(struct cache_lister_conf *conf)
+{
+	conf->max_listers = CACHE_LISTERS_DEFAULT;
+	conf->page_keys = 1000;
+	conf->first_page_keys = 1000;
+}
+
+/* ---- characters ---- */
+
+/* The code point at *s (advanced past it), or 0xFFFFFFFF for a byte that
+ * starts no valid sequence (advanced by one). */
+static uint32_t utf8_next(const char **s)
+{
+	const unsigned char *p = (const unsigned char *)*s;
+	uint32_t cp;
+	int n;
+
+	if (p[0] < 0x80) {
+		*s += 1;
+		return p[0];
+	}
+	if (p[0] >= 0xC2 && p[0] <= 0xDF) {
+		n = 1;
+		cp = p[0] & 0x1F;
+	} else if (p[0] >= 0xE0 && p[0] <= 0xEF) {
+		n = 2;
+		cp = p[0] & 0x0F;
+	} else if (p[0] >= 0xF0 && p[0] <= 0xF4) {
+		n = 3;
+		cp = p[0] & 0x07;
+	} else {
+		*s += 1;
+		return 0xFFFFFFFF;
+	}
+	for (int i = 1; i <= n; i++) {
+		if ((p[i] & 0xC0) != 0x80) {
+			*s += 1;
+			return 0xFFFFFFFF;
+		}
+		cp = cp << 6 | (p[i] & 0x3F);
+	}
+	*s += n + 1;
+	if ((n == 2 && (cp < 0x800 || (cp >= 0xD800 && cp <= 0xDFFF))) ||
+	    (n == 3 && (cp < 0x10000 || cp > 0x10FFFF)))
+		return 0xFFFFFFFF;
+	return cp;
+}
+
+/* Appends cp (valid, not 0) as UTF-8; returns the bytes written. */
+static int utf8_put(char *out, uint32_t cp)
+{
+	if (cp < 0x80) {
+		out[0] = (char)cp;
+		return 1;
+	}
+	if (cp < 0x800) {
+		out[0] = (char)(0xC0 | cp >> 6);
+		out[1] = (char)(0x80 | (cp & 0x3F));
+		return 2;
+	}
+	if (cp < 0x10000) {
+		out[0] = (char)(0xE0 | cp >> 12);
+		out[1] = (char)(0x80 | (cp >> 6 & 0x3F));
+		out[2] = (char)(0x80 | (cp & 0x3F));
+		return 3;
+	}
+	out[0] = (char)(0xF0 | cp >> 18);
+	out[1] = (char)(0x80 | (cp >> 12 & 0x3F));
+	out[2] = (char)(0x80 | (cp >> 6 & 0x3F));
+	out[3] = (char)(0x80 | (cp & 0x3F));
+	return 4;
+}
+
+/* The character after cp that UTF-8 can hold (U+10FFFF has none). */
+static uint32_t next_char(uint32_t cp)
+{
+	cp++;
+	if (cp >= 0xD800 && cp <= 0xDFFF)
+		cp = 0xE000;
+	return cp > 0x10FFFF ? 0 : cp;
+}
+
+static unsigned column(size_t position)
+{
+	return position < CACHE_ALPHABET_POSITIONS
+		   ? (unsigned)position
+		   : CACHE_ALPHABET_POSITIONS - 1;
+}
+
+/* Index in column col of the first character not below cp. */
+static unsigned alphabet_find(const struct cache_alphabet *a, unsigned col,
+			      uint32_t cp)
+{
+	unsigned lo = 0, hi = a->n[col];
+
+	while (lo < hi) {
+		unsigned mid = (lo + hi) / 2;
+
+		if (a->cp[col][mid] < cp)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+UNITTEST void alphabet_add_key(struct cache_alphabet *a, const char *name)
+{
+	for (size_t pos = 0; *name; pos++) {
+		uint32_t cp = utf8_next(&name);
+		unsigned col = column(pos), n = a->n[col], at;
+
+		if (cp == 0xFFFFFFFF)
+			return;
+		at = alphabet_find(a, col, cp);
+		if ((at < n && a->cp[col][at] == cp) || n == CACHE_ALPHABET_MAX)
+			continue;
+		memmove(&a->cp[col][at + 1], &a->cp[col][at],
+			(n - at) * sizeof(a->cp[0][0]));
+		a->cp[col][at] = cp;
+		a->n[col]++;
+	}
+}
+
+/*
+ * A window of the key space: the characters at positions [pos, pos +
+ * width) of keys that share their first `shared` bytes, read as one
+ * number in mixed radix, each position's digits being 0 ("the key ended"),
+ * 1..n for the n characters seen there, and n + 1 for any past them.
+ * Positions are counted in characters from the end of the listing's
+ * prefix.  The window is as wide as 120 bits allow.
+ */
+struct key_window {
+	const struct cache_alphabet *alpha;
+	size_t shared; /* bytes */
+	size_t pos;    /* characters after the prefix */
+	unsigned width;
+	unsigned __int128 span; /* the product of the radices */
+};
+
+static unsigned radix_at(const struct key_window *w, unsigned i)
+{
+	return w->alpha->n[column(w->pos + i)] + 2u;
+}
+
+static void window_init(struct key_window *w,
+			const struct cache_alphabet *alpha, size_t fixed,
+			const char *key, size_t shared)
+{
+	const char *s = key + fixed;
+
+	w->alpha = alpha;
+	w->shared = shared;
+	w->pos = 0;
+	while (s < key + shared) {
+		utf8_next(&s);
+		w->pos++;
+	}
+	w->span = 1;
+	for (w->width = 0; w->width < 40; w->width++) {
+		unsigned r = radix_at(w, w->width);
+
+		if (w->span > ((unsigned __int128)1 << 120) / r)
+			break;
+		w->span *= r;
+	}
+}
+
+/* key's digits in the window (key shares its first w->shared bytes):
+ * a character that was not seen counts as the one seen below it. */
+static unsigned __int128 window_value(const struct key_window *w,
+				      const char *key)
+{
+	const char *s = key + w->shared;
+	unsigned __int128 v = 0;
+
+	for (unsigned i = 0; i < w->width; i++) {
+		unsigned col = column(w->pos + i), n = w->alpha->n[col];
+		unsigned digit = 0;
+
+		if (*s) {
+			uint32_t cp = utf8_next(&s);
+			unsigned at = alphabet_find(w->alpha, col, cp);
+
+			if (cp == 0xFFFFFFFF || at == n)
+				digit = n + 1;
+			else if (w->alpha->cp[col][at] == cp)
+				digit = at + 1;
+			else
+				digit = at; /* between: the one below */
+		}
+		v = v * radix_at(w, i) + digit;
+		if (digit == 0)
+			s = ""; /* ended */
+	}
+	return v;
+}
+
+/* The key whose digits are v (< w->span) after prefix's first w->shared
+ * bytes, malloc'd; NULL on ENOMEM or when a digit cannot be written. */
+static char *window_key(const struct key_window *w, const char *prefix,
+			unsigned __int128 v)
+{
+	unsigned digits[40];
+	char *key = malloc(w->shared + 4 * w->width + 1);
+	size_t len = w->shared;
+
+	if (!key)
+		return NULL;
+	for (unsigned i = w->width; i-- > 0;) {
+		digits[i] = (unsigned)(v % radix_at(w, i));
+		v /= radix_at(w, i);
+	}
+	memcpy(key, prefix, w->shared);
+	for (unsigned i = 0; i < w->width && digits[i]; i++) {
+		unsigned col = column(w->pos + i), n = w->alpha->n[col];
+		uint32_t cp = digits[i] <= n ? w->alpha->cp[col][digits[i] - 1]
+			      : n ? next_char(w->alpha->cp[col][n - 1])
+				  : 0;
+
+		if (!cp)
+			break;
+		len += (size_t)utf8_put(key + len, cp);
+	}
+	key[len] = '\0';
+	return key;
+}
+
+/* Bytes a and b share, cut back to a character boundary (at least
+ * fixed). */
+static size_t shared_bytes(const char *a, const char *b, size_t fixed)
+{
+	size_t n = fixed;
+
+	while (a[n] && a[n] == b[n])
+		n++;
+	while (n > fixed && ((unsigned char)a[n] & 0xC0) == 0x80)
+		n--;
+	return n;
+}
+
+/* Keeps key in out[] when it lies strictly between a and b (b NULL: no
+ * end) and after the last kept; frees it otherwise. */
+static void keep_between(char *key, const char *a, const char *b, char **out,
+			 unsigned *made)
+{
+	if (key && strcmp(key, a) > 0 && (!b || strcmp(key, b) < 0) &&
+	    (*made == 0 || strcmp(key, out[*made - 1]) > 0))
+		out[(*made)++] = key;
+	else
+		free(key);
+}
+
+/*
+ * Up to k keys strictly between a and b (b NULL: no end), increasing,
+ * each valid UTF-8 and malloc'd into out[]; fixed: the bytes of the
+ * listing's prefix, which every key here starts with.
+ *
+ * With an end, the keys divide the window from a to b evenly.  With no
+ * end, they are where the groups of keys that a shares its first
+ * characters with end (a = "img/n01/0000999" gives "img/n01/0001",
+ * "img/n01/001", "img/n01/01", "img/n01/1", "img/n02", ...): one part
+ * each for the rest of ever larger groups, the way keys are laid out in
+ * folders and numbers, from the group of the first character where a
+ * differs from first (the first key of the page a ends) on.  Returns how
+ * many (0 when the ends are not valid UTF-8).
+ */
+UNITTEST unsigned split_keys(const struct cache_alphabet *seen, size_t fixed,
+			     const char *first, const char *a, const char *b,
+			     unsigned k, char **out)
+{
+	struct cache_alphabet copy, *alpha = &copy;
+	unsigned made = 0;
+
+	if (strlen(a) < fixed || !util_utf8_valid(a + fixed) ||
+	    (b && !util_utf8_valid(b)) || strlen(first) < fixed ||
+	    strncmp(first, a, fixed) != 0)
+		return 0;
+	/* the ends' own characters are digits of the window, so that they
+	 * are read exactly */
+	copy = *seen;
+	alphabet_add_key(alpha, first + fixed);
+	alphabet_add_key(alpha, a + fixed);
+	if (b && strlen(b) >= fixed)
+		alphabet_add_key(alpha, b + fixed);
+	if (b) {
+		struct key_window w;
+		unsigned __int128 va, vb;
+
+		window_init(&w, alpha, fixed, a, shared_bytes(a, b, fixed));
+		va = window_value(&w, a);
+		vb = window_value(&w, b);
+		for (unsigned j = 1; j <= k && vb > va; j++)
+			keep_between(
+			    window_key(&w, a, va + (vb - va) * j / (k + 1)), a,
+			    b, out, &made);
+		return made;
+	}
+	/* the ends of the groups: cut a after its character at each
+	 * boundary from the first that differs from first, back to the
+	 * prefix, and step that character */
+	{
+		size_t cut = shared_bytes(first, a, fixed);
+		const char *s = a + cut;
+
+		if (*s)
+			utf8_next(&s);
+		cut = (size_t)(s - a);
+		while (made < k && cut > fixed) {
+			size_t start = cut, pos = 0;
+			const char *p;
+			uint32_t cp, next;
+			unsigned col, at;
+			char *key;
+
+			while (start > fixed &&
+			       ((unsigned char)a[start - 1] & 0xC0) == 0x80)
+				start--;
+			start--; /* the lead byte of the last character */
+			for (p = a + fixed; p < a + start; pos++)
+				utf8_next(&p);
+			cut = start;
+			cp = utf8_next(&p);
+			/* where several characters were seen and a's is
+			 * the last of them, the group most likely has no
+			 * keys left: it stays with the next larger one */
+			col = column(pos);
+			at = alphabet_find(alpha, col, cp);
+			if (cp == 0xFFFFFFFF)
+				continue;
+			if (alpha->n[col] >= 2 &&
+			    at + (at < alpha->n[col] &&
+				  alpha->cp[col][at] == cp) >=
+				alpha->n[col])
+				continue;
+			next = next_char(cp);
+			key = next ? malloc(start + 5) : NULL;
+			if (key) {
+				memcpy(key, a, start);
+				key[start +
+				    (size_t)utf8_put(key + start, next)] = '\0';
+				keep_between(key, a, NULL, out, &made);
+			}
+		}
+	}
+	return made;
+}
+
+/* ---- ranges (lock held) ---- */
+
+static void range_free(struct range *r)
+{
+	free(r->after);
+	free(r->until);
+	free(r->token);
+	free(r->last);
+	free(r->runs);
+	free(r);
+}
+
+static void page_arrived(void *arg, struct s3_list_page *page,
+			 const struct s3_error *err);
+
+/* Asks for r's next page; false (and the listing failed) when the
+ * request cannot be made. */
+static bool range_request(struct cache_lister *l, struct range *r)
+{
+	struct s3_list req = {
+	    .bucket = cache_catalog_bucket(l->cat),
+	    .prefix = cache_catalog_prefix(l->cat),
+	    .token = r->token,
+	    .start_after = r->token ? NULL : r->after,
+	    .max_keys = r->next_keys && r->next_keys < l->conf.page_keys
+			    ? r->next_keys
+			: r == l->ranges && !r->token && !r->last
+			    ? l->conf.first_page_keys
+			    : l->conf.page_keys,
+	    .done = page_arrived,
+	    .arg = r,
+	};
+	int rc = s3_list(l->store, &req);
+
+	if (rc) {
+		if (!l->failed) {
+			memset(&l->error, 0, sizeof(l->error));
+			l->error.err = rc;
+			snprintf(l->error.message, sizeof(l->error.message),
+				 "a listing request could not be made");
+		}
+		l->failed = true;
+		return false;
+	}
+	r->in_flight = true;
+	l->in_flight++;
+	if (l->in_flight > l->stats.in_flight_max)
+		l->stats.in_flight_max = l->in_flight;
+	return true;
+}
+
+static struct range *range_new(struct cache_lister *l, const char *after,
+			       const char *until, unsigned depth)
+{
+	struct range *r = calloc(1, sizeof(*r));
+
+	if (!r)
+		return NULL;
+	r->after = strdup(after);
+	r->until = util_strdup0(until);
+	if (!r->after || (until && !r->until)) {
+		range_free(r);
+		return NULL;
+	}
+	r->lister = l;
+	r->depth = depth;
+	l->stats.ranges++;
+	return r;
+}
+
+/* The failure that ends the listing: the first one is what users see. */
+static void lister_fail(struct cache_lister *l, const struct s3_error *err,
+			const char *why)
+{
+	if (!l->failed) {
+		if (err) {
+			l->error = *err;
+		} else {
+			memset(&l->error, 0, sizeof(l->error));
+			l->error.err = EIO;
+			snprintf(l->error.message, sizeof(l->error.message),
+				 "%s", why);
+		}
+	}
+	l->failed = true;
+}
+
+/*
+ * Takes page into r: the keys up to r's end, in order, into the catalog
+ * as one run.  0, or an errno with why set (a hostile page).
+ */
+static int range_take(struct cache_lister *l, struct range *r,
+		      struct s3_list_page *page, const char **why)
+{
+	const char *prev = r->last ? r->last : r->after;
+	size_t before = cache_catalog_entries(l->cat);
+	uint32_t first = 0, entry;
+	size_t n = 0;
+	int rc = 0;
+
+	for (size_t i = 0; i < page->count && !rc; i++) {
+		const char *key = page->objects[i].key;
+
+		if (!key || strcmp(key, prev) <= 0) {
+			*why = "the listing gave keys out of order";
+			rc = EPROTO;
+			break;
+		}
+		if (r->until && strcmp(key, r->until) > 0) {
+			r->done = true;
+			l->stats.discarded += page->count - i;
+			break;
+		}
+		rc = cache_catalog_add(l->cat, key, page->objects[i].etag,
+				       page->objects[i].size, &entry);
+		if (rc) {
+			*why = rc == EINVAL ? "the listing gave a key outside "
+					      "the prefix, too long, or with "
+					      "a size past S3's largest"
+					    : "out of memory";
+			break;
+		}
+		if (n++ == 0)
+			first = entry;
+		prev = key;
+		if (i % (page->count / ALPHABET_SAMPLES + 1) == 0 ||
+		    i + 1 == page->count)
+			alphabet_add_key(
+			    &l->alpha,
+			    key + strlen(cache_catalog_prefix(l->cat)));
+	}
+	if (!rc && n && r->nruns == r->cap) {
+		size_t cap = r->cap ? r->cap * 2 : 4;
+		struct run *p = realloc(r->runs, cap * sizeof(*p));
+
+		if (p) {
+			r->runs = p;
+			r->cap = cap;
+		} else {
+			rc = ENOMEM;
+			*why = "out of memory";
+		}
+	}
+	if (!rc && n) {
+		char *last = strdup(prev);
+
+		if (!last) {
+			rc = ENOMEM;
+			*why = "out of memory";
+		} else {
+			free(r->last);
+			r->last = last;
+			r->runs[r->nruns++] = (struct run){first, (uint32_t)n};
+		}
+	}
+	if (rc) {
+		cache_catalog_truncate(l->cat, before);
+		return rc;
+	}
+	l->stats.objects += n;
+	if (!r->done && !page->truncated)
+		r->done = true;
+	if (!r->done && !page->next_token) {
+		*why = "the listing was truncated with no continuation token";
+		return EPROTO;
+	}
+	if (!r->done) {
+		free(r->token);
+		r->token = page->next_token;
+		page->next_token = NULL;
+	}
+	return 0;
+}
+
+/* Gives positions to what the ranges in key order have, up to the first
+ * range still listing.  0 or ENOMEM. */
+static int emit_positions(struct cache_lister *l)
+{
+	while (l->emit) {
+		struct range *r = l->emit;
+
+		for (; r->emitted < r->nruns; r->emitted++) {
+			int rc = cache_catalog_order(l->cat,
+						     r->runs[r->emitted].first,
+						     r->runs[r->emitted].count);
+
+			if (rc)
+				return rc;
+		}
+		if (!r->done)
+			break;
+		l->emit = r->next;
+	}
+	return 0;
+}
+
+/* The first key of r's last page, into buf; a when there is none. */
+static const char *page_first(const struct cache_lister *l,
+			      const struct range *r, char *buf, size_t len)
+{
+	if (!r->nruns ||
+	    !cache_catalog_key(l->cat, r->runs[r->nruns - 1].first, buf, len))
+		return r->last ? r->last : r->after;
+	return buf;
+}
+
+/*
+ * The keys r has left, estimated by the density of its last page in the
+ * key window between its last key and its end; UINT64_MAX for a range
+ * with no end (it may hold anything), 0 when nothing is known.
+ */
+static uint64_t range_left(const struct cache_lister *l, const struct range *r,
+			   const char *first)
+{
+	size_t fixed = strlen(cache_catalog_prefix(l->cat));
+	unsigned __int128 va, vb, vf = 0, left;
+	struct key_window w;
+
+	if (!r->until)
+		return UINT64_MAX;
+	if (!r->last || !r->nruns)
+		return 0;
+	window_init(&w, &l->alpha, fixed, r->last,
+		    shared_bytes(r->last, r->until, fixed));
+	va = window_value(&w, r->last);
+	vb = window_value(&w, r->until);
+	if (!strncmp(first, r->last, w.shared))
+		vf = window_value(&w, first);
+	if (vb <= va || va <= vf)
+		return 0;
+	left = (vb - va) / (va - vf);
+	if (left > UINT32_MAX)
+		return UINT32_MAX;
+	return (uint64_t)(left * r->runs[r->nruns - 1].count);
+}
+
+/* How many more parts r is worth splitting into, besides itself: one for
+ * every SPLIT_PAGES pages it has left. */
+static unsigned range_parts(const struct cache_lister *l, uint64_t left)
+{
+	uint64_t parts = left / ((uint64_t)l->conf.page_keys * SPLIT_PAGES);
+
+	(void)l;
+	return parts >= SPLIT_MAX ? SPLIT_MAX : (unsigned)parts;
+}
+
+/* Splits what r has left among new ranges while there is room for more
+ * listers and r has far to go, and starts them. */
+static void range_split(struct cache_lister *l, struct range *r)
+{
+	char buf[CACHE_KEY_MAX + 1];
+	const char *first = page_first(l, r, buf, sizeof(buf));
+	uint64_t left = range_left(l, r, first);
+	char *keys[SPLIT_MAX];
+	unsigned room, n, parts;
+
+	/* near its end, ask for what is left (and a margin) rather than a
+	 * full page whose tail would be past the end */
+	r->next_keys = 0;
+	if (left && left < l->conf.page_keys)
+		r->next_keys = (unsigned)(left + left / 4 + 16);
+	if (l->in_flight + 1 >= l->conf.max_listers)
+		return;
+	room = l->conf.max_listers - l->in_flight - 1;
+	parts = range_parts(l, left);
+	if (parts < room)
+		room = parts;
+	if (room == 0)
+		return;
+	n = split_keys(&l->alpha, strlen(cache_catalog_prefix(l->cat)), first,
+		       r->last ? r->last : r->after, r->until, room, keys);
+	/* from the far end, so each new range takes r's end before r
+	 * gives it up */
+	for (unsigned i = n; i-- > 0;) {
+		struct range *fresh = range_new(l, keys[i], r->until, r->depth);
+
+		if (fresh) {
+			/* the ends of groups past a range with no end are
+			 * a search (most hold nothing); the parts of a
+			 * range with an end hold its keys */
+			fresh->next_keys = SPLIT_FIRST_KEYS;
+			alphabet_add_key(
+			    &l->alpha,
+			    keys[i] + strlen(cache_catalog_prefix(l->cat)));
+			free(r->until);
+			r->until = keys[i];
+			keys[i] = NULL;
+			fresh->next = r->next;
+			r->next = fresh;
+			range_request(l, fresh);
+		}
+		free(keys[i]);
+	}
+}
+
+static void page_arrived(void *arg, struct s3_list_page *page,
+			 const struct s3_error *err)
+{
+	struct range *r = arg;
+	struct cache_lister *l = r->lister;
+	const char *why = NULL;
+	bool empty;
+	int rc;
+
+	pthread_mutex_lock(&l->lock);
+	r->in_flight = false;
+	l->in_flight--;
+	r->depth++;
+	if (r->depth > l->depth_max)
+		l->depth_max = r->depth;
+	if (err) {
+		if (!l->stopping || err->err != ECANCELED)
+			lister_fail(l, err, NULL);
+	} else if (!l->stopping && !l->failed) {
+		l->stats.pages++;
+		empty = !r->last;
+		rc = range_take(l, r, page, &why);
+		if (!rc && r->done && empty && !r->last)
+			l->stats.empty++;
+		if (!rc)
+			rc = emit_positions(l);
+		if (rc)
+			lister_fail(l, NULL, why ? why : "out of memory");
+		else if (!r->done) {
+			range_split(l, r);
+			range_request(l, r);
+		}
+	}
+	if (page)
+		s3_list_page_clear(page);
+	if (l->in_flight == 0 && !l->failed && !l->stopping) {
+		l->complete = true;
+		for (struct range *q = l->ranges; q; q = q->next)
+			l->complete = l->complete && q->done;
+	}
+	l->stats.complete = l->complete;
+	pthread_cond_broadcast(&l->changed);
+	pthread_mutex_unlock(&l->lock);
+}
+
+/* ---- the lister ---- */
+
+struct cache_lister *cache_lister_start(struct cache *c,
+					struct cache_catalog *cat,
+					const struct cache_lister_conf *conf)
+{
+	struct cache_lister *l = calloc(1, sizeof(*l));
+
+	if (!l) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	l->store = c->store;
+	l->cat = cat;
+	cache_lister_conf_init(&l->conf);
+	if (conf)
+		l->conf = *conf;
+	if (l->conf.max_listers < 1)
+		l->conf.max_listers = 1;
+	if (l->conf.max_listers > CACHE_LISTERS_MAX)
+		l->conf.max_listers = CACHE_LISTERS_MAX;
+	if (l->conf.page_keys < 1 || l->conf.page_keys > 1000)
+		l->conf.page_keys = 1000;
+	if (l->conf.first_page_keys < 1 || l->conf.first_page_keys > 1000)
+		l->conf.first_page_keys = l->conf.page_keys;
+	pthread_mutex_init(&l->lock, NULL);
+	pthread_cond_init(&l->changed, NULL);
+	l->ranges = range_new(l, "", NULL, 0);
+	if (!l->ranges) {
+		cache_lister_destroy(l);
+		errno = ENOMEM;
+		return NULL;
+	}
+	l->emit = l->ranges;
+	pthread_mutex_lock(&l->lock);
+	range_request(l, l->ranges);
+	pthread_mutex_unlock(&l->lock);
+	return l;
+}
+
+int cache_lister_wait(struct cache_lister *l, size_t pos, struct s3_error *err)
+{
+	int rc;
+
+	pthread_mutex_lock(&l->lock);
+	while (!l->failed && !l->complete && cache_catalog_count(l->cat) <= pos)
+		pthread_cond_wait(&l->changed, &l->lock);
+	if (cache_catalog_count(l->cat) > pos)
+		rc = 0;
+	else if (l->failed)
+		rc = EIO;
+	else
+		rc = ENODATA;
+	if (rc == EIO && err)
+		*err = l->error;
+	pthread_mutex_unlock(&l->lock);
+	return rc;
+}
+
+void cache_lister_get_stats(struct cache_lister *l,
+			    struct cache_lister_stats *out)
+{
+	pthread_mutex_lock(&l->lock);
+	*out = l->stats;
+	out->depth = l->depth_max;
+	pthread_mutex_unlock(&l->lock);
+}
+
+void cache_lister_destroy(struct cache_lister *l)
+{
+	if (!l)
+		return;
+	pthread_mutex_lock(&l->lock);
+	l->stopping = true;
+	while (l->in_flight)
+		pthread_cond_wait(&l->changed, &l->lock);
+	pthread_mutex_unlock(&l->lock);
+	while (l->ranges) {
+		struct range *next = l->ranges->next;
+
+		range_free(l->ranges);
+		l->ranges = next;
+	}
+	pthread_cond_destroy(&l->changed);
+	pthread_mutex_destroy(&l->lock);
+	free(l);
+}

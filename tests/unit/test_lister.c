@@ -1,0 +1,896 @@
+/*
+ * test_lister: the catalog (compact entries, ETags kept exactly, key
+ * order apart from arrival order) and the parallel lister: split keys
+ * strictly between their ends, valid UTF-8 and increasing; listings of
+ * uniform, skewed and adversarial key sets with 1, 4 and 32 listers that
+ * give exactly the keys, in order, each once; fewer round trips in a row
+ * with more listers; failed and hostile pages.
+ *
+ * The store here is the test's own: a sorted array of keys served by one
+ * thread, one queued request after another, answering start-after and
+ * continuation tokens as S3 does (a token is the index to go on from),
+ * able to fail the Nth request or to answer hostile pages.
+ */
+#include "config.h"
+
+#include "cache/catalog.h"
+#include "cache/internal.h"
+#include "cache/lister.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "util/util.h"
+
+/* ---- the store ---- */
+
+struct queued {
+	struct queued *next;
+	char *token;
+	char *start_after;
+	char *prefix;
+	unsigned max_keys;
+	s3_list_done_fn *done;
+	void *arg;
+};
+
+enum hostile {
+	HONEST = 0,
+	OUT_OF_ORDER,  /* a page's keys swapped */
+	NO_TOKEN,      /* truncated, but no token */
+	OUTSIDE_PREFIX /* a key not under the prefix */
+};
+
+struct key_store {
+	struct s3_store store;
+	char **keys; /* sorted by strcmp */
+	size_t n;
+	pthread_mutex_t lock;
+	pthread_cond_t wake;
+	struct queued *head, *tail;
+	bool stopping;
+	pthread_t thread;
+	unsigned requests;
+	unsigned fail_at; /* fail request number fail_at (from 1); 0: never */
+	enum hostile hostile;
+	unsigned start_after_requests;
+	struct cache *cache; /* over this store, for the lister */
+};
+
+static size_t first_after(const struct key_store *ks, const char *after)
+{
+	size_t lo = 0, hi = ks->n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (strcmp(ks->keys[mid], after) <= 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+static void answer(struct key_store *ks, struct queued *q, unsigned number)
+{
+	struct s3_list_page page;
+	struct s3_error err;
+	size_t plen = strlen(q->prefix), i;
+	char token[32];
+
+	memset(&page, 0, sizeof(page));
+	if (number == ks->fail_at) {
+		memset(&err, 0, sizeof(err));
+		err.err = EIO;
+		err.http_status = 500;
+		snprintf(err.message, sizeof(err.message), "injected failure");
+		q->done(q->arg, NULL, &err);
+		return;
+	}
+	if (q->token)
+		i = strtoul(q->token, NULL, 10);
+	else
+		i = first_after(ks, q->start_after ? q->start_after : "");
+	while (i < ks->n && strncmp(ks->keys[i], q->prefix, plen) < 0)
+		i++;
+	page.objects = calloc(q->max_keys + 1, sizeof(*page.objects));
+	assert_non_null(page.objects);
+	for (; i < ks->n && strncmp(ks->keys[i], q->prefix, plen) == 0; i++) {
+		if (page.count == q->max_keys) {
+			page.truncated = true;
+			if (ks->hostile != NO_TOKEN) {
+				snprintf(token, sizeof(token), "%zu", i);
+				page.next_token = strdup(token);
+			}
+			break;
+		}
+		page.objects[page.count].key = strdup(ks->keys[i]);
+		page.objects[page.count].etag = strdup("\"0123456789abcdef"
+						       "0123456789abcdef\"");
+		page.objects[page.count].size = 1 + i % 7;
+		page.count++;
+	}
+	if (ks->hostile == OUT_OF_ORDER && page.count >= 2) {
+		char *t = page.objects[0].key;
+
+		page.objects[0].key = page.objects[1].key;
+		page.objects[1].key = t;
+	}
+	if (ks->hostile == OUTSIDE_PREFIX && page.count >= 1) {
+		free(page.objects[page.count - 1].key);
+		page.objects[page.count - 1].key = strdup("zzz-not-here");
+	}
+	q->done(q->arg, &page, NULL);
+}
+
+static void *serve(void *arg)
+{
+	struct key_store *ks = arg;
+
+	pthread_mutex_lock(&ks->lock);
+	for (;;) {
+		struct queued *q = ks->head;
+		unsigned number;
+
+		if (!q && ks->stopping)
+			break;
+		if (!q) {
+			pthread_cond_wait(&ks->wake, &ks->lock);
+			continue;
+		}
+		ks->head = q->next;
+		if (!ks->head)
+			ks->tail = NULL;
+		number = ++ks->requests;
+		pthread_mutex_unlock(&ks->lock);
+		answer(ks, q, number);
+		free(q->token);
+		free(q->start_after);
+		free(q->prefix);
+		free(q);
+		pthread_mutex_lock(&ks->lock);
+	}
+	pthread_mutex_unlock(&ks->lock);
+	return NULL;
+}
+
+static int ks_list(struct s3_store *st, const struct s3_list *req)
+{
+	struct key_store *ks = (struct key_store *)st;
+	struct queued *q = calloc(1, sizeof(*q));
+
+	assert_non_null(q);
+	assert_true(req->max_keys >= 1 && req->max_keys <= 1000);
+	q->token = util_strdup0(req->token);
+	q->start_after = util_strdup0(req->start_after);
+	q->prefix = strdup(req->prefix ? req->prefix : "");
+	q->max_keys = req->max_keys;
+	q->done = req->done;
+	q->arg = req->arg;
+	pthread_mutex_lock(&ks->lock);
+	if (!req->token && req->start_after && *req->start_after)
+		ks->start_after_requests++;
+	if (ks->tail)
+		ks->tail->next = q;
+	else
+		ks->head = q;
+	ks->tail = q;
+	pthread_cond_signal(&ks->wake);
+	pthread_mutex_unlock(&ks->lock);
+	return 0;
+}
+
+static int ks_get(struct s3_store *st, const struct s3_get *req)
+{
+	(void)st;
+	(void)req;
+	return EINVAL;
+}
+
+static int ks_head(struct s3_store *st, const struct s3_head *req)
+{
+	(void)st;
+	(void)req;
+	return EINVAL;
+}
+
+static void ks_stats(struct s3_store *st, struct s3_stats *out)
+{
+	(void)st;
+	memset(out, 0, sizeof(*out));
+}
+
+static void ks_destroy(struct s3_store *st)
+{
+	struct key_store *ks = (struct key_store *)st;
+
+	pthread_mutex_lock(&ks->lock);
+	ks->stopping = true;
+	pthread_cond_signal(&ks->wake);
+	pthread_mutex_unlock(&ks->lock);
+	pthread_join(ks->thread, NULL);
+	cache_destroy(ks->cache);
+	for (size_t i = 0; i < ks->n; i++)
+		free(ks->keys[i]);
+	free(ks->keys);
+	free(ks);
+}
+
+static const struct s3_store_ops ks_ops = {
+    .get = ks_get,
+    .list = ks_list,
+    .head = ks_head,
+    .get_stats = ks_stats,
+    .destroy = ks_destroy,
+};
+
+static int key_cmp(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* A store of keys[0..n) (taken over, sorted here, duplicates dropped). */
+static struct key_store *key_store_new(char **keys, size_t n)
+{
+	struct key_store *ks = calloc(1, sizeof(*ks));
+	size_t kept = 0;
+
+	assert_non_null(ks);
+	qsort(keys, n, sizeof(*keys), key_cmp);
+	for (size_t i = 0; i < n; i++) {
+		if (kept && strcmp(keys[kept - 1], keys[i]) == 0)
+			free(keys[i]);
+		else
+			keys[kept++] = keys[i];
+	}
+	ks->store.ops = &ks_ops;
+	ks->store.max_parallel = 64;
+	ks->keys = keys;
+	ks->n = kept;
+	pthread_mutex_init(&ks->lock, NULL);
+	pthread_cond_init(&ks->wake, NULL);
+	assert_int_equal(pthread_create(&ks->thread, NULL, serve, ks), 0);
+	return ks;
+}
+
+/* A cache over ks, for the lister (which lists through the cache's
+ * store); freed with the store at the end of the test run. */
+static struct cache *cache_over(struct key_store *ks)
+{
+	struct cache_conf conf;
+
+	cache_conf_init(&conf);
+	conf.budget_bytes = 4 << 20;
+	conf.block_size = 1 << 20;
+	ks->cache = cache_create(&conf, &ks->store);
+	assert_non_null(ks->cache);
+	return ks->cache;
+}
+
+/* ---- key sets ---- */
+
+struct keys {
+	char **v;
+	size_t n, cap;
+};
+
+static void add_key(struct keys *k, const char *fmt, ...)
+{
+	char buf[1100];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	if (k->n == k->cap) {
+		k->cap = k->cap ? k->cap * 2 : 1024;
+		k->v = realloc(k->v, k->cap * sizeof(*k->v));
+		assert_non_null(k->v);
+	}
+	k->v[k->n] = strdup(buf);
+	assert_non_null(k->v[k->n]);
+	k->n++;
+}
+
+/* n keys numbered in one flat folder */
+static struct keys uniform_keys(size_t n)
+{
+	struct keys k = {0};
+
+	for (size_t i = 0; i < n; i++)
+		add_key(&k, "data/img-%07zu.jpg", i);
+	return k;
+}
+
+/* most keys under one deep folder; shallow, deep, unicode, high code
+ * points, a key and its extensions, keys that differ in their last byte */
+static struct keys skewed_keys(size_t n)
+{
+	static const char *const groups[] = {
+	    "data/a/b/c/d/e/f/g/", "data/meta-", "data/ñ/",
+	    "data/日本/",	   "data/😀/",	 "data/with space+plus/",
+	    "data/\xc3\xbf/",	   "data/z",
+	};
+	struct keys k = {0};
+	size_t big = n * 7 / 10;
+
+	for (size_t i = 0; i < big; i++)
+		add_key(&k, "data/img/train/n01/%07zu.jpg", i);
+	for (size_t g = 0; g < sizeof(groups) / sizeof(groups[0]); g++)
+		for (size_t i = 0; i < (n - big) / 8; i++)
+			add_key(&k, "%s%05zu", groups[g], i);
+	add_key(&k, "data/ext/k");
+	add_key(&k, "data/ext/k0");
+	add_key(&k, "data/ext/k00");
+	add_key(&k, "data/last/a");
+	add_key(&k, "data/last/b");
+	return k;
+}
+
+/* keys that differ only in their last byte, and chains of extensions */
+static struct keys adversarial_keys(void)
+{
+	struct keys k = {0};
+
+	for (int c = 0x21; c < 0x7f; c++)
+		add_key(&k, "data/same/xxxxxxxxxxxxxxxxxxxx%c", c);
+	for (int len = 1; len < 200; len++)
+		add_key(&k, "data/ext/%.*s", len,
+			"0000000000000000000000000000000000000000000000000"
+			"0000000000000000000000000000000000000000000000000"
+			"0000000000000000000000000000000000000000000000000"
+			"00000000000000000000000000000000000000000000000000");
+	for (uint32_t cp = 0x7f; cp < 0x3000; cp += 37) {
+		char s[8] = {0};
+
+		if (cp < 0x800) {
+			s[0] = (char)(0xC0 | cp >> 6);
+			s[1] = (char)(0x80 | (cp & 0x3F));
+		} else {
+			s[0] = (char)(0xE0 | cp >> 12);
+			s[1] = (char)(0x80 | (cp >> 6 & 0x3F));
+			s[2] = (char)(0x80 | (cp & 0x3F));
+		}
+		add_key(&k, "data/u/%s/%s", s, s);
+	}
+	add_key(&k, "data/\xf4\x8f\xbf\xbf");
+	return k;
+}
+
+/* ---- running a listing ---- */
+
+struct outcome {
+	struct cache_lister_stats stats;
+	int rc;
+	struct s3_error err;
+	unsigned start_after_requests;
+	struct cache *cache; /* over this store, for the lister */
+};
+
+/* Lists prefix of the keys with max_listers and checks the catalog holds
+ * exactly the keys under prefix, in order, each once. */
+static struct outcome list_and_check(struct keys k, const char *prefix,
+				     unsigned max_listers, unsigned page_keys)
+{
+	struct key_store *ks = key_store_new(k.v, k.n);
+	struct cache_catalog *cat = cache_catalog_create("b", prefix);
+	struct cache_lister_conf conf;
+	struct cache_lister *l;
+	struct outcome out;
+	size_t expect = 0, plen = strlen(prefix), pos = 0;
+	char key[CACHE_KEY_MAX + 1];
+
+	assert_non_null(cat);
+	memset(&out, 0, sizeof(out));
+	cache_lister_conf_init(&conf);
+	conf.max_listers = max_listers;
+	conf.page_keys = page_keys;
+	conf.first_page_keys = page_keys;
+	l = cache_lister_start(cache_over(ks), cat, &conf);
+	assert_non_null(l);
+	out.rc = cache_lister_wait(l, SIZE_MAX - 1, &out.err);
+	cache_lister_get_stats(l, &out.stats);
+	if (out.rc == ENODATA) {
+		for (size_t i = 0; i < ks->n; i++) {
+			if (strncmp(ks->keys[i], prefix, plen) != 0)
+				continue;
+			assert_true(pos < cache_catalog_count(cat));
+			assert_true(
+			    cache_catalog_key(cat, cache_catalog_at(cat, pos),
+					      key, sizeof(key)) > 0);
+			assert_string_equal(key, ks->keys[i]);
+			pos++;
+			expect++;
+		}
+		assert_int_equal(cache_catalog_count(cat), expect);
+		assert_int_equal(cache_catalog_entries(cat), expect);
+		assert_true(out.stats.complete);
+	}
+	cache_lister_destroy(l);
+	cache_catalog_destroy(cat);
+	out.start_after_requests = ks->start_after_requests;
+	ks_destroy(&ks->store);
+	return out;
+}
+
+/* ---- tests: the catalog ---- */
+
+static void test_catalog_entries(void **state)
+{
+	struct cache_catalog *cat = cache_catalog_create("bkt", "pre/");
+	char buf[CACHE_KEY_MAX + 1];
+	static const char *const etags[] = {
+	    "\"0123456789abcdef0123456789abcdef\"",
+	    "\"0123456789abcdef0123456789abcdef-17\"",
+	    "\"0123456789ABCDEF0123456789abcdef\"",
+	    "W/\"weak\"",
+	    "",
+	    NULL,
+	};
+	uint32_t e;
+
+	(void)state;
+	assert_non_null(cat);
+	for (unsigned i = 0; i < 6; i++) {
+		char key[64];
+
+		snprintf(key, sizeof(key), "pre/k%u", i);
+		assert_int_equal(
+		    cache_catalog_add(cat, key, etags[i], 1000 + i, &e), 0);
+		assert_int_equal(e, i);
+	}
+	for (unsigned i = 0; i < 6; i++) {
+		bool has = cache_catalog_etag(cat, i, buf, sizeof(buf));
+
+		assert_int_equal(has, etags[i] != NULL);
+		assert_string_equal(buf, etags[i] ? etags[i] : "");
+		assert_int_equal(cache_catalog_size(cat, i), 1000 + i);
+		assert_true(cache_catalog_key(cat, i, buf, sizeof(buf)) > 0);
+		snprintf(buf + 100, 64, "pre/k%u", i);
+		assert_string_equal(buf, buf + 100);
+	}
+	/* a buffer too small for the key */
+	assert_int_equal(cache_catalog_key(cat, 0, buf, 5), 0);
+	/* hostile entries */
+	assert_int_equal(cache_catalog_add(cat, "other/k", NULL, 1, &e),
+			 EINVAL);
+	assert_int_equal(cache_catalog_add(cat, "pre/huge", NULL,
+					   CACHE_OBJECT_SIZE_MAX + 1, &e),
+			 EINVAL);
+	memset(buf, 'x', sizeof(buf));
+	memcpy(buf, "pre/", 4);
+	buf[CACHE_KEY_MAX + 0] = '\0'; /* 1024 bytes: allowed */
+	assert_int_equal(cache_catalog_add(cat, buf, NULL, 1, &e), 0);
+	assert_int_equal(cache_catalog_entries(cat), 7);
+	cache_catalog_truncate(cat, 6);
+	assert_int_equal(cache_catalog_entries(cat), 6);
+	/* no positions until given */
+	assert_int_equal(cache_catalog_count(cat), 0);
+	cache_catalog_destroy(cat);
+}
+
+static void test_catalog_order(void **state)
+{
+	struct cache_catalog *cat = cache_catalog_create("b", "");
+	uint32_t e;
+
+	(void)state;
+	for (unsigned i = 0; i < 10000; i++) {
+		char key[32];
+
+		snprintf(key, sizeof(key), "%05u", i);
+		assert_int_equal(cache_catalog_add(cat, key, NULL, i + 1, &e),
+				 0);
+	}
+	/* in arrival order first: no memory for positions */
+	assert_int_equal(cache_catalog_order(cat, 0, 100), 0);
+	assert_int_equal(cache_catalog_at(cat, 99), 99);
+	/* then runs out of arrival order */
+	assert_int_equal(cache_catalog_order(cat, 5000, 5000), 0);
+	assert_int_equal(cache_catalog_order(cat, 100, 4900), 0);
+	assert_int_equal(cache_catalog_count(cat), 10000);
+	assert_int_equal(cache_catalog_at(cat, 0), 0);
+	assert_int_equal(cache_catalog_at(cat, 99), 99);
+	assert_int_equal(cache_catalog_at(cat, 100), 5000);
+	assert_int_equal(cache_catalog_at(cat, 5099), 9999);
+	assert_int_equal(cache_catalog_at(cat, 5100), 100);
+	assert_int_equal(cache_catalog_at(cat, 9999), 4999);
+	/* about 33 bytes an entry plus the key, positions 4 */
+	assert_true(cache_catalog_memory(cat) < 10000 * 48 + (2u << 20));
+	cache_catalog_destroy(cat);
+}
+
+/* ---- tests: the saved listing ---- */
+
+static char saved_dir[64];
+
+/* A catalog of n keys of every ETag kind, in an order of its own (the
+ * file keeps key order, not arrival order). */
+static struct cache_catalog *mixed_catalog(size_t n)
+{
+	struct cache_catalog *cat = cache_catalog_create("bkt", "pre/");
+	static const char *const etags[] = {
+	    "\"0123456789abcdef0123456789abcdef\"",
+	    "\"fedcba9876543210fedcba9876543210-3\"",
+	    "W/\"weak\"",
+	    NULL,
+	};
+	uint32_t e;
+
+	assert_non_null(cat);
+	for (size_t i = 0; i < n; i++) {
+		char key[64];
+
+		snprintf(key, sizeof(key), "pre/%s/%06zu", i % 2 ? "b" : "a",
+			 i);
+		assert_int_equal(
+		    cache_catalog_add(cat, key, etags[i % 4], i * 7, &e), 0);
+	}
+	/* key order: the "a" keys (even entries), then the "b" keys */
+	for (size_t i = 0; i < n; i += 2)
+		assert_int_equal(cache_catalog_order(cat, (uint32_t)i, 1), 0);
+	for (size_t i = 1; i < n; i += 2)
+		assert_int_equal(cache_catalog_order(cat, (uint32_t)i, 1), 0);
+	return cat;
+}
+
+static void saved_path(char *out, size_t len)
+{
+	char name[48];
+
+	if (!saved_dir[0]) {
+		snprintf(saved_dir, sizeof(saved_dir),
+			 "/tmp/test_lister.XXXXXX");
+		assert_non_null(mkdtemp(saved_dir));
+	}
+	cache_catalog_file_name("bkt", "pre/", name);
+	assert_int_equal(strlen(name), 40);
+	snprintf(out, len, "%s/%s", saved_dir, name);
+}
+
+static void test_saved_roundtrip(void **state)
+{
+	struct cache_catalog *cat = mixed_catalog(9001), *back = NULL;
+	char path[128], a[CACHE_KEY_MAX + 1], b[CACHE_KEY_MAX + 1];
+	const char *why;
+	int64_t at = 0;
+
+	(void)state;
+	saved_path(path, sizeof(path));
+	assert_int_equal(cache_catalog_save(cat, path, 1000), 0);
+	assert_int_equal(
+	    cache_catalog_load(path, "bkt", "pre/", 1010, 60, &back, &at, &why),
+	    0);
+	assert_int_equal(at, 1000);
+	assert_int_equal(cache_catalog_count(back), 9001);
+	for (size_t pos = 0; pos < 9001; pos++) {
+		uint32_t ea = cache_catalog_at(cat, pos);
+		uint32_t eb = cache_catalog_at(back, pos);
+		bool ha, hb;
+
+		assert_true(cache_catalog_key(cat, ea, a, sizeof(a)) > 0);
+		assert_true(cache_catalog_key(back, eb, b, sizeof(b)) > 0);
+		assert_string_equal(a, b);
+		assert_int_equal(cache_catalog_size(cat, ea),
+				 cache_catalog_size(back, eb));
+		ha = cache_catalog_etag(cat, ea, a, sizeof(a));
+		hb = cache_catalog_etag(back, eb, b, sizeof(b));
+		assert_int_equal(ha, hb);
+		assert_string_equal(a, b);
+	}
+	cache_catalog_destroy(back);
+	/* too old, from the future, another bucket or prefix */
+	assert_int_equal(
+	    cache_catalog_load(path, "bkt", "pre/", 1061, 60, &back, &at, &why),
+	    ESTALE);
+	assert_null(back);
+	assert_int_equal(
+	    cache_catalog_load(path, "bkt", "pre/", 999, 60, &back, &at, &why),
+	    ESTALE);
+	assert_int_equal(cache_catalog_load(path, "other", "pre/", 1010, 60,
+					    &back, &at, &why),
+			 EINVAL);
+	assert_true(strlen(why) > 0);
+	assert_int_equal(
+	    cache_catalog_load(path, "bkt", "pre", 1010, 60, &back, &at, &why),
+	    EINVAL);
+	assert_null(back);
+	cache_catalog_destroy(cat);
+	unlink(path);
+	assert_int_equal(
+	    cache_catalog_load(path, "bkt", "pre/", 1010, 60, &back, &at, &why),
+	    ENOENT);
+}
+
+/* Every byte flipped, and every length cut, is refused, never crashes. */
+static void test_saved_corrupt(void **state)
+{
+	struct cache_catalog *cat = mixed_catalog(40), *back = NULL;
+	char path[128];
+	unsigned char *data;
+	const char *why;
+	int64_t at;
+	long len;
+	FILE *f;
+
+	(void)state;
+	saved_path(path, sizeof(path));
+	assert_int_equal(cache_catalog_save(cat, path, 5), 0);
+	cache_catalog_destroy(cat);
+	f = fopen(path, "rb");
+	assert_non_null(f);
+	fseek(f, 0, SEEK_END);
+	len = ftell(f);
+	rewind(f);
+	data = malloc((size_t)len);
+	assert_non_null(data);
+	assert_int_equal(fread(data, 1, (size_t)len, f), (size_t)len);
+	fclose(f);
+	for (long i = 0; i < len; i++) {
+		data[i] ^= 0x40;
+		f = fopen(path, "wb");
+		assert_non_null(f);
+		fwrite(data, 1, (size_t)len, f);
+		fclose(f);
+		assert_int_equal(cache_catalog_load(path, "bkt", "pre/", 5, 1,
+						    &back, &at, &why),
+				 EINVAL);
+		assert_null(back);
+		data[i] ^= 0x40;
+	}
+	for (long cut = 0; cut < len; cut++) {
+		f = fopen(path, "wb");
+		assert_non_null(f);
+		fwrite(data, 1, (size_t)cut, f);
+		fclose(f);
+		assert_int_equal(cache_catalog_load(path, "bkt", "pre/", 5, 1,
+						    &back, &at, &why),
+				 EINVAL);
+		assert_null(back);
+	}
+	free(data);
+	unlink(path);
+	rmdir(saved_dir);
+}
+
+/* ---- tests: split keys ---- */
+
+static void check_split(const struct cache_alphabet *alpha, const char *a,
+			const char *b, unsigned k, bool want_some)
+{
+	char *out[16];
+	unsigned n = split_keys(alpha, 5, a, a, b, k, out);
+
+	assert_true(n <= k);
+	if (want_some && n == 0)
+		fail_msg("no split between '%s' and '%s'", a, b ? b : "(none)");
+	for (unsigned i = 0; i < n; i++) {
+		assert_true(strcmp(out[i], a) > 0);
+		if (b)
+			assert_true(strcmp(out[i], b) < 0);
+		if (i)
+			assert_true(strcmp(out[i], out[i - 1]) > 0);
+		assert_true(util_utf8_valid(out[i]));
+		assert_memory_equal(out[i], "data/", 5);
+	}
+	for (unsigned i = 0; i < n; i++)
+		free(out[i]);
+}
+
+static void test_split_keys(void **state)
+{
+	struct cache_alphabet alpha = {0};
+
+	(void)state;
+	/* no characters seen: no split */
+	check_split(&alpha, "data/x", NULL, 4, false);
+	alphabet_add_key(&alpha, "img-0123456789.jpg");
+	alphabet_add_key(&alpha, "ñ日本😀");
+	check_split(&alpha, "data/img-0000999.jpg", NULL, 15, true);
+	check_split(&alpha, "data/img-0000999.jpg", "data/img-0500000.jpg", 15,
+		    true);
+	/* a key and its extension: only what sorts between */
+	check_split(&alpha, "data/k", "data/k0", 8, false);
+	check_split(&alpha, "data/k", "data/k00000", 8, false);
+	/* keys that differ in their last byte */
+	check_split(&alpha, "data/x/a", "data/x/b", 8, false);
+	check_split(&alpha, "data/x/a", "data/x/c", 8, false);
+	/* nothing between a key and its immediate successor */
+	{
+		char *out[4];
+
+		assert_int_equal(split_keys(&alpha, 5, "data/k", "data/k",
+					    "data/k\x01", 4, out),
+				 0);
+	}
+	/* unicode ends, and ends sharing a multi-byte character's lead */
+	check_split(&alpha, "data/日本/00001", "data/日本/99999", 8, true);
+	check_split(&alpha, "data/日", "data/旧", 8, false);
+	check_split(&alpha, "data/😀/1", NULL, 8, true);
+	check_split(&alpha, "data/\xf4\x8f\xbf\xbe", NULL, 8, false);
+	/* a start that is not valid UTF-8: no split */
+	{
+		char *out[4];
+
+		assert_int_equal(split_keys(&alpha, 5, "data/\xff", "data/\xff",
+					    NULL, 4, out),
+				 0);
+		/* shorter than the prefix */
+		assert_int_equal(split_keys(&alpha, 5, "", "", NULL, 4, out),
+				 0);
+	}
+}
+
+/* ---- tests: listings ---- */
+
+static void test_list_uniform(void **state)
+{
+	struct outcome one, many;
+
+	(void)state;
+	one = list_and_check(uniform_keys(60000), "data/", 1, 1000);
+	many = list_and_check(uniform_keys(60000), "data/", 32, 1000);
+	assert_int_equal(one.rc, ENODATA);
+	assert_int_equal(many.rc, ENODATA);
+	assert_int_equal(one.stats.ranges, 1);
+	assert_int_equal(one.stats.depth, 60);
+	assert_true(many.stats.ranges > 1);
+	assert_true(many.stats.in_flight_max > 8);
+	assert_true(many.start_after_requests > 0);
+	print_message("uniform 60000 keys: 1 lister %u round trips, 32 "
+		      "listers %u (%llu pages, %llu ranges, %llu empty)\n",
+		      one.stats.depth, many.stats.depth,
+		      (unsigned long long)many.stats.pages,
+		      (unsigned long long)many.stats.ranges,
+		      (unsigned long long)many.stats.empty);
+	assert_true(many.stats.depth * 3 < one.stats.depth);
+}
+
+static void test_list_skewed(void **state)
+{
+	struct outcome one, many;
+
+	(void)state;
+	one = list_and_check(skewed_keys(100000), "data/", 1, 1000);
+	many = list_and_check(skewed_keys(100000), "data/", 32, 1000);
+	assert_int_equal(one.rc, ENODATA);
+	assert_int_equal(many.rc, ENODATA);
+	print_message("skewed 100000 keys: 1 lister %u round trips, 32 "
+		      "listers %u (%llu pages, %llu ranges, %llu empty)\n",
+		      one.stats.depth, many.stats.depth,
+		      (unsigned long long)many.stats.pages,
+		      (unsigned long long)many.stats.ranges,
+		      (unsigned long long)many.stats.empty);
+	assert_true(many.stats.depth * 2 < one.stats.depth);
+	/* a sub-prefix of it, and small pages */
+	many = list_and_check(skewed_keys(20000), "data/img/", 4, 100);
+	assert_int_equal(many.rc, ENODATA);
+}
+
+static void test_list_adversarial(void **state)
+{
+	struct outcome o;
+
+	(void)state;
+	for (unsigned listers = 1; listers <= 32; listers *= 4) {
+		o = list_and_check(adversarial_keys(), "data/", listers, 7);
+		assert_int_equal(o.rc, ENODATA);
+	}
+	/* one key; none; a prefix with no keys */
+	{
+		struct keys k = {0};
+
+		add_key(&k, "data/only");
+		o = list_and_check(k, "data/", 32, 1000);
+		assert_int_equal(o.rc, ENODATA);
+	}
+	{
+		struct keys k = {0};
+
+		o = list_and_check(k, "data/", 32, 1000);
+		assert_int_equal(o.rc, ENODATA);
+		assert_int_equal(o.stats.pages, 1);
+	}
+	o = list_and_check(uniform_keys(500), "nothing/", 32, 10);
+	assert_int_equal(o.rc, ENODATA);
+}
+
+static void test_list_failures(void **state)
+{
+	static const enum hostile kinds[] = {OUT_OF_ORDER, NO_TOKEN,
+					     OUTSIDE_PREFIX};
+
+	(void)state;
+	/* a request that fails (after the engine's retries) fails the
+	 * listing with its error, whichever it was */
+	for (unsigned at = 1; at <= 40; at += 13) {
+		struct keys k = uniform_keys(30000);
+		struct key_store *ks = key_store_new(k.v, k.n);
+		struct cache_catalog *cat = cache_catalog_create("b", "data/");
+		struct cache_lister_conf conf;
+		struct cache_lister *l;
+		struct s3_error err;
+
+		ks->fail_at = at;
+		cache_lister_conf_init(&conf);
+		l = cache_lister_start(cache_over(ks), cat, &conf);
+		assert_non_null(l);
+		assert_int_equal(cache_lister_wait(l, SIZE_MAX - 1, &err), EIO);
+		assert_int_equal(err.http_status, 500);
+		assert_string_equal(err.message, "injected failure");
+		cache_lister_destroy(l);
+		cache_catalog_destroy(cat);
+		ks_destroy(&ks->store);
+	}
+	for (unsigned i = 0; i < 3; i++) {
+		struct keys k = uniform_keys(5000);
+		struct key_store *ks = key_store_new(k.v, k.n);
+		struct cache_catalog *cat = cache_catalog_create("b", "data/");
+		struct cache_lister *l;
+		struct s3_error err;
+
+		ks->hostile = kinds[i];
+		l = cache_lister_start(cache_over(ks), cat, NULL);
+		assert_non_null(l);
+		assert_int_equal(cache_lister_wait(l, SIZE_MAX - 1, &err), EIO);
+		assert_int_equal(err.http_status, 0);
+		assert_true(strlen(err.message) > 10);
+		cache_lister_destroy(l);
+		cache_catalog_destroy(cat);
+		ks_destroy(&ks->store);
+	}
+}
+
+/* Positions are given in key order while later ranges are still being
+ * listed: a reader can wait for the first ones. */
+static void test_list_streams(void **state)
+{
+	struct keys k = uniform_keys(20000);
+	struct key_store *ks = key_store_new(k.v, k.n);
+	struct cache_catalog *cat = cache_catalog_create("b", "data/");
+	struct cache_lister *l;
+	char key[CACHE_KEY_MAX + 1];
+
+	(void)state;
+	l = cache_lister_start(cache_over(ks), cat, NULL);
+	assert_non_null(l);
+	assert_int_equal(cache_lister_wait(l, 0, NULL), 0);
+	assert_true(cache_catalog_count(cat) >= 1);
+	assert_true(cache_catalog_key(cat, cache_catalog_at(cat, 0), key,
+				      sizeof(key)) > 0);
+	assert_string_equal(key, "data/img-0000000.jpg");
+	assert_int_equal(cache_lister_wait(l, 19999, NULL), 0);
+	assert_int_equal(cache_lister_wait(l, 20000, NULL), ENODATA);
+	cache_lister_destroy(l);
+	cache_catalog_destroy(cat);
+	ks_destroy(&ks->store);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_catalog_entries),
+	    cmocka_unit_test(test_catalog_order),
+	    cmocka_unit_test(test_saved_roundtrip),
+	    cmocka_unit_test(test_saved_corrupt),
+	    cmocka_unit_test(test_split_keys),
+	    cmocka_unit_test(test_list_uniform),
+	    cmocka_unit_test(test_list_skewed),
+	    cmocka_unit_test(test_list_adversarial),
+	    cmocka_unit_test(test_list_failures),
+	    cmocka_unit_test(test_list_streams),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
