@@ -509,8 +509,8 @@ static uint64_t pooled_within(const struct cache_stream *s, uint64_t reach)
 	const uint64_t bs = c->conf.block_size;
 	uint64_t pooled = 0, pos = 0;
 
-	for (size_t i = 0; i < s->count && pos < reach; i++) {
-		const struct cache_segment *seg = s->segs[i];
+	for (size_t i = s->base; i < s->count && pos < reach; i++) {
+		const struct cache_segment *seg = cache_stream_seg(s, i);
 		uint64_t end = seg->obj_offset + seg->size;
 
 		if (!seg->obj) {

@@ -229,6 +229,16 @@ void cache_stream_set_size(struct cache_stream *s, uint64_t bytes);
 /* Bytes the stream's segments take (its own records; the objects they
  * name are shared).  Lock held. */
 uint64_t cache_stream_memory(const struct cache_stream *s);
+/*
+ * Lets a plan stream drop the segments every reader has passed (their
+ * objects go too once no block holds them): for owners that can build
+ * the same stream again.  Readers of it cannot go back: creating one on a
+ * stream that dropped segments, or a read before them, fails with ESTALE.
+ * Lock held.
+ */
+void cache_stream_set_trim(struct cache_stream *s);
+/* Whether s dropped segments (lock held). */
+bool cache_stream_trimmed(const struct cache_stream *s);
 /* Segments added so far (lock held). */
 size_t cache_stream_count(const struct cache_stream *s);
 

@@ -171,9 +171,12 @@ struct cache_stream {
 	struct cache *cache;
 	char *bucket; /* NULL for a plan stream (no listing) */
 	char *prefix;
-	struct cache_segment **segs; /* pointers stay put when segs grows */
-	size_t count;
-	size_t cap;
+	struct cache_segment **segs; /* segments [base, count); pointers
+					stay put when segs grows */
+	size_t base;  /* segments below it were dropped (a trimmed stream) */
+	size_t count; /* segments added: indices are from the start */
+	size_t cap;   /* of segs */
+	bool trim;    /* drop segments every reader has passed */
 	size_t nobject_segs;   /* segments that are object ranges */
 	uint64_t listed_bytes; /* end offset of the last segment */
 	bool complete;
@@ -250,7 +253,8 @@ bool cache_block_room_run(struct cache *c, uint64_t bytes);
 void cache_block_free(struct cache *c, struct cache_block *b);
 
 /* ---- stream.c (cache->lock held) ---- */
-/* Index of the segment holding offset, or s->count if beyond the listing. */
+/* Index of the segment holding offset, or s->count if beyond the listing
+ * (s->base when offset lies in what a trimmed stream dropped). */
 size_t cache_stream_find(const struct cache_stream *s, uint64_t offset);
 /*
  * Waits until segment idx is listed.  Returns 0, ENODATA at the end of a
@@ -266,6 +270,15 @@ void cache_stream_want(struct cache_stream *s, size_t idx);
  * the stream's framer; for tests as well. */
 int cache_stream_append(struct cache_stream *s, const char *key,
 			const char *etag, uint64_t size);
+/* Segment idx of s (base <= idx < count). */
+static inline struct cache_segment *
+cache_stream_seg(const struct cache_stream *s, size_t idx)
+{
+	return s->segs[idx - s->base];
+}
+/* Drops the segments every reader of a trimmed stream has passed. */
+void cache_stream_trim(struct cache_stream *s);
+
 /* The block of segment seg's object holding stream offset off. */
 static inline uint64_t cache_segment_block(const struct cache *c,
 					   const struct cache_segment *seg,

@@ -9,19 +9,20 @@
  * a new range; the keys the old one already has are never given away, so
  * every key is listed exactly once.
  *
- * Where to split: the key space is read as fractions, a key's characters
- * (code points, after the part the two ends share) being digits in a
- * radix of the characters seen in keys so far plus "end" and "past the
- * last".  The k split keys are spread evenly between the range's last key
- * and its end as fractions (its end, when there is none, is 1.0), written
- * back as characters, and kept only when strictly between the two.  In
- * the characters actually used, a range over keys numbered 0000000 to
- * 0699999 splits among the digits, not among all of Unicode; a range
- * whose end lies far past its keys (the first one) sends most parts into
- * empty space, where they end after one request, and keeps the keys: the
- * next split, between closer ends, goes a character deeper.  Where the
- * keys are, parts multiply until max_listers are in flight, and keep that
- * number busy: each answer that leaves room splits its range again.
+ * Where to split.  A range with no end (the last) is split where the
+ * groups its last key belongs to end, the coarsest first: after
+ * "img/n01/0000999" come "img/n02", "img/n01/1", "img/n01/01", ... (the
+ * rest of each folder or number block), each a part, skipping the
+ * positions where the last key's character is the last one seen there.
+ * A range with an end is split evenly between its last key and its end
+ * in a window of the key space read as a number whose digits at each
+ * position are the characters seen there so far (plus "the key ended"
+ * and "past the last"): keys numbered 0000000 to 0699999 split among the
+ * digits, not among all of Unicode.  It is split only when the density of
+ * what it listed so far says it has SPLIT_PAGES pages a part left, and
+ * ranges with an end get the room to split before a range with no end
+ * makes more.  Split keys are kept only when strictly between their
+ * neighbours, so every key is listed once whatever the estimates say.
  *
  * Threads: pages arrive on the store's thread; the lister's own lock
  * guards the ranges (the catalog is written only there).  Requests are
@@ -48,6 +49,12 @@
  * turn out empty in the initial search, and then a small page costs
  * little (its keys are past the range's end) */
 #define SPLIT_FIRST_KEYS 100
+/* listers at the start; pages a round of the pace counts, at least; how
+ * much longer than in the first round requests may take for the listers
+ * to go on doubling */
+#define PACE_START  2
+#define PACE_ROUND  4
+#define PACE_SLOWER 1.5
 /* keys of each page whose characters join the alphabet (and its last) */
 #define ALPHABET_SAMPLES 16
 
@@ -65,6 +72,8 @@ struct range {
 	bool in_flight;
 	bool done;
 	unsigned next_keys; /* keys to ask for next; 0 = a full page */
+	uint64_t sent_ns;   /* when its request went out */
+	bool hungry;	    /* counted in the lister's hungry */
 	unsigned depth;	    /* requests in a row that led to this one */
 	struct run *runs;
 	size_t nruns, cap, emitted;
@@ -87,6 +96,14 @@ struct cache_lister {
 	struct cache_alphabet alpha;
 	struct cache_lister_stats stats;
 	unsigned depth_max;
+	/* the pace (pace()): ranges listed at once now, at most max_listers */
+	unsigned allowed;
+	bool settled;	       /* more did not pay: allowed stays */
+	uint64_t round_wait;   /* ns requests of this round took, in all */
+	unsigned round_pages;  /* pages answered in this round */
+	uint64_t base_latency; /* a request's time in the first round */
+	unsigned hungry;       /* ranges with an end and pages to hand out that
+				  found no room: ranges with no end wait */
 };
 
 void cache_lister_conf_init(struct cache_lister_conf *conf)
@@ -94,6 +111,7 @@ void cache_lister_conf_init(struct cache_lister_conf *conf)
 	conf->max_listers = CACHE_LISTERS_DEFAULT;
 	conf->page_keys = 1000;
 	conf->first_page_keys = 1000;
+	conf->paced = true;
 }
 
 /* ---- characters ---- */
@@ -135,6 +153,15 @@ static uint32_t utf8_next(const char **s)
 	    (n == 3 && (cp < 0x10000 || cp > 0x10FFFF)))
 		return 0xFFFFFFFF;
 	return cp;
+}
+
+/* Bytes of the character at s (1 for a byte that starts none). */
+static size_t utf8_len(const char *s)
+{
+	const char *p = s;
+
+	utf8_next(&p);
+	return (size_t)(p - s);
 }
 
 /* Appends cp (valid, not 0) as UTF-8; returns the bytes written. */
@@ -387,51 +414,47 @@ UNITTEST unsigned split_keys(const struct cache_alphabet *seen, size_t fixed,
 			    b, out, &made);
 		return made;
 	}
-	/* the ends of the groups: cut a after its character at each
-	 * boundary from the first that differs from first, back to the
-	 * prefix, and step that character */
+	/* the ends of the groups: a cut after each of its characters up to
+	 * the first that differs from first, that character stepped; the
+	 * coarsest first (the largest parts), then reversed */
 	{
-		size_t cut = shared_bytes(first, a, fixed);
-		const char *s = a + cut;
+		size_t cut = shared_bytes(first, a, fixed), pos = 0;
+		const char *p = a + fixed;
 
-		if (*s)
-			utf8_next(&s);
-		cut = (size_t)(s - a);
-		while (made < k && cut > fixed) {
-			size_t start = cut, pos = 0;
-			const char *p;
-			uint32_t cp, next;
-			unsigned col, at;
+		if (a[cut])
+			cut += utf8_len(a + cut);
+		while (made < k && p < a + cut) {
+			size_t start = (size_t)(p - a);
+			uint32_t cp = utf8_next(&p), next;
+			unsigned col = column(pos++), n = alpha->n[col];
+			unsigned at = alphabet_find(alpha, col, cp);
 			char *key;
 
-			while (start > fixed &&
-			       ((unsigned char)a[start - 1] & 0xC0) == 0x80)
-				start--;
-			start--; /* the lead byte of the last character */
-			for (p = a + fixed; p < a + start; pos++)
-				utf8_next(&p);
-			cut = start;
-			cp = utf8_next(&p);
-			/* where several characters were seen and a's is
-			 * the last of them, the group most likely has no
-			 * keys left: it stays with the next larger one */
-			col = column(pos);
-			at = alphabet_find(alpha, col, cp);
-			if (cp == 0xFFFFFFFF)
-				continue;
-			if (alpha->n[col] >= 2 &&
-			    at + (at < alpha->n[col] &&
-				  alpha->cp[col][at] == cp) >=
-				alpha->n[col])
+			/* where several characters were seen and a's is the
+			 * last of them, the group most likely has no keys
+			 * left: it stays with the next larger one */
+			if (cp == 0xFFFFFFFF ||
+			    (n >= 2 &&
+			     at + (at < n && alpha->cp[col][at] == cp) >= n))
 				continue;
 			next = next_char(cp);
 			key = next ? malloc(start + 5) : NULL;
-			if (key) {
-				memcpy(key, a, start);
-				key[start +
-				    (size_t)utf8_put(key + start, next)] = '\0';
-				keep_between(key, a, NULL, out, &made);
-			}
+			if (!key)
+				continue;
+			memcpy(key, a, start);
+			key[start + (size_t)utf8_put(key + start, next)] = '\0';
+			/* coarse to fine: each smaller than the one before */
+			if (strcmp(key, a) > 0 &&
+			    (made == 0 || strcmp(key, out[made - 1]) < 0))
+				out[made++] = key;
+			else
+				free(key);
+		}
+		for (unsigned i = 0; i < made / 2; i++) {
+			char *t = out[i];
+
+			out[i] = out[made - 1 - i];
+			out[made - 1 - i] = t;
 		}
 	}
 	return made;
@@ -482,6 +505,7 @@ static bool range_request(struct cache_lister *l, struct range *r)
 		return false;
 	}
 	r->in_flight = true;
+	r->sent_ns = util_now_ns();
 	l->in_flight++;
 	if (l->in_flight > l->stats.in_flight_max)
 		l->stats.in_flight_max = l->in_flight;
@@ -644,33 +668,38 @@ static const char *page_first(const struct cache_lister *l,
 }
 
 /*
- * The keys r has left, estimated by the density of its last page in the
- * key window between its last key and its end; UINT64_MAX for a range
- * with no end (it may hold anything), 0 when nothing is known.
+ * The keys r has left, estimated in the key window between its first key
+ * and its end by the density of all it listed so far (one page says
+ * little where keys are numbered under folders, each page a sliver of
+ * one; the range's start may lie far before its first key); UINT64_MAX
+ * for a range with no end (it may hold anything), 0 when nothing is
+ * known.
  */
-static uint64_t range_left(const struct cache_lister *l, const struct range *r,
-			   const char *first)
+static uint64_t range_left(const struct cache_lister *l, const struct range *r)
 {
 	size_t fixed = strlen(cache_catalog_prefix(l->cat));
-	unsigned __int128 va, vb, vf = 0, left;
+	char start[CACHE_KEY_MAX + 1];
+	unsigned __int128 vs, va, vb;
+	uint64_t listed = 0;
 	struct key_window w;
+	double left;
 
 	if (!r->until)
 		return UINT64_MAX;
-	if (!r->last || !r->nruns)
+	if (!r->last || !r->nruns ||
+	    !cache_catalog_key(l->cat, r->runs[0].first, start, sizeof(start)))
 		return 0;
+	for (size_t i = 0; i < r->nruns; i++)
+		listed += r->runs[i].count;
 	window_init(&w, &l->alpha, fixed, r->last,
-		    shared_bytes(r->last, r->until, fixed));
+		    shared_bytes(start, r->until, fixed));
+	vs = window_value(&w, start);
 	va = window_value(&w, r->last);
 	vb = window_value(&w, r->until);
-	if (!strncmp(first, r->last, w.shared))
-		vf = window_value(&w, first);
-	if (vb <= va || va <= vf)
+	if (vb <= va || va <= vs)
 		return 0;
-	left = (vb - va) / (va - vf);
-	if (left > UINT32_MAX)
-		return UINT32_MAX;
-	return (uint64_t)(left * r->runs[r->nruns - 1].count);
+	left = (double)listed * (double)(vb - va) / (double)(va - vs);
+	return left >= 1e18 ? UINT64_MAX : (uint64_t)left;
 }
 
 /* How many more parts r is worth splitting into, besides itself: one for
@@ -685,23 +714,41 @@ static unsigned range_parts(const struct cache_lister *l, uint64_t left)
 
 /* Splits what r has left among new ranges while there is room for more
  * listers and r has far to go, and starts them. */
+/* Whether r waits for room to split (lock held). */
+static void set_hungry(struct cache_lister *l, struct range *r, bool hungry)
+{
+	if (r->hungry != hungry)
+		l->hungry += hungry ? 1 : -1;
+	r->hungry = hungry;
+}
+
 static void range_split(struct cache_lister *l, struct range *r)
 {
 	char buf[CACHE_KEY_MAX + 1];
 	const char *first = page_first(l, r, buf, sizeof(buf));
-	uint64_t left = range_left(l, r, first);
+	uint64_t left = range_left(l, r);
 	char *keys[SPLIT_MAX];
 	unsigned room, n, parts;
 
 	/* near its end, ask for what is left (and a margin) rather than a
-	 * full page whose tail would be past the end */
+	 * full page whose tail would be past the end; a short page that
+	 * came back full (the estimate was off) is followed by a full one */
+	bool short_was_full = r->next_keys && r->nruns &&
+			      r->runs[r->nruns - 1].count >= r->next_keys;
+
 	r->next_keys = 0;
-	if (left && left < l->conf.page_keys)
-		r->next_keys = (unsigned)(left + left / 4 + 16);
-	if (l->in_flight + 1 >= l->conf.max_listers)
+	if (left && left < l->conf.page_keys / 2 && !short_was_full)
+		r->next_keys =
+		    (unsigned)(left + left / 4 < 48 ? 64
+						    : left + left / 4 + 16);
+	/* ranges with keys to hand out go first: a range with no end only
+	 * finds more ranges */
+	if (!r->until && l->hungry)
 		return;
-	room = l->conf.max_listers - l->in_flight - 1;
+	room =
+	    l->in_flight + 1 < l->allowed ? l->allowed - l->in_flight - 1 : 0;
 	parts = range_parts(l, left);
+	set_hungry(l, r, r->until && parts && !room);
 	if (parts < room)
 		room = parts;
 	if (room == 0)
@@ -732,6 +779,41 @@ static void range_split(struct cache_lister *l, struct range *r)
 	}
 }
 
+/*
+ * The pace: S3 serves the requests of one prefix side by side, so more
+ * listers list faster; a server that serves one request at a time (a
+ * single-threaded test server, a small S3-compatible store) is only
+ * slowed by more, and every range split costs a request.  Listers start
+ * at PACE_START and double after each round (as many pages answered as
+ * listers allowed, at least PACE_ROUND) whose requests took on average at
+ * most PACE_SLOWER times as long as in the first round; once they take
+ * longer (they queue at the server, which is then as busy as it gets)
+ * the listers stay as many.
+ */
+static void pace(struct cache_lister *l, uint64_t waited)
+{
+	uint64_t mean;
+
+	l->round_wait += waited;
+	if (l->settled || ++l->round_pages < l->allowed ||
+	    l->round_pages < PACE_ROUND)
+		return;
+	mean = l->round_wait / l->round_pages;
+	if (!l->base_latency)
+		l->base_latency = mean ? mean : 1;
+	if (mean <= l->base_latency * PACE_SLOWER) {
+		l->allowed = l->allowed * 2 < l->conf.max_listers
+				 ? l->allowed * 2
+				 : l->conf.max_listers;
+	} else {
+		/* queueing starts here: the server is as busy as it gets */
+		l->settled = true;
+	}
+	l->stats.listers = l->allowed;
+	l->round_wait = 0;
+	l->round_pages = 0;
+}
+
 static void page_arrived(void *arg, struct s3_list_page *page,
 			 const struct s3_error *err)
 {
@@ -752,12 +834,15 @@ static void page_arrived(void *arg, struct s3_list_page *page,
 			lister_fail(l, err, NULL);
 	} else if (!l->stopping && !l->failed) {
 		l->stats.pages++;
+		pace(l, util_now_ns() - r->sent_ns);
 		empty = !r->last;
 		rc = range_take(l, r, page, &why);
 		if (!rc && r->done && empty && !r->last)
 			l->stats.empty++;
 		if (!rc)
 			rc = emit_positions(l);
+		if (r->done)
+			set_hungry(l, r, false);
 		if (rc)
 			lister_fail(l, NULL, why ? why : "out of memory");
 		else if (!r->done) {
@@ -802,6 +887,11 @@ struct cache_lister *cache_lister_start(struct cache *c,
 		l->conf.page_keys = 1000;
 	if (l->conf.first_page_keys < 1 || l->conf.first_page_keys > 1000)
 		l->conf.first_page_keys = l->conf.page_keys;
+	l->allowed = PACE_START < l->conf.max_listers && l->conf.paced
+			 ? PACE_START
+			 : l->conf.max_listers;
+	l->settled = !l->conf.paced;
+	l->stats.listers = l->allowed;
 	pthread_mutex_init(&l->lock, NULL);
 	pthread_cond_init(&l->changed, NULL);
 	l->ranges = range_new(l, "", NULL, 0);

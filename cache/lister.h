@@ -15,7 +15,11 @@
  * them is complete: the first range streams as a sequential listing would.
  *
  * Listers are requests of the store like any other: they share its
- * connections and its throttling (a SlowDown halves them).
+ * connections and its throttling (a SlowDown halves them).  They start
+ * few and double while that does not make requests take longer: S3
+ * answers the requests of one prefix side by side, a server of one thread
+ * only queues them, and there more ranges would be more requests for
+ * nothing.
  */
 #ifndef S3PIPE_CACHE_LISTER_H
 #define S3PIPE_CACHE_LISTER_H
@@ -37,6 +41,9 @@ struct cache_lister_conf {
 	unsigned max_listers;	  /* 1: one page after another */
 	unsigned page_keys;	  /* keys per page, 1-1000 */
 	unsigned first_page_keys; /* the first page's (small: a fast start) */
+	/* start with few listers and double them while that pays (more
+	 * keys a second); false: max_listers from the start */
+	bool paced;
 };
 
 void cache_lister_conf_init(struct cache_lister_conf *conf);
@@ -46,6 +53,7 @@ struct cache_lister_stats {
 	uint64_t ranges; /* ranges made, the first included */
 	uint64_t empty;	 /* ranges that held no key */
 	unsigned in_flight_max;
+	unsigned listers;   /* ranges allowed at once at the end (the pace) */
 	unsigned depth;	    /* the longest chain of requests, each made
 			       when the one before it was answered: the
 			       listing's time in round trips */

@@ -65,6 +65,13 @@ struct cache_reader *cache_reader_create(struct cache_stream *s)
 	r->window = c->conf.max_window;
 	r->max_window = r->window;
 	pthread_mutex_lock(&c->lock);
+	if (s->base > 0) {
+		/* its start was dropped: the owner makes another stream */
+		pthread_mutex_unlock(&c->lock);
+		free(r);
+		errno = ESTALE;
+		return NULL;
+	}
 	r->next = s->readers;
 	if (s->readers)
 		s->readers->prev = r;
@@ -136,7 +143,7 @@ static void frontier_to_segment(struct cache_reader *r, size_t idx)
 
 	r->pf_seg = idx;
 	if (idx < s->count) {
-		const struct cache_segment *seg = s->segs[idx];
+		const struct cache_segment *seg = cache_stream_seg(s, idx);
 
 		r->pf_block =
 		    seg->obj ? cache_segment_block(s->cache, seg, seg->start)
@@ -158,7 +165,7 @@ UNITTEST void frontier_to_position(struct cache_reader *r)
 	frontier_to_segment(r, r->seg_idx);
 	if (r->seg_idx >= s->count)
 		return;
-	seg = s->segs[r->seg_idx];
+	seg = cache_stream_seg(s, r->seg_idx);
 	if (!seg->obj)
 		return;
 	r->pf_block = cache_segment_block(s->cache, seg, r->pos);
@@ -193,7 +200,7 @@ static void release_window(struct cache_reader *r)
 
 	for (size_t idx = r->seg_idx; idx < s->count && idx <= r->pf_seg;
 	     idx++) {
-		const struct cache_segment *seg = s->segs[idx];
+		const struct cache_segment *seg = cache_stream_seg(s, idx);
 		uint64_t stop = seg->start + seg->size;
 
 		if (idx == r->pf_seg && r->pf_offset < stop)
@@ -292,7 +299,7 @@ prefetch(struct cache_reader *r, uint64_t ahead, bool urgent, bool may_list)
 	struct cache_block *run[S3_GET_BUFFERS_MAX];
 	/* objects are counted from the one the reader is in */
 	const size_t first_seq = r->seg_idx < s->count
-				     ? s->segs[r->seg_idx]->obj_seq
+				     ? cache_stream_seg(s, r->seg_idx)->obj_seq
 				     : s->nobject_segs;
 	enum cache_prefetch_stop stop = PREFETCH_DONE;
 	unsigned n = 0;
@@ -303,7 +310,7 @@ prefetch(struct cache_reader *r, uint64_t ahead, bool urgent, bool may_list)
 		frontier_to_position(r);
 	while (r->pf_offset < limit && r->pf_seg < s->count) {
 		const size_t seg_idx = r->pf_seg;
-		const struct cache_segment *seg = s->segs[seg_idx];
+		const struct cache_segment *seg = cache_stream_seg(s, seg_idx);
 		size_t len;
 		struct cache_block *b;
 
@@ -380,7 +387,7 @@ static bool position_ready(struct cache_reader *r)
 
 	if (r->seg_idx >= s->count)
 		return false;
-	seg = s->segs[r->seg_idx];
+	seg = cache_stream_seg(s, r->seg_idx);
 	if (!seg->obj)
 		return true;
 	b = cache_block_lookup(s->cache, seg->obj,
@@ -395,6 +402,8 @@ static int reposition(struct cache_reader *r, uint64_t offset)
 	int rc = 0;
 
 	s->cache->stats.seeks++;
+	if (s->base > 0 && offset < cache_stream_seg(s, s->base)->start)
+		return ESTALE; /* dropped (cache_stream_set_trim) */
 	while (offset >= s->listed_bytes && !s->complete) {
 		rc = cache_stream_wait(s, s->count);
 		if (rc == ENODATA)
@@ -504,7 +513,7 @@ int cache_reader_read(struct cache_reader *r, uint64_t offset, size_t size,
 		}
 		if (rc)
 			break;
-		seg = s->segs[r->seg_idx];
+		seg = cache_stream_seg(s, r->seg_idx);
 		if (seg->size == 0) {
 			r->seg_idx++; /* a mark */
 			continue;
@@ -541,6 +550,7 @@ int cache_reader_read(struct cache_reader *r, uint64_t offset, size_t size,
 	/* a short read is fine once something is in hand */
 	if (view->bytes && (rc == ENOSPC || rc == EIO || rc == ECANCELED))
 		rc = 0;
+	cache_stream_trim(s);
 	if (rc == ENOSPC)
 		rc = EIO;
 	if (waited && r->window < r->max_window) {
@@ -584,6 +594,11 @@ bool cache_stream_prefetch(struct cache_stream *s, uint64_t bytes)
 	if (!bytes)
 		return true;
 	pthread_mutex_lock(&c->lock);
+	if (s->base > 0) {
+		/* readers went past its start already */
+		pthread_mutex_unlock(&c->lock);
+		return true;
+	}
 	frontier_to_position(&r);
 	/* the second time round takes what asking the stream for more (a
 	 * plan's owner adds segments at once) has added */
@@ -605,6 +620,13 @@ struct cache_reader *cache_reader_create_at(struct cache_stream *s,
 	if (window && window < r->max_window)
 		r->window = r->max_window = window;
 	pthread_mutex_lock(&s->cache->lock);
+	if (s->base > 0 &&
+	    offset < cache_stream_seg(s, s->base)->start) { /* dropped */
+		pthread_mutex_unlock(&s->cache->lock);
+		cache_reader_destroy(r); /* (takes the lock) */
+		errno = ESTALE;
+		return NULL;
+	}
 	r->pos = offset;
 	r->end = end;
 	r->seg_idx = cache_stream_find(s, offset);

@@ -14,8 +14,13 @@
  * order, literal bytes) and ends it, and is asked for more through its
  * want hook at the same distance from the end as a listing would be.
  *
- * Segments are never removed or moved (the array holds pointers), so a
- * reader may hold a segment pointer for the life of the stream.
+ * Segments are never moved (the array holds pointers), so a reader may hold
+ * a segment pointer while it is at or before it.  A stream its owner marks
+ * trimmed (cache_stream_set_trim: a plan whose segments it can make again)
+ * drops, in batches, the segments every reader has passed, so that a pass
+ * over a million objects does not keep a million segments and the objects
+ * they name; a reader that would go back to them (a new reader, a seek
+ * backwards) fails with ESTALE, and the owner starts another stream.
  */
 #include "config.h"
 
@@ -87,19 +92,25 @@ static void segment_free(struct cache *c, struct cache_segment *seg)
 	free(seg);
 }
 
-/* Drops the segments from index count on (lock held). */
+/* Drops the segments from index count on (lock held; at most down to
+ * what a trimmed stream kept). */
 static void truncate_to(struct cache_stream *s, size_t count)
 {
-	while (s->count > count) {
-		struct cache_segment *seg = s->segs[--s->count];
+	while (s->count > count && s->count > s->base) {
+		struct cache_segment *seg = cache_stream_seg(s, --s->count);
 
 		if (seg->obj)
 			s->nobject_segs--;
 		segment_free(s->cache, seg);
 	}
-	s->listed_bytes = s->count ? s->segs[s->count - 1]->start +
-					 s->segs[s->count - 1]->size
-				   : 0;
+	if (s->count > s->base) {
+		const struct cache_segment *last =
+		    cache_stream_seg(s, s->count - 1);
+
+		s->listed_bytes = last->start + last->size;
+	} else if (s->base == 0) {
+		s->listed_bytes = 0;
+	}
 }
 
 void cache_stream_destroy(struct cache_stream *s)
@@ -128,7 +139,7 @@ static struct cache_segment *segment_new(struct cache_stream *s, uint64_t size,
 		*rc = EOVERFLOW;
 		return NULL;
 	}
-	if (s->count == s->cap) {
+	if (s->count - s->base == s->cap) {
 		size_t cap = s->cap ? s->cap * 2 : 1024;
 		struct cache_segment **p = realloc(s->segs, cap * sizeof(*p));
 
@@ -152,7 +163,7 @@ static struct cache_segment *segment_new(struct cache_stream *s, uint64_t size,
 
 static void segment_push(struct cache_stream *s, struct cache_segment *seg)
 {
-	s->segs[s->count++] = seg;
+	s->segs[s->count++ - s->base] = seg;
 	s->listed_bytes += seg->size;
 	/* how long a pass takes, for the kept set's ageing */
 	if (s->listed_bytes > s->cache->largest_stream)
@@ -242,7 +253,39 @@ uint64_t cache_stream_memory(const struct cache_stream *s)
 {
 	/* (+16: what malloc adds to each segment) */
 	return s->cap * sizeof(*s->segs) +
-	       s->count * (sizeof(struct cache_segment) + 16);
+	       (s->count - s->base) * (sizeof(struct cache_segment) + 16);
+}
+
+void cache_stream_set_trim(struct cache_stream *s)
+{
+	s->trim = true;
+}
+
+bool cache_stream_trimmed(const struct cache_stream *s)
+{
+	return s->base > 0;
+}
+
+/* dropping segments one at a time would move the window's pointers for
+ * each: in batches */
+#define TRIM_BATCH 256
+
+void cache_stream_trim(struct cache_stream *s)
+{
+	size_t low = s->count, keep;
+
+	if (!s->trim)
+		return;
+	for (const struct cache_reader *r = s->readers; r; r = r->next)
+		if (r->seg_idx < low)
+			low = r->seg_idx;
+	if (low < s->base + TRIM_BATCH)
+		return;
+	for (size_t i = s->base; i < low; i++)
+		segment_free(s->cache, cache_stream_seg(s, i));
+	keep = s->count - low;
+	memmove(s->segs, s->segs + (low - s->base), keep * sizeof(*s->segs));
+	s->base = low;
 }
 
 size_t cache_stream_count(const struct cache_stream *s)
@@ -408,14 +451,14 @@ int cache_stream_wait(struct cache_stream *s, size_t idx)
 
 size_t cache_stream_find(const struct cache_stream *s, uint64_t offset)
 {
-	size_t lo = 0, hi = s->count;
+	size_t lo = s->base, hi = s->count;
 
 	if (offset >= s->listed_bytes)
 		return s->count;
 	/* first segment whose end is past offset */
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
-		const struct cache_segment *seg = s->segs[mid];
+		const struct cache_segment *seg = cache_stream_seg(s, mid);
 
 		if (seg->start + seg->size <= offset)
 			lo = mid + 1;
@@ -466,13 +509,15 @@ int cache_stream_segment(struct cache_stream *s, size_t idx,
 	int rc;
 
 	pthread_mutex_lock(&s->cache->lock);
-	rc = cache_stream_wait(s, idx);
+	rc = idx < s->base ? ESTALE : cache_stream_wait(s, idx);
 	if (!rc) {
-		info->start = s->segs[idx]->start;
-		info->size = s->segs[idx]->size;
-		info->literal = s->segs[idx]->obj == NULL;
-		info->bucket = info->literal ? NULL : s->segs[idx]->obj->bucket;
-		info->key = info->literal ? NULL : s->segs[idx]->obj->key;
+		const struct cache_segment *seg = cache_stream_seg(s, idx);
+
+		info->start = seg->start;
+		info->size = seg->size;
+		info->literal = seg->obj == NULL;
+		info->bucket = info->literal ? NULL : seg->obj->bucket;
+		info->key = info->literal ? NULL : seg->obj->key;
 	}
 	pthread_mutex_unlock(&s->cache->lock);
 	return rc;

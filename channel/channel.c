@@ -116,9 +116,12 @@ struct channel {
 struct channel_reader {
 	struct channel *ch;
 	unsigned epoch;
-	bool at_end;			   /* a read found the end */
-	struct cache_stream *stream;	   /* the epoch's */
-	struct epoch_plan *plan;	   /* MODE_PLAN */
+	bool at_end;		     /* a read found the end */
+	struct cache_stream *stream; /* the epoch's */
+	struct epoch_plan *plan;     /* MODE_PLAN */
+	/* a plan of its own for the epoch, when the shared one's stream
+	 * dropped what this reader needs (unlinked; NULL: none) */
+	struct epoch_plan *own;
 	struct cache_reader *reader;	   /* without gzip */
 	struct channel_gzip *gzip;	   /* with CompressionType Gzip */
 	struct channel_converter *convert; /* converting rows */
@@ -468,6 +471,13 @@ static struct epoch_plan *plan_create(struct channel *ch, unsigned epoch)
 			    ch, cache_catalog_size(ch->catalog, p->order[i]));
 		cache_lock(ch->cache);
 		cache_stream_set_size(p->stream, bytes);
+		/* its segments can be made again from the catalog: the ones
+		 * every reader passed go, so that reading an epoch does not
+		 * keep a record of each object (stages keep positions of
+		 * their own in the stream: not for them) */
+		if (ch->spec->compression == CHANNEL_COMPRESSION_NONE &&
+		    ch->spec->convert.format == CHANNEL_CONVERT_NONE)
+			cache_stream_set_trim(p->stream);
 		cache_unlock(ch->cache);
 	}
 	return p;
@@ -1104,6 +1114,28 @@ static void gzip_source_release(void *arg, struct channel_view *view)
 }
 
 /*
+ * The epoch's stream dropped the segments readers passed (plans of a
+ * catalog read with no stage trim theirs) and this reader needs them: a
+ * new reader of an epoch others are well into, or a seek back.  It gets a
+ * plan of its own for the epoch, the same entries in the same order, and
+ * a reader at its start.  0, or ENOMEM.
+ */
+static int reader_restream(struct channel_reader *r)
+{
+	struct epoch_plan *own = plan_create(r->ch, r->epoch);
+
+	if (!own)
+		return ENOMEM;
+	if (r->reader)
+		cache_reader_destroy(r->reader);
+	plan_destroy(r->own);
+	r->own = own;
+	r->stream = own->stream;
+	r->reader = cache_reader_create(r->stream);
+	return r->reader ? 0 : ENOMEM;
+}
+
+/*
  * The stages between the epoch's stream and the reader, from its start:
  * gunzip, conversion, or a plain cache reader.  0 or ENOMEM.
  */
@@ -1120,6 +1152,8 @@ static int stages_open(struct channel_reader *r)
 		src.release = gzip_source_release;
 	} else {
 		r->reader = cache_reader_create(r->stream);
+		if (!r->reader && errno == ESTALE && reader_restream(r) == 0)
+			return 0; /* (no stage: see plan_create) */
 		if (!r->reader)
 			return ENOMEM;
 		r->seg = 0;
@@ -1244,6 +1278,7 @@ void channel_reader_close(struct channel_reader *r)
 		return;
 	stages_close(r);
 	plan_put(r->ch, r->plan);
+	plan_destroy(r->own);
 	free(r);
 }
 
@@ -1276,7 +1311,7 @@ bool channel_reader_near_end(struct channel_reader *r)
 /* A read reached the point where the plan ended early: say why, once. */
 static void log_plan_error(struct channel_reader *r)
 {
-	struct epoch_plan *p = r->plan;
+	struct epoch_plan *p = r->own ? r->own : r->plan;
 	bool say;
 
 	if (!p)
@@ -1312,6 +1347,14 @@ int channel_reader_read(struct channel_reader *r, uint64_t offset, size_t size,
 			rc = stage_read(r, offset, size, view);
 	} else {
 		rc = cache_reader_read(r->reader, offset, size, &view->cache);
+		if (rc == ESTALE) {
+			/* a seek back into what the stream dropped */
+			cache_view_release(r->ch->cache, &view->cache);
+			rc = reader_restream(r);
+			if (!rc)
+				rc = cache_reader_read(r->reader, offset, size,
+						       &view->cache);
+		}
 		view->iov = view->cache.iov;
 		view->count = view->cache.count;
 		view->bytes = view->cache.bytes;

@@ -807,6 +807,114 @@ static void test_plan_shard_key_order(void **state)
 	fx_fini(&f);
 }
 
+/*
+ * A shuffled channel read with no stage drops the segments its readers
+ * passed: reading an epoch of many objects leaves a window of them, not
+ * one record each.  A second reader of the epoch opened once the first is
+ * well into it, and a seek back to the start, get a stream of their own
+ * and the same bytes.
+ */
+#define TRIM_OBJS 6000
+
+static void trim_key(size_t i, char *key, size_t len)
+{
+	snprintf(key, len, "m/%05zu", i);
+}
+
+static size_t trim_size(size_t i)
+{
+	return 10 + i % 53;
+}
+
+static void test_plan_trims(void **state)
+{
+	static struct fx f; /* outlives a failed assertion */
+	static uint32_t order[TRIM_OBJS];
+	struct channel_stats before, after;
+	struct buf want = {0}, got = {0}, again = {0};
+	struct channel_reader *r;
+	struct channel_spec *sp;
+	struct channel_view v;
+	struct channel *ch;
+	uint64_t pos = 0;
+	char key[32];
+
+	(void)state;
+	fx_init(&f, 16 * MIB, 64 * KIB, 100);
+	for (size_t i = 0; i < TRIM_OBJS; i++) {
+		unsigned char data[64];
+
+		trim_key(i, key, sizeof(key));
+		for (size_t b = 0; b < trim_size(i); b++)
+			data[b] = test_store_byte(key, b);
+		test_store_put(f.ts, key, "\"v1\"", data, trim_size(i));
+	}
+	channel_order(order, TRIM_OBJS, true, 3, 0);
+	for (size_t i = 0; i < TRIM_OBJS; i++) {
+		trim_key(order[i], key, sizeof(key));
+		for (size_t b = 0; b < trim_size(order[i]); b++) {
+			unsigned char c = test_store_byte(key, b);
+
+			buf_add(&want, &c, 1);
+		}
+	}
+	sp = fx_spec(&f, CHANNEL_S3_PREFIX, "m/");
+	sp->shuffle = true;
+	sp->seed = 3;
+	ch = fx_channel(&f, sp, NULL);
+	channel_get_stats(ch, &before);
+	assert_int_equal(before.objects, TRIM_OBJS);
+
+	/* the first reader, to the middle */
+	r = channel_reader_open(ch, 0);
+	assert_non_null(r);
+	live_reader = r;
+	while (pos < want.len / 2) {
+		memset(&v, 0, sizeof(v));
+		assert_int_equal(channel_reader_read(r, pos, 997, &v), 0);
+		assert_true(v.bytes > 0);
+		for (int k = 0; k < v.count; k++)
+			buf_add(&got, v.iov[k].iov_base, v.iov[k].iov_len);
+		pos += v.bytes;
+		channel_view_release(r, &v);
+	}
+	/* a late reader of the same epoch reads it all */
+	assert_int_equal(read_epoch(ch, 0, SZ(sz_page), &again), 0);
+	assert_same_bytes(&again, &want);
+	buf_free(&again);
+	/* the first goes on to the end */
+	live_reader = r;
+	for (;;) {
+		memset(&v, 0, sizeof(v));
+		assert_int_equal(channel_reader_read(r, pos, 65536, &v), 0);
+		for (int k = 0; k < v.count; k++)
+			buf_add(&got, v.iov[k].iov_base, v.iov[k].iov_len);
+		pos += v.bytes;
+		channel_view_release(r, &v);
+		if (!v.bytes && pos >= want.len)
+			break;
+	}
+	assert_same_bytes(&got, &want);
+	/* what the epoch's plan keeps: far less than a segment an object */
+	channel_get_stats(ch, &after);
+	print_message("plan memory: %llu bytes at the start, %llu after "
+		      "reading %d objects\n",
+		      (unsigned long long)before.bytes,
+		      (unsigned long long)after.bytes, TRIM_OBJS);
+	assert_true(after.bytes < before.bytes + TRIM_OBJS * 24);
+	/* a seek back to the start (as --seek emulate does) */
+	memset(&v, 0, sizeof(v));
+	assert_int_equal(channel_reader_read(r, 0, 4096, &v), 0);
+	assert_true(v.bytes > 0);
+	assert_bytes_at(v.iov[0].iov_base, want.p, v.iov[0].iov_len, 0);
+	channel_view_release(r, &v);
+	live_reader = NULL;
+	channel_reader_close(r);
+	buf_free(&got);
+	buf_free(&want);
+	fx_fini(&f);
+}
+
 /* ---- manifests ---- */
 
 static void test_manifest_resolve_ahead(void **state)
@@ -1442,6 +1550,8 @@ int main(int argc, char **argv)
 	    cmocka_unit_test_setup_teardown(test_plan_shard_shuffled, watchdog,
 					    teardown),
 	    cmocka_unit_test_setup_teardown(test_plan_shard_key_order, watchdog,
+					    teardown),
+	    cmocka_unit_test_setup_teardown(test_plan_trims, watchdog,
 					    teardown),
 	    cmocka_unit_test_setup_teardown(test_manifest_resolve_ahead,
 					    watchdog, teardown),

@@ -26,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -36,6 +37,7 @@
 
 struct queued {
 	struct queued *next;
+	struct timespec due; /* with latency: when it is answered */
 	char *token;
 	char *start_after;
 	char *prefix;
@@ -65,6 +67,11 @@ struct key_store {
 	enum hostile hostile;
 	unsigned start_after_requests;
 	struct cache *cache; /* over this store, for the lister */
+	/* latency_ms > 0: each answer comes that long after its request
+	 * (side by side, as S3 answers), or with serial after the answer
+	 * before it (a server of one thread) */
+	unsigned latency_ms;
+	bool serial;
 };
 
 static size_t first_after(const struct key_store *ks, const char *after)
@@ -154,6 +161,15 @@ static void *serve(void *arg)
 			ks->tail = NULL;
 		number = ++ks->requests;
 		pthread_mutex_unlock(&ks->lock);
+		if (ks->latency_ms && ks->serial) {
+			struct timespec d = {0, ks->latency_ms * 1000000L};
+
+			nanosleep(&d, NULL);
+		} else if (ks->latency_ms) {
+			while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME,
+					       &q->due, NULL) == EINTR)
+				;
+		}
 		answer(ks, q, number);
 		free(q->token);
 		free(q->start_after);
@@ -178,6 +194,10 @@ static int ks_list(struct s3_store *st, const struct s3_list *req)
 	q->max_keys = req->max_keys;
 	q->done = req->done;
 	q->arg = req->arg;
+	clock_gettime(CLOCK_MONOTONIC, &q->due);
+	q->due.tv_nsec += (long)ks->latency_ms * 1000000L;
+	q->due.tv_sec += q->due.tv_nsec / 1000000000L;
+	q->due.tv_nsec %= 1000000000L;
 	pthread_mutex_lock(&ks->lock);
 	if (!req->token && req->start_after && *req->start_after)
 		ks->start_after_requests++;
@@ -397,6 +417,8 @@ static struct outcome list_and_check(struct keys k, const char *prefix,
 	conf.max_listers = max_listers;
 	conf.page_keys = page_keys;
 	conf.first_page_keys = page_keys;
+	/* how ranges split, not how fast this store answers (below) */
+	conf.paced = false;
 	l = cache_lister_start(cache_over(ks), cat, &conf);
 	assert_non_null(l);
 	out.rc = cache_lister_wait(l, SIZE_MAX - 1, &out.err);
@@ -824,6 +846,7 @@ static void test_list_failures(void **state)
 
 		ks->fail_at = at;
 		cache_lister_conf_init(&conf);
+		conf.paced = false;
 		l = cache_lister_start(cache_over(ks), cat, &conf);
 		assert_non_null(l);
 		assert_int_equal(cache_lister_wait(l, SIZE_MAX - 1, &err), EIO);
@@ -850,6 +873,50 @@ static void test_list_failures(void **state)
 		cache_catalog_destroy(cat);
 		ks_destroy(&ks->store);
 	}
+}
+
+/*
+ * The pace: against a store that answers requests side by side (as S3
+ * does) the listers double up to the most; against one that answers one
+ * at a time, more listers list no faster, and they stay few.
+ */
+static unsigned paced_listers(bool serial, unsigned latency_ms, size_t n)
+{
+	struct keys k = uniform_keys(n);
+	struct key_store *ks = key_store_new(k.v, k.n);
+	struct cache_catalog *cat = cache_catalog_create("b", "data/");
+	struct cache_lister_conf conf;
+	struct cache_lister_stats st;
+	struct cache_lister *l;
+
+	ks->latency_ms = latency_ms;
+	ks->serial = serial;
+	cache_lister_conf_init(&conf);
+	conf.page_keys = 50;
+	conf.first_page_keys = 50;
+	l = cache_lister_start(cache_over(ks), cat, &conf);
+	assert_non_null(l);
+	assert_int_equal(cache_lister_wait(l, SIZE_MAX - 1, NULL), ENODATA);
+	assert_int_equal(cache_catalog_count(cat), n);
+	cache_lister_get_stats(l, &st);
+	print_message("%s store, %u ms a request: %u listers at the end, "
+		      "%u in flight at most, %llu requests, %u round trips\n",
+		      serial ? "serial" : "parallel", latency_ms, st.listers,
+		      st.in_flight_max, (unsigned long long)ks->requests,
+		      st.depth);
+	cache_lister_destroy(l);
+	cache_catalog_destroy(cat);
+	ks_destroy(&ks->store);
+	return serial ? st.listers : st.in_flight_max;
+}
+
+static void test_list_pace(void **state)
+{
+	(void)state;
+	/* (tens of ms: what the lister itself does with a page, even under
+	 * valgrind, stays small beside it) */
+	assert_true(paced_listers(false, 40, 20000) >= 16);
+	assert_true(paced_listers(true, 10, 8000) <= 8);
 }
 
 /* Positions are given in key order while later ranges are still being
@@ -889,6 +956,7 @@ int main(void)
 	    cmocka_unit_test(test_list_skewed),
 	    cmocka_unit_test(test_list_adversarial),
 	    cmocka_unit_test(test_list_failures),
+	    cmocka_unit_test(test_list_pace),
 	    cmocka_unit_test(test_list_streams),
 	};
 
