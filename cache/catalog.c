@@ -250,7 +250,8 @@ static enum etag_kind etag_split(const char *etag, unsigned char md5[MD5_BYTES],
 			int lo = hex_value(etag[2 + 2 * i]);
 
 			hex = hi >= 0 && lo >= 0;
-			md5[i] = (unsigned char)(hi << 4 | lo);
+			if (hex)
+				md5[i] = (unsigned char)(hi << 4 | lo);
 		}
 		if (hex && len == 2 * MD5_BYTES + 2)
 			return ETAG_MD5;

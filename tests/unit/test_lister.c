@@ -267,7 +267,8 @@ static struct key_store *key_store_new(char **keys, size_t n)
 	size_t kept = 0;
 
 	assert_non_null(ks);
-	qsort(keys, n, sizeof(*keys), key_cmp);
+	if (n) /* (an empty set has no array) */
+		qsort(keys, n, sizeof(*keys), key_cmp);
 	for (size_t i = 0; i < n; i++) {
 		if (kept && strcmp(keys[kept - 1], keys[i]) == 0)
 			free(keys[i]);
