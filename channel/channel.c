@@ -745,11 +745,12 @@ static int list_catalog(struct channel *ch, char *err, size_t errlen)
 		return start_error(ch, &serr, ch->spec->bucket, err, errlen);
 	util_info(
 	    "channel '%s': listed %zu objects in %.1f s (%llu pages "
-	    "over %llu key ranges, %u round trips in a row; catalog "
-	    "%llu KiB)",
+	    "over %llu key ranges, %llu of them empty, %u at once, %u "
+	    "round trips in a row; catalog %llu KiB)",
 	    ch->spec->name, cache_catalog_count(ch->catalog),
 	    (double)(util_now_ns() - t0) / 1e9, (unsigned long long)st.pages,
-	    (unsigned long long)st.ranges, st.depth,
+	    (unsigned long long)st.ranges, (unsigned long long)st.empty,
+	    st.listers, st.depth,
 	    (unsigned long long)(cache_catalog_memory(ch->catalog) >> 10));
 	saved_listing_store(ch);
 	return 0;
