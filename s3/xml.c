@@ -98,6 +98,22 @@ static void xml_reject_dtd(void *user, const xmlChar *name,
 	xmlStopParser(ctxt);
 }
 
+/* A parser context for a body of len bytes: NULL with *rc EPROTO for an
+ * empty or oversized one, ENOMEM. */
+static xmlParserCtxtPtr xml_new_ctxt(const char *body, size_t len, int *rc)
+{
+	xmlParserCtxtPtr ctxt;
+
+	*rc = EPROTO;
+	if (!body || len == 0 || len > XML_MAX_BODY || len > INT_MAX)
+		return NULL;
+	pthread_once(&xml_once, xml_init_once);
+	ctxt = xmlNewParserCtxt();
+	if (!ctxt)
+		*rc = ENOMEM;
+	return ctxt;
+}
+
 /*
  * Parses body with ctxt (its SAX handler) and opts.  A few libxml2 paths
  * (encoding errors) report without a parser context, through the calling
@@ -130,12 +146,10 @@ static int xml_read(const char *body, size_t len, bool recover, xmlDocPtr *out)
 	int rc = EPROTO;
 
 	*out = NULL;
-	if (!body || len == 0 || len > XML_MAX_BODY || len > INT_MAX)
-		return EPROTO;
-	pthread_once(&xml_once, xml_init_once);
-	ctxt = xmlNewParserCtxt();
+	ctxt = xml_new_ctxt(body, len, &rc);
 	if (!ctxt)
-		return ENOMEM;
+		return rc;
+	rc = EPROTO;
 	ctxt->_private = &saw_dtd;
 	ctxt->sax->serror = xml_silent_error;
 	ctxt->sax->internalSubset = xml_reject_dtd;
@@ -527,12 +541,9 @@ int s3_xml_parse_list(const char *body, size_t len, struct s3_list_page *page)
 	memset(page, 0, sizeof(*page));
 	memset(&st, 0, sizeof(st));
 	util_buf_init(&st.text, XML_MAX_BODY);
-	if (!body || len == 0 || len > XML_MAX_BODY || len > INT_MAX)
-		return EPROTO;
-	pthread_once(&xml_once, xml_init_once);
-	ctxt = xmlNewParserCtxt();
+	ctxt = xml_new_ctxt(body, len, &rc);
 	if (!ctxt)
-		return ENOMEM;
+		return rc;
 	/* libxml2's entity look-up stays (the five predefined entities);
 	 * nothing builds a tree */
 	*ctxt->sax = (xmlSAXHandler){

@@ -52,8 +52,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			for (size_t p = 0; p < cache_catalog_count(cat); p++) {
 				uint32_t e = cache_catalog_at(cat, p);
 
-				sink += cache_catalog_key(cat, e, key,
-							  sizeof(key));
+				sink +=
+				    cache_catalog_key(cat, e, key, sizeof(key));
 				sink += cache_catalog_size(cat, e);
 				if (cache_catalog_etag(cat, e, etag,
 						       sizeof(etag)))

@@ -757,6 +757,17 @@ static void test_split_keys(void **state)
 
 /* ---- tests: listings ---- */
 
+static void report(const char *what, const struct outcome *one,
+		   const struct outcome *many)
+{
+	print_message("%s: 1 lister %u round trips, 32 listers %u (%llu "
+		      "pages, %llu ranges, %llu empty)\n",
+		      what, one->stats.depth, many->stats.depth,
+		      (unsigned long long)many->stats.pages,
+		      (unsigned long long)many->stats.ranges,
+		      (unsigned long long)many->stats.empty);
+}
+
 static void test_list_uniform(void **state)
 {
 	struct outcome one, many;
@@ -771,12 +782,7 @@ static void test_list_uniform(void **state)
 	assert_true(many.stats.ranges > 1);
 	assert_true(many.stats.in_flight_max > 8);
 	assert_true(many.start_after_requests > 0);
-	print_message("uniform 60000 keys: 1 lister %u round trips, 32 "
-		      "listers %u (%llu pages, %llu ranges, %llu empty)\n",
-		      one.stats.depth, many.stats.depth,
-		      (unsigned long long)many.stats.pages,
-		      (unsigned long long)many.stats.ranges,
-		      (unsigned long long)many.stats.empty);
+	report("uniform 60000 keys", &one, &many);
 	assert_true(many.stats.depth * 3 < one.stats.depth);
 }
 
@@ -789,12 +795,7 @@ static void test_list_skewed(void **state)
 	many = list_and_check(skewed_keys(100000), "data/", 32, 1000);
 	assert_int_equal(one.rc, ENODATA);
 	assert_int_equal(many.rc, ENODATA);
-	print_message("skewed 100000 keys: 1 lister %u round trips, 32 "
-		      "listers %u (%llu pages, %llu ranges, %llu empty)\n",
-		      one.stats.depth, many.stats.depth,
-		      (unsigned long long)many.stats.pages,
-		      (unsigned long long)many.stats.ranges,
-		      (unsigned long long)many.stats.empty);
+	report("skewed 100000 keys", &one, &many);
 	assert_true(many.stats.depth * 2 < one.stats.depth);
 	/* a sub-prefix of it, and small pages */
 	many = list_and_check(skewed_keys(20000), "data/img/", 4, 100);
