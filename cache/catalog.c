@@ -24,7 +24,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -264,6 +263,18 @@ static enum etag_kind etag_split(const char *etag, unsigned char md5[MD5_BYTES],
 	return ETAG_TEXT;
 }
 
+/* An ETag goes into an If-Match header: not too long, and no control
+ * character (CR, LF) whatever listed it or whichever file it came from. */
+static bool etag_valid(const char *etag)
+{
+	size_t n = 0;
+
+	for (; etag[n]; n++)
+		if ((unsigned char)etag[n] < 0x20 || etag[n] == 0x7f)
+			return false;
+	return n <= CACHE_ETAG_MAX;
+}
+
 int cache_catalog_add(struct cache_catalog *cat, const char *key,
 		      const char *etag, uint64_t size, uint32_t *entry)
 {
@@ -276,7 +287,7 @@ int cache_catalog_add(struct cache_catalog *cat, const char *key,
 
 	if (strncmp(key, cat->prefix, cat->prefix_len) != 0 ||
 	    strlen(key) > CACHE_KEY_MAX || size > CACHE_OBJECT_SIZE_MAX ||
-	    (etag && strlen(etag) > CACHE_ETAG_MAX))
+	    (etag && !etag_valid(etag)))
 		return EINVAL;
 	if (n >= CACHE_CATALOG_MAX)
 		return EOVERFLOW;
@@ -471,7 +482,7 @@ struct cache_object *cache_catalog_object(struct cache *c,
 
 static int put_bytes(FILE *f, uLong *crc, const void *p, size_t len)
 {
-	*crc = crc32(*crc, p, (uInt)len);
+	*crc = crc32_z(*crc, p, len);
 	return fwrite(p, 1, len, f) == len ? 0 : EIO;
 }
 
@@ -529,15 +540,20 @@ int cache_catalog_save(const struct cache_catalog *cat, const char *path,
 
 	if (!tmp)
 		return ENOMEM;
-	snprintf(tmp, plen + 16, "%s.tmp%d", path, (int)getpid());
-	/* keys can say a lot about a dataset: for this user only */
-	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	/* a name of its own (mkstemp: mode 0600, for this user only: keys
+	 * can say a lot about a dataset); one a crash left does not stand
+	 * in the way */
+	snprintf(tmp, plen + 16, "%s.XXXXXX", path);
+	fd = mkostemp(tmp, O_CLOEXEC);
 	f = fd >= 0 ? fdopen(fd, "wb") : NULL;
 	if (!f) {
 		rc = errno;
-		if (fd >= 0)
+		if (fd >= 0) {
 			close(fd);
-		goto fail;
+			goto fail;
+		}
+		free(tmp);
+		return rc;
 	}
 	rc = put_bytes(f, &crc, FILE_MAGIC, 8);
 	if (!rc)
@@ -684,29 +700,43 @@ int cache_catalog_load(const char *path, const char *bucket, const char *prefix,
 	struct cache_catalog *cat = NULL;
 	struct file_reader r;
 	uint64_t version, when, count, crc;
-	unsigned char *map = MAP_FAILED;
+	unsigned char *map = NULL;
 	struct stat st;
+	size_t size = 0;
 	int fd, rc = EINVAL;
 
 	*out = NULL;
 	*why = "";
 	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	if (fd < 0) {
+		*why = "it cannot be opened";
 		return errno == ENOENT ? ENOENT : EINVAL;
+	}
 	if (fstat(fd, &st) != 0 || st.st_size < 8 + 4 + 8 + 8 + 4 + 4 ||
 	    (uint64_t)st.st_size > SIZE_MAX) {
 		*why = "it is too short";
 		goto out;
 	}
-	map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
-	if (map == MAP_FAILED) {
-		*why = "it cannot be mapped";
+	/* read, not mapped: a file cut short under a map is a SIGBUS */
+	size = (size_t)st.st_size;
+	map = malloc(size);
+	if (!map) {
+		rc = ENOMEM;
 		goto out;
 	}
+	for (size_t got = 0; got < size;) {
+		ssize_t n = read(fd, map + got, size - got);
+
+		if (n <= 0) {
+			*why = "it cannot be read whole";
+			goto out;
+		}
+		got += (size_t)n;
+	}
 	r.p = map;
-	r.left = (size_t)st.st_size - 4;
+	r.left = size - 4;
 	if (!take_u64(&(struct file_reader){map + r.left, 4}, &crc, 4) ||
-	    crc != crc32(crc32(0, NULL, 0), map, (uInt)r.left)) {
+	    crc != crc32_z(crc32(0, NULL, 0), map, r.left)) {
 		*why = "its checksum does not match (a corrupt or truncated "
 		       "file)";
 		goto out;
@@ -724,7 +754,8 @@ int cache_catalog_load(const char *path, const char *bucket, const char *prefix,
 		goto out;
 	}
 	*listed_at = (int64_t)when;
-	if ((int64_t)when > now || (uint64_t)(now - (int64_t)when) > max_age) {
+	/* (in unsigned arithmetic: the file's time may be anything) */
+	if (now < 0 || when > (uint64_t)now || (uint64_t)now - when > max_age) {
 		rc = ESTALE;
 		goto out;
 	}
@@ -740,8 +771,7 @@ int cache_catalog_load(const char *path, const char *bucket, const char *prefix,
 	}
 out:
 	cache_catalog_destroy(cat);
-	if (map != MAP_FAILED)
-		munmap(map, (size_t)st.st_size);
+	free(map);
 	close(fd);
 	return rc;
 }

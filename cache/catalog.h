@@ -51,8 +51,8 @@ const char *cache_catalog_prefix(const struct cache_catalog *cat);
  * Adds an object whose key starts with the catalog's prefix; etag as
  * listed (with quotes), may be NULL.  *entry gets its number.  0; EINVAL
  * for a key outside the prefix or longer than CACHE_KEY_MAX, an ETag
- * longer than CACHE_ETAG_MAX or a size past S3's largest object (a
- * hostile listing); EOVERFLOW past
+ * longer than CACHE_ETAG_MAX or holding a control character, or a size
+ * past S3's largest object (a hostile listing); EOVERFLOW past
  * CACHE_CATALOG_MAX entries; ENOMEM.
  */
 int cache_catalog_add(struct cache_catalog *cat, const char *key,

@@ -174,6 +174,8 @@ struct cache_stream {
 	struct cache_segment **segs; /* segments [base, count); pointers
 					stay put when segs grows */
 	size_t base;  /* segments below it were dropped (a trimmed stream) */
+	uint64_t base_offset; /* where segment base starts (listed_bytes
+				 when every segment was dropped) */
 	size_t count; /* segments added: indices are from the start */
 	size_t cap;   /* of segs */
 	bool trim;    /* drop segments every reader has passed */
@@ -293,6 +295,10 @@ struct cache_reader {
 	struct cache_stream *stream;
 	uint64_t pos;	/* next byte to return */
 	size_t seg_idx; /* segment holding pos (count when past the list) */
+	/* the segment its latest read began in: that read's view may point
+	 * into literal segments from there on until the next read (one read
+	 * at a time per reader), so a trimmed stream keeps them */
+	size_t hold;
 	/* prefetch frontier: the first block not yet requested */
 	size_t pf_seg;
 	uint64_t pf_block;

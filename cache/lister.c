@@ -577,10 +577,14 @@ static int range_take(struct cache_lister *l, struct range *r,
 		rc = cache_catalog_add(l->cat, key, page->objects[i].etag,
 				       page->objects[i].size, &entry);
 		if (rc) {
-			*why = rc == EINVAL ? "the listing gave a key outside "
-					      "the prefix, too long, or with "
-					      "a size past S3's largest"
-					    : "out of memory";
+			*why = rc == EINVAL
+				   ? "the listing gave a key outside the "
+				     "prefix or too long, a size past "
+				     "S3's largest or an unusable ETag"
+			       : rc == EOVERFLOW
+				   ? "the prefix holds more objects than a "
+				     "catalog can (2^32)"
+				   : "out of memory";
 			break;
 		}
 		if (n++ == 0)

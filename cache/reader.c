@@ -402,7 +402,7 @@ static int reposition(struct cache_reader *r, uint64_t offset)
 	int rc = 0;
 
 	s->cache->stats.seeks++;
-	if (s->base > 0 && offset < cache_stream_seg(s, s->base)->start)
+	if (s->base > 0 && offset < s->base_offset)
 		return ESTALE; /* dropped (cache_stream_set_trim) */
 	while (offset >= s->listed_bytes && !s->complete) {
 		rc = cache_stream_wait(s, s->count);
@@ -491,6 +491,9 @@ int cache_reader_read(struct cache_reader *r, uint64_t offset, size_t size,
 		if (size > r->end - r->pos)
 			size = (size_t)(r->end - r->pos);
 	}
+	/* the previous read's view is released (one read at a time): this
+	 * one's may point into the segments from here on */
+	r->hold = r->seg_idx;
 	/* what this read needs first; then, if it must wait for it, the
 	 * rest of the window at once rather than after the wait */
 	prefetch(r, size, true, false);
@@ -619,17 +622,13 @@ struct cache_reader *cache_reader_create_at(struct cache_stream *s,
 		return NULL;
 	if (window && window < r->max_window)
 		r->window = r->max_window = window;
+	/* (cache_reader_create refused a stream that dropped segments, and
+	 * this reader, at its start, keeps any more from going) */
 	pthread_mutex_lock(&s->cache->lock);
-	if (s->base > 0 &&
-	    offset < cache_stream_seg(s, s->base)->start) { /* dropped */
-		pthread_mutex_unlock(&s->cache->lock);
-		cache_reader_destroy(r); /* (takes the lock) */
-		errno = ESTALE;
-		return NULL;
-	}
 	r->pos = offset;
 	r->end = end;
 	r->seg_idx = cache_stream_find(s, offset);
+	r->hold = r->seg_idx;
 	frontier_to_position(r);
 	pthread_mutex_unlock(&s->cache->lock);
 	return r;

@@ -277,10 +277,12 @@ void cache_stream_trim(struct cache_stream *s)
 	if (!s->trim)
 		return;
 	for (const struct cache_reader *r = s->readers; r; r = r->next)
-		if (r->seg_idx < low)
-			low = r->seg_idx;
+		if (r->hold < low)
+			low = r->hold;
 	if (low < s->base + TRIM_BATCH)
 		return;
+	s->base_offset = low < s->count ? cache_stream_seg(s, low)->start
+					: s->listed_bytes;
 	for (size_t i = s->base; i < low; i++)
 		segment_free(s->cache, cache_stream_seg(s, i));
 	keep = s->count - low;

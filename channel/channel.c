@@ -465,12 +465,20 @@ static struct epoch_plan *plan_create(struct channel *ch, unsigned epoch)
 		   ? channel_shard(p->order, n, &ch->host)
 		   : n;
 	if (ch->catalog) {
-		/* the sizes are listed: the epoch's is known now */
-		for (size_t i = 0; i < p->n; i++)
-			bytes += item_bytes(
+		bool known = true;
+
+		/* the sizes are listed: the epoch's is known now (unless a
+		 * hostile listing's sizes add up past what a stream holds) */
+		for (size_t i = 0; i < p->n && known; i++) {
+			uint64_t b = item_bytes(
 			    ch, cache_catalog_size(ch->catalog, p->order[i]));
+
+			known = b <= (uint64_t)INT64_MAX - bytes;
+			bytes += b;
+		}
 		cache_lock(ch->cache);
-		cache_stream_set_size(p->stream, bytes);
+		if (known)
+			cache_stream_set_size(p->stream, bytes);
 		/* its segments can be made again from the catalog: the ones
 		 * every reader passed go, so that reading an epoch does not
 		 * keep a record of each object (stages keep positions of
@@ -1124,16 +1132,21 @@ static void gzip_source_release(void *arg, struct channel_view *view)
 static int reader_restream(struct channel_reader *r)
 {
 	struct epoch_plan *own = plan_create(r->ch, r->epoch);
+	struct cache_reader *reader =
+	    own ? cache_reader_create(own->stream) : NULL;
 
-	if (!own)
+	if (!reader) {
+		/* the reader keeps what it had */
+		plan_destroy(own);
 		return ENOMEM;
+	}
 	if (r->reader)
 		cache_reader_destroy(r->reader);
 	plan_destroy(r->own);
 	r->own = own;
 	r->stream = own->stream;
-	r->reader = cache_reader_create(r->stream);
-	return r->reader ? 0 : ENOMEM;
+	r->reader = reader;
+	return 0;
 }
 
 /*

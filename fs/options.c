@@ -243,9 +243,9 @@ static const struct opt_def opt_table[] = {
      .min = 1,
      .max = 256,
      .metavar = "N",
-     .help = "key ranges of one prefix listed at once when a channel needs "
-	     "every key first (shuffled or sharded), 1 to 256; 1 = one page "
-	     "after another"},
+     .help = "key ranges of one prefix listed at once, at most, when a "
+	     "channel needs every key first (a shuffle), 1 to 256; 1 = one "
+	     "page after another"},
     {.name = "listing-ttl",
      .kind = OPT_UINT,
      .offset = OFF(channel.listing_ttl),

@@ -347,6 +347,26 @@ static int read_epoch(struct channel *ch, unsigned epoch, struct sizes sz,
 	return rc;
 }
 
+/* Reads the rest of r from pos on, in 64 KiB reads, appending to out;
+ * 0 at the end or the error. */
+static int read_open_reader_rest(struct channel_reader *r, uint64_t pos,
+				 struct buf *out)
+{
+	struct channel_view v;
+	int rc;
+
+	for (;;) {
+		memset(&v, 0, sizeof(v));
+		rc = channel_reader_read(r, pos, 65536, &v);
+		for (int k = 0; !rc && k < v.count; k++)
+			buf_add(out, v.iov[k].iov_base, v.iov[k].iov_len);
+		pos += v.bytes;
+		channel_view_release(r, &v);
+		if (rc || !v.bytes)
+			return rc;
+	}
+}
+
 /* Reads epoch with every read-size pattern; each must give want. */
 static void check_epoch(struct channel *ch, unsigned epoch,
 			const struct buf *want)
@@ -912,6 +932,91 @@ static void test_plan_trims(void **state)
 	channel_reader_close(r);
 	buf_free(&got);
 	buf_free(&want);
+	fx_fini(&f);
+}
+
+/*
+ * The same with RecordIO framing, whose headers are literal segments that
+ * a view points into: reader B holds a view while reader A reads far
+ * ahead (and trims); B's view must still hold its bytes, and the epoch
+ * read by both is whole.
+ */
+static void test_plan_trims_framed(void **state)
+{
+	static struct fx f; /* outlives a failed assertion */
+	static uint32_t order[TRIM_OBJS];
+	struct buf want = {0}, got_a = {0}, got_b = {0};
+	struct channel_reader *a, *b;
+	struct channel_spec *sp;
+	struct channel_view va, vb;
+	struct channel *ch;
+	uint64_t pa = 0, pb = 0;
+	char key[32];
+
+	(void)state;
+	fx_init(&f, 16 * MIB, 64 * KIB, 100);
+	for (size_t i = 0; i < TRIM_OBJS; i++) {
+		unsigned char data[64];
+
+		trim_key(i, key, sizeof(key));
+		for (size_t k = 0; k < trim_size(i); k++)
+			data[k] = test_store_byte(key, k);
+		test_store_put(f.ts, key, "\"v1\"", data, trim_size(i));
+	}
+	channel_order(order, TRIM_OBJS, true, 5, 0);
+	for (size_t i = 0; i < TRIM_OBJS; i++) {
+		unsigned char data[64];
+
+		trim_key(order[i], key, sizeof(key));
+		for (size_t k = 0; k < trim_size(order[i]); k++)
+			data[k] = test_store_byte(key, k);
+		frame_record(&want, data, trim_size(order[i]), 1u << 20);
+	}
+	sp = fx_spec(&f, CHANNEL_S3_PREFIX, "m/");
+	sp->shuffle = true;
+	sp->seed = 5;
+	sp->wrapper = CHANNEL_WRAPPER_RECORDIO;
+	ch = fx_channel(&f, sp, NULL);
+	a = channel_reader_open(ch, 0);
+	b = channel_reader_open(ch, 0);
+	assert_non_null(a);
+	assert_non_null(b);
+	while (pb < want.len) {
+		/* B reads a little and keeps its view ... */
+		memset(&vb, 0, sizeof(vb));
+		assert_int_equal(channel_reader_read(b, pb, 300, &vb), 0);
+		assert_true(vb.bytes > 0);
+		/* ... while A reads well past it, dropping segments */
+		for (int n = 0; n < 8 && pa < want.len; n++) {
+			memset(&va, 0, sizeof(va));
+			assert_int_equal(channel_reader_read(a, pa, 65536, &va),
+					 0);
+			for (int k = 0; k < va.count; k++)
+				buf_add(&got_a, va.iov[k].iov_base,
+					va.iov[k].iov_len);
+			pa += va.bytes;
+			channel_view_release(a, &va);
+		}
+		/* B's view still holds its bytes */
+		for (int k = 0; k < vb.count; k++)
+			buf_add(&got_b, vb.iov[k].iov_base, vb.iov[k].iov_len);
+		assert_bytes_at(got_b.p + pb, want.p + pb, vb.bytes, pb);
+		pb += vb.bytes;
+		channel_view_release(b, &vb);
+		if (pa >= want.len && pb < want.len) {
+			/* A is done: B goes on alone to the end */
+			assert_int_equal(read_open_reader_rest(b, pb, &got_b),
+					 0);
+			pb = got_b.len;
+		}
+	}
+	assert_same_bytes(&got_a, &want);
+	assert_same_bytes(&got_b, &want);
+	channel_reader_close(a);
+	channel_reader_close(b);
+	buf_free(&want);
+	buf_free(&got_a);
+	buf_free(&got_b);
 	fx_fini(&f);
 }
 
@@ -1552,6 +1657,8 @@ int main(int argc, char **argv)
 	    cmocka_unit_test_setup_teardown(test_plan_shard_key_order, watchdog,
 					    teardown),
 	    cmocka_unit_test_setup_teardown(test_plan_trims, watchdog,
+					    teardown),
+	    cmocka_unit_test_setup_teardown(test_plan_trims_framed, watchdog,
 					    teardown),
 	    cmocka_unit_test_setup_teardown(test_manifest_resolve_ahead,
 					    watchdog, teardown),

@@ -491,6 +491,10 @@ static void test_catalog_entries(void **state)
 	assert_int_equal(cache_catalog_add(cat, "pre/huge", NULL,
 					   CACHE_OBJECT_SIZE_MAX + 1, &e),
 			 EINVAL);
+	/* an ETag goes into a header: no CR or LF */
+	assert_int_equal(
+	    cache_catalog_add(cat, "pre/x", "\"a\"\r\nX-Evil: 1", 1, &e),
+	    EINVAL);
 	memset(buf, 'x', sizeof(buf));
 	memcpy(buf, "pre/", 4);
 	buf[CACHE_KEY_MAX + 0] = '\0'; /* 1024 bytes: allowed */
