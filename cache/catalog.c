@@ -332,6 +332,20 @@ void cache_catalog_truncate(struct cache_catalog *cat, size_t count)
 	__atomic_store_n(&cat->nentries, count, __ATOMIC_RELEASE);
 }
 
+void cache_catalog_clear(struct cache_catalog *cat)
+{
+	while (cat->arena) {
+		struct arena *next = cat->arena->next;
+
+		cat->memory -= sizeof(*cat->arena) + cat->arena->size;
+		free(cat->arena);
+		cat->arena = next;
+	}
+	__atomic_store_n(&cat->npositions, 0, __ATOMIC_RELEASE);
+	__atomic_store_n(&cat->nentries, 0, __ATOMIC_RELEASE);
+	__atomic_store_n(&cat->identity, true, __ATOMIC_RELEASE);
+}
+
 int cache_catalog_order(struct cache_catalog *cat, uint32_t first, size_t n)
 {
 	size_t at = cat->npositions;

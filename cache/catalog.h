@@ -63,6 +63,10 @@ size_t cache_catalog_entries(const struct cache_catalog *cat);
  * taken whole); they must not have positions yet. */
 void cache_catalog_truncate(struct cache_catalog *cat, size_t count);
 
+/* Forgets every entry and position (a listing started again); nobody may
+ * be reading the catalog. */
+void cache_catalog_clear(struct cache_catalog *cat);
+
 /*
  * Gives entries [first, first + n) the next positions in key order.  0 or
  * ENOMEM.

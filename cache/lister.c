@@ -90,6 +90,12 @@ struct cache_lister {
 	struct range *emit;   /* the first range not all given positions */
 	unsigned in_flight;
 	bool stopping;
+	/* one range, page after page, keys in whatever order the server
+	 * gives them: with max_listers 1, or after a server that does not
+	 * list in key order from a start-after (restart: waiting for the
+	 * requests in flight before starting again) */
+	bool sequential;
+	bool restart;
 	bool failed;
 	bool complete;
 	struct s3_error error;
@@ -564,9 +570,9 @@ static int range_take(struct cache_lister *l, struct range *r,
 	for (size_t i = 0; i < page->count && !rc; i++) {
 		const char *key = page->objects[i].key;
 
-		if (!key || strcmp(key, prev) <= 0) {
+		if (!key || (!l->sequential && strcmp(key, prev) <= 0)) {
 			*why = "the listing gave keys out of order";
-			rc = EPROTO;
+			rc = key ? EAGAIN : EPROTO;
 			break;
 		}
 		if (r->until && strcmp(key, r->until) > 0) {
@@ -818,6 +824,40 @@ static void pace(struct cache_lister *l, uint64_t waited)
 	l->round_pages = 0;
 }
 
+/*
+ * The server gave keys out of order (S3 lists in key order and honours
+ * start-after; S3 Express directory buckets do neither, nor may other
+ * stores): once no request is in flight, everything listed is forgotten
+ * and the prefix is listed again as one range, page after page, in the
+ * order the server gives (lock held).
+ */
+static void restart(struct cache_lister *l)
+{
+	while (l->ranges) {
+		struct range *next = l->ranges->next;
+
+		range_free(l->ranges);
+		l->ranges = next;
+	}
+	l->hungry = 0;
+	cache_catalog_clear(l->cat);
+	memset(&l->alpha, 0, sizeof(l->alpha));
+	util_warn("listing %s/%s: the server does not list keys in order "
+		  "from a start-after: listing again, one page after another",
+		  cache_catalog_bucket(l->cat), cache_catalog_prefix(l->cat));
+	l->restart = false;
+	l->sequential = true;
+	l->settled = true;
+	l->allowed = 1;
+	l->stats.listers = 1;
+	l->ranges = range_new(l, "", NULL, l->depth_max);
+	l->emit = l->ranges;
+	if (!l->ranges)
+		lister_fail(l, NULL, "out of memory");
+	else
+		range_request(l, l->ranges);
+}
+
 static void page_arrived(void *arg, struct s3_list_page *page,
 			 const struct s3_error *err)
 {
@@ -836,7 +876,7 @@ static void page_arrived(void *arg, struct s3_list_page *page,
 	if (err) {
 		if (!l->stopping || err->err != ECANCELED)
 			lister_fail(l, err, NULL);
-	} else if (!l->stopping && !l->failed) {
+	} else if (!l->stopping && !l->failed && !l->restart) {
 		l->stats.pages++;
 		pace(l, util_now_ns() - r->sent_ns);
 		empty = !r->last;
@@ -847,7 +887,9 @@ static void page_arrived(void *arg, struct s3_list_page *page,
 			rc = emit_positions(l);
 		if (r->done)
 			set_hungry(l, r, false);
-		if (rc)
+		if (rc == EAGAIN)
+			l->restart = true; /* out of order: see restart() */
+		else if (rc)
 			lister_fail(l, NULL, why ? why : "out of memory");
 		else if (!r->done) {
 			range_split(l, r);
@@ -856,6 +898,8 @@ static void page_arrived(void *arg, struct s3_list_page *page,
 	}
 	if (page)
 		s3_list_page_clear(page);
+	if (l->restart && l->in_flight == 0 && !l->failed && !l->stopping)
+		restart(l);
 	if (l->in_flight == 0 && !l->failed && !l->stopping) {
 		l->complete = true;
 		for (struct range *q = l->ranges; q; q = q->next)
@@ -891,6 +935,7 @@ struct cache_lister *cache_lister_start(struct cache *c,
 		l->conf.page_keys = 1000;
 	if (l->conf.first_page_keys < 1 || l->conf.first_page_keys > 1000)
 		l->conf.first_page_keys = l->conf.page_keys;
+	l->sequential = l->conf.max_listers == 1;
 	l->allowed = PACE_START < l->conf.max_listers && l->conf.paced
 			 ? PACE_START
 			 : l->conf.max_listers;

@@ -14,6 +14,10 @@
  * arrive, and their positions in key order as soon as every range before
  * them is complete: the first range streams as a sequential listing would.
  *
+ * A server that gives keys out of order (no start-after, or no order:
+ * S3 Express directory buckets) makes the lister start again with one
+ * range, page after page, taking keys as they come.
+ *
  * Listers are requests of the store like any other: they share its
  * connections and its throttling (a SlowDown halves them).  They start
  * few and double while that does not make requests take longer: S3
