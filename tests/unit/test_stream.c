@@ -1219,6 +1219,108 @@ static void test_plan_segments(void **state)
 	cache_destroy(c);
 }
 
+/* Reads up to n bytes of r at pos into out (the view released after);
+ * the bytes read, or -errno. */
+static long read_into(struct cache_reader *r, uint64_t pos, size_t n, char *out)
+{
+	struct cache_view v;
+	size_t got = 0;
+	int rc = cache_reader_read(r, pos, n, &v);
+
+	for (int i = 0; !rc && i < v.count; i++) {
+		memcpy(out + got, v.iov[i].iov_base, v.iov[i].iov_len);
+		got += v.iov[i].iov_len;
+	}
+	cache_view_release(r->stream->cache, &v);
+	return rc ? -rc : (long)got;
+}
+
+/*
+ * A trimmed plan stream (cache_stream_set_trim) drops the segments every
+ * reader has passed, from where each reader's latest read began (a view
+ * may point into literal segments until the next read): a view held by
+ * one reader survives another's reads far ahead; a new reader, and a read
+ * back into what was dropped (also when every segment was dropped), fail
+ * with ESTALE; reads ahead go on.
+ */
+static void test_plan_trim(void **state)
+{
+	struct cache *c = new_cache(64 * MIB, MIB);
+	struct cache_stream *s = cache_stream_create_plan(c, NULL, NULL);
+	struct cache_reader *fast, *slow;
+	struct cache_view held;
+	char buf[65536], want[8];
+	const size_t n = 3000;
+	uint64_t pos = 0, before;
+
+	assert_non_null(s);
+	for (size_t i = 0; i < n; i++) {
+		snprintf(want, sizeof(want), "%05zu", i);
+		assert_int_equal(add_lit(s, want, 5), 0);
+	}
+	end_stream(s, 0);
+	pthread_mutex_lock(&c->lock);
+	cache_stream_set_trim(s);
+	before = cache_stream_memory(s);
+	pthread_mutex_unlock(&c->lock);
+	fast = cache_reader_create(s);
+	slow = cache_reader_create(s);
+	assert_non_null(fast);
+	assert_non_null(slow);
+
+	/* the slow reader holds a view of segments 10-11 ... */
+	assert_int_equal(cache_reader_read(slow, 0, 50, &held), 0);
+	assert_int_equal(held.bytes, 50);
+	/* ... while the fast one reads to 2,000 segments in */
+	while (pos < 2000 * 5) {
+		long got = read_into(fast, pos, 1000, buf);
+
+		assert_true(got > 0);
+		pos += (uint64_t)got;
+	}
+	assert_int_equal(s->base, 0); /* held back by the slow reader */
+	assert_memory_equal(held.iov[0].iov_base, "00000", 5);
+	cache_view_release(c, &held);
+	/* the slow one moves on (a view holds 256 segments at most): what
+	 * both passed goes */
+	for (uint64_t at = 50; at < 7050;) {
+		long got = read_into(slow, at, 7050 - at, buf);
+
+		assert_true(got > 0);
+		at += (uint64_t)got;
+	}
+	assert_int_equal(read_into(fast, pos, 1000, buf), 1000);
+	pos += 1000;
+	assert_true(s->base >= 1000 && s->base <= 1410);
+	pthread_mutex_lock(&c->lock);
+	assert_true(cache_stream_memory(s) < before);
+	pthread_mutex_unlock(&c->lock);
+	/* no new reader, no read back */
+	errno = 0;
+	assert_null(cache_reader_create(s));
+	assert_int_equal(errno, ESTALE);
+	assert_int_equal(read_into(slow, 0, 5, buf), -ESTALE);
+	/* the fast reader reads on to the end; then everything it and the
+	 * slow one passed is dropped */
+	cache_reader_destroy(slow);
+	for (;;) {
+		long got = read_into(fast, pos, 4096, buf);
+
+		assert_true(got >= 0);
+		if (!got)
+			break;
+		pos += (uint64_t)got;
+	}
+	assert_int_equal(pos, n * 5);
+	assert_int_equal(read_into(fast, pos, 1, buf), 0); /* the end */
+	assert_true(s->base >= n - 300);
+	assert_int_equal(read_into(fast, 5, 5, buf), -ESTALE);
+	cache_reader_destroy(fast);
+	cache_stream_destroy(s);
+	check_no_requests();
+	cache_destroy(c);
+}
+
 /*
  * Prefetching a plan: runs of blocks of the object a segment is a range
  * of, at the object's own offsets (a range that starts mid-object asks
@@ -2136,6 +2238,7 @@ int main(void)
 	    TEST(test_prefetch_ahead_objects),
 	    TEST(test_wait_opens_window),
 	    TEST(test_plan_segments),
+	    TEST(test_plan_trim),
 	    TEST(test_plan_prefetch_ranges),
 	    TEST(test_ahead_objects_skip_literals),
 	    TEST(test_reader_at_bounds),
