@@ -173,12 +173,12 @@ struct cache_stream {
 	char *prefix;
 	struct cache_segment **segs; /* segments [base, count); pointers
 					stay put when segs grows */
-	size_t base;  /* segments below it were dropped (a trimmed stream) */
-	uint64_t base_offset; /* where segment base starts (listed_bytes
-				 when every segment was dropped) */
-	size_t count; /* segments added: indices are from the start */
-	size_t cap;   /* of segs */
-	bool trim;    /* drop segments every reader has passed */
+	size_t base; /* segments below it were dropped (a trimmed stream) */
+	uint64_t base_offset;  /* where segment base starts (listed_bytes
+				  when every segment was dropped) */
+	size_t count;	       /* segments added: indices are from the start */
+	size_t cap;	       /* of segs */
+	bool trim;	       /* drop segments every reader has passed */
 	size_t nobject_segs;   /* segments that are object ranges */
 	uint64_t listed_bytes; /* end offset of the last segment */
 	bool complete;

@@ -281,8 +281,8 @@ void cache_stream_trim(struct cache_stream *s)
 			low = r->hold;
 	if (low < s->base + TRIM_BATCH)
 		return;
-	s->base_offset = low < s->count ? cache_stream_seg(s, low)->start
-					: s->listed_bytes;
+	s->base_offset =
+	    low < s->count ? cache_stream_seg(s, low)->start : s->listed_bytes;
 	for (size_t i = s->base; i < low; i++)
 		segment_free(s->cache, cache_stream_seg(s, i));
 	keep = s->count - low;
