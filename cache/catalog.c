@@ -31,6 +31,7 @@
 #include <zlib.h>
 
 #include "cache/internal.h"
+#include "util/util.h"
 
 #define CHUNK_SHIFT   10
 #define CHUNK_ENTRIES (1u << CHUNK_SHIFT)
@@ -546,27 +547,23 @@ static int write_entries(const struct cache_catalog *cat, FILE *f, uLong *crc)
 int cache_catalog_save(const struct cache_catalog *cat, const char *path,
 		       int64_t listed_at)
 {
-	size_t plen = strlen(path);
-	char *tmp = malloc(plen + 16);
+	/* mode 0600: keys can say a lot about a dataset */
+	struct util_replace out;
 	uLong crc = crc32(0, NULL, 0);
-	FILE *f = NULL;
-	int fd, rc = ENOMEM;
+	int dup_fd, rc = util_replace_begin(&out, path);
+	FILE *f;
 
-	if (!tmp)
-		return ENOMEM;
-	/* a name of its own (mkstemp: mode 0600, for this user only: keys
-	 * can say a lot about a dataset); one a crash left does not stand
-	 * in the way */
-	snprintf(tmp, plen + 16, "%s.XXXXXX", path);
-	fd = mkostemp(tmp, O_CLOEXEC);
-	f = fd >= 0 ? fdopen(fd, "wb") : NULL;
+	if (rc)
+		return rc;
+	/* buffered writes of many small fields, through a copy of the fd
+	 * (the replacement closes its own) */
+	dup_fd = dup(out.fd);
+	f = dup_fd >= 0 ? fdopen(dup_fd, "wb") : NULL;
 	if (!f) {
-		rc = errno;
-		if (fd >= 0) {
-			close(fd);
-			goto fail;
-		}
-		free(tmp);
+		rc = errno ? errno : ENOMEM;
+		if (dup_fd >= 0)
+			close(dup_fd);
+		util_replace_abort(&out);
 		return rc;
 	}
 	rc = put_bytes(f, &crc, FILE_MAGIC, 8);
@@ -584,21 +581,16 @@ int cache_catalog_save(const struct cache_catalog *cat, const char *path,
 		rc = write_entries(cat, f, &crc);
 	if (!rc)
 		rc = put_u64(f, &crc, crc, 4);
-	if (!rc && (fflush(f) != 0 || fsync(fileno(f)) != 0))
-		rc = errno ? errno : EIO;
 	if (fclose(f) != 0 && !rc)
 		rc = errno ? errno : EIO;
-	f = NULL;
-	if (!rc && rename(tmp, path) != 0)
-		rc = errno;
-fail:
-	if (rc)
-		unlink(tmp);
-	free(tmp);
-	return rc;
+	if (rc) {
+		util_replace_abort(&out);
+		return rc;
+	}
+	return util_replace_commit(&out);
 }
 
-/* A reader of the mapped file: every take checks what is left. */
+/* A reader of the file's bytes: every take checks what is left. */
 struct file_reader {
 	const unsigned char *p;
 	size_t left;

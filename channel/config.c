@@ -1106,38 +1106,6 @@ no_mem:
 	return no_memory(err, errlen);
 }
 
-/* All of buf to fd. */
-static int write_all(int fd, const char *buf, size_t len)
-{
-	ssize_t w;
-
-	while (len > 0) {
-		w = write(fd, buf, len);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w < 0)
-			return errno;
-		buf += w;
-		len -= (size_t)w;
-	}
-	return 0;
-}
-
-/* The temporary file's contents: mode 0644, text and a newline, synced. */
-static int fill(int fd, const char *text)
-{
-	int rc;
-
-	if (fchmod(fd, 0644) != 0)
-		return errno;
-	rc = write_all(fd, text, strlen(text));
-	if (rc == 0)
-		rc = write_all(fd, "\n", 1);
-	if (rc == 0 && fsync(fd) != 0)
-		rc = errno;
-	return rc;
-}
-
 int channel_container_config_write(const char *dir,
 				   const struct channel_spec *specs, unsigned n,
 				   char *err, size_t errlen)
@@ -1145,17 +1113,13 @@ int channel_container_config_write(const char *dir,
 	char pbuf[PATH_ECHO_MAX + 4];
 	char ebuf[128];
 	char target[PATH_MAX];
-	char tmp[PATH_MAX];
+	struct util_replace out;
 	struct stat st;
 	json_t *root = NULL;
 	json_t *ch;
 	char *text = NULL;
 	const char *d;
-	bool made = false;
-	int fd = -1;
-	int dfd;
-	int w1;
-	int w2;
+	int w;
 	int rc;
 
 	if (err && errlen)
@@ -1176,12 +1140,10 @@ int channel_container_config_write(const char *dir,
 		    "directory",
 		    d);
 	}
-	w1 = snprintf(target, sizeof(target), "%s/%s", dir,
-		      CONTAINER_CONFIG_NAME);
-	w2 = snprintf(tmp, sizeof(tmp), "%s/.%s.XXXXXX", dir,
-		      CONTAINER_CONFIG_NAME);
-	if (w1 < 0 || w2 < 0 || (size_t)w1 >= sizeof(target) ||
-	    (size_t)w2 >= sizeof(tmp)) {
+	/* (room for the temporary file's suffix too) */
+	w = snprintf(target, sizeof(target), "%s/%s", dir,
+		     CONTAINER_CONFIG_NAME);
+	if (w < 0 || (size_t)w + sizeof(".XXXXXX") > sizeof(target)) {
 		return util_fail(
 		    err, errlen, ENAMETOOLONG,
 		    "cannot write the container config: directory name "
@@ -1225,40 +1187,29 @@ int channel_container_config_write(const char *dir,
 		goto fail;
 	}
 
-	fd = mkostemp(tmp, O_CLOEXEC);
-	if (fd < 0) {
-		rc = errno;
+	rc = util_replace_begin(&out, target);
+	if (rc) {
 		util_fail(err, errlen, rc,
 			  "cannot create a temporary file in '%s' for the "
 			  "container config: %s",
 			  d, util_strerror(rc, ebuf, sizeof(ebuf)));
 		goto fail;
 	}
-	made = true;
-	rc = fill(fd, text);
-	if (close(fd) != 0 && rc == 0)
-		rc = errno;
-	fd = -1;
-	if (rc == 0 && rename(tmp, target) != 0)
-		rc = errno;
-	if (rc) {
+	/* mode 0644: the training code may run as another user */
+	rc = fchmod(out.fd, 0644) != 0 ? errno : 0;
+	if (!rc)
+		rc = util_write_all(out.fd, text, strlen(text));
+	if (!rc)
+		rc = util_write_all(out.fd, "\n", 1);
+	if (rc)
+		util_replace_abort(&out);
+	else
+		rc = util_replace_commit(&out);
+	if (rc)
 		util_fail(err, errlen, rc, "cannot write '%s/%s': %s", d,
 			  CONTAINER_CONFIG_NAME,
 			  util_strerror(rc, ebuf, sizeof(ebuf)));
-		goto fail;
-	}
-	made = false;
-	/* make the rename durable too; some file systems refuse, harmlessly */
-	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dfd >= 0) {
-		(void)fsync(dfd);
-		close(dfd);
-	}
 fail:
-	if (fd >= 0)
-		close(fd);
-	if (made)
-		unlink(tmp);
 	free(text);
 	json_decref(root);
 	return rc;

@@ -303,29 +303,24 @@ static void absolute_pid_file(struct fs_options *o)
  */
 static void write_pid_file(const char *path, struct fuse_session *se)
 {
-	char tmp[4096];
+	struct util_replace out;
+	char line[32];
 	char msg[128];
-	FILE *f;
-	int err = 0;
+	int err;
 
 	if (!path)
 		return;
-	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.%ld.tmp", path,
-			     (long)getpid()) >= sizeof(tmp))
-		err = ENAMETOOLONG;
-	f = err ? NULL : fopen(tmp, "we");
-	if (!f && !err)
-		err = errno;
-	if (f) {
-		fprintf(f, "%ld\n", (long)getpid());
-		if (fflush(f) != 0 || ferror(f))
-			err = errno ? errno : EIO;
-		if (fclose(f) != 0 && !err)
-			err = errno;
-		if (!err && rename(tmp, path) != 0)
-			err = errno;
+	snprintf(line, sizeof(line), "%ld\n", (long)getpid());
+	err = util_replace_begin(&out, path);
+	if (!err) {
+		/* readable by whoever watches the service */
+		err = fchmod(out.fd, 0644) != 0 ? errno : 0;
+		if (!err)
+			err = util_write_all(out.fd, line, strlen(line));
 		if (err)
-			unlink(tmp);
+			util_replace_abort(&out);
+		else
+			err = util_replace_commit(&out);
 	}
 	if (err) {
 		fuse_session_unmount(se);

@@ -113,6 +113,26 @@ int util_parse_uint(const char *s, uint64_t min, uint64_t max, uint64_t *out);
 /* Monotonic clock in nanoseconds. */
 uint64_t util_now_ns(void);
 
+/* All of data to fd (short writes and EINTR retried): 0 or an errno. */
+int util_write_all(int fd, const void *data, size_t len);
+
+/*
+ * Replacing a file whole (util/file.c): begin makes a temporary file
+ * beside path, mode 0600 (fchmod r->fd for another), open as r->fd for
+ * the caller to write; commit syncs it, renames it over path and syncs
+ * the directory; abort (or a failed commit) removes it.  Each returns 0
+ * or an errno; after commit or abort r holds nothing.
+ */
+struct util_replace {
+	char *path; /* owned */
+	char *tmp;  /* owned: the temporary file's name */
+	int fd;
+};
+
+int util_replace_begin(struct util_replace *r, const char *path);
+int util_replace_commit(struct util_replace *r);
+void util_replace_abort(struct util_replace *r);
+
 /* strdup that returns NULL for NULL. */
 char *util_strdup0(const char *s);
 

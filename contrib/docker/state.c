@@ -139,60 +139,35 @@ static int sync_dir(const char *dir)
 	return rc;
 }
 
-static int write_all(int fd, const char *data, size_t len)
-{
-	while (len > 0) {
-		ssize_t n = write(fd, data, len);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return errno;
-		data += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
 int plugin_state_save(const char *dir, const struct plugin_volume *v, char *err,
 		      size_t errlen)
 {
 	json_t *o = record_json(v);
+	struct util_replace out;
 	char *text = NULL;
-	char *tmp = NULL;
 	char *path = NULL;
 	char msg[128];
-	int fd = -1;
 	int rc = ENOMEM;
 
 	if (!o)
 		goto fail;
 	text = json_dumps(o, JSON_INDENT(2));
-	if (!text || asprintf(&tmp, "%s/.%s.json.tmp", dir, v->name) < 0) {
-		tmp = NULL;
-		goto fail;
-	}
-	if (asprintf(&path, "%s/%s.json", dir, v->name) < 0) {
+	if (!text || asprintf(&path, "%s/%s.json", dir, v->name) < 0) {
 		path = NULL;
 		goto fail;
 	}
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	rc = fd < 0 ? errno : 0;
-	if (!rc)
-		rc = write_all(fd, text, strlen(text));
-	if (!rc)
-		rc = write_all(fd, "\n", 1);
-	if (!rc && fsync(fd) != 0)
-		rc = errno;
-	if (fd >= 0 && close(fd) != 0 && !rc)
-		rc = errno;
-	fd = -1;
-	if (!rc && rename(tmp, path) != 0)
-		rc = errno;
+	/* (mode 0600; its temporary name does not end in .json, so a load
+	 * never takes it for a volume) */
+	rc = util_replace_begin(&out, path);
 	if (rc)
-		unlink(tmp);
+		goto fail;
+	rc = util_write_all(out.fd, text, strlen(text));
+	if (!rc)
+		rc = util_write_all(out.fd, "\n", 1);
+	if (rc)
+		util_replace_abort(&out);
 	else
-		rc = sync_dir(dir);
+		rc = util_replace_commit(&out);
 fail:
 	if (rc)
 		util_fail(err, errlen, rc,
@@ -200,7 +175,6 @@ fail:
 			  "'%s' in %s: %s",
 			  v->name, dir, util_strerror(rc, msg, sizeof(msg)));
 	free(path);
-	free(tmp);
 	free(text);
 	json_decref(o);
 	return rc;

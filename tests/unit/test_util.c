@@ -14,7 +14,12 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -92,6 +97,67 @@ static void test_fail(void **state)
 	assert_int_equal(util_fail(NULL, 0, E2BIG, "%s", "ignored"), E2BIG);
 }
 
+/* Files in dir, "." and ".." aside. */
+static int files_in(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	int n = 0;
+
+	assert_non_null(d);
+	while ((e = readdir(d)))
+		n += strcmp(e->d_name, ".") && strcmp(e->d_name, "..");
+	closedir(d);
+	return n;
+}
+
+/* Replacing a file whole: the old contents until the commit, the new
+ * after, mode 0600, nothing left behind by a commit or an abort, and a
+ * directory that is not there an error. */
+static void test_replace(void **state)
+{
+	char dir[] = "/tmp/test_util.XXXXXX", path[64], buf[16] = {0};
+	struct util_replace r;
+	struct stat st;
+	FILE *f;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/file", dir);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fputs("old", f);
+	fclose(f);
+
+	assert_int_equal(util_replace_begin(&r, path), 0);
+	assert_int_equal(util_write_all(r.fd, "new!", 4), 0);
+	assert_int_equal(files_in(dir), 2);
+	f = fopen(path, "r");
+	assert_int_equal(fread(buf, 1, sizeof(buf), f), 3); /* still old */
+	fclose(f);
+	assert_int_equal(util_replace_commit(&r), 0);
+	assert_null(r.tmp);
+	assert_int_equal(files_in(dir), 1);
+	f = fopen(path, "r");
+	assert_int_equal(fread(buf, 1, sizeof(buf), f), 4);
+	fclose(f);
+	assert_memory_equal(buf, "new!", 4);
+	assert_int_equal(stat(path, &st), 0);
+	assert_int_equal(st.st_mode & 0777, 0600);
+
+	assert_int_equal(util_replace_begin(&r, path), 0);
+	assert_int_equal(util_write_all(r.fd, "x", 1), 0);
+	util_replace_abort(&r);
+	assert_int_equal(files_in(dir), 1);
+
+	snprintf(path, sizeof(path), "%s/nodir/file", dir);
+	assert_int_equal(util_replace_begin(&r, path), ENOENT);
+	assert_int_equal(r.fd, -1);
+	snprintf(path, sizeof(path), "%s/file", dir);
+	unlink(path);
+	rmdir(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -99,6 +165,7 @@ int main(void)
 	    cmocka_unit_test(test_clean_controls),
 	    cmocka_unit_test(test_clean_invalid_utf8),
 	    cmocka_unit_test(test_fail),
+	    cmocka_unit_test(test_replace),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
