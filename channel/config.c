@@ -1113,7 +1113,6 @@ int channel_container_config_write(const char *dir,
 	char pbuf[PATH_ECHO_MAX + 4];
 	char ebuf[128];
 	char target[PATH_MAX];
-	struct util_replace out;
 	struct stat st;
 	json_t *root = NULL;
 	json_t *ch;
@@ -1187,24 +1186,8 @@ int channel_container_config_write(const char *dir,
 		goto fail;
 	}
 
-	rc = util_replace_begin(&out, target);
-	if (rc) {
-		util_fail(err, errlen, rc,
-			  "cannot create a temporary file in '%s' for the "
-			  "container config: %s",
-			  d, util_strerror(rc, ebuf, sizeof(ebuf)));
-		goto fail;
-	}
 	/* mode 0644: the training code may run as another user */
-	rc = fchmod(out.fd, 0644) != 0 ? errno : 0;
-	if (!rc)
-		rc = util_write_all(out.fd, text, strlen(text));
-	if (!rc)
-		rc = util_write_all(out.fd, "\n", 1);
-	if (rc)
-		util_replace_abort(&out);
-	else
-		rc = util_replace_commit(&out);
+	rc = util_write_text_file(target, text, 0644);
 	if (rc)
 		util_fail(err, errlen, rc, "cannot write '%s/%s': %s", d,
 			  CONTAINER_CONFIG_NAME,

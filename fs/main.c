@@ -303,25 +303,15 @@ static void absolute_pid_file(struct fs_options *o)
  */
 static void write_pid_file(const char *path, struct fuse_session *se)
 {
-	struct util_replace out;
 	char line[32];
 	char msg[128];
 	int err;
 
 	if (!path)
 		return;
-	snprintf(line, sizeof(line), "%ld\n", (long)getpid());
-	err = util_replace_begin(&out, path);
-	if (!err) {
-		/* readable by whoever watches the service */
-		err = fchmod(out.fd, 0644) != 0 ? errno : 0;
-		if (!err)
-			err = util_write_all(out.fd, line, strlen(line));
-		if (err)
-			util_replace_abort(&out);
-		else
-			err = util_replace_commit(&out);
-	}
+	snprintf(line, sizeof(line), "%ld", (long)getpid());
+	/* readable by whoever watches the service */
+	err = util_write_text_file(path, line, 0644);
 	if (err) {
 		fuse_session_unmount(se);
 		die("cannot write the pid file '%s': %s", path,

@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 int util_write_all(int fd, const void *data, size_t len)
@@ -66,7 +67,9 @@ static void sync_dir_of(const char *path)
 {
 	const char *slash = strrchr(path, '/');
 	char *dir = slash ? strndup(path, (size_t)(slash - path)) : NULL;
-	int fd = open(dir && *dir ? dir : slash ? "/" : ".",
+	int fd = open(dir && *dir ? dir
+		      : slash	  ? "/"
+				  : ".",
 		      O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 
 	if (fd >= 0) {
@@ -96,6 +99,25 @@ int util_replace_commit(struct util_replace *r)
 	r->tmp = NULL;
 	util_replace_abort(r); /* (frees what is left) */
 	return 0;
+}
+
+int util_write_text_file(const char *path, const char *text, unsigned mode)
+{
+	struct util_replace r;
+	int rc = util_replace_begin(&r, path);
+
+	if (rc)
+		return rc;
+	rc = fchmod(r.fd, (mode_t)mode) != 0 ? errno : 0;
+	if (!rc)
+		rc = util_write_all(r.fd, text, strlen(text));
+	if (!rc)
+		rc = util_write_all(r.fd, "\n", 1);
+	if (rc) {
+		util_replace_abort(&r);
+		return rc;
+	}
+	return util_replace_commit(&r);
 }
 
 void util_replace_abort(struct util_replace *r)

@@ -132,6 +132,9 @@ struct util_replace {
 int util_replace_begin(struct util_replace *r, const char *path);
 int util_replace_commit(struct util_replace *r);
 void util_replace_abort(struct util_replace *r);
+/* The file at path replaced whole by text and a newline, with mode (as
+ * chmod takes it): 0 or an errno. */
+int util_write_text_file(const char *path, const char *text, unsigned mode);
 
 /* strdup that returns NULL for NULL. */
 char *util_strdup0(const char *s);

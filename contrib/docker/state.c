@@ -143,7 +143,6 @@ int plugin_state_save(const char *dir, const struct plugin_volume *v, char *err,
 		      size_t errlen)
 {
 	json_t *o = record_json(v);
-	struct util_replace out;
 	char *text = NULL;
 	char *path = NULL;
 	char msg[128];
@@ -156,18 +155,9 @@ int plugin_state_save(const char *dir, const struct plugin_volume *v, char *err,
 		path = NULL;
 		goto fail;
 	}
-	/* (mode 0600; its temporary name does not end in .json, so a load
-	 * never takes it for a volume) */
-	rc = util_replace_begin(&out, path);
-	if (rc)
-		goto fail;
-	rc = util_write_all(out.fd, text, strlen(text));
-	if (!rc)
-		rc = util_write_all(out.fd, "\n", 1);
-	if (rc)
-		util_replace_abort(&out);
-	else
-		rc = util_replace_commit(&out);
+	/* (its temporary name does not end in .json, so a load never takes
+	 * it for a volume) */
+	rc = util_write_text_file(path, text, 0600);
 fail:
 	if (rc)
 		util_fail(err, errlen, rc,
