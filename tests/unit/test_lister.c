@@ -968,10 +968,11 @@ static unsigned paced_listers(bool serial, unsigned latency_ms, size_t n)
 static void test_list_pace(void **state)
 {
 	(void)state;
-	/* (tens of ms: what the lister itself does with a page, even under
-	 * valgrind, stays small beside it) */
-	assert_true(paced_listers(false, 40, 20000) >= 16);
-	assert_true(paced_listers(true, 10, 8000) <= 8);
+	/* (100 ms: what the lister itself does with a page, even under
+	 * valgrind on a loaded machine, stays small beside it; the pace
+	 * stops growing only when a round takes 1.5 times the first) */
+	assert_true(paced_listers(false, 100, 20000) >= 16);
+	assert_true(paced_listers(true, 30, 4000) <= 8);
 }
 
 /* Positions are given in key order while later ranges are still being
