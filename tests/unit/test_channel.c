@@ -846,42 +846,62 @@ static size_t trim_size(size_t i)
 	return 10 + i % 53;
 }
 
+/* One object's bytes into data (64 bytes hold any). */
+static void trim_data(size_t i, unsigned char *data)
+{
+	char key[32];
+
+	trim_key(i, key, sizeof(key));
+	for (size_t b = 0; b < trim_size(i); b++)
+		data[b] = test_store_byte(key, b);
+}
+
+/*
+ * TRIM_OBJS objects m/NNNNN in the store and a shuffled channel over them
+ * (seed, RecordIO when framed); want gets its epoch 0.
+ */
+static struct channel *trim_channel(struct fx *f, int64_t seed, bool framed,
+				    struct buf *want)
+{
+	static uint32_t order[TRIM_OBJS];
+	struct channel_spec *sp;
+	unsigned char data[64];
+	char key[32];
+
+	fx_init(f, 16 * MIB, 64 * KIB, 100);
+	for (size_t i = 0; i < TRIM_OBJS; i++) {
+		trim_key(i, key, sizeof(key));
+		trim_data(i, data);
+		test_store_put(f->ts, key, "\"v1\"", data, trim_size(i));
+	}
+	channel_order(order, TRIM_OBJS, true, seed, 0);
+	for (size_t i = 0; i < TRIM_OBJS; i++) {
+		trim_data(order[i], data);
+		if (framed)
+			frame_record(want, data, trim_size(order[i]), 1u << 20);
+		else
+			buf_add(want, data, trim_size(order[i]));
+	}
+	sp = fx_spec(f, CHANNEL_S3_PREFIX, "m/");
+	sp->shuffle = true;
+	sp->seed = seed;
+	if (framed)
+		sp->wrapper = CHANNEL_WRAPPER_RECORDIO;
+	return fx_channel(f, sp, NULL);
+}
+
 static void test_plan_trims(void **state)
 {
 	static struct fx f; /* outlives a failed assertion */
-	static uint32_t order[TRIM_OBJS];
 	struct channel_stats before, after;
 	struct buf want = {0}, got = {0}, again = {0};
 	struct channel_reader *r;
-	struct channel_spec *sp;
 	struct channel_view v;
 	struct channel *ch;
 	uint64_t pos = 0;
-	char key[32];
 
 	(void)state;
-	fx_init(&f, 16 * MIB, 64 * KIB, 100);
-	for (size_t i = 0; i < TRIM_OBJS; i++) {
-		unsigned char data[64];
-
-		trim_key(i, key, sizeof(key));
-		for (size_t b = 0; b < trim_size(i); b++)
-			data[b] = test_store_byte(key, b);
-		test_store_put(f.ts, key, "\"v1\"", data, trim_size(i));
-	}
-	channel_order(order, TRIM_OBJS, true, 3, 0);
-	for (size_t i = 0; i < TRIM_OBJS; i++) {
-		trim_key(order[i], key, sizeof(key));
-		for (size_t b = 0; b < trim_size(order[i]); b++) {
-			unsigned char c = test_store_byte(key, b);
-
-			buf_add(&want, &c, 1);
-		}
-	}
-	sp = fx_spec(&f, CHANNEL_S3_PREFIX, "m/");
-	sp->shuffle = true;
-	sp->seed = 3;
-	ch = fx_channel(&f, sp, NULL);
+	ch = trim_channel(&f, 3, false, &want);
 	channel_get_stats(ch, &before);
 	assert_int_equal(before.objects, TRIM_OBJS);
 
@@ -944,39 +964,14 @@ static void test_plan_trims(void **state)
 static void test_plan_trims_framed(void **state)
 {
 	static struct fx f; /* outlives a failed assertion */
-	static uint32_t order[TRIM_OBJS];
 	struct buf want = {0}, got_a = {0}, got_b = {0};
 	struct channel_reader *a, *b;
-	struct channel_spec *sp;
 	struct channel_view va, vb;
 	struct channel *ch;
 	uint64_t pa = 0, pb = 0;
-	char key[32];
 
 	(void)state;
-	fx_init(&f, 16 * MIB, 64 * KIB, 100);
-	for (size_t i = 0; i < TRIM_OBJS; i++) {
-		unsigned char data[64];
-
-		trim_key(i, key, sizeof(key));
-		for (size_t k = 0; k < trim_size(i); k++)
-			data[k] = test_store_byte(key, k);
-		test_store_put(f.ts, key, "\"v1\"", data, trim_size(i));
-	}
-	channel_order(order, TRIM_OBJS, true, 5, 0);
-	for (size_t i = 0; i < TRIM_OBJS; i++) {
-		unsigned char data[64];
-
-		trim_key(order[i], key, sizeof(key));
-		for (size_t k = 0; k < trim_size(order[i]); k++)
-			data[k] = test_store_byte(key, k);
-		frame_record(&want, data, trim_size(order[i]), 1u << 20);
-	}
-	sp = fx_spec(&f, CHANNEL_S3_PREFIX, "m/");
-	sp->shuffle = true;
-	sp->seed = 5;
-	sp->wrapper = CHANNEL_WRAPPER_RECORDIO;
-	ch = fx_channel(&f, sp, NULL);
+	ch = trim_channel(&f, 5, true, &want);
 	a = channel_reader_open(ch, 0);
 	b = channel_reader_open(ch, 0);
 	assert_non_null(a);
