@@ -678,29 +678,20 @@ static const char *page_first(const struct cache_lister *l,
 }
 
 /*
- * The keys r has left, estimated in the key window between its first key
- * and its end by the density of all it listed so far (one page says
- * little where keys are numbered under folders, each page a sliver of
- * one; the range's start may lie far before its first key); UINT64_MAX
- * for a range with no end (it may hold anything), 0 when nothing is
- * known.
+ * The keys between key and r's end at the density of the keys r listed
+ * from first to key (count of them), in the key window they share with
+ * the end; 0 when the window cannot tell.
  */
-static uint64_t range_left(const struct cache_lister *l, const struct range *r)
+static double keys_left(const struct cache_lister *l, const struct range *r,
+			uint32_t first, uint64_t count)
 {
 	size_t fixed = strlen(cache_catalog_prefix(l->cat));
 	char start[CACHE_KEY_MAX + 1];
 	unsigned __int128 vs, va, vb;
-	uint64_t listed = 0;
 	struct key_window w;
-	double left;
 
-	if (!r->until)
-		return UINT64_MAX;
-	if (!r->last || !r->nruns ||
-	    !cache_catalog_key(l->cat, r->runs[0].first, start, sizeof(start)))
+	if (!cache_catalog_key(l->cat, first, start, sizeof(start)))
 		return 0;
-	for (size_t i = 0; i < r->nruns; i++)
-		listed += r->runs[i].count;
 	window_init(&w, &l->alpha, fixed, r->last,
 		    shared_bytes(start, r->until, fixed));
 	vs = window_value(&w, start);
@@ -708,8 +699,34 @@ static uint64_t range_left(const struct cache_lister *l, const struct range *r)
 	vb = window_value(&w, r->until);
 	if (vb <= va || va <= vs)
 		return 0;
-	left = (double)listed * (double)(vb - va) / (double)(va - vs);
-	return left >= 1e18 ? UINT64_MAX : (uint64_t)left;
+	return (double)count * (double)(vb - va) / (double)(va - vs);
+}
+
+/*
+ * The keys r has left, estimated by the density of all it listed so far
+ * and by that of its last page, whichever says more: a range's first keys
+ * may be a sparse group before a dense one (then its last page knows
+ * better), and one page of keys numbered under folders is a sliver of one
+ * folder (then all of it knows better).  UINT64_MAX for a range with no
+ * end (it may hold anything), 0 when nothing is known.
+ */
+static uint64_t range_left(const struct cache_lister *l, const struct range *r)
+{
+	uint64_t listed = 0;
+	double all, last;
+
+	if (!r->until)
+		return UINT64_MAX;
+	if (!r->last || !r->nruns)
+		return 0;
+	for (size_t i = 0; i < r->nruns; i++)
+		listed += r->runs[i].count;
+	all = keys_left(l, r, r->runs[0].first, listed);
+	last = keys_left(l, r, r->runs[r->nruns - 1].first,
+			 r->runs[r->nruns - 1].count);
+	if (last > all)
+		all = last;
+	return all >= 1e18 ? UINT64_MAX : (uint64_t)all;
 }
 
 /* How many more parts r is worth splitting into, besides itself: one for
