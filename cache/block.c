@@ -174,7 +174,7 @@ void cache_block_free(struct cache *c, struct cache_block *b)
 	if (b->kept)
 		c->kept_bytes -= b->cap;
 	buffer_put(c, b->data, b->cap);
-	cache_object_put(c, b->obj);
+	cache_object_unref(c, b->obj);
 	pthread_cond_destroy(&b->ready);
 	free(b);
 }
@@ -426,16 +426,21 @@ static void block_arrived(void *arg, unsigned index)
 	pthread_mutex_unlock(&c->lock);
 }
 
+/* Fails blocks[0..n) and wakes their waiters (lock held). */
+static void blocks_fail(struct cache *c, struct cache_block *const *blocks,
+			unsigned n, int err)
+{
+	for (unsigned i = 0; i < n; i++) {
+		block_fail(c, blocks[i], err);
+		pthread_cond_broadcast(&blocks[i]->ready);
+		block_settle(c, blocks[i]);
+	}
+}
+
 /* Fails the blocks of f from f->next on (lock held). */
 static void fetch_fail(struct block_fetch *f, int err)
 {
-	for (unsigned i = f->next; i < f->count; i++) {
-		struct cache_block *b = f->blocks[i];
-
-		block_fail(f->cache, b, err);
-		pthread_cond_broadcast(&b->ready);
-		block_settle(f->cache, b);
-	}
+	blocks_fail(f->cache, f->blocks + f->next, f->count - f->next, err);
 	f->next = f->count;
 }
 
@@ -488,15 +493,18 @@ void cache_block_fetch(struct cache_block *const *blocks, unsigned n,
 		}
 		if (blocks[0]->index == 0 && total == obj->size)
 			get.flags |= S3_GET_WHOLE;
+		/* the store's call without the lock: the blocks are FETCHING,
+		 * so nobody frees them (nor obj) meanwhile; f is the
+		 * callbacks' from here on */
+		pthread_mutex_unlock(&c->lock);
 		rc = s3_get(c->store, &get);
+		pthread_mutex_lock(&c->lock);
+		if (rc)
+			free(f); /* (no callback runs) */
 	}
-	if (rc) {
-		for (unsigned i = 0; i < n; i++) {
-			block_fail(c, blocks[i], rc);
-			block_settle(c, blocks[i]);
-		}
-		free(f);
-	}
+	/* others may have found the blocks meanwhile and wait on them */
+	if (rc)
+		blocks_fail(c, blocks, n, rc);
 }
 
 /* ---- warming the pool ---- */

@@ -1,5 +1,6 @@
 /*
- * cache: streams, block cache and prefetcher between fs/ and s3/.
+ * cache: streams, block cache and prefetcher, between channel/ above and a
+ * store below (s3/store.h: the S3 client, or the disk tier over it).
  *
  * A stream is an ordered list of segments (a range of one object, or
  * literal bytes) that is read as one byte sequence.  A listing stream is
@@ -20,6 +21,13 @@
  * ranged GETs forward, across object boundaries.
  *
  * Nothing here knows about FUSE, channels or epochs.
+ *
+ * Locking: the cache's one lock is its own (cache/internal.h).  Every
+ * function here takes it as it needs it, and none may be called with it
+ * held; calls out of the cache (the store's get, list and head, a
+ * stream's framer and want hook, a resolve's done) are made without it,
+ * so a store that is slow to take a request, or a hook that waits for a
+ * lock of its owner's, never holds up a reader of blocks in memory.
  */
 #ifndef S3PIPE_CACHE_H
 #define S3PIPE_CACHE_H
@@ -102,13 +110,6 @@ struct cache *cache_create(const struct cache_conf *conf,
 void cache_destroy(struct cache *c);
 void cache_get_stats(struct cache *c, struct cache_stats *out);
 
-/*
- * The cache's one lock.  Functions marked "lock held" below are for a
- * stream's hooks (which run with it held) or for code between these calls.
- */
-void cache_lock(struct cache *c);
-void cache_unlock(struct cache *c);
-
 /* ---- objects ---- */
 
 struct cache_object;
@@ -117,13 +118,13 @@ struct cache_stream;
 /*
  * The interned object (bucket, key, etag, size), with a reference for the
  * caller; etag may be NULL.  NULL on ENOMEM, or for a size past
- * CACHE_OBJECT_SIZE_MAX.  Lock held.
+ * CACHE_OBJECT_SIZE_MAX.
  */
 struct cache_object *cache_object_get(struct cache *c, const char *bucket,
 				      const char *key, const char *etag,
 				      uint64_t size);
-void cache_object_ref(struct cache_object *o);			/* lock held */
-void cache_object_put(struct cache *c, struct cache_object *o); /* lock held */
+/* Gives a reference back (o may be NULL); the last one frees o. */
+void cache_object_put(struct cache *c, struct cache_object *o);
 uint64_t cache_object_size(const struct cache_object *o);
 const char *cache_object_bucket(const struct cache_object *o);
 const char *cache_object_key(const struct cache_object *o);
@@ -156,14 +157,18 @@ int cache_object_read_sync(struct cache *c, const struct cache_object *o,
 
 /*
  * Turns one listed object into segments with cache_stream_add_object()
- * and cache_stream_add_bytes() (lock held, on whichever thread the page
- * arrives); returns 0 or an errno, which fails the page.
+ * and cache_stream_add_bytes(), on whichever thread the page arrives, one
+ * page at a time, without the cache's lock; returns 0 or an errno, which
+ * fails the page.  What it adds is seen by readers once the whole page is
+ * framed (a page that fails adds nothing).
  */
 typedef int cache_frame_fn(void *arg, struct cache_stream *s,
 			   struct cache_object *obj);
 /*
- * A plan stream's owner is asked for more segments (lock held; must not
- * block) when a reader comes near the end of what it added.
+ * A plan stream's owner is asked for more segments when a reader comes
+ * near the end of what it added: on the reader's thread, without the
+ * cache's lock (several readers may ask at once).  It may add segments or
+ * end the stream there, or later from any thread; it must not wait long.
  */
 typedef void cache_want_fn(void *arg, struct cache_stream *s);
 
@@ -184,8 +189,8 @@ void cache_stream_set_framer(struct cache_stream *s, cache_frame_fn *frame,
 			     void *arg);
 /*
  * For a framer: how many non-empty objects the listing gave before the one
- * being framed (whether the framer added segments for them or not).  Lock
- * held.
+ * being framed (whether the framer added segments for them or not); for
+ * others, how many it gave so far.
  */
 uint64_t cache_stream_listed_objects(const struct cache_stream *s);
 /*
@@ -201,7 +206,7 @@ struct cache_stream *cache_stream_create_plan(struct cache *c,
 /*
  * Appends bytes [offset, offset + len) of obj (a reference is taken) or a
  * copy of literal bytes; empty additions are skipped.  0, ENOMEM or
- * EOVERFLOW.  Lock held.
+ * EOVERFLOW.
  */
 int cache_stream_add_object(struct cache_stream *s, struct cache_object *obj,
 			    uint64_t offset, uint64_t len);
@@ -210,36 +215,35 @@ int cache_stream_add_bytes(struct cache_stream *s, const void *bytes,
 /*
  * Appends an empty literal segment: no bytes to read, but a place that
  * cache_stream_segment() shows, for stages that count items (an empty
- * item is still a record).  Lock held.
+ * item is still a record).
  */
 int cache_stream_add_mark(struct cache_stream *s);
 /*
  * Ends a plan stream: nothing more will be added.  With err != 0, a reader
  * that reaches the end fails with err instead of seeing end of file (what
- * comes before it is read as usual).  Lock held.
+ * comes before it is read as usual).
  */
 void cache_stream_end(struct cache_stream *s, int err);
 /*
  * Tells a plan stream the byte count it will have once its owner has
  * added everything (when known before: the sizes of a listing), so that
  * its size is known before it is filled and blocks of a stream that fits
- * in the cache are kept for the next epoch.  Lock held.
+ * in the cache are kept for the next epoch.
  */
 void cache_stream_set_size(struct cache_stream *s, uint64_t bytes);
 /* Bytes the stream's segments take (its own records; the objects they
- * name are shared).  Lock held. */
+ * name are shared). */
 uint64_t cache_stream_memory(const struct cache_stream *s);
 /*
  * Lets a plan stream drop the segments every reader has passed (their
  * objects go too once no block holds them): for owners that can build
  * the same stream again.  Readers of it cannot go back: creating one on a
  * stream that dropped segments, or a read before them, fails with ESTALE.
- * Lock held.
  */
 void cache_stream_set_trim(struct cache_stream *s);
-/* Whether s dropped segments (lock held). */
+/* Whether s dropped segments. */
 bool cache_stream_trimmed(const struct cache_stream *s);
-/* Segments added so far (lock held). */
+/* Segments added so far. */
 size_t cache_stream_count(const struct cache_stream *s);
 
 /* Where segment idx of a stream lies, and whether it is literal bytes. */
@@ -283,7 +287,7 @@ uint64_t cache_stream_warm(struct cache_stream *s);
  * never evicts unread or kept blocks and stops where the budget has no
  * other room.  What it fetches stays unread (only a demand read evicts
  * it) until a reader passes it.  Returns true when the whole range is in
- * memory or coming; call again later to top up.  Lock not held.
+ * memory or coming; call again later to top up.
  */
 bool cache_stream_prefetch(struct cache_stream *s, uint64_t bytes);
 /* Call only after every reader of s is destroyed. */

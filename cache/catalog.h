@@ -119,7 +119,7 @@ uint64_t cache_catalog_memory(const struct cache_catalog *cat);
 /*
  * The interned object of entry (cache_object_get(), with a reference for
  * the caller), so its blocks are found by every stream that names it.
- * NULL on ENOMEM.  The cache's lock held.
+ * NULL on ENOMEM.
  */
 struct cache_object *cache_catalog_object(struct cache *c,
 					  const struct cache_catalog *cat,

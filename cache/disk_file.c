@@ -30,6 +30,7 @@
 #include "config.h"
 
 #include "cache/disk_internal.h"
+#include "util/util.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -382,21 +383,6 @@ static void iov_advance(struct iovec **iov, int *n, size_t done)
 	}
 }
 
-/* writev() of all of iov[0..n), resuming after short writes. */
-static int write_all(int fd, struct iovec *iov, int n)
-{
-	while (n > 0) {
-		ssize_t w = writev(fd, iov, n);
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w < 0)
-			return errno;
-		iov_advance(&iov, &n, (size_t)w);
-	}
-	return 0;
-}
-
 int cache_disk_block_write(int dirfd, const struct cache_disk_key *k,
 			   const void *data, size_t len, unsigned tag)
 {
@@ -415,7 +401,7 @@ int cache_disk_block_write(int dirfd, const struct cache_disk_key *k,
 	fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return errno;
-	rc = write_all(fd, iov, 2);
+	rc = util_writev_all(fd, iov, 2);
 	if (close(fd) != 0 && !rc)
 		rc = errno;
 	if (!rc && renameat(dirfd, tmp, dirfd, name) != 0)

@@ -23,8 +23,10 @@
  * Locks: d->lock guards the index, the queues, the flags and the counts.
  * It is never held while calling the caller's callbacks (which may call
  * s3_get again, and take the cache's lock), nor during file I/O, nor while
- * calling into the inner store.  get() runs with the cache's lock held
- * and takes d->lock: that is the only order.
+ * calling into the inner store.  The cache calls get() without its own
+ * lock (a miss goes on to the inner store from the caller's thread, and
+ * that store may be slow to take it), and the callbacks into the cache
+ * are made without d->lock: the two locks are never held together.
  */
 #include "config.h"
 

@@ -2,9 +2,21 @@
  * cache internals shared by block.c, stream.c, reader.c and the unit tests.
  *
  * One mutex (cache->lock) guards everything below: the block table, the
- * LRU list, the byte count, every stream's segment list and every reader.
- * Waiting never holds it: a reader waits on the block's own condition
- * variable (or the stream's) and the wait releases the lock.
+ * LRU list, the byte count, the objects' table and references, every
+ * stream's segment list and every reader.  It never leaves cache/: the
+ * functions of cache.h take it themselves.  Waiting never holds it: a
+ * reader waits on the block's own condition variable (or the stream's)
+ * and the wait releases the lock.  Nor does a call out of the cache: the
+ * store's get (cache_block_fetch()) and list (cache_stream_want()) and a
+ * plan's want hook are called with the lock dropped, as a wait drops it,
+ * and a framer runs with it dropped (its segments wait in the stream's
+ * pending list until the page is taken whole).  So code that calls them,
+ * or prefetch(), keeps across the call only what a wait lets it keep: its
+ * own pinned blocks, FETCHING blocks (nobody frees one before its fetch
+ * ends), and segments at or after the hold of a reader on the stream's
+ * list (see cache_stream_trim()).  The lock comes after a channel's (a
+ * plan's owner holds its own lock when it adds segments), after a
+ * stage's, never before either; a store's locks are never taken under it.
  *
  * Block states and invariants:
  *
@@ -64,6 +76,7 @@
 #include <pthread.h>
 
 #include "cache/cache.h"
+#include "util/util.h"
 
 /*
  * An object version: what a block belongs to.  Interned in the cache's
@@ -197,6 +210,12 @@ struct cache_stream {
 	void *frame_arg;
 	cache_want_fn *want; /* a plan stream's owner, asked for more */
 	void *want_arg;
+	/* the page being framed (framing): its segments, seen by readers
+	 * once it is taken whole; start and obj_seq are set then */
+	bool framing;
+	struct cache_segment **pending;
+	size_t npending, pending_cap;
+	uint64_t pending_bytes;
 	struct cache_reader *readers; /* alive on this stream */
 	pthread_cond_t grown;	      /* segments added, complete, or error */
 };
@@ -212,8 +231,20 @@ enum cache_admit {
 	CACHE_ADMIT_RECYCLE = 2,
 };
 
+/* ---- cache.c ---- */
+/* The cache's lock (c->lock), for the unit tests. */
+void cache_lock(struct cache *c);
+void cache_unlock(struct cache *c);
+
 /* ---- object.c (cache->lock held) ---- */
 void cache_object_table_free(struct cache *c);
+/* cache_object_get() and cache_object_put() with the lock held, and a
+ * reference more. */
+struct cache_object *cache_object_intern(struct cache *c, const char *bucket,
+					 const char *key, const char *etag,
+					 uint64_t size);
+void cache_object_unref(struct cache *c, struct cache_object *o);
+void cache_object_ref(struct cache_object *o);
 
 /* ---- block.c (cache->lock held unless noted) ---- */
 /* Bytes in block index of obj: block_size, or less for the object's last. */
@@ -238,9 +269,10 @@ void cache_block_unpin(struct cache_block *b);
 void cache_block_set_consumed(struct cache_block *b, bool consumed,
 			      bool trailing);
 /*
- * Starts one GET that fills blocks[0..n), consecutive blocks of one object;
- * each becomes READY as soon as its own bytes are in.  When the GET cannot
- * even start they are FAILED on return.
+ * Starts one GET that fills blocks[0..n), consecutive blocks of one object
+ * (FETCHING, just made); each becomes READY as soon as its own bytes are
+ * in.  The lock is dropped while the store takes the GET.  When the GET
+ * cannot even start they are FAILED on return (and their waiters woken).
  */
 void cache_block_fetch(struct cache_block *const *blocks, unsigned n,
 		       bool urgent);
@@ -254,7 +286,7 @@ bool cache_block_room_run(struct cache *c, uint64_t bytes);
  * table and the LRU, or the whole cache going away. */
 void cache_block_free(struct cache *c, struct cache_block *b);
 
-/* ---- stream.c (cache->lock held) ---- */
+/* ---- stream.c (cache->lock held unless noted) ---- */
 /* Index of the segment holding offset, or s->count if beyond the listing
  * (s->base when offset lies in what a trimmed stream dropped). */
 size_t cache_stream_find(const struct cache_stream *s, uint64_t offset);
@@ -266,10 +298,15 @@ int cache_stream_wait(struct cache_stream *s, size_t idx);
 /* The stream's final size when known (complete, or told by its owner);
  * false when an error ended it early. */
 bool cache_stream_known_size(const struct cache_stream *s, uint64_t *size);
-/* Asks for the next listing page if the frontier idx is getting close. */
+/*
+ * Asks for the next listing page, or a plan's owner for more segments
+ * (its want hook), if the frontier idx is getting close.  The lock is
+ * dropped during the call out.
+ */
 void cache_stream_want(struct cache_stream *s, size_t idx);
 /* Appends one listed object of s->bucket (skipping empty ones) through
- * the stream's framer; for tests as well. */
+ * the stream's framer, to the page being taken (lock not held: the
+ * page's taker only); for tests as well. */
 int cache_stream_append(struct cache_stream *s, const char *key,
 			const char *etag, uint64_t size);
 /* Segment idx of s (base <= idx < count). */
@@ -332,19 +369,15 @@ struct cache_alphabet {
 	unsigned char n[CACHE_ALPHABET_POSITIONS];
 };
 
-/*
- * Functions marked UNITTEST are static in the product; the unit tests
- * compile the cache's sources with -DUNITTESTS, which makes them visible.
- */
+/* the UNITTEST functions (util/util.h) of the cache's sources */
 #ifdef UNITTESTS
-#define UNITTEST
 /* block.c */
 bool evict_one(struct cache *c, bool demand);
 size_t buffer_cap(const struct cache *c, size_t len);
 enum cache_lru block_class(const struct cache_block *b);
 uint64_t kept_horizon(const struct cache *c);
 void kept_expire(struct cache *c);
-/* stream.c */
+/* stream.c (lock not held) */
 int take_page(struct cache_stream *s, struct s3_list_page *page);
 /* lister.c */
 void alphabet_add_key(struct cache_alphabet *a, const char *s);
@@ -355,8 +388,6 @@ unsigned split_keys(const struct cache_alphabet *alpha, size_t fixed,
 void frontier_to_position(struct cache_reader *r);
 enum cache_prefetch_stop prefetch(struct cache_reader *r, uint64_t ahead,
 				  bool urgent, bool may_list);
-#else
-#define UNITTEST static
 #endif
 
 #endif

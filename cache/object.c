@@ -88,9 +88,9 @@ static void table_grow(struct cache *c)
 	c->nobject_buckets = n;
 }
 
-struct cache_object *cache_object_get(struct cache *c, const char *bucket,
-				      const char *key, const char *etag,
-				      uint64_t size)
+struct cache_object *cache_object_intern(struct cache *c, const char *bucket,
+					 const char *key, const char *etag,
+					 uint64_t size)
 {
 	uint64_t hash = object_hash(bucket, key, etag, size);
 	struct cache_object *o = NULL;
@@ -134,12 +134,33 @@ struct cache_object *cache_object_get(struct cache *c, const char *bucket,
 	return o;
 }
 
+struct cache_object *cache_object_get(struct cache *c, const char *bucket,
+				      const char *key, const char *etag,
+				      uint64_t size)
+{
+	struct cache_object *o;
+
+	pthread_mutex_lock(&c->lock);
+	o = cache_object_intern(c, bucket, key, etag, size);
+	pthread_mutex_unlock(&c->lock);
+	return o;
+}
+
 void cache_object_ref(struct cache_object *o)
 {
 	o->refs++;
 }
 
 void cache_object_put(struct cache *c, struct cache_object *o)
+{
+	if (!o)
+		return;
+	pthread_mutex_lock(&c->lock);
+	cache_object_unref(c, o);
+	pthread_mutex_unlock(&c->lock);
+}
+
+void cache_object_unref(struct cache *c, struct cache_object *o)
 {
 	struct cache_object **pp;
 
@@ -233,10 +254,8 @@ static void head_done(void *arg, const struct s3_object *head,
 	struct s3_error nomem;
 
 	if (!err) {
-		pthread_mutex_lock(&c->lock);
 		o = cache_object_get(c, rs->bucket, rs->key, head->etag,
 				     head->size);
-		pthread_mutex_unlock(&c->lock);
 		if (!o) {
 			not_interned(&nomem, head->size);
 			err = &nomem;
@@ -286,9 +305,7 @@ int cache_object_resolve_sync(struct cache *c, const char *bucket,
 	rc = s3_head_sync(c->store, bucket, key, &head, err);
 	if (rc)
 		return rc;
-	pthread_mutex_lock(&c->lock);
 	*out = cache_object_get(c, bucket, key, head.etag, head.size);
-	pthread_mutex_unlock(&c->lock);
 	if (!*out)
 		not_interned(err, head.size);
 	s3_object_clear(&head);

@@ -13,9 +13,11 @@
  * file starts a sequential pass, and a window that grew only as reads
  * waited would keep few GETs in flight for the first hundred megabytes.
  * After a seek the window restarts at two blocks and doubles whenever a
- * read had to wait, up to max_window: it grows while the network is the
- * bottleneck.  Blocks the cursor has moved past are marked consumed so
- * that they are the first to go.
+ * read had to wait (or found the block at its position not in memory:
+ * the lock is dropped while a fetch is asked for, and a fast store may
+ * have answered before the read looks), up to max_window: it grows
+ * while the network is the bottleneck.  Blocks the cursor has moved past
+ * are marked consumed so that they are the first to go.
  *
  * Readers of one stream (several processes reading one epoch) share
  * blocks, and know each other through the stream's list:
@@ -308,7 +310,10 @@ prefetch(struct cache_reader *r, uint64_t ahead, bool urgent, bool may_list)
 		limit = r->end;
 	if (r->pf_offset < r->pos || r->pf_seg < r->seg_idx)
 		frontier_to_position(r);
-	while (r->pf_offset < limit && r->pf_seg < s->count) {
+	/* a fetch drops the lock: the segment is looked up again after one
+	 * (and a pre-warm's reader, on no list, may find it dropped) */
+	while (r->pf_offset < limit && r->pf_seg < s->count &&
+	       r->pf_seg >= s->base) {
 		const size_t seg_idx = r->pf_seg;
 		const struct cache_segment *seg = cache_stream_seg(s, seg_idx);
 		size_t len;
@@ -317,10 +322,10 @@ prefetch(struct cache_reader *r, uint64_t ahead, bool urgent, bool may_list)
 		if (!seg->obj) {
 			/* literal bytes: nothing to fetch; a run of
 			 * blocks never spans them */
+			frontier_to_segment(r, r->pf_seg + 1);
 			if (n)
 				cache_block_fetch(run, n, urgent);
 			n = 0;
-			frontier_to_segment(r, r->pf_seg + 1);
 			continue;
 		}
 		if (c->conf.max_ahead_objects &&
@@ -344,15 +349,17 @@ prefetch(struct cache_reader *r, uint64_t ahead, bool urgent, bool may_list)
 				cache_block_set_consumed(b, false, false);
 				c->stats.claimed++;
 			}
+			frontier_advance(r, seg);
 			if (n)
 				cache_block_fetch(run, n, urgent);
 			n = 0;
-			frontier_advance(r, seg);
 			continue;
 		}
 		if (n && run[n - 1]->obj != seg->obj) {
+			/* (not reached: a run ends with its segment) */
 			cache_block_fetch(run, n, urgent);
 			n = 0;
+			continue;
 		}
 		b = cache_block_create(c, seg->obj, r->pf_block, len, admit);
 		if (!b) {
@@ -474,7 +481,7 @@ int cache_reader_read(struct cache_reader *r, uint64_t offset, size_t size,
 	struct cache_stream *s = r->stream;
 	struct cache *c = s->cache;
 	uint64_t bs = c->conf.block_size;
-	bool waited = false;
+	bool waited = false, ready;
 	int rc = 0;
 
 	view->count = 0;
@@ -495,9 +502,13 @@ int cache_reader_read(struct cache_reader *r, uint64_t offset, size_t size,
 	 * one's may point into the segments from here on */
 	r->hold = r->seg_idx;
 	/* what this read needs first; then, if it must wait for it, the
-	 * rest of the window at once rather than after the wait */
+	 * rest of the window at once rather than after the wait (whether
+	 * it must is known before: asking drops the lock) */
+	ready = position_ready(r);
+	if (!ready && r->seg_idx < s->count)
+		waited = true;
 	prefetch(r, size, true, false);
-	if (!position_ready(r))
+	if (!ready)
 		prefetch(r, r->window, false, false);
 	while (view->bytes < size && view->count < CACHE_VIEW_MAX) {
 		const struct cache_segment *seg;
@@ -604,9 +615,10 @@ bool cache_stream_prefetch(struct cache_stream *s, uint64_t bytes)
 	}
 	frontier_to_position(&r);
 	/* the second time round takes what asking the stream for more (a
-	 * plan's owner adds segments at once) has added */
+	 * plan's owner adds segments at once) has added (prefetch drops the
+	 * lock when it calls out: readers may have gone past its start) */
 	stop = prefetch(&r, bytes, false, true);
-	if (stop == PREFETCH_UNLISTED)
+	if (stop == PREFETCH_UNLISTED && s->base == 0)
 		stop = prefetch(&r, bytes, false, true);
 	pthread_mutex_unlock(&c->lock);
 	return stop == PREFETCH_DONE;
@@ -620,11 +632,12 @@ struct cache_reader *cache_reader_create_at(struct cache_stream *s,
 
 	if (!r)
 		return NULL;
+	/* (cache_reader_create refused a stream that dropped segments, and
+	 * this reader, at its start, keeps any more from going; it is on the
+	 * stream's list, where other readers look at its window) */
+	pthread_mutex_lock(&s->cache->lock);
 	if (window && window < r->max_window)
 		r->window = r->max_window = window;
-	/* (cache_reader_create refused a stream that dropped segments, and
-	 * this reader, at its start, keeps any more from going) */
-	pthread_mutex_lock(&s->cache->lock);
 	r->pos = offset;
 	r->end = end;
 	r->seg_idx = cache_stream_find(s, offset);

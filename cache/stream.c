@@ -8,11 +8,15 @@
  * from the engine thread, each object through the stream's framer (by
  * default the whole object as one segment).  Readers wait on s->grown for
  * the segment they need, so the first byte never waits for the whole
- * listing.
+ * listing.  A page is framed without the cache's lock (the framer is its
+ * owner's code): the segments it makes wait in the stream's pending list
+ * and are added, with their offsets, once the whole page is framed, so
+ * that readers never see part of a page that then fails.
  *
  * A plan stream has no listing: its owner adds segments (objects in any
  * order, literal bytes) and ends it, and is asked for more through its
- * want hook at the same distance from the end as a listing would be.
+ * want hook at the same distance from the end as a listing would be; the
+ * hook, like the store's list, is called with the cache's lock dropped.
  *
  * Segments are never moved (the array holds pointers), so a reader may hold
  * a segment pointer while it is at or before it.  A stream its owner marks
@@ -82,14 +86,28 @@ void cache_stream_set_framer(struct cache_stream *s, cache_frame_fn *frame,
 
 uint64_t cache_stream_listed_objects(const struct cache_stream *s)
 {
-	return s->listed_objects;
+	uint64_t n;
+
+	pthread_mutex_lock(&s->cache->lock);
+	n = s->listed_objects;
+	pthread_mutex_unlock(&s->cache->lock);
+	return n;
 }
 
 static void segment_free(struct cache *c, struct cache_segment *seg)
 {
-	cache_object_put(c, seg->obj);
+	cache_object_unref(c, seg->obj);
 	free(seg->bytes);
 	free(seg);
+}
+
+/* Frees the segments of the page being framed (lock held). */
+static void pending_drop(struct cache_stream *s)
+{
+	for (size_t i = 0; i < s->npending; i++)
+		segment_free(s->cache, s->pending[i]);
+	s->npending = 0;
+	s->pending_bytes = 0;
 }
 
 /* Drops the segments from index count on (lock held; at most down to
@@ -119,7 +137,9 @@ void cache_stream_destroy(struct cache_stream *s)
 		return;
 	pthread_mutex_lock(&s->cache->lock);
 	truncate_to(s, 0);
+	pending_drop(s);
 	pthread_mutex_unlock(&s->cache->lock);
+	free(s->pending);
 	free(s->segs);
 	free(s->next_token);
 	free(s->bucket);
@@ -128,27 +148,22 @@ void cache_stream_destroy(struct cache_stream *s)
 	free(s);
 }
 
-/* A new segment of size bytes at the end (lock held). */
+/* Bytes of s with the page being framed. */
+static uint64_t stream_end(const struct cache_stream *s)
+{
+	return s->listed_bytes + s->pending_bytes;
+}
+
+/* A new segment of size bytes for the end of s (lock held). */
 static struct cache_segment *segment_new(struct cache_stream *s, uint64_t size,
 					 int *rc)
 {
 	struct cache_segment *seg;
 
 	/* a hostile listing must not wrap the stream's offsets */
-	if (size > (uint64_t)INT64_MAX - s->listed_bytes) {
+	if (size > (uint64_t)INT64_MAX - stream_end(s)) {
 		*rc = EOVERFLOW;
 		return NULL;
-	}
-	if (s->count - s->base == s->cap) {
-		size_t cap = s->cap ? s->cap * 2 : 1024;
-		struct cache_segment **p = realloc(s->segs, cap * sizeof(*p));
-
-		if (!p) {
-			*rc = ENOMEM;
-			return NULL;
-		}
-		s->segs = p;
-		s->cap = cap;
 	}
 	seg = calloc(1, sizeof(*seg));
 	if (!seg) {
@@ -156,13 +171,32 @@ static struct cache_segment *segment_new(struct cache_stream *s, uint64_t size,
 		return NULL;
 	}
 	seg->size = size;
-	seg->start = s->listed_bytes;
-	seg->obj_seq = s->nobject_segs;
 	return seg;
 }
 
+/* Room for need pointers in the array *segs of *cap (lock held), which
+ * doubles as it must: 0 or ENOMEM. */
+static int segs_room(struct cache_segment ***segs, size_t *cap, size_t need)
+{
+	size_t grown = *cap ? *cap : 1024;
+	struct cache_segment **p = *segs;
+
+	while (grown < need)
+		grown *= 2;
+	if (grown != *cap)
+		p = realloc(*segs, grown * sizeof(*p));
+	if (!p)
+		return ENOMEM;
+	*segs = p;
+	*cap = grown;
+	return 0;
+}
+
+/* Puts seg at the end of s, where readers see it (room reserved). */
 static void segment_push(struct cache_stream *s, struct cache_segment *seg)
 {
+	seg->start = s->listed_bytes;
+	seg->obj_seq = s->nobject_segs;
 	s->segs[s->count++ - s->base] = seg;
 	s->listed_bytes += seg->size;
 	/* how long a pass takes, for the kept set's ageing */
@@ -171,6 +205,38 @@ static void segment_push(struct cache_stream *s, struct cache_segment *seg)
 	if (seg->obj)
 		s->nobject_segs++;
 	pthread_cond_broadcast(&s->grown);
+}
+
+/* Adds seg at the end of s, or of the page being framed (lock held): 0 or
+ * ENOMEM (seg is the caller's again). */
+static int segment_add(struct cache_stream *s, struct cache_segment *seg)
+{
+	if (s->framing) {
+		if (segs_room(&s->pending, &s->pending_cap, s->npending + 1))
+			return ENOMEM;
+		s->pending[s->npending++] = seg;
+		s->pending_bytes += seg->size;
+		return 0;
+	}
+	if (segs_room(&s->segs, &s->cap, s->count - s->base + 1))
+		return ENOMEM;
+	segment_push(s, seg);
+	return 0;
+}
+
+/* The page being framed becomes part of s (lock held): 0, or ENOMEM (and
+ * the page is dropped). */
+static int pending_publish(struct cache_stream *s)
+{
+	if (segs_room(&s->segs, &s->cap, s->count - s->base + s->npending)) {
+		pending_drop(s);
+		return ENOMEM;
+	}
+	for (size_t i = 0; i < s->npending; i++)
+		segment_push(s, s->pending[i]);
+	s->npending = 0;
+	s->pending_bytes = 0;
+	return 0;
 }
 
 int cache_stream_add_object(struct cache_stream *s, struct cache_object *obj,
@@ -183,14 +249,19 @@ int cache_stream_add_object(struct cache_stream *s, struct cache_object *obj,
 		return 0;
 	if (offset > obj->size || len > obj->size - offset)
 		return EINVAL;
+	pthread_mutex_lock(&s->cache->lock);
 	seg = segment_new(s, len, &rc);
-	if (!seg)
-		return rc;
-	seg->obj = obj;
-	seg->obj_offset = offset;
-	cache_object_ref(obj);
-	segment_push(s, seg);
-	return 0;
+	if (seg) {
+		seg->obj = obj;
+		seg->obj_offset = offset;
+		rc = segment_add(s, seg);
+		if (rc)
+			free(seg);
+		else
+			cache_object_ref(obj);
+	}
+	pthread_mutex_unlock(&s->cache->lock);
+	return rc;
 }
 
 int cache_stream_add_bytes(struct cache_stream *s, const void *bytes,
@@ -201,17 +272,20 @@ int cache_stream_add_bytes(struct cache_stream *s, const void *bytes,
 
 	if (len == 0)
 		return 0;
+	pthread_mutex_lock(&s->cache->lock);
 	seg = segment_new(s, len, &rc);
-	if (!seg)
-		return rc;
-	seg->bytes = malloc(len);
-	if (!seg->bytes) {
-		free(seg);
-		return ENOMEM;
+	if (seg) {
+		seg->bytes = malloc(len);
+		if (seg->bytes)
+			memcpy(seg->bytes, bytes, len);
+		rc = seg->bytes ? segment_add(s, seg) : ENOMEM;
+		if (rc) {
+			free(seg->bytes);
+			free(seg);
+		}
 	}
-	memcpy(seg->bytes, bytes, len);
-	segment_push(s, seg);
-	return 0;
+	pthread_mutex_unlock(&s->cache->lock);
+	return rc;
 }
 
 int cache_stream_add_mark(struct cache_stream *s)
@@ -219,24 +293,32 @@ int cache_stream_add_mark(struct cache_stream *s)
 	struct cache_segment *seg;
 	int rc = 0;
 
+	pthread_mutex_lock(&s->cache->lock);
 	seg = segment_new(s, 0, &rc);
-	if (!seg)
-		return rc;
-	segment_push(s, seg);
-	return 0;
+	if (seg) {
+		rc = segment_add(s, seg);
+		if (rc)
+			free(seg);
+	}
+	pthread_mutex_unlock(&s->cache->lock);
+	return rc;
 }
 
 void cache_stream_end(struct cache_stream *s, int err)
 {
+	pthread_mutex_lock(&s->cache->lock);
 	s->complete = true;
 	s->end_error = err;
 	pthread_cond_broadcast(&s->grown);
+	pthread_mutex_unlock(&s->cache->lock);
 }
 
 void cache_stream_set_size(struct cache_stream *s, uint64_t bytes)
 {
+	pthread_mutex_lock(&s->cache->lock);
 	s->final_bytes = bytes;
 	s->sized = true;
+	pthread_mutex_unlock(&s->cache->lock);
 }
 
 bool cache_stream_known_size(const struct cache_stream *s, uint64_t *size)
@@ -251,19 +333,31 @@ bool cache_stream_known_size(const struct cache_stream *s, uint64_t *size)
 
 uint64_t cache_stream_memory(const struct cache_stream *s)
 {
+	uint64_t bytes;
+
+	pthread_mutex_lock(&s->cache->lock);
 	/* (+16: what malloc adds to each segment) */
-	return s->cap * sizeof(*s->segs) +
-	       (s->count - s->base) * (sizeof(struct cache_segment) + 16);
+	bytes = s->cap * sizeof(*s->segs) +
+		(s->count - s->base) * (sizeof(struct cache_segment) + 16);
+	pthread_mutex_unlock(&s->cache->lock);
+	return bytes;
 }
 
 void cache_stream_set_trim(struct cache_stream *s)
 {
+	pthread_mutex_lock(&s->cache->lock);
 	s->trim = true;
+	pthread_mutex_unlock(&s->cache->lock);
 }
 
 bool cache_stream_trimmed(const struct cache_stream *s)
 {
-	return s->base > 0;
+	bool trimmed;
+
+	pthread_mutex_lock(&s->cache->lock);
+	trimmed = s->base > 0;
+	pthread_mutex_unlock(&s->cache->lock);
+	return trimmed;
 }
 
 /* dropping segments one at a time would move the window's pointers for
@@ -292,14 +386,20 @@ void cache_stream_trim(struct cache_stream *s)
 
 size_t cache_stream_count(const struct cache_stream *s)
 {
-	return s->count;
+	size_t n;
+
+	pthread_mutex_lock(&s->cache->lock);
+	n = s->count;
+	pthread_mutex_unlock(&s->cache->lock);
+	return n;
 }
 
 int cache_stream_append(struct cache_stream *s, const char *key,
 			const char *etag, uint64_t size)
 {
-	struct cache_object *obj;
-	int rc;
+	struct cache *c = s->cache;
+	struct cache_object *obj = NULL;
+	int rc = 0;
 
 	/* empty objects add no bytes; this also skips folder markers */
 	if (size == 0)
@@ -308,37 +408,55 @@ int cache_stream_append(struct cache_stream *s, const char *key,
 	 * take segments without end) */
 	if (size > CACHE_OBJECT_SIZE_MAX)
 		return EFBIG;
-	if (size > (uint64_t)INT64_MAX - s->listed_bytes)
-		return EOVERFLOW;
-	obj = cache_object_get(s->cache, s->bucket, key, etag, size);
-	if (!obj)
-		return ENOMEM;
+	pthread_mutex_lock(&c->lock);
+	if (size > (uint64_t)INT64_MAX - stream_end(s))
+		rc = EOVERFLOW;
+	else
+		obj = cache_object_intern(c, s->bucket, key, etag, size);
+	if (!rc && !obj)
+		rc = ENOMEM;
+	pthread_mutex_unlock(&c->lock);
+	if (rc)
+		return rc;
+	/* the owner's code, without the lock */
 	if (s->frame)
 		rc = s->frame(s->frame_arg, s, obj);
 	else
 		rc = cache_stream_add_object(s, obj, 0, size);
-	cache_object_put(s->cache, obj);
+	pthread_mutex_lock(&c->lock);
+	cache_object_unref(c, obj);
 	if (!rc)
 		s->listed_objects++;
+	pthread_mutex_unlock(&c->lock);
 	return rc;
 }
 
-/* Adds a page's objects and remembers where to continue (lock held).
- * All or nothing: on failure the stream is as it was, so the page can be
- * asked for again with the same token. */
+/* Adds a page's objects and remembers where to continue (lock not held:
+ * the framer runs without it).  All or nothing: on failure the stream is
+ * as it was, so the page can be asked for again with the same token. */
 UNITTEST int take_page(struct cache_stream *s, struct s3_list_page *page)
 {
-	size_t count = s->count;
-	uint64_t listed = s->listed_objects;
+	struct cache *c = s->cache;
+	uint64_t listed;
 	int rc = 0;
 
+	pthread_mutex_lock(&c->lock);
+	s->framing = true;
+	listed = s->listed_objects;
+	pthread_mutex_unlock(&c->lock);
 	for (size_t i = 0; i < page->count && !rc; i++)
 		rc = cache_stream_append(s, page->objects[i].key,
 					 page->objects[i].etag,
 					 page->objects[i].size);
+	pthread_mutex_lock(&c->lock);
+	s->framing = false;
+	if (rc)
+		pending_drop(s);
+	else
+		rc = pending_publish(s);
 	if (rc) {
-		truncate_to(s, count);
 		s->listed_objects = listed;
+		pthread_mutex_unlock(&c->lock);
 		return rc;
 	}
 	free(s->next_token);
@@ -349,6 +467,8 @@ UNITTEST int take_page(struct cache_stream *s, struct s3_list_page *page)
 	} else {
 		s->complete = true;
 	}
+	pthread_cond_broadcast(&s->grown);
+	pthread_mutex_unlock(&c->lock);
 	return 0;
 }
 
@@ -362,9 +482,7 @@ int cache_stream_start(struct cache_stream *s, struct s3_error *err)
 			  c->conf.first_page_keys, &page, err);
 	if (rc)
 		return rc;
-	pthread_mutex_lock(&c->lock);
 	rc = take_page(s, &page);
-	pthread_mutex_unlock(&c->lock);
 	s3_list_page_clear(&page);
 	if (rc) {
 		memset(err, 0, sizeof(*err));
@@ -379,25 +497,27 @@ static void page_arrived(void *arg, struct s3_list_page *page,
 	struct cache_stream *s = arg;
 	struct cache *c = s->cache;
 	char desc[512];
+	int rc = EIO;
 
-	pthread_mutex_lock(&c->lock);
-	s->listing = false;
 	if (err) {
-		s->error = EIO;
 		if (err->err != ECANCELED) {
 			s3_error_describe(err, s->bucket, desc, sizeof(desc));
 			util_warn("listing s3://%s/%s failed: %s", s->bucket,
 				  s->prefix, desc);
 		}
 	} else {
-		s->error = take_page(s, page);
+		/* still listing meanwhile: no other page is asked for */
+		rc = take_page(s, page);
 		s3_list_page_clear(page);
-		if (s->error)
+		if (rc)
 			util_warn("listing s3://%s/%s: a page could not be "
 				  "taken (%s)",
 				  s->bucket, s->prefix,
-				  util_strerror(s->error, desc, sizeof(desc)));
+				  util_strerror(rc, desc, sizeof(desc)));
 	}
+	pthread_mutex_lock(&c->lock);
+	s->listing = false;
+	s->error = rc;
 	pthread_cond_broadcast(&s->grown);
 	pthread_mutex_unlock(&c->lock);
 }
@@ -406,27 +526,48 @@ void cache_stream_want(struct cache_stream *s, size_t idx)
 {
 	struct cache *c = s->cache;
 	size_t ahead = c->conf.list_page_keys / 2;
+	char *token = NULL;
 	struct s3_list req = {
 	    .bucket = s->bucket,
 	    .prefix = s->prefix,
-	    .token = s->next_token,
 	    .max_keys = c->conf.list_page_keys,
 	    .done = page_arrived,
 	    .arg = s,
 	};
+	int rc = 0;
 
 	if (s->complete || s->listing || idx + ahead < s->count)
 		return;
 	if (!s->bucket) {
-		if (s->want)
+		/* the owner's code, without the lock (it may add segments,
+		 * which takes it) */
+		if (s->want) {
+			pthread_mutex_unlock(&c->lock);
 			s->want(s->want_arg, s);
+			pthread_mutex_lock(&c->lock);
+		}
 		return;
 	}
+	/* (the page that answers frees s->next_token: the request has its
+	 * own) */
+	if (s->next_token) {
+		token = strdup(s->next_token);
+		if (!token) {
+			s->error = ENOMEM;
+			return;
+		}
+	}
+	req.token = token;
 	s->error = 0;
-	s->listing = true;
-	if (s3_list(c->store, &req)) {
+	s->listing = true; /* no other request meanwhile */
+	pthread_mutex_unlock(&c->lock);
+	rc = s3_list(c->store, &req);
+	free(token);
+	pthread_mutex_lock(&c->lock);
+	if (rc) {
 		s->listing = false;
 		s->error = ENOMEM;
+		pthread_cond_broadcast(&s->grown);
 	}
 }
 
@@ -443,8 +584,10 @@ int cache_stream_wait(struct cache_stream *s, size_t idx)
 		asked = true;
 		if (s->error)
 			return EIO;
-		/* a plan's owner may have added or ended it right there */
-		if (idx < s->count || s->complete)
+		/* the lock was dropped for the call out: a plan's owner may
+		 * have added or ended it right there, the page asked for may
+		 * be in already (with nothing for idx: ask again) */
+		if (idx < s->count || s->complete || (s->bucket && !s->listing))
 			continue;
 		pthread_cond_wait(&s->grown, &s->cache->lock);
 	}
@@ -498,6 +641,7 @@ int cache_stream_list_all(struct cache_stream *s)
 				rc = EIO;
 				break;
 			}
+			continue; /* (the page may be in already) */
 		}
 		pthread_cond_wait(&s->grown, &c->lock);
 	}

@@ -29,7 +29,8 @@
  * order (the cache keys them by object).  Gunzip runs as a stage
  * (channel/gzip.c) between the stream and the reader, and so does the
  * conversion of CSV or LibSVM rows to protobuf RecordIO
- * (channel/convert.c), after gunzip when both are asked for.
+ * (channel/convert.c), after gunzip when both are asked for: each reader
+ * has a stack of stages (channel/stage.h), put together in stack_open().
  *
  * Plans of recent epochs are kept (for their sizes) while KEEP_PLANS newer
  * ones do not exist; a plan with readers is always kept.
@@ -43,15 +44,23 @@
  * blocks (and the plan, kept as the newest): no reader, no thread, so an
  * epoch never opened costs at most that memory and those GETs.
  *
- * Locking: the plans and the entries' resolution state are guarded by the
- * cache's lock, which the streams hold when they call the channel's hooks
- * (the framer and the want hook).
+ * Locking: the channel's own lock (ch->lock) guards the plans (the list,
+ * each plan's fill state, readers and error), the entries' resolution
+ * state and the newest opened and pre-warmed epochs.  The order is
+ * ch->lock, then the cache's (the cache's functions take theirs inside
+ * ours, when a plan adds segments), never the other way: the cache calls
+ * the hooks (the framer, a plan's want hook) without its lock, and the
+ * want hook takes ours.  The framer touches nothing of the channel's that
+ * changes, so it takes no lock.  No store call is made under ch->lock
+ * either: HEADs that resolve entries are queued under it and started once
+ * it is dropped (resolves_start()).
  */
 #include "config.h"
 
 #include "channel/internal.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -106,9 +115,12 @@ struct channel {
 	struct cache_catalog *catalog;	/* MODE_PLAN of an S3 prefix */
 	struct channel_entries entries; /* MODE_PLAN of a manifest */
 	uint64_t listed_bytes;		/* of the entries, while listing */
+	pthread_mutex_t lock;		/* see the top of the file */
 	struct epoch_plan *plans;	/* newest epoch first */
-	/* under the cache's lock: the newest epoch opened or fully
-	 * pre-warmed (valid once the flag is set) */
+	/* items whose HEAD is to start once the lock is dropped */
+	struct channel_item *to_resolve;
+	/* the newest epoch opened or fully pre-warmed (valid once the flag
+	 * is set) */
 	unsigned opened, warmed;
 	bool any_opened, any_warmed;
 };
@@ -122,16 +134,11 @@ struct channel_reader {
 	/* a plan of its own for the epoch, when the shared one's stream
 	 * dropped what this reader needs (unlinked; NULL: none) */
 	struct epoch_plan *own;
-	struct cache_reader *reader;	   /* without gzip */
-	struct channel_gzip *gzip;	   /* with CompressionType Gzip */
-	struct channel_converter *convert; /* converting rows */
-	int stage_error; /* the stages could not be started again: reads
+	/* the stages between the stream and the reader (channel/stage.h),
+	 * by stack_open(); NULL after a failed restart */
+	struct channel_stage *top;
+	int stage_error; /* the stack could not be started again: reads
 			    fail with it */
-	/* the converter's source without gzip: reader, and the segment
-	 * being read */
-	size_t seg;
-	struct cache_segment_info seg_info;
-	bool seg_open;
 	char label[CHANNEL_NAME_MAX + 32]; /* "channel 'NAME'" */
 };
 
@@ -143,7 +150,8 @@ void channel_conf_init(struct channel_conf *conf)
 	conf->max_listers = CACHE_LISTERS_DEFAULT;
 }
 
-/* ---- what an entry becomes in a stream (lock held) ---- */
+/* ---- what an entry becomes in a stream (nothing here changes: with
+ * ch->lock for a plan, without it in the framer) ---- */
 
 static const unsigned char zeros[4];
 
@@ -227,7 +235,7 @@ static int add_entry(struct channel *ch, struct cache_stream *s,
 	return rc;
 }
 
-/* ---- plans (lock held unless noted) ---- */
+/* ---- plans (ch->lock held unless noted) ---- */
 
 static void plan_fail(struct epoch_plan *p, const char *why)
 {
@@ -247,6 +255,7 @@ static void plan_fail_nomem(struct epoch_plan *p)
 }
 
 static void resolve_start(struct channel *ch, struct channel_item *it);
+static void resolves_start(struct channel *ch);
 
 /* Ends p's stream once every entry is in it. */
 static void plan_end_when_full(struct epoch_plan *p)
@@ -351,44 +360,77 @@ static void resolved(void *arg, struct cache_object *obj,
 		util_warn("channel '%s': s3://%s/%s: %s", ch->spec->name,
 			  it->bucket, it->key, desc);
 	}
-	cache_lock(ch->cache);
+	pthread_mutex_lock(&ch->lock);
 	it->resolving = false;
 	it->obj = obj;
 	if (!obj)
 		it->error = err->err ? err->err : EIO;
 	for (struct epoch_plan *p = ch->plans; p; p = p->older)
 		plan_advance(p);
-	cache_unlock(ch->cache);
+	pthread_mutex_unlock(&ch->lock);
+	resolves_start(ch);
 }
 
+/* it is to be resolved: its HEAD starts once ch->lock is dropped. */
 static void resolve_start(struct channel *ch, struct channel_item *it)
 {
-	struct resolving *rs = malloc(sizeof(*rs));
-	int rc = ENOMEM;
-
 	it->resolving = true;
-	if (rs) {
-		rs->ch = ch;
-		rs->item = it;
-		rc = cache_object_resolve(ch->cache, it->bucket, it->key,
-					  resolved, rs);
-	}
-	if (rc) {
-		free(rs);
-		it->resolving = false;
-		it->error = rc;
+	it->resolve_next = ch->to_resolve;
+	ch->to_resolve = it;
+}
+
+/* Starts the HEADs resolve_start() queued (no lock held); one that cannot
+ * start fails its item at once. */
+static void resolves_start(struct channel *ch)
+{
+	for (;;) {
+		struct channel_item *it;
+		bool failed = false;
+
+		pthread_mutex_lock(&ch->lock);
+		it = ch->to_resolve;
+		ch->to_resolve = NULL;
+		pthread_mutex_unlock(&ch->lock);
+		if (!it)
+			return;
+		while (it) {
+			/* (it is the HEAD's once started) */
+			struct channel_item *next = it->resolve_next;
+			struct resolving *rs = malloc(sizeof(*rs));
+			int rc = ENOMEM;
+
+			if (rs) {
+				rs->ch = ch;
+				rs->item = it;
+				rc =
+				    cache_object_resolve(ch->cache, it->bucket,
+							 it->key, resolved, rs);
+			}
+			if (rc) {
+				free(rs);
+				pthread_mutex_lock(&ch->lock);
+				it->resolving = false;
+				it->error = rc;
+				pthread_mutex_unlock(&ch->lock);
+				failed = true;
+			}
+			it = next;
+		}
+		if (!failed)
+			return;
+		pthread_mutex_lock(&ch->lock);
+		for (struct epoch_plan *p = ch->plans; p; p = p->older)
+			plan_advance(p);
+		pthread_mutex_unlock(&ch->lock);
 	}
 }
 
-/* The stream's want hook: resolve the next window of entries and add
- * what is known. */
-static void plan_want(void *arg, struct cache_stream *s)
+/* Resolves the next window of p's entries and adds what is known. */
+static void plan_top_up(struct epoch_plan *p)
 {
-	struct epoch_plan *p = arg;
 	struct channel *ch = p->ch;
 	size_t end = p->next + ch->conf.resolve_ahead;
 
-	(void)s;
 	if (end > p->n)
 		end = p->n;
 	if (p->asked < p->next)
@@ -405,6 +447,19 @@ static void plan_want(void *arg, struct cache_stream *s)
 		}
 	}
 	plan_advance(p);
+}
+
+/* The stream's want hook (a reader's thread, no lock held). */
+static void plan_want(void *arg, struct cache_stream *s)
+{
+	struct epoch_plan *p = arg;
+	struct channel *ch = p->ch;
+
+	(void)s;
+	pthread_mutex_lock(&ch->lock);
+	plan_top_up(p);
+	pthread_mutex_unlock(&ch->lock);
+	resolves_start(ch);
 }
 
 /* The bytes an object of size bytes takes in a stream of ch. */
@@ -476,7 +531,6 @@ static struct epoch_plan *plan_create(struct channel *ch, unsigned epoch)
 			known = b <= (uint64_t)INT64_MAX - bytes;
 			bytes += b;
 		}
-		cache_lock(ch->cache);
 		if (known)
 			cache_stream_set_size(p->stream, bytes);
 		/* its segments can be made again from the catalog: the ones
@@ -486,7 +540,6 @@ static struct epoch_plan *plan_create(struct channel *ch, unsigned epoch)
 		if (ch->spec->compression == CHANNEL_COMPRESSION_NONE &&
 		    ch->spec->convert.format == CHANNEL_CONVERT_NONE)
 			cache_stream_set_trim(p->stream);
-		cache_unlock(ch->cache);
 	}
 	return p;
 }
@@ -559,7 +612,7 @@ static void plan_link(struct channel *ch, struct epoch_plan *p)
 		pp = &(*pp)->older;
 	p->older = *pp;
 	*pp = p;
-	plan_want(p, p->stream);
+	plan_top_up(p);
 }
 
 /*
@@ -572,15 +625,15 @@ static struct epoch_plan *plan_get(struct channel *ch, unsigned epoch,
 {
 	struct epoch_plan *p;
 
-	cache_lock(ch->cache);
+	pthread_mutex_lock(&ch->lock);
 	p = plan_find(ch, epoch);
 	if (!p && create) {
 		if (!fresh) {
-			cache_unlock(ch->cache);
+			pthread_mutex_unlock(&ch->lock);
 			fresh = plan_create(ch, epoch);
 			if (!fresh)
 				return NULL;
-			cache_lock(ch->cache);
+			pthread_mutex_lock(&ch->lock);
 			p = plan_find(ch, epoch); /* another may have won */
 		}
 		if (!p) {
@@ -591,7 +644,8 @@ static struct epoch_plan *plan_get(struct channel *ch, unsigned epoch,
 	}
 	if (p)
 		p->readers++;
-	cache_unlock(ch->cache);
+	pthread_mutex_unlock(&ch->lock);
+	resolves_start(ch);
 	plan_destroy(fresh);
 	return p;
 }
@@ -602,10 +656,10 @@ static void plan_put(struct channel *ch, struct epoch_plan *p)
 
 	if (!p)
 		return;
-	cache_lock(ch->cache);
+	pthread_mutex_lock(&ch->lock);
 	p->readers--;
 	plans_prune(ch, &gone);
-	cache_unlock(ch->cache);
+	pthread_mutex_unlock(&ch->lock);
 	plans_destroy(gone);
 }
 
@@ -823,9 +877,7 @@ static int load_manifest(struct channel *ch, char *err, size_t errlen)
 			  sp->uri, ch->entries.count);
 out:
 	free(text);
-	cache_lock(ch->cache);
 	cache_object_put(ch->cache, obj);
-	cache_unlock(ch->cache);
 	return rc;
 }
 
@@ -895,6 +947,7 @@ struct channel *channel_create(const struct channel_spec *spec,
 	 * it is the stage's */
 	ch->framed = spec->wrapper == CHANNEL_WRAPPER_RECORDIO &&
 		     spec->compression == CHANNEL_COMPRESSION_NONE;
+	pthread_mutex_init(&ch->lock, NULL);
 	return ch;
 }
 
@@ -951,9 +1004,9 @@ bool channel_epoch_size(struct channel *ch, unsigned epoch, uint64_t *size)
 	if (ch->mode == MODE_LISTING)
 		return cache_stream_size(ch->listing, size);
 	/* a plan is made for the newest epochs only: an old one's is gone */
-	cache_lock(ch->cache);
+	pthread_mutex_lock(&ch->lock);
 	create = !ch->plans || epoch > ch->plans->epoch;
-	cache_unlock(ch->cache);
+	pthread_mutex_unlock(&ch->lock);
 	p = plan_get(ch, epoch, create, NULL);
 	known = p && cache_stream_size(p->stream, size);
 	plan_put(ch, p);
@@ -971,7 +1024,7 @@ static uint64_t prewarm_bytes(const struct channel *ch)
 }
 
 /* Whether epoch has been opened, or pre-warmed in full, or a newer one
- * has (lock held). */
+ * has (ch->lock held). */
 static bool prewarm_needless(const struct channel *ch, unsigned epoch)
 {
 	return (ch->any_opened && epoch <= ch->opened) ||
@@ -984,9 +1037,9 @@ void channel_prewarm(struct channel *ch, unsigned epoch)
 	struct cache_stream *s;
 	bool needless, covered;
 
-	cache_lock(ch->cache);
+	pthread_mutex_lock(&ch->lock);
 	needless = prewarm_needless(ch, epoch);
-	cache_unlock(ch->cache);
+	pthread_mutex_unlock(&ch->lock);
 	if (needless)
 		return;
 	if (ch->mode == MODE_LISTING) {
@@ -998,14 +1051,14 @@ void channel_prewarm(struct channel *ch, unsigned epoch)
 		s = p->stream;
 	}
 	covered = cache_stream_prefetch(s, prewarm_bytes(ch));
-	cache_lock(ch->cache);
+	pthread_mutex_lock(&ch->lock);
 	if (covered && !prewarm_needless(ch, epoch)) {
 		ch->warmed = epoch;
 		ch->any_warmed = true;
 		util_debug("channel '%s': epoch %u pre-warmed", ch->spec->name,
 			   epoch);
 	}
-	cache_unlock(ch->cache);
+	pthread_mutex_unlock(&ch->lock);
 	plan_put(ch, p);
 }
 
@@ -1019,15 +1072,15 @@ void channel_get_stats(struct channel *ch, struct channel_stats *out)
 		out->objects = ch->entries.count;
 		out->bytes = ch->entries.count * sizeof(struct channel_entry);
 	}
-	cache_lock(ch->cache);
 	if (ch->listing) {
 		out->objects = cache_stream_listed_objects(ch->listing);
 		out->bytes += cache_stream_memory(ch->listing);
 	}
+	pthread_mutex_lock(&ch->lock);
 	for (struct epoch_plan *p = ch->plans; p; p = p->older)
 		out->bytes +=
 		    p->n * sizeof(*p->order) + cache_stream_memory(p->stream);
-	cache_unlock(ch->cache);
+	pthread_mutex_unlock(&ch->lock);
 }
 
 void channel_destroy(struct channel *ch)
@@ -1037,7 +1090,6 @@ void channel_destroy(struct channel *ch)
 	plans_destroy(ch->plans);
 	cache_stream_destroy(ch->listing);
 	cache_catalog_destroy(ch->catalog);
-	cache_lock(ch->cache);
 	for (size_t i = 0; i < ch->entries.count; i++) {
 		struct channel_entry *e = &ch->entries.entries[i];
 
@@ -1046,194 +1098,106 @@ void channel_destroy(struct channel *ch)
 			e->items[j].obj = NULL;
 		}
 	}
-	cache_unlock(ch->cache);
 	channel_entries_free(&ch->entries);
+	pthread_mutex_destroy(&ch->lock);
 	free(ch);
 }
 
 /* ---- readers ---- */
-
-static struct channel_gzip *gzip_stage(struct channel_reader *r)
-{
-	const struct channel *ch = r->ch;
-
-	return channel_gzip_create(ch->cache, r->stream, ch->spec->name,
-				   ch->spec->wrapper == CHANNEL_WRAPPER_RECORDIO
-				       ? ch->conf.recordio_part_max
-				       : 0,
-				   ch->conf.inflate_threads);
-}
-
-/* The converter's source without gzip: the stream's segments in turn,
- * each read up to its end, so that a view holds one object's bytes. */
-static int plain_read(void *arg, size_t size, struct channel_view *view,
-		      struct channel_origin *origin)
-{
-	struct channel_reader *r = arg;
-	uint64_t pos = cache_reader_position(r->reader), end;
-	int rc;
-
-	view->iov = view->cache.iov;
-	for (;;) {
-		if (r->seg_open && pos < r->seg_info.start + r->seg_info.size)
-			break;
-		if (r->seg_open)
-			r->seg++;
-		rc = cache_stream_segment(r->stream, r->seg, &r->seg_info);
-		if (rc == ENODATA)
-			return 0; /* the end */
-		if (rc)
-			return EIO;
-		r->seg_open = true;
-	}
-	end = r->seg_info.start + r->seg_info.size;
-	if (size > end - pos)
-		size = (size_t)(end - pos);
-	origin->index = r->seg;
-	origin->bucket = r->seg_info.literal ? NULL : r->seg_info.bucket;
-	origin->key = r->seg_info.literal ? NULL : r->seg_info.key;
-	rc = cache_reader_read(r->reader, pos, size, &view->cache);
-	view->count = view->cache.count;
-	view->bytes = view->cache.bytes;
-	if (!rc && view->bytes == 0)
-		rc = EIO; /* the stream is shorter than its segments */
-	return rc;
-}
-
-static void plain_release(void *arg, struct channel_view *view)
-{
-	struct channel_reader *r = arg;
-
-	cache_view_release(r->ch->cache, &view->cache);
-}
-
-static int gzip_source_read(void *arg, size_t size, struct channel_view *view,
-			    struct channel_origin *origin)
-{
-	struct channel_reader *r = arg;
-
-	return channel_gzip_read_object(r->gzip, size, view, origin);
-}
-
-static void gzip_source_release(void *arg, struct channel_view *view)
-{
-	struct channel_reader *r = arg;
-
-	channel_gzip_release(r->gzip, view);
-}
 
 /*
  * The epoch's stream dropped the segments readers passed (plans of a
  * catalog read with no stage trim theirs) and this reader needs them: a
  * new reader of an epoch others are well into, or a seek back.  It gets a
  * plan of its own for the epoch, the same entries in the same order, and
- * a reader at its start.  0, or ENOMEM.
+ * the stack is opened again over it.  0, or ENOMEM.
  */
 static int reader_restream(struct channel_reader *r)
 {
 	struct epoch_plan *own = plan_create(r->ch, r->epoch);
-	struct cache_reader *reader =
-	    own ? cache_reader_create(own->stream) : NULL;
+	struct channel_stage *top =
+	    own ? channel_cache_stage_create(r->ch->cache, own->stream) : NULL;
 
-	if (!reader) {
+	if (!top) {
 		/* the reader keeps what it had */
 		plan_destroy(own);
 		return ENOMEM;
 	}
-	if (r->reader)
-		cache_reader_destroy(r->reader);
+	channel_stack_destroy(r->top);
 	plan_destroy(r->own);
 	r->own = own;
 	r->stream = own->stream;
-	r->reader = reader;
+	r->top = top;
 	return 0;
 }
 
 /*
- * The stages between the epoch's stream and the reader, from its start:
- * gunzip, conversion, or a plain cache reader.  0 or ENOMEM.
+ * The reader's stack over its stream, from the stream's start: the one
+ * place stages are put together.  The bottom reads the stream (gunzip,
+ * which reads several objects at once, or a cache reader); conversion
+ * goes on top.  0 or ENOMEM.
  */
-static int stages_open(struct channel_reader *r)
+static int stack_open(struct channel_reader *r)
 {
 	const struct channel *ch = r->ch;
-	struct channel_source src = {.arg = r};
+	struct channel_stage *bottom;
+	struct channel_converter *cv;
 
 	if (ch->spec->compression == CHANNEL_COMPRESSION_GZIP) {
-		r->gzip = gzip_stage(r);
-		if (!r->gzip)
-			return ENOMEM;
-		src.read = gzip_source_read;
-		src.release = gzip_source_release;
+		bottom = channel_gzip_create(
+		    ch->cache, r->stream, ch->spec->name,
+		    ch->spec->wrapper == CHANNEL_WRAPPER_RECORDIO
+			? ch->conf.recordio_part_max
+			: 0,
+		    ch->conf.inflate_threads);
 	} else {
-		r->reader = cache_reader_create(r->stream);
-		if (!r->reader && errno == ESTALE && reader_restream(r) == 0)
-			return 0; /* (no stage: see plan_create) */
-		if (!r->reader)
-			return ENOMEM;
-		r->seg = 0;
-		r->seg_open = false;
-		src.read = plain_read;
-		src.release = plain_release;
+		bottom = channel_cache_stage_create(ch->cache, r->stream);
+		if (!bottom && errno == ESTALE)
+			return reader_restream(r); /* (no stage above: see
+						       plan_create) */
 	}
+	if (!bottom)
+		return ENOMEM;
+	r->top = bottom;
 	if (ch->spec->convert.format == CHANNEL_CONVERT_NONE)
 		return 0;
-	r->convert = channel_converter_create(
-	    &ch->spec->convert, &src, r->label, ch->conf.convert_threads);
-	return r->convert ? 0 : errno;
-}
-
-static void stages_close(struct channel_reader *r)
-{
-	channel_converter_destroy(r->convert); /* first: it reads the rest */
-	r->convert = NULL;
-	channel_gzip_destroy(r->gzip);
-	r->gzip = NULL;
-	if (r->reader)
-		cache_reader_destroy(r->reader);
-	r->reader = NULL;
-}
-
-/* A read through a stage (conversion or gunzip). */
-static int stage_read(struct channel_reader *r, uint64_t offset, size_t size,
-		      struct channel_view *view)
-{
-	if (r->convert)
-		return channel_converter_read(r->convert, offset, size, view);
-	return channel_gzip_read(r->gzip, offset, size, view);
-}
-
-static void stage_release(struct channel_reader *r, struct channel_view *view)
-{
-	if (r->convert)
-		channel_converter_release(r->convert, view);
-	else if (r->gzip)
-		channel_gzip_release(r->gzip, view);
-}
-
-static uint64_t stage_position(struct channel_reader *r)
-{
-	if (r->convert)
-		return channel_converter_position(r->convert);
-	if (r->gzip)
-		return channel_gzip_position(r->gzip);
+	cv = channel_converter_create(&ch->spec->convert, bottom, r->label,
+				      ch->conf.convert_threads);
+	if (!cv)
+		return errno;
+	r->top = channel_converter_stage(cv);
+	r->top->below = bottom;
 	return 0;
 }
 
+static void stack_close(struct channel_reader *r)
+{
+	channel_stack_destroy(r->top);
+	r->top = NULL;
+}
+
+/* Whether reads are the stream's own bytes (a cache reader alone), which
+ * can start anywhere. */
+static bool unstaged(const struct channel_reader *r)
+{
+	return r->top && channel_stage_is_cache(r->top);
+}
+
 /*
- * A stage cannot jump: an emulated seek starts the stages again and reads
- * (and drops) what comes before offset.
+ * A stage that makes bytes cannot jump: an emulated seek starts the stack
+ * again and reads (and drops) what comes before offset.
  */
-static int stage_seek(struct channel_reader *r, uint64_t offset)
+static int stack_seek(struct channel_reader *r, uint64_t offset)
 {
 	struct channel_view view;
 	uint64_t pos = 0;
 	int rc;
 
-	stages_close(r);
-	rc = stages_open(r);
+	stack_close(r);
+	rc = stack_open(r);
 	if (rc) {
-		/* no stage, no raw bytes either: reads fail from here */
-		stages_close(r);
+		/* no stages, no raw bytes either: reads fail from here */
+		stack_close(r);
 		r->stage_error = rc;
 		return rc;
 	}
@@ -1241,13 +1205,13 @@ static int stage_seek(struct channel_reader *r, uint64_t offset)
 		uint64_t want = offset - pos;
 
 		memset(&view, 0, sizeof(view));
-		rc = stage_read(r, pos,
-				want < (1u << 20) ? (size_t)want : (1u << 20),
-				&view);
+		rc = r->top->ops->read(
+		    r->top, pos, want < (1u << 20) ? (size_t)want : (1u << 20),
+		    &view, NULL);
 		if (!rc && view.bytes == 0)
 			rc = EINVAL; /* past the end: reads return nothing */
 		pos += view.bytes;
-		stage_release(r, &view);
+		r->top->ops->release(r->top, &view);
 	}
 	return rc == EINVAL ? 0 : rc;
 }
@@ -1261,11 +1225,11 @@ struct channel_reader *channel_reader_open(struct channel *ch, unsigned epoch)
 		goto nomem;
 	r->ch = ch;
 	r->epoch = epoch;
-	cache_lock(ch->cache);
+	pthread_mutex_lock(&ch->lock);
 	if (!ch->any_opened || epoch > ch->opened)
 		ch->opened = epoch;
 	ch->any_opened = true;
-	cache_unlock(ch->cache);
+	pthread_mutex_unlock(&ch->lock);
 	if (ch->mode == MODE_LISTING) {
 		s = ch->listing;
 	} else {
@@ -1276,7 +1240,7 @@ struct channel_reader *channel_reader_open(struct channel *ch, unsigned epoch)
 	}
 	r->stream = s;
 	snprintf(r->label, sizeof(r->label), "channel '%s'", ch->spec->name);
-	if (stages_open(r))
+	if (stack_open(r))
 		goto nomem;
 	return r;
 
@@ -1290,24 +1254,15 @@ void channel_reader_close(struct channel_reader *r)
 {
 	if (!r)
 		return;
-	stages_close(r);
+	stack_close(r);
 	plan_put(r->ch, r->plan);
 	plan_destroy(r->own);
 	free(r);
 }
 
-/* Whether reads go through a stage rather than straight to the cache
- * (a reader whose stages could not be restarted has neither). */
-static bool staged(const struct channel_reader *r)
-{
-	return r->convert || r->gzip || r->stage_error;
-}
-
 uint64_t channel_reader_position(struct channel_reader *r)
 {
-	if (staged(r))
-		return stage_position(r);
-	return cache_reader_position(r->reader);
+	return r->top ? r->top->ops->position(r->top) : 0;
 }
 
 bool channel_reader_near_end(struct channel_reader *r)
@@ -1316,9 +1271,9 @@ bool channel_reader_near_end(struct channel_reader *r)
 
 	if (r->at_end)
 		return true;
-	if (staged(r) || !cache_stream_size(r->stream, &size))
+	if (!unstaged(r) || !cache_stream_size(r->stream, &size))
 		return false;
-	pos = cache_reader_position(r->reader);
+	pos = r->top->ops->position(r->top);
 	return pos >= size || size - pos <= cache_max_window(r->ch->cache);
 }
 
@@ -1330,11 +1285,11 @@ static void log_plan_error(struct channel_reader *r)
 
 	if (!p)
 		return;
-	cache_lock(r->ch->cache);
+	pthread_mutex_lock(&r->ch->lock);
 	say = p->error && !p->error_logged;
 	if (say)
 		p->error_logged = true;
-	cache_unlock(r->ch->cache);
+	pthread_mutex_unlock(&r->ch->lock);
 	if (say)
 		util_warn("%s (epoch %u): reads fail with EIO from here",
 			  p->error, r->epoch);
@@ -1352,26 +1307,24 @@ int channel_reader_read(struct channel_reader *r, uint64_t offset, size_t size,
 	view->cache.bytes = 0;
 	if (r->stage_error) {
 		rc = r->stage_error == ENOMEM ? ENOMEM : EIO;
-	} else if (staged(r)) {
+	} else if (!unstaged(r)) {
 		rc = 0;
-		if (offset != stage_position(r))
-			rc = stage_seek(r, offset);
+		if (offset != r->top->ops->position(r->top))
+			rc = stack_seek(r, offset);
 		/* (a seek past the end reads nothing) */
-		if (!rc && offset == stage_position(r))
-			rc = stage_read(r, offset, size, view);
+		if (!rc && offset == r->top->ops->position(r->top))
+			rc =
+			    r->top->ops->read(r->top, offset, size, view, NULL);
 	} else {
-		rc = cache_reader_read(r->reader, offset, size, &view->cache);
+		rc = r->top->ops->read(r->top, offset, size, view, NULL);
 		if (rc == ESTALE) {
 			/* a seek back into what the stream dropped */
-			cache_view_release(r->ch->cache, &view->cache);
+			r->top->ops->release(r->top, view);
 			rc = reader_restream(r);
 			if (!rc)
-				rc = cache_reader_read(r->reader, offset, size,
-						       &view->cache);
+				rc = r->top->ops->read(r->top, offset, size,
+						       view, NULL);
 		}
-		view->iov = view->cache.iov;
-		view->count = view->cache.count;
-		view->bytes = view->cache.bytes;
 	}
 	if (rc == EIO)
 		log_plan_error(r);
@@ -1382,8 +1335,8 @@ int channel_reader_read(struct channel_reader *r, uint64_t offset, size_t size,
 
 void channel_view_release(struct channel_reader *r, struct channel_view *view)
 {
-	stage_release(r, view);
-	cache_view_release(r->ch->cache, &view->cache);
+	if (r->top)
+		r->top->ops->release(r->top, view);
 	view->count = 0;
 	view->bytes = 0;
 }

@@ -1,12 +1,15 @@
 /*
- * channel: what SageMaker calls a channel, as data, between fs/ and cache/.
+ * channel: what SageMaker calls a channel, as data, between fs/ (and
+ * sagemaker/, which reads its specs from files) and cache/.
  *
  * A channel_spec is one channel as configured: where its entries come from
  * (an S3 prefix, a manifest, an augmented manifest), how each epoch orders
  * them (ShuffleConfig), which of them this host reads (ShardedByS3Key) and
- * the byte stages every entry passes through (gunzip, RecordIO framing).
- * Specs come from the command line (fs/options.c) or from an InputDataConfig
- * file (channel/config.c, the same JSON that CreateTrainingJob takes).
+ * the byte stages every entry passes through (gunzip, conversion, RecordIO
+ * framing).  Its settings are the rows of channel_settings[]
+ * (channel/spec.c); specs come from the command line (fs/options.c) or
+ * from an InputDataConfig file (sagemaker/, the same JSON that
+ * CreateTrainingJob takes).
  *
  * A channel (channel/channel.c) turns a spec into one byte sequence per
  * epoch, read through channel readers.  Nothing here knows FUSE.
@@ -52,6 +55,9 @@ enum channel_convert_format {
 	CHANNEL_CONVERT_NONE = 0,
 	CHANNEL_CONVERT_CSV,	/* dense rows: label, features */
 	CHANNEL_CONVERT_LIBSVM, /* sparse rows: label idx:val ... */
+	/* as the spec's ContentType says (InputDataConfig's S3pipeConvert):
+	 * channel_spec_check() turns it into CSV or LIBSVM */
+	CHANNEL_CONVERT_CONTENT_TYPE,
 };
 
 #define CHANNEL_LABEL_NONE	 (-1) /* CSV rows without a label column */
@@ -80,7 +86,10 @@ void channel_convert_conf_init(struct channel_convert_conf *conf,
 
 /*
  * One channel.  Strings are owned by the spec (channel_spec_free() frees
- * them); a zeroed spec is valid and empty.
+ * them); a zeroed spec is valid and empty, and channel_spec_init() gives
+ * every setting its default.  The fields from data_type on are the
+ * settings of channel_settings[] (channel/spec.c), which says how each is
+ * given and checked.
  */
 struct channel_spec {
 	char name[CHANNEL_NAME_MAX + 1];
@@ -92,67 +101,172 @@ struct channel_spec {
 	enum channel_distribution distribution;
 	enum channel_wrapper wrapper;
 	enum channel_compression compression;
-	bool shuffle;	   /* ShuffleConfig present */
+	bool shuffle;	   /* ShuffleConfig present: the seed was given */
 	int64_t seed;	   /* ShuffleConfig.Seed */
 	char **attributes; /* AttributeNames, in order; NULL when none */
 	size_t nattributes;
 	char *content_type;		     /* ContentType, NULL when unset */
 	struct channel_convert_conf convert; /* format NONE: no conversion */
+	uint32_t given; /* bit i: channel_settings[i] was given */
 };
 
+/* Every setting at its default, nothing given (strings NULL). */
+void channel_spec_init(struct channel_spec *spec);
 void channel_spec_free(struct channel_spec *spec);
 
 /* True when name matches SageMaker's channel rule [A-Za-z0-9.\-_]{1,64}. */
 bool channel_name_valid(const char *name);
+
+/* ---- channel/spec.c: the per-channel settings, one table ---- */
+
+/*
+ * Every per-channel setting is one row of channel_settings[]: its
+ * command-line name (--NAME, -o NAME), its InputDataConfig field, its type
+ * and values, its default, its help, and where it lands in struct
+ * channel_spec.  Which settings need which others is a second table,
+ * applied by channel_spec_check().  The command line (fs/options.c), the
+ * InputDataConfig reader (sagemaker/), s3pipe-convert and the Docker
+ * plugin read these rows; --help and the documents are checked against
+ * them by the tests.
+ */
+enum channel_syntax {
+	CHANNEL_SYNTAX_CLI,    /* --name and the values' command-line words */
+	CHANNEL_SYNTAX_CONFIG, /* InputDataConfig's fields and spellings */
+};
+
+enum channel_setting_type {
+	CHANNEL_SETTING_ENUM,	 /* one of values[] */
+	CHANNEL_SETTING_FLAG,	 /* an ENUM whose command-line form is a flag
+				    that selects values[1] */
+	CHANNEL_SETTING_INTEGER, /* [min, max], or none_word */
+	CHANNEL_SETTING_STRING,	 /* owned char *, non-empty */
+	CHANNEL_SETTING_LIST,	 /* owned char **, a count beside it:
+				    comma-separated on the command line, a
+				    JSON array of strings in a config */
+};
+
+struct channel_setting_value {
+	const char *cli;    /* the command-line word (any case); NULL: the
+			       command line cannot give it */
+	const char *config; /* InputDataConfig's spelling; NULL: a config
+			       cannot give it */
+	int value;	    /* what lands in the spec */
+	/* how messages name "this setting at this value", when
+	 * "NAME SPELLING" would not say it; NULL otherwise */
+	const char *cli_phrase, *config_phrase;
+};
+
+struct channel_setting {
+	const char *option; /* canonical --option name, with dashes; NULL:
+			       not on the command line */
+	const char *field;  /* InputDataConfig field, dotted path from the
+			       channel object; NULL: not in a config */
+	enum channel_setting_type type;
+	size_t offset, size; /* the field in struct channel_spec */
+	size_t count_offset; /* LIST: its size_t count */
+	const struct channel_setting_value *values; /* ENUM, FLAG */
+	unsigned nvalues;
+	int64_t min, max;      /* INTEGER; LIST: at most max items */
+	const char *none_word; /* INTEGER: a word meaning none_value */
+	int64_t none_value;
+	int64_t default_value;	 /* ENUM, FLAG, INTEGER: before any is given */
+	const char *metavar;	 /* --help: the value's name */
+	const char *help;	 /* --help and the documents: what it does */
+	const char *default_doc; /* the default as documents say it; NULL:
+				    an ENUM's default word, or none */
+	bool config_any_case;	 /* config values in any case (s3pipe's own
+				    S3pipe* fields); SageMaker's are exact */
+	bool config_required;	 /* a config must give it */
+	bool needs_parent_field; /* a config whose parent object is present
+				    must give it ("ShuffleConfig" without
+				    "Seed") */
+	bool conversion;	 /* a setting of the conversion stage: also
+				    an option of s3pipe-convert */
+};
+
+extern const struct channel_setting channel_settings[];
+extern const unsigned channel_settings_count;
+
+/* The row whose option (or, for CHANNEL_SYNTAX_CONFIG, field) is name;
+ * NULL when none. */
+const struct channel_setting *channel_setting_find(enum channel_syntax syntax,
+						   const char *name);
+/* How messages of syntax name setting s, in buf: "--record-wrapper" or
+ * "RecordWrapperType"; a setting that is not on the command line by its
+ * field.  Returns buf. */
+const char *channel_setting_name(const struct channel_setting *s,
+				 enum channel_syntax syntax, char *buf,
+				 size_t size);
+bool channel_setting_given(const struct channel_spec *spec,
+			   const struct channel_setting *s);
+
+/*
+ * Gives setting s of spec from a command-line value (NULL for a FLAG; a
+ * LIST's items comma-separated).  shown is how the user wrote the option
+ * ("--csv-header", "-o csv_header"), for messages.  Returns 0; EINVAL
+ * with one line in err; or ENOMEM.
+ */
+int channel_setting_parse(const struct channel_setting *s, const char *text,
+			  const char *shown, struct channel_spec *spec,
+			  char *err, size_t errlen);
+/*
+ * The same from a config's values: an ENUM's or FLAG's word (exact, or
+ * any case with config_any_case), an INTEGER's number or none_word, a
+ * STRING, a LIST's next item.  For channel_setting_set_word() on an
+ * INTEGER only none_word is a word.  The error names the field and
+ * echoes the value (cut to a few dozen bytes).
+ */
+int channel_setting_set_word(const struct channel_setting *s, const char *word,
+			     struct channel_spec *spec, char *err,
+			     size_t errlen);
+int channel_setting_set_integer(const struct channel_setting *s, int64_t v,
+				struct channel_spec *spec, char *err,
+				size_t errlen);
+/* "FIELD must be ..." for a config value of the wrong JSON type, given
+ * as what it is ("a string", "an object"). */
+int channel_setting_bad_type(const struct channel_setting *s, const char *what,
+			     char *err, size_t errlen);
+
+/*
+ * Once every setting is in: the settings checked together (what needs
+ * what, named in syntax's words) and what follows from them filled in
+ * (shuffle, ContentType's conversion).  0, or EINVAL with one line in err.
+ */
+int channel_spec_check(struct channel_spec *spec, enum channel_syntax syntax,
+		       char *err, size_t errlen);
+
+/* The default of s as --help and the documents say it ("" when none). */
+const char *channel_setting_default_doc(const struct channel_setting *s);
+
+/*
+ * The rows (bit i: channel_settings[i]) a channel of spec's data type
+ * takes: every row but those a rule ties to other data types
+ * (--attribute-names: augmented manifests only).
+ */
+uint32_t channel_spec_applicable(const struct channel_spec *spec);
+
+/*
+ * The given settings of src onto dst, copied (dst's own are replaced);
+ * only those of types allowed by the mask of setting rows (bit i: row i).
+ * 0 or ENOMEM.
+ */
+int channel_spec_copy_settings(struct channel_spec *dst,
+			       const struct channel_spec *src, uint32_t rows);
+
+/*
+ * A channel URI's kind from its scheme ("s3://", "manifest+s3://",
+ * "augmented+s3://": the data type row's command-line words); *s3uri
+ * points into uri at "s3://".  Returns false (*s3uri = uri) when uri
+ * starts with none of them.
+ */
+bool channel_uri_kind(const char *uri, enum channel_data_type *type,
+		      const char **s3uri);
 
 /* This host's place among the training hosts: index < count. */
 struct channel_host {
 	unsigned index;
 	unsigned count; /* >= 1 */
 };
-
-/* ---- channel/config.c: SageMaker's JSON files ---- */
-
-/*
- * Parses an InputDataConfig, the JSON array that CreateTrainingJob takes,
- * from text[0..len), into specs[*n ..max), advancing *n.  Pipe channels
- * (InputMode "Pipe" or absent) become specs; unknown fields are ignored.
- * Returns 0; or EINVAL with one line in err naming the channel and the
- * field ("channel 'train': CompressionType must be None or Gzip (got
- * 'zip')"), or ENOMEM.  On error the specs added are freed and *n is as it
- * was.  err: lowercase, no "s3pipe:" prefix, no trailing period, no control
- * characters.
- */
-int channel_config_parse(const char *text, size_t len,
-			 struct channel_spec *specs, unsigned max, unsigned *n,
-			 char *err, size_t errlen);
-
-/* channel_config_parse() on the contents of the file at path; a file that
- * cannot be read is EINVAL with its name and the reason in err. */
-int channel_config_load(const char *path, struct channel_spec *specs,
-			unsigned max, unsigned *n, char *err, size_t errlen);
-
-/*
- * Reads SageMaker's resourceconfig.json at path ({"current_host":
- * "algo-2", "hosts": ["algo-1", "algo-2", ...], ...}) into host: index is
- * the position of current_host in hosts.  0, or EINVAL with one line in err.
- */
-int channel_resource_config_load(const char *path, struct channel_host *host,
-				 char *err, size_t errlen);
-
-/*
- * Writes dir/inputdataconfig.json, the container-side view of specs that
- * sagemaker-training-toolkit and PipeModeDataset read: an object keyed by
- * channel name, each {"TrainingInputMode": "Pipe", "S3DistributionType":
- * ..., "RecordWrapperType": ..., "ContentType": ... (when set)}; a
- * converted channel is written as what its reader gets: ContentType
- * application/x-recordio-protobuf, RecordWrapperType None.  Written
- * to a temporary file in dir and renamed into place.  0, or an errno with
- * one line in err.
- */
-int channel_container_config_write(const char *dir,
-				   const struct channel_spec *specs, unsigned n,
-				   char *err, size_t errlen);
 
 /* ---- channel/channel.c: a channel's epochs ---- */
 

@@ -1,9 +1,10 @@
 /*
  * channel converter: rows to Records ahead of the reader, on several cores.
  *
- *   source --feeder--> batches --workers--> output --reader--> views
+ *   below --feeder--> batches --workers--> output --reader--> views
  *
- * The feeder thread reads the source (an epoch's bytes, or a file) and
+ * A stage (channel/stage.h) over the stage below it.  The feeder thread
+ * reads that stage (an epoch's bytes, or a file), one object at a time, and
  * copies them into the batch being filled; once it holds BATCH_TARGET
  * bytes it is cut after its last whole row (channel_rows_complete()) and
  * queued, and the bytes after the cut start the next batch.  So every
@@ -36,6 +37,7 @@
 #include "channel/convert.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -87,8 +89,8 @@ struct batch {
 };
 
 struct channel_converter {
+	struct channel_stage stage; /* channel_converter_stage() */
 	struct channel_convert_conf conf;
-	struct channel_source src;
 	char name[128];
 
 	pthread_mutex_t lock;
@@ -373,19 +375,22 @@ static void *feeder_main(void *arg)
 		rc = cv->stopping ? ECANCELED : 0;
 		pthread_mutex_unlock(&cv->lock);
 		if (!rc) {
-			rc = cv->src.read(cv->src.arg, READ_SIZE, &view, &o);
+			rc = cv->stage.below->ops->read(
+			    cv->stage.below,
+			    cv->stage.below->ops->position(cv->stage.below),
+			    READ_SIZE, &view, &o);
 			if (rc) /* the whole rows before the failure go on */
 				(void)cut(&f, false);
 		}
 		if (!rc && view.bytes == 0) {
-			cv->src.release(cv->src.arg, &view);
+			cv->stage.below->ops->release(cv->stage.below, &view);
 			rc = cut(&f, true);
 			break;
 		}
 		for (int i = 0; !rc && i < view.count; i++)
 			rc = feed_bytes(&f, &o, view.iov[i].iov_base,
 					view.iov[i].iov_len);
-		cv->src.release(cv->src.arg, &view);
+		cv->stage.below->ops->release(cv->stage.below, &view);
 		if (!rc && f.text.len >= BATCH_TARGET &&
 		    f.text.len >= f.retry_at)
 			rc = cut(&f, false);
@@ -514,9 +519,51 @@ static void *worker_main(void *arg)
 
 /* ---- the converter ---- */
 
+static struct channel_converter *of_stage(struct channel_stage *st)
+{
+	return (struct channel_converter *)((char *)st -
+					    offsetof(struct channel_converter,
+						     stage));
+}
+
+static int stage_read(struct channel_stage *st, uint64_t offset, size_t size,
+		      struct channel_view *view, struct channel_origin *origin)
+{
+	if (origin)
+		return EINVAL; /* records span objects */
+	return channel_converter_read(of_stage(st), offset, size, view);
+}
+
+static void stage_release(struct channel_stage *st, struct channel_view *view)
+{
+	channel_converter_release(of_stage(st), view);
+}
+
+static uint64_t stage_position(struct channel_stage *st)
+{
+	return channel_converter_position(of_stage(st));
+}
+
+static void stage_destroy(struct channel_stage *st)
+{
+	channel_converter_destroy(of_stage(st));
+}
+
+static const struct channel_stage_ops converter_ops = {
+    .read = stage_read,
+    .release = stage_release,
+    .position = stage_position,
+    .destroy = stage_destroy,
+};
+
+struct channel_stage *channel_converter_stage(struct channel_converter *cv)
+{
+	return &cv->stage;
+}
+
 struct channel_converter *
 channel_converter_create(const struct channel_convert_conf *conf,
-			 const struct channel_source *src, const char *name,
+			 struct channel_stage *below, const char *name,
 			 unsigned threads)
 {
 	struct channel_converter *cv = calloc(1, sizeof(*cv));
@@ -526,7 +573,8 @@ channel_converter_create(const struct channel_convert_conf *conf,
 		return NULL;
 	}
 	cv->conf = *conf;
-	cv->src = *src;
+	cv->stage.ops = &converter_ops;
+	cv->stage.below = below;
 	/* messages start "NAME: ", or with the origin when name is "" */
 	snprintf(cv->name, sizeof(cv->name), "%s%s", name, name[0] ? ": " : "");
 	if (!threads)

@@ -40,6 +40,7 @@
 #include <stdint.h>
 
 #include "channel/channel.h"
+#include "channel/stage.h"
 #include "util/util.h"
 
 /* A row longer than this fails the conversion (it is never skipped). */
@@ -81,27 +82,6 @@ int channel_rows_convert(const struct channel_convert_conf *conf,
 
 /* ---- the converter (channel/convert.c) ---- */
 
-/* Where input bytes come from, for messages: bucket NULL for a file or
- * literal bytes, named by key alone. */
-struct channel_origin {
-	uint64_t index; /* changes from one object to the next */
-	const char *bucket;
-	const char *key;
-};
-
-/*
- * A sequential byte source.  read() fills view with up to size bytes of
- * one object (origin), blocking until there are some; 0 with view->bytes
- * 0 at the end, or an errno.  release() gives a view back.  Called from
- * the converter's feeder thread only.
- */
-struct channel_source {
-	int (*read)(void *arg, size_t size, struct channel_view *view,
-		    struct channel_origin *origin);
-	void (*release)(void *arg, struct channel_view *view);
-	void *arg;
-};
-
 struct channel_converter;
 
 struct channel_convert_stats {
@@ -110,14 +90,19 @@ struct channel_convert_stats {
 };
 
 /*
- * A converter over src (which must outlive it) with conf (copied); name
- * starts its messages ("channel 'train'").  threads: workers, 0 = one per
- * online core.  NULL and errno on failure.
+ * A converter reading the stage below (which must outlive it: a stage that
+ * answers reads with origin) with conf (copied); name starts its messages
+ * ("channel 'train'").  threads: workers, 0 = one per online core.  Its
+ * feeder thread is the only caller of below's read and release.  NULL and
+ * errno on failure.
  */
 struct channel_converter *
 channel_converter_create(const struct channel_convert_conf *conf,
-			 const struct channel_source *src, const char *name,
+			 struct channel_stage *below, const char *name,
 			 unsigned threads);
+/* The converter as the stage above below (channel/stage.h); destroying
+ * the stage destroys the converter. */
+struct channel_stage *channel_converter_stage(struct channel_converter *cv);
 /* Stops the threads; views handed out must be released first.  Logs the
  * count of skipped rows, if any. */
 void channel_converter_destroy(struct channel_converter *cv);

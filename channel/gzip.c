@@ -76,6 +76,8 @@ struct gz_job {
 };
 
 struct channel_gzip {
+	struct channel_stage stage; /* first: what channel_gzip_create()
+				       returns */
 	struct cache *cache;
 	struct cache_stream *stream;
 	const char *name;
@@ -687,10 +689,23 @@ static void *worker_main(void *arg)
 
 /* ---- the stage ---- */
 
-struct channel_gzip *channel_gzip_create(struct cache *c,
-					 struct cache_stream *s,
-					 const char *name, uint64_t part_max,
-					 unsigned threads)
+static void gzip_destroy(struct channel_stage *st);
+static int gzip_read(struct channel_stage *st, uint64_t offset, size_t size,
+		     struct channel_view *view, struct channel_origin *origin);
+static void gzip_release(struct channel_stage *st, struct channel_view *view);
+static uint64_t gzip_position(struct channel_stage *st);
+
+static const struct channel_stage_ops gzip_ops = {
+    .read = gzip_read,
+    .release = gzip_release,
+    .position = gzip_position,
+    .destroy = gzip_destroy,
+};
+
+struct channel_stage *channel_gzip_create(struct cache *c,
+					  struct cache_stream *s,
+					  const char *name, uint64_t part_max,
+					  unsigned threads)
 {
 	struct channel_gzip *g = calloc(1, sizeof(*g));
 	uint64_t budget = cache_budget(c);
@@ -699,6 +714,7 @@ struct channel_gzip *channel_gzip_create(struct cache *c,
 		errno = ENOMEM;
 		return NULL;
 	}
+	g->stage.ops = &gzip_ops;
 	g->cache = c;
 	g->stream = s;
 	g->name = name;
@@ -722,11 +738,11 @@ struct channel_gzip *channel_gzip_create(struct cache *c,
 		g->nthreads++;
 	}
 	if (!g->nthreads) {
-		channel_gzip_destroy(g);
+		gzip_destroy(&g->stage);
 		errno = EAGAIN;
 		return NULL;
 	}
-	return g;
+	return &g->stage;
 }
 
 static void job_free(struct channel_gzip *g, struct gz_job *j)
@@ -735,10 +751,10 @@ static void job_free(struct channel_gzip *g, struct gz_job *j)
 	free(j);
 }
 
-void channel_gzip_destroy(struct channel_gzip *g)
+static void gzip_destroy(struct channel_stage *st)
 {
-	if (!g)
-		return;
+	struct channel_gzip *g = (struct channel_gzip *)st;
+
 	pthread_mutex_lock(&g->lock);
 	g->stopping = true;
 	pthread_cond_broadcast(&g->changed);
@@ -756,8 +772,9 @@ void channel_gzip_destroy(struct channel_gzip *g)
 	free(g);
 }
 
-uint64_t channel_gzip_position(struct channel_gzip *g)
+static uint64_t gzip_position(struct channel_stage *st)
 {
+	struct channel_gzip *g = (struct channel_gzip *)st;
 	uint64_t pos;
 
 	pthread_mutex_lock(&g->lock);
@@ -811,9 +828,12 @@ static size_t take_piece(struct channel_gzip *g, struct gz_job *j,
 
 /* The reads: with origin set, a view holds one job's bytes and says
  * whose, and offset is not checked. */
-static int gzip_read(struct channel_gzip *g, uint64_t offset, size_t size,
+/* with origin, offset is ignored: the view is the next bytes of one
+ * object */
+static int gzip_read(struct channel_stage *st, uint64_t offset, size_t size,
 		     struct channel_view *view, struct channel_origin *origin)
 {
+	struct channel_gzip *g = (struct channel_gzip *)st;
 	int rc = 0;
 
 	view->iov = view->stage_iov;
@@ -864,21 +884,10 @@ static int gzip_read(struct channel_gzip *g, uint64_t offset, size_t size,
 	return rc;
 }
 
-int channel_gzip_read(struct channel_gzip *g, uint64_t offset, size_t size,
-		      struct channel_view *view)
+static void gzip_release(struct channel_stage *st, struct channel_view *view)
 {
-	return gzip_read(g, offset, size, view, NULL);
-}
+	struct channel_gzip *g = (struct channel_gzip *)st;
 
-int channel_gzip_read_object(struct channel_gzip *g, size_t size,
-			     struct channel_view *view,
-			     struct channel_origin *origin)
-{
-	return gzip_read(g, 0, size, view, origin);
-}
-
-void channel_gzip_release(struct channel_gzip *g, struct channel_view *view)
-{
 	if (!view->nchunks)
 		return;
 	pthread_mutex_lock(&g->lock);

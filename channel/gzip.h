@@ -15,36 +15,20 @@
 
 #include "cache/cache.h"
 #include "channel/channel.h"
-
-struct channel_gzip;
+#include "channel/stage.h"
 
 /*
- * A stage over stream s of cache c for one reader; name is the channel's,
- * for messages.  part_max: 0 for no framing, else RecordIO parts of at
- * most that many bytes.  threads: workers, 0 = one per online core.
- * NULL and errno on failure.
+ * The gunzip stage (channel/stage.h) over stream s of cache c, for one
+ * reader: the bottom of its stack, reading the stream's objects itself,
+ * several at once.  name is the channel's, for messages.  part_max: 0 for
+ * no framing, else RecordIO parts of at most that many bytes.  threads:
+ * workers, 0 = one per online core.  Its read at another offset than its
+ * position is ESPIPE (the caller starts a new stack); with origin, the
+ * view holds bytes of one object.  NULL and errno on failure.
  */
-struct channel_gzip *channel_gzip_create(struct cache *c,
-					 struct cache_stream *s,
-					 const char *name, uint64_t part_max,
-					 unsigned threads);
-/* Stops the workers and frees what the stage holds; views handed out must
- * be released first. */
-void channel_gzip_destroy(struct channel_gzip *g);
-uint64_t channel_gzip_position(struct channel_gzip *g);
-/* As channel_reader_read(); a read at another offset than the position
- * restarts the stage there (decompressing from the start). */
-int channel_gzip_read(struct channel_gzip *g, uint64_t offset, size_t size,
-		      struct channel_view *view);
-/*
- * The next bytes, as channel_gzip_read() at the position, but the view
- * holds bytes of one object only, which origin names (for the conversion
- * stage, which needs to know where each object starts).
- */
-struct channel_origin;
-int channel_gzip_read_object(struct channel_gzip *g, size_t size,
-			     struct channel_view *view,
-			     struct channel_origin *origin);
-void channel_gzip_release(struct channel_gzip *g, struct channel_view *view);
+struct channel_stage *channel_gzip_create(struct cache *c,
+					  struct cache_stream *s,
+					  const char *name, uint64_t part_max,
+					  unsigned threads);
 
 #endif

@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "channel/channel.h"
+#include "channel/stage.h"
 
 /*
  * One piece of an entry: an object's bytes, or literal bytes (an augmented
@@ -26,12 +27,14 @@ struct channel_item {
 			 stream's purposes, though a NUL follows); NULL for
 			 an object */
 	size_t text_len;
-	/* channel.c, under the cache's lock: the object once its size and
+	/* channel.c, under the channel's lock: the object once its size and
 	 * ETag are known (a reference, put before the entries are freed),
-	 * whether a HEAD for it is in flight, and how that failed */
+	 * whether a HEAD for it is queued or in flight (the queue's next),
+	 * and how that failed */
 	struct cache_object *obj;
 	bool resolving;
 	int error;
+	struct channel_item *resolve_next;
 };
 
 /*
@@ -56,34 +59,6 @@ struct channel_entries {
 };
 
 void channel_entries_free(struct channel_entries *e);
-
-/* ---- channel/stage.c: what the byte stages share ---- */
-
-/*
- * Bytes a stage made (gunzip, conversion), handed to the reader by views
- * (channel_view.chunks) and reference-counted under the stage's lock.
- */
-struct channel_chunk {
-	char *data;
-	size_t cap;
-	unsigned refs;	 /* pieces and views holding it */
-	bool from_cache; /* a cache buffer (cache_buffer_get), else malloc'd */
-	/* when set, the last reference hands data to it instead of freeing
-	 * it (called where the unref is: under the owner's lock) */
-	void (*recycle)(void *arg, char *data, size_t cap);
-	void *recycle_arg;
-};
-
-/* A small chunk of its own holding a copy of bytes[0..len); NULL when out
- * of memory. */
-struct channel_chunk *channel_chunk_copy(const void *bytes, size_t len);
-/* A chunk owning data (malloc'd, cap bytes); NULL when out of memory (data
- * is then freed). */
-struct channel_chunk *channel_chunk_adopt(char *data, size_t cap);
-/* Drops a reference; the last frees the chunk (to cache c when from it). */
-void channel_chunk_unref(struct cache *c, struct channel_chunk *chunk);
-/* Worker threads a stage starts by default: one per online core, 1..8. */
-unsigned channel_stage_threads(void);
 
 /* ---- channel/manifest.c ---- */
 

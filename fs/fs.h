@@ -59,4 +59,13 @@ const struct fuse_lowlevel_ops *fs_operations(void);
  */
 void fs_close_handles(struct fs_state *st);
 
+/* ---- fs/main.c ---- */
+
+/*
+ * The mount, as s3pipe or mount.s3pipe (argv[0]'s name): parses the
+ * command line, checks S3, mounts, daemonizes and serves until unmounted.
+ * Returns the exit status.
+ */
+int fs_main(int argc, char **argv);
+
 #endif

@@ -1,19 +1,22 @@
 /*
- * s3pipe / mount.s3pipe: start-up, detach, serve, shut down.
+ * fs_main(): the mount of s3pipe and mount.s3pipe (tools/s3pipe.c calls
+ * it): start-up, detach, serve, shut down.
  *
  * Order matters for "no mount left behind on error":
  *   1. parse options, check the mountpoint and credentials (no threads yet);
  *   2. unless in the foreground, fork: the parent waits on a pipe and exits
  *      with the child's verdict, so the shell sees success only once the
  *      mount is ready;
- *   3. the child builds the stack (S3 client -> cache -> channel streams)
- *      and lists the first page of every channel (this is the bucket
- *      check), then mounts;
+ *   3. the child builds the stack (build_stack(): the S3 client, the disk
+ *      tier over it with --cache-dir, the cache over that, the channels'
+ *      streams over the cache) and starts every channel (its first listing
+ *      page, the whole listing when a shuffle needs every key, or its
+ *      manifest: this is the bucket check), then mounts;
  *   4. only then it tells the parent, silences stdio and serves.
  * Every error before step 4 prints one line "s3pipe: ..." and exits 1.
  * The live stats (fs/stats.h) are created with the stack, their logger
  * (--stats-interval) runs while the session serves.  "s3pipe stats ..."
- * is another command altogether: the stats client, fs/stats_cmd.c.
+ * is another command altogether: the stats client, tools/stats.c.
  * Each module works out its own derived settings from the conf the options
  * filled (fs/options.h): nothing here decides how the cache or the client
  * behave.
@@ -33,6 +36,8 @@
 #include <unistd.h>
 
 #include "fs/fs.h"
+#include "fs/session.h"
+#include "sagemaker/sagemaker.h"
 #include "s3/s3.h"
 #include "util/util.h"
 
@@ -250,8 +255,9 @@ static void write_container_config(const struct fs_options *o)
 
 	if (!o->container_config_dir)
 		return;
-	if (channel_container_config_write(o->container_config_dir, o->channels,
-					   o->nchannels, err, sizeof(err)))
+	if (sagemaker_container_config_write(o->container_config_dir,
+					     o->channels, o->nchannels, err,
+					     sizeof(err)))
 		die("%s", err);
 }
 
@@ -262,7 +268,7 @@ static struct fuse_session *mount_session(struct fs_options *o,
 {
 	struct fuse_session *se;
 
-	if (fs_options_session_args(o, prog, helper, fargs) != 0)
+	if (fs_session_args(o, prog, helper, fargs) != 0)
 		die("out of memory");
 	se = fuse_session_new(fargs, fs_operations(),
 			      sizeof(struct fuse_lowlevel_ops), st);
@@ -349,7 +355,7 @@ static void resolve_client_conf(struct fs_options *o)
 		die("%s", err);
 }
 
-int main(int argc, char **argv)
+int fs_main(int argc, char **argv)
 {
 	struct fs_options opts;
 	struct fs_state st;
@@ -360,9 +366,6 @@ int main(int argc, char **argv)
 	bool helper = strcmp(prog, "mount.s3pipe") == 0;
 	int ready_fd = -1;
 	int rc;
-
-	if (!helper && argc > 1 && strcmp(argv[1], "stats") == 0)
-		return fs_stats_main(argc - 1, argv + 1);
 
 	/* A fixed mmap threshold: large buffers go back to the system when
 	 * freed, so RSS tracks the cache budget ... */

@@ -27,7 +27,7 @@
  *                    throw-away fuse_session_new() (it opens and mounts
  *                    nothing), refuses what libfuse refuses and keeps the
  *                    rest, which fuse_opt gathers into "-o LIST": that is
- *                    o->fuse_args, and fs_options_session_args()
+ *                    o->fuse_args, and fs_session_args()
  *                    (fs/session.c) puts it after s3pipe's own session
  *                    options;
  *   NAME=URI, MOUNTPOINT  non-options, checked once all options are in.
@@ -55,12 +55,16 @@
 
 #include "fs/options.h"
 
+#include "fs/channels.h"
+#include "fs/session.h"
+
 #include "s3/s3.h"
 #include "util/util.h"
 
 #include <fuse_lowlevel.h>
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -68,16 +72,15 @@
 #include <string.h>
 #include <strings.h>
 
-#define HELP_COLUMN 28		  /* where help text starts in --help */
-#define HELP_WIDTH  79		  /* and where it wraps */
-#define ID_MAX	    4294967294ULL /* (uid_t)-1 means "no change" */
+#define ID_MAX 4294967294ULL /* (uid_t)-1 means "no change" */
 
 enum opt_kind {
-	OPT_FLAG,   /* bool at offset, no value */
-	OPT_STRING, /* char * at offset, owned, non-empty */
-	OPT_SIZE,   /* uint64_t at offset, util_parse_size in [min, max] */
-	OPT_UINT,   /* unsigned at offset, util_parse_uint in [min, max] */
-	OPT_SETTER, /* set() does the work */
+	OPT_FLAG,    /* bool at offset, no value */
+	OPT_STRING,  /* char * at offset, owned, non-empty */
+	OPT_SIZE,    /* uint64_t at offset, util_parse_size in [min, max] */
+	OPT_UINT,    /* unsigned at offset, util_parse_uint in [min, max] */
+	OPT_SETTER,  /* set() does the work */
+	OPT_CHANNEL, /* a per-channel setting: channel_setting_parse() */
 };
 
 enum opt_form {
@@ -120,6 +123,7 @@ struct opt_def {
 	const char *metavar; /* NULL: the option takes no value */
 	int (*set)(struct parse_state *st, const char *val); /* OPT_SETTER */
 	const char *help; /* fs_options_usage() adds SIZE and UINT defaults */
+	const struct channel_setting *setting; /* OPT_CHANNEL */
 };
 
 static int set_endpoint(struct parse_state *st, const char *val);
@@ -129,14 +133,6 @@ static int set_uid(struct parse_state *st, const char *val);
 static int set_gid(struct parse_state *st, const char *val);
 static int set_debug(struct parse_state *st, const char *val);
 static int set_channel(struct parse_state *st, const char *val);
-static int set_shuffle_seed(struct parse_state *st, const char *val);
-static int set_record_wrapper(struct parse_state *st, const char *val);
-static int set_compression(struct parse_state *st, const char *val);
-static int set_convert(struct parse_state *st, const char *val);
-static int set_csv_label_column(struct parse_state *st, const char *val);
-static int set_csv_header(struct parse_state *st, const char *val);
-static int set_on_bad_row(struct parse_state *st, const char *val);
-static int set_feature_dim(struct parse_state *st, const char *val);
 static int set_host_index(struct parse_state *st, const char *val);
 static int set_host_count(struct parse_state *st, const char *val);
 static int set_cache_dir_size(struct parse_state *st, const char *val);
@@ -326,66 +322,6 @@ static const struct opt_def opt_table[] = {
      .metavar = "DIR",
      .help = "write DIR/inputdataconfig.json, the container-side channel "
 	     "config that SageMaker's toolkits read"},
-    {.name = "shuffle-seed",
-     .kind = OPT_SETTER,
-     .metavar = "N",
-     .set = set_shuffle_seed,
-     .help = "NAME=URI channels: shuffle every epoch from (N, epoch)"},
-    {.name = "record-wrapper",
-     .kind = OPT_SETTER,
-     .metavar = "TYPE",
-     .set = set_record_wrapper,
-     .help = "NAME=URI channels: none, or recordio (each object one "
-	     "RecordIO record) (default none)"},
-    {.name = "compression",
-     .kind = OPT_SETTER,
-     .metavar = "TYPE",
-     .set = set_compression,
-     .help = "NAME=URI channels: none, or gzip (each object gunzipped) "
-	     "(default none)"},
-    {.name = "sharded",
-     .kind = OPT_FLAG,
-     .offset = OFF(args.sharded),
-     .help = "NAME=URI channels: ShardedByS3Key, this host reads its share "
-	     "of each epoch"},
-    {.name = "attribute-names",
-     .kind = OPT_STRING,
-     .offset = OFF(args.attribute_names),
-     .metavar = "LIST",
-     .help = "augmented+s3:// channels: the attributes to stream, "
-	     "comma-separated"},
-    {.name = "convert",
-     .kind = OPT_SETTER,
-     .metavar = "FORMAT",
-     .set = set_convert,
-     .help = "NAME=URI channels: none, csv or libsvm: the objects' rows of "
-	     "that text (after gunzip) become protobuf RecordIO, one "
-	     "aialgs.data.Record per row (default none)"},
-    {.name = "csv-label-column",
-     .kind = OPT_SETTER,
-     .metavar = "N",
-     .set = set_csv_label_column,
-     .help = "--convert csv: the label's column, from 0, or none (default "
-	     "0)"},
-    {.name = "csv-header",
-     .kind = OPT_SETTER,
-     .metavar = "MODE",
-     .set = set_csv_header,
-     .help = "--convert csv: none, or skip (each object starts with a "
-	     "header line) (default none)"},
-    {.name = "on-bad-row",
-     .kind = OPT_SETTER,
-     .metavar = "ACTION",
-     .set = set_on_bad_row,
-     .help = "--convert: fail (the read fails with EIO), or skip (count, "
-	     "log and skip the row) (default fail)"},
-    {.name = "feature-dim",
-     .kind = OPT_SETTER,
-     .metavar = "N",
-     .set = set_feature_dim,
-     .help = "--convert: features per row, 1 to 4294967296: required "
-	     "with libsvm (the tensor's shape); with csv every row must "
-	     "have N (default: as many as the first row has)"},
     {.name = "stats-interval",
      .kind = OPT_UINT,
      .offset = OFF(stats_interval),
@@ -419,6 +355,42 @@ static const struct opt_def opt_table[] = {
 };
 
 #define OPT_COUNT (sizeof(opt_table) / sizeof(opt_table[0]))
+
+/* the per-channel settings (channel_settings[]) that have an option, as
+ * rows after opt_table's: row_at(OPT_COUNT + i) */
+static struct opt_def channel_rows[32];
+static size_t nchannel_rows;
+static pthread_once_t channel_rows_once = PTHREAD_ONCE_INIT;
+
+static void build_channel_rows(void)
+{
+	for (unsigned i = 0; i < channel_settings_count; i++) {
+		const struct channel_setting *s = &channel_settings[i];
+		struct opt_def *d = &channel_rows[nchannel_rows];
+
+		if (!s->option || nchannel_rows == sizeof(channel_rows) /
+						       sizeof(channel_rows[0]))
+			continue;
+		d->name = s->option;
+		d->kind = OPT_CHANNEL;
+		d->metavar =
+		    s->type == CHANNEL_SETTING_FLAG ? NULL : s->metavar;
+		d->help = s->help;
+		d->setting = s;
+		nchannel_rows++;
+	}
+}
+
+static size_t row_count(void)
+{
+	pthread_once(&channel_rows_once, build_channel_rows);
+	return OPT_COUNT + nchannel_rows;
+}
+
+static const struct opt_def *row_at(size_t i)
+{
+	return i < OPT_COUNT ? &opt_table[i] : &channel_rows[i - OPT_COUNT];
+}
 
 /*
  * fstab(5) and mount(8) keywords that mean nothing to a read-only s3pipe,
@@ -492,9 +464,9 @@ static const struct opt_def *find_long(const char *name, size_t len)
 {
 	size_t i;
 
-	for (i = 0; i < OPT_COUNT; i++) {
-		if (name_eq(name, len, opt_table[i].name))
-			return &opt_table[i];
+	for (i = 0; i < row_count(); i++) {
+		if (name_eq(name, len, row_at(i)->name))
+			return row_at(i);
 	}
 	return NULL;
 }
@@ -503,9 +475,9 @@ static const struct opt_def *find_short(char c)
 {
 	size_t i;
 
-	for (i = 0; i < OPT_COUNT; i++) {
-		if (opt_table[i].short_name && opt_table[i].short_name == c)
-			return &opt_table[i];
+	for (i = 0; i < row_count(); i++) {
+		if (row_at(i)->short_name && row_at(i)->short_name == c)
+			return row_at(i);
 	}
 	return NULL;
 }
@@ -673,125 +645,6 @@ static int set_channel(struct parse_state *st, const char *val)
 	return 0;
 }
 
-static int set_shuffle_seed(struct parse_state *st, const char *val)
-{
-	const char *digits = val[0] == '-' ? val + 1 : val;
-	uint64_t v;
-	int rc = util_parse_uint(
-	    digits, 0,
-	    val[0] == '-' ? (uint64_t)INT64_MAX + 1 : (uint64_t)INT64_MAX, &v);
-
-	if (rc)
-		return fail(st, EINVAL,
-			    "invalid seed '%s' for %s: a whole number of 64 "
-			    "bits",
-			    val, st->shown);
-	st->o->args.shuffle = true;
-	st->o->args.seed = val[0] == '-' ? (int64_t)(0 - v) : (int64_t)v;
-	return 0;
-}
-
-static int set_record_wrapper(struct parse_state *st, const char *val)
-{
-	if (strcasecmp(val, "none") == 0)
-		st->o->args.wrapper = CHANNEL_WRAPPER_NONE;
-	else if (strcasecmp(val, "recordio") == 0)
-		st->o->args.wrapper = CHANNEL_WRAPPER_RECORDIO;
-	else
-		return fail(st, EINVAL, "%s must be none or recordio",
-			    st->shown);
-	st->o->args.wrapper_set = true;
-	return 0;
-}
-
-static int set_compression(struct parse_state *st, const char *val)
-{
-	if (strcasecmp(val, "none") == 0)
-		st->o->args.compression = CHANNEL_COMPRESSION_NONE;
-	else if (strcasecmp(val, "gzip") == 0)
-		st->o->args.compression = CHANNEL_COMPRESSION_GZIP;
-	else
-		return fail(st, EINVAL, "%s must be none or gzip", st->shown);
-	st->o->args.compression_set = true;
-	return 0;
-}
-
-static int set_convert(struct parse_state *st, const char *val)
-{
-	struct fs_channel_args *a = &st->o->args;
-
-	if (strcasecmp(val, "none") == 0)
-		a->convert.format = CHANNEL_CONVERT_NONE;
-	else if (strcasecmp(val, "csv") == 0)
-		a->convert.format = CHANNEL_CONVERT_CSV;
-	else if (strcasecmp(val, "libsvm") == 0)
-		a->convert.format = CHANNEL_CONVERT_LIBSVM;
-	else
-		return fail(st, EINVAL, "%s must be none, csv or libsvm",
-			    st->shown);
-	a->convert_set = true;
-	return 0;
-}
-
-static int set_csv_label_column(struct parse_state *st, const char *val)
-{
-	struct fs_channel_args *a = &st->o->args;
-	uint64_t v;
-
-	if (strcasecmp(val, "none") == 0) {
-		a->convert.label_column = CHANNEL_LABEL_NONE;
-	} else {
-		if (util_parse_uint(val, 0, CHANNEL_LABEL_COLUMN_MAX, &v) != 0)
-			return fail(st, EINVAL,
-				    "%s must be a column number from 0 to %d, "
-				    "or none",
-				    st->shown, CHANNEL_LABEL_COLUMN_MAX);
-		a->convert.label_column = (int)v;
-	}
-	a->label_column_set = true;
-	return 0;
-}
-
-static int set_csv_header(struct parse_state *st, const char *val)
-{
-	struct fs_channel_args *a = &st->o->args;
-
-	if (strcasecmp(val, "none") == 0)
-		a->convert.header_skip = false;
-	else if (strcasecmp(val, "skip") == 0)
-		a->convert.header_skip = true;
-	else
-		return fail(st, EINVAL, "%s must be none or skip", st->shown);
-	a->header_set = true;
-	return 0;
-}
-
-static int set_on_bad_row(struct parse_state *st, const char *val)
-{
-	struct fs_channel_args *a = &st->o->args;
-
-	if (strcasecmp(val, "fail") == 0)
-		a->convert.bad_row_skip = false;
-	else if (strcasecmp(val, "skip") == 0)
-		a->convert.bad_row_skip = true;
-	else
-		return fail(st, EINVAL, "%s must be fail or skip", st->shown);
-	a->bad_row_set = true;
-	return 0;
-}
-
-static int set_feature_dim(struct parse_state *st, const char *val)
-{
-	uint64_t v;
-	int rc = parse_number(st, val, 1, CHANNEL_FEATURE_DIM_MAX, &v);
-
-	if (rc)
-		return rc;
-	st->o->args.convert.feature_dim = v;
-	st->o->args.feature_dim_set = true;
-	return 0;
-}
-
 static int set_host_index(struct parse_state *st, const char *val)
 {
 	uint64_t v;
@@ -894,6 +747,11 @@ static int opt_apply(struct parse_state *st, const struct opt_def *d,
 			return rc;
 		*(unsigned *)(base + d->offset) = (unsigned)v;
 		return 0;
+	case OPT_CHANNEL:
+		rc = channel_setting_parse(d->setting, val, st->shown,
+					   &st->o->args.settings, st->err,
+					   st->errlen);
+		return rc == ENOMEM ? fail_nomem(st) : rc;
 	case OPT_SETTER:
 	default:
 		return d->set(st, val);
@@ -959,24 +817,23 @@ static struct fuse_opt *build_templates(bool mount_helper, size_t *nbuilt)
 	size_t i, n = 0, cap = NDISCARD + NHELPER + 1;
 	unsigned mask;
 
-	for (i = 0; i < OPT_COUNT; i++) {
-		if (opt_table[i].metavar)
-			cap += 2u << count_dashes(opt_table[i].name);
+	for (i = 0; i < row_count(); i++) {
+		if (row_at(i)->metavar)
+			cap += 2u << count_dashes(row_at(i)->name);
 	}
 	t = calloc(cap, sizeof(*t));
 	if (!t)
 		return NULL;
-	for (i = 0; i < OPT_COUNT; i++) {
-		if (!opt_table[i].metavar)
+	for (i = 0; i < row_count(); i++) {
+		const char *name = row_at(i)->name;
+
+		if (!row_at(i)->metavar)
 			continue;
-		for (mask = 0; mask < 1u << count_dashes(opt_table[i].name);
-		     mask++) {
+		for (mask = 0; mask < 1u << count_dashes(name); mask++) {
 			t[n] = (struct fuse_opt)FUSE_OPT_KEY(
-			    spelling(opt_table[i].name, mask, false),
-			    KEY_NEXT + (int)i);
+			    spelling(name, mask, false), KEY_NEXT + (int)i);
 			t[n + 1] = (struct fuse_opt)FUSE_OPT_KEY(
-			    spelling(opt_table[i].name, mask, true),
-			    KEY_VALUE + (int)i);
+			    spelling(name, mask, true), KEY_VALUE + (int)i);
 			n += 2;
 			if (!t[n - 2].templ || !t[n - 1].templ) {
 				free_templates(t, n);
@@ -1038,7 +895,7 @@ static int unknown_long(struct parse_state *st, const char *arg)
  * name. */
 static int long_value(struct parse_state *st, int row, const char *arg)
 {
-	const struct opt_def *d = &opt_table[row];
+	const struct opt_def *d = row_at((size_t)row);
 	const char *rest = arg + 2 + strlen(d->name);
 	bool separate = st->pending == KEY_NEXT + row;
 
@@ -1195,7 +1052,7 @@ static int parse_failed(struct parse_state *st, int argc, char **argv)
 	if (st->pending == KEY_TYPE_NEXT)
 		return fail(st, EINVAL, "option -t needs a value");
 	if (st->pending >= KEY_NEXT)
-		return opt_apply(st, &opt_table[st->pending - KEY_NEXT],
+		return opt_apply(st, row_at((size_t)(st->pending - KEY_NEXT)),
 				 FORM_LONG, NULL);
 	if (argc > 1 && strcmp(argv[argc - 1], "-o") == 0)
 		return fail(st, EINVAL, "option -o needs a value");
@@ -1227,7 +1084,7 @@ static int add_channel(struct parse_state *st, const char *name, size_t namelen,
 	struct fs_options *o = st->o;
 	struct channel_spec *c;
 	const char *s3uri = uri;
-	enum channel_data_type type = fs_channel_uri_kind(uri, &s3uri);
+	enum channel_data_type type;
 	char uerr[512];
 	char namebuf[FS_CHANNEL_NAME_MAX + 1];
 	char *bucket = NULL;
@@ -1236,6 +1093,7 @@ static int add_channel(struct parse_state *st, const char *name, size_t namelen,
 	unsigned i;
 	int rc;
 
+	channel_uri_kind(uri, &type, &s3uri);
 	if (namelen > FS_CHANNEL_NAME_MAX) {
 		return fail(st, EINVAL,
 			    "invalid channel name '%.*s...': use 1-64 of A-Z "
@@ -1286,7 +1144,7 @@ static int add_channel(struct parse_state *st, const char *name, size_t namelen,
 	if (!copy)
 		goto nomem;
 	c = &o->channels[o->nchannels++];
-	memset(c, 0, sizeof(*c));
+	channel_spec_init(c);
 	memcpy(c->name, namebuf, namelen + 1);
 	c->data_type = type;
 	c->uri = copy;
@@ -1389,6 +1247,7 @@ void fs_options_init(struct fs_options *o)
 	cache_conf_init(&o->cache);
 	cache_disk_conf_init(&o->disk);
 	channel_conf_init(&o->channel);
+	channel_spec_init(&o->args.settings);
 	o->host.count = 1;
 	o->epochs = 0;
 	o->seek = FS_SEEK_REJECT;
@@ -1402,8 +1261,7 @@ void fs_options_free(struct fs_options *o)
 	for (i = 0; i < o->nchannels && i < FS_MAX_CHANNELS; i++)
 		channel_spec_free(&o->channels[i]);
 	o->nchannels = 0;
-	free(o->args.attribute_names);
-	o->args.attribute_names = NULL;
+	channel_spec_free(&o->args.settings);
 	free(o->input_data_config);
 	o->input_data_config = NULL;
 	free(o->resource_config);
@@ -1527,33 +1385,6 @@ out:
 	return rc;
 }
 
-/* Prints text from column col (the cursor is there), wrapped at words. */
-static void print_wrapped(FILE *out, const char *text, int col)
-{
-	const char *p = text;
-	int pos = col;
-	size_t word;
-
-	while (*p) {
-		while (*p == ' ')
-			p++;
-		word = strcspn(p, " ");
-		if (word == 0)
-			break;
-		if (pos > col && pos + 1 + (int)word > HELP_WIDTH) {
-			fprintf(out, "\n%*s", col, "");
-			pos = col;
-		} else if (pos > col) {
-			fputc(' ', out);
-			pos++;
-		}
-		fwrite(p, 1, word, out);
-		pos += (int)word;
-		p += word;
-	}
-	fputc('\n', out);
-}
-
 /* One row of --help; SIZE and UINT rows end with their default. */
 static void usage_row(FILE *out, const struct opt_def *d,
 		      const struct fs_options *defaults)
@@ -1572,19 +1403,19 @@ static void usage_row(FILE *out, const struct opt_def *d,
 			     d->metavar ? d->metavar : "");
 	if (n < 0)
 		return;
-	if (n + 2 > HELP_COLUMN)
-		fprintf(out, "%s\n%*s", left, HELP_COLUMN, "");
-	else
-		fprintf(out, "%-*s", HELP_COLUMN, left);
 	if (d->kind == OPT_SIZE)
 		snprintf(help, sizeof(help), "%s (default %s)", d->help,
 			 size_str(*(const uint64_t *)field, v, sizeof(v)));
 	else if (d->kind == OPT_UINT)
 		snprintf(help, sizeof(help), "%s (default %u)", d->help,
 			 *(const unsigned *)field);
+	else if (d->kind == OPT_CHANNEL &&
+		 *channel_setting_default_doc(d->setting))
+		snprintf(help, sizeof(help), "%s (default %s)", d->help,
+			 channel_setting_default_doc(d->setting));
 	else
 		snprintf(help, sizeof(help), "%s", d->help);
-	print_wrapped(out, help, HELP_COLUMN);
+	util_help_row(out, left, help);
 }
 
 void fs_options_usage(FILE *out, const char *progname)
@@ -1627,13 +1458,19 @@ void fs_options_usage(FILE *out, const char *progname)
 	fs_options_init(&defaults);
 	for (i = 0; i < OPT_COUNT; i++)
 		usage_row(out, &opt_table[i], &defaults);
-	fs_options_free(&defaults);
-	fprintf(out, "%-*s", HELP_COLUMN, "  -o OPTS");
-	print_wrapped(out,
+	util_help_row(out, "  -o OPTS",
 		      "options as a comma-separated list; those s3pipe does "
 		      "not know go to libfuse and the kernel (auto_unmount, "
-		      "default_permissions, fsname=, subtype=, ...)",
-		      HELP_COLUMN);
+		      "default_permissions, fsname=, subtype=, ...)");
+	fputs("\nPer-channel options, for every NAME=URI channel that takes "
+	      "them (an\n"
+	      "InputDataConfig gives them per channel instead; see s3pipe(1), "
+	      "SAGEMAKER\n"
+	      "CHANNELS):\n",
+	      out);
+	for (i = OPT_COUNT; i < row_count(); i++)
+		usage_row(out, row_at(i), &defaults);
+	fs_options_free(&defaults);
 	fputs("\nmount.s3pipe (mount -t s3pipe, /etc/fstab) takes one SOURCE "
 	      "and names its\n"
 	      "channel with -o channel=NAME.  Its -f is mount's fake mode, "

@@ -49,18 +49,9 @@ enum fs_seek_mode { FS_SEEK_REJECT = 0, FS_SEEK_EMULATE = 1 };
  * of this host; fs/channels.c applies it.
  */
 struct fs_channel_args {
-	bool shuffle; /* --shuffle-seed given */
-	int64_t seed;
-	enum channel_wrapper wrapper;	      /* --record-wrapper */
-	enum channel_compression compression; /* --compression */
-	bool wrapper_set, compression_set;
-	bool sharded;	       /* --sharded */
-	char *attribute_names; /* owned: --attribute-names, comma-separated */
-	/* --convert (format) and --csv-label-column, --csv-header,
-	 * --on-bad-row, --feature-dim: each spec's convert once checked */
-	struct channel_convert_conf convert;
-	bool convert_set, label_column_set, header_set, bad_row_set,
-	    feature_dim_set;
+	/* the per-channel options (channel_settings[]) as given, with their
+	 * given bits: copied onto each NAME=URI channel that takes them */
+	struct channel_spec settings;
 	bool host_index_set, host_count_set;
 	unsigned host_index, host_count;
 };
@@ -135,51 +126,5 @@ int fs_options_parse(int argc, char **argv, bool mount_helper,
 
 /* The usage text for --help. */
 void fs_options_usage(FILE *out, const char *progname);
-
-/* ---- fs/channels.c: the channels the options describe ---- */
-
-/*
- * Splits a channel URI: "s3://..." (S3Prefix), "manifest+s3://..."
- * (ManifestFile) or "augmented+s3://..." (AugmentedManifestFile); *s3uri
- * points into uri after the kind.
- */
-enum channel_data_type fs_channel_uri_kind(const char *uri, const char **s3uri);
-
-/*
- * After the options and NAME=URI arguments are in: loads
- * --input-data-config or applies the per-channel options to the NAME=URI
- * channels, and works out this host (--resource-config, --host-index,
- * --host-count).  Returns 0, or EINVAL / ENOMEM with one line in err.
- */
-int fs_channels_finish(struct fs_options *o, char *err, size_t errlen);
-
-/* ---- fs/session.c: what s3pipe hands libfuse ---- */
-
-/*
- * quiet: libfuse's log messages are kept (for fs_session_option_check())
- * instead of printed, until as many fs_session_quiet(false) calls follow.
- * Start-up only, one thread.
- */
-void fs_session_quiet(bool quiet);
-
-/*
- * Whether libfuse takes "-o item" (asked of a session created and destroyed
- * at once: nothing is opened or mounted).  Returns 0; EINVAL with libfuse's
- * own message in msg; or ENOMEM.
- */
-int fs_session_option_check(const char *item, char *msg, size_t msglen);
-
-/*
- * Fills out, which must be empty (FUSE_ARGS_INIT(0, NULL)), with the
- * arguments for fuse_session_new(): prog, then
- * "-oro,fsname=FSNAME,subtype=s3pipe,max_read=1048576[,allow_other]", then
- * o->fuse_args after its argv[0].  FSNAME is, for mount.s3pipe, the first
- * channel's URI when it has no comma or backslash and is shorter than 512
- * bytes, else "s3pipe".  A fsname= or subtype= in o->fuse_args replaces
- * s3pipe's own instead of being given twice.  Returns 0, or ENOMEM with out
- * freed. The caller frees out with fuse_opt_free_args().
- */
-int fs_options_session_args(const struct fs_options *o, const char *prog,
-			    bool mount_helper, struct fuse_args *out);
 
 #endif

@@ -12,7 +12,7 @@
  */
 #include "config.h"
 
-#include "fs/options.h"
+#include "fs/session.h"
 
 #include <fuse_lowlevel.h>
 
@@ -127,8 +127,8 @@ static const char *session_fsname(const struct fs_options *o, bool mount_helper)
 	return uri;
 }
 
-int fs_options_session_args(const struct fs_options *o, const char *prog,
-			    bool mount_helper, struct fuse_args *out)
+int fs_session_args(const struct fs_options *o, const char *prog,
+		    bool mount_helper, struct fuse_args *out)
 {
 	char own[FSNAME_MAX + 128];
 	int user = user_names(o);

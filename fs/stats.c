@@ -136,7 +136,7 @@ static uint64_t since_start(uint64_t start_ns)
 
 /* ---- the rate ring ---- */
 
-FS_UNITTEST void fs_rate_add(struct fs_rate *r, uint64_t now_ns, uint64_t bytes)
+UNITTEST void fs_rate_add(struct fs_rate *r, uint64_t now_ns, uint64_t bytes)
 {
 	uint64_t sec = now_ns / NS_PER_S;
 	uint64_t tag = sec & RATE_TAG;
@@ -157,8 +157,8 @@ FS_UNITTEST void fs_rate_add(struct fs_rate *r, uint64_t now_ns, uint64_t bytes)
  * Bytes per second over the last FS_RATE_WINDOW seconds (the current one
  * in part), or since since_ns when that is later.
  */
-FS_UNITTEST double fs_rate_get(const struct fs_rate *r, uint64_t now_ns,
-			       uint64_t since_ns)
+UNITTEST double fs_rate_get(const struct fs_rate *r, uint64_t now_ns,
+			    uint64_t since_ns)
 {
 	uint64_t sec = now_ns / NS_PER_S;
 	uint64_t lo =

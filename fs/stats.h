@@ -4,7 +4,7 @@
  * The daemon side (fs/stats.c) counts, per channel and epoch, what readers
  * were given, and publishes a JSON snapshot through a file of the mount
  * root that readdir never lists (FS_STATS_FILE); with --stats-interval it
- * also logs one line per interval.  The client side (fs/stats_cmd.c) reads
+ * also logs one line per interval.  The client side (tools/stats.c) reads
  * that file and prints it: once, as JSON, or as a live view.
  *
  * ops.c calls the fs_stats_epoch_*() hooks; main.c creates, starts and
@@ -75,16 +75,7 @@ struct fs_stats_file {
 struct fs_stats_file *fs_stats_file_open(struct fs_stats *s);
 void fs_stats_file_close(struct fs_stats_file *f);
 
-/* ---- the command ---- */
-
-/*
- * s3pipe stats [--json] [--watch] [--interval SECONDS] MOUNTPOINT, with
- * argv[0] "stats".  Returns the exit status: 0, or 1 after one line
- * "s3pipe: ..." on stderr.
- */
-int fs_stats_main(int argc, char **argv);
-
-/* ---- for the unit tests (UNITTEST functions of fs/stats*.c) ---- */
+/* ---- for the unit tests (UNITTEST functions of fs/stats.c) ---- */
 
 /* Bytes read per second, in a ring of one-second slots (fs/stats.c). */
 #define FS_RATE_SLOTS 8
@@ -93,24 +84,10 @@ struct fs_rate {
 };
 
 #ifdef UNITTESTS
-#define FS_UNITTEST
 
 void fs_rate_add(struct fs_rate *r, uint64_t now_ns, uint64_t bytes);
 double fs_rate_get(const struct fs_rate *r, uint64_t now_ns, uint64_t since_ns);
 
-struct stats_view;
-struct stats_view *stats_parse(const char *text, size_t len, char *err,
-			       size_t errlen);
-void stats_view_free(struct stats_view *v);
-char *stats_render(const struct stats_view *v, bool watch, int width, int rows);
-const char *fmt_bytes(uint64_t n, char *buf, size_t len);
-const char *fmt_part(uint64_t part, uint64_t whole, char *buf, size_t len);
-const char *fmt_rate(double bytes_per_second, char *buf, size_t len);
-const char *fmt_eta(double seconds, char *buf, size_t len);
-void render_bar(char *buf, int width, double fraction);
-void fit_width(char *line, int cols);
-#else
-#define FS_UNITTEST static
 #endif
 
 #endif

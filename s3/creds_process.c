@@ -2,14 +2,14 @@
  * creds_process: credentials printed by a program, the profile's
  * credential_process (as the AWS CLI and SDKs run it).
  *
- * The command line runs through /bin/sh -c, in a process group of its own,
- * with stdin on /dev/null, stdout on a pipe, stderr inherited (its
- * prompts and errors reach the user) and no other descriptor open.  Its
- * signal mask is emptied and the signals a daemon may ignore or handle are
- * back to their defaults.  The output is read up to S3_CREDS_BODY_MAX
- * bytes within the timeout; past the timeout the whole group is killed.
- * Only exit status 0 counts, and then stdout must be the JSON document
- * creds_json.c parses (Version 1).
+ * The command line runs through /bin/sh -c (util_spawn()), in a process
+ * group of its own, with stdin on /dev/null, stdout on a pipe, stderr
+ * inherited (its prompts and errors reach the user) and no other
+ * descriptor open, its signal mask empty and every signal at its
+ * default.  The output is read up to S3_CREDS_BODY_MAX bytes within the
+ * timeout; past the timeout the whole group is killed.  Only exit status
+ * 0 counts, and then stdout must be the JSON document creds_json.c parses
+ * (Version 1).
  *
  * The command may carry a secret of its own (a password, a key file), so
  * messages name the profile and never the command.  The output is a
@@ -18,20 +18,17 @@
 #include "config.h"
 
 #include "s3/internal.h"
+#include "util/spawn.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
-
-extern char **environ;
 
 /* Milliseconds left until deadline (monotonic ns), at least 0. */
 static int process_ms_left(uint64_t deadline)
@@ -46,65 +43,13 @@ static int process_ms_left(uint64_t deadline)
 /* Starts the command with its stdout on *out_fd.  0 or an errno. */
 static int process_spawn(const char *command, pid_t *pid, int *out_fd)
 {
-	static const int defaults[] = {SIGPIPE, SIGINT,	 SIGTERM,
-				       SIGHUP,	SIGQUIT, SIGCHLD,
-				       SIGUSR1, SIGUSR2, SIGALRM};
-	char *const argv[] = {"sh", "-c", (char *)command, NULL};
-	posix_spawn_file_actions_t fa;
-	posix_spawnattr_t attr;
-	bool have_fa = false;
-	bool have_attr = false;
-	sigset_t set;
-	int fds[2] = {-1, -1};
-	int rc;
+	char *const argv[] = {"/bin/sh", "-c", (char *)command, NULL};
 
-	if (pipe2(fds, O_CLOEXEC) != 0)
-		return errno;
-	rc = posix_spawn_file_actions_init(&fa);
-	if (rc)
-		goto fail;
-	have_fa = true;
-	rc = posix_spawnattr_init(&attr);
-	if (rc)
-		goto fail;
-	have_attr = true;
-	rc = posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-	if (!rc)
-		rc = posix_spawn_file_actions_adddup2(&fa, fds[1], 1);
-#if defined(__GLIBC__) && __GLIBC_PREREQ(2, 34)
-	/* everything else too (O_CLOEXEC covers ours, not a library's) */
-	if (!rc)
-		rc = posix_spawn_file_actions_addclosefrom_np(&fa, 3);
-#endif
-	if (rc)
-		goto fail;
-	sigemptyset(&set);
-	rc = posix_spawnattr_setsigmask(&attr, &set);
-	for (size_t i = 0; i < sizeof(defaults) / sizeof(defaults[0]); i++)
-		sigaddset(&set, defaults[i]);
-	if (!rc)
-		rc = posix_spawnattr_setsigdefault(&attr, &set);
-	if (!rc)
-		rc = posix_spawnattr_setpgroup(&attr, 0);
-	if (!rc)
-		rc = posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK |
-							 POSIX_SPAWN_SETSIGDEF |
-							 POSIX_SPAWN_SETPGROUP);
-	if (!rc)
-		rc = posix_spawn(pid, "/bin/sh", &fa, &attr, argv, environ);
-	if (rc)
-		goto fail;
-	*out_fd = fds[0];
-	fds[0] = -1;
-fail:
-	if (have_fa)
-		posix_spawn_file_actions_destroy(&fa);
-	if (have_attr)
-		posix_spawnattr_destroy(&attr);
-	if (fds[0] >= 0)
-		close(fds[0]);
-	close(fds[1]);
-	return rc;
+	return util_spawn(&(struct util_spawn){.argv = argv,
+					       .own_group = true,
+					       .out = UTIL_SPAWN_PIPE,
+					       .err = UTIL_SPAWN_INHERIT},
+			  pid, out_fd);
 }
 
 /*
@@ -116,7 +61,6 @@ static int process_read(int fd, struct util_buf *out, uint64_t deadline)
 	for (;;) {
 		struct pollfd p = {.fd = fd, .events = POLLIN};
 		int ms = process_ms_left(deadline);
-		char extra;
 		ssize_t n;
 		int pr;
 
@@ -129,22 +73,13 @@ static int process_read(int fd, struct util_buf *out, uint64_t deadline)
 			return errno;
 		if (pr == 0)
 			return ETIMEDOUT;
-		if (out->len == out->max)
-			n = read(fd, &extra, 1);
-		else
-			n = read(fd, out->data + out->len, out->max - out->len);
+		n = util_buf_read(out, fd);
 		if (n < 0 && (errno == EINTR || errno == EAGAIN))
 			continue;
 		if (n < 0)
-			return errno;
+			return errno; /* EFBIG past out->max */
 		if (n == 0)
 			return 0;
-		if (out->len == out->max) {
-			explicit_bzero(&extra, 1);
-			return EFBIG;
-		}
-		out->len += (size_t)n;
-		out->data[out->len] = '\0';
 	}
 }
 

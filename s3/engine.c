@@ -434,21 +434,14 @@ static CURL *take_easy(struct s3_client *c)
 	e = curl_easy_init();
 	if (!e)
 		return NULL;
+	s3_http_easy_setup(e, c->connect_timeout_seconds * 1000u, c->tls_verify,
+			   c->ca_bundle);
 	curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_body);
 	curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header);
-	curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
-	curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L);
-	curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT,
-			 (long)c->connect_timeout_seconds);
 	curl_easy_setopt(e, CURLOPT_LOW_SPEED_LIMIT, 1L);
 	curl_easy_setopt(e, CURLOPT_LOW_SPEED_TIME, (long)c->stall_seconds);
 	curl_easy_setopt(e, CURLOPT_BUFFERSIZE, (long)GET_BUFFER_SIZE);
 	curl_easy_setopt(e, CURLOPT_TCP_NODELAY, 1L);
-	curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, c->tls_verify ? 1L : 0L);
-	curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, c->tls_verify ? 2L : 0L);
-	if (c->ca_bundle)
-		curl_easy_setopt(e, CURLOPT_CAINFO, c->ca_bundle);
 	return e;
 }
 

@@ -1,7 +1,9 @@
 /*
  * http: one synchronous HTTP request on its own curl easy handle, for the
- * credential providers (STS, container credentials, instance metadata).
- * The S3 traffic itself goes through the engine (s3/engine.c), never here.
+ * credential providers (STS, container credentials, instance metadata),
+ * and the options every easy handle of s3/ starts with (the engine's
+ * too).  The S3 traffic itself goes through the engine (s3/engine.c),
+ * never here.
  *
  * Requests are small and rare (start-up, then a refresh every few hours):
  * a handle per request keeps this free of shared state, so the refresher
@@ -38,6 +40,22 @@ static CURLcode http_init_result;
 static void http_init(void)
 {
 	http_init_result = curl_global_init(CURL_GLOBAL_DEFAULT);
+}
+
+void s3_http_easy_setup(void *easy, unsigned connect_timeout_ms,
+			bool tls_verify, const char *ca_bundle)
+{
+	CURL *e = easy;
+
+	curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
+	curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L);
+	curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS,
+			 (long)connect_timeout_ms);
+	curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, tls_verify ? 1L : 0L);
+	curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, tls_verify ? 2L : 0L);
+	if (ca_bundle)
+		curl_easy_setopt(e, CURLOPT_CAINFO, ca_bundle);
 }
 
 /* The response body: appends past max fail the transfer (EFBIG). */
@@ -275,17 +293,10 @@ int s3_http_request(const struct s3_http_request *req, long *status,
 	e = curl_easy_init();
 	if (!e)
 		goto fail;
+	s3_http_easy_setup(e, req->connect_timeout_ms, req->tls_verify,
+			   req->ca_bundle);
 	curl_easy_setopt(e, CURLOPT_CURLU, u);
-	curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
-	curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L);
-	curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS,
-			 (long)req->connect_timeout_ms);
 	curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, (long)req->timeout_ms);
-	curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, req->tls_verify ? 1L : 0L);
-	curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, req->tls_verify ? 2L : 0L);
-	if (req->ca_bundle)
-		curl_easy_setopt(e, CURLOPT_CAINFO, req->ca_bundle);
 	if (http_host_local(host))
 		curl_easy_setopt(e, CURLOPT_PROXY, "");
 	curl_easy_setopt(e, CURLOPT_HTTPHEADER, headers);

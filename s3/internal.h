@@ -245,6 +245,17 @@ int s3_creds_fill(struct s3_creds *out, const char *access_key,
 
 /* ---- http.c ---- */
 
+/*
+ * What every curl easy handle in s3/ starts with, the engine's and
+ * s3_http_request()'s alike: no signals, http and https only, no
+ * redirects followed, connect_timeout_ms for each connection, and TLS
+ * peer and host verified (unless tls_verify is false: the user turned it
+ * off) against ca_bundle (curl copies it; NULL: the system's).  easy is a
+ * CURL *; the caller adds the rest of its options.
+ */
+void s3_http_easy_setup(void *easy, unsigned connect_timeout_ms,
+			bool tls_verify, const char *ca_bundle);
+
 /* One synchronous request for the providers; every pointer borrowed. */
 struct s3_http_request {
 	const char *method; /* "GET", "PUT" or "POST" */

@@ -52,8 +52,6 @@ int s3_token_file_read(const char *path, const char *what, struct util_buf *out,
 {
 	struct stat st;
 	char ebuf[128];
-	char extra;
-	ssize_t n;
 	int fd = -1;
 	int rc;
 
@@ -75,30 +73,18 @@ int s3_token_file_read(const char *path, const char *what, struct util_buf *out,
 		rc = util_fail(err, errlen, rc, "out of memory");
 		goto fail;
 	}
-	for (;;) {
-		if (out->len == out->max)
-			n = read(fd, &extra, 1);
-		else
-			n = read(fd, out->data + out->len, out->max - out->len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			rc = errno;
-			rc = util_fail(err, errlen, EINVAL,
-				       "cannot read %s %s: %s", what, path,
-				       util_strerror(rc, ebuf, sizeof(ebuf)));
-			goto fail;
-		}
-		if (n == 0)
-			break;
-		if (out->len == out->max) {
-			explicit_bzero(&extra, 1);
-			rc = util_fail(err, errlen, EINVAL,
-				       "%s %s is larger than %zu bytes", what,
-				       path, out->max);
-			goto fail;
-		}
-		out->len += (size_t)n;
+	rc = util_buf_read_all(out, fd); /* within the one allocation */
+	if (rc == EFBIG) {
+		rc = util_fail(err, errlen, EINVAL,
+			       "%s %s is larger than %zu bytes", what, path,
+			       out->max);
+		goto fail;
+	}
+	if (rc) {
+		rc = util_fail(err, errlen, EINVAL, "cannot read %s %s: %s",
+			       what, path,
+			       util_strerror(rc, ebuf, sizeof(ebuf)));
+		goto fail;
 	}
 	while (out->len && isspace((unsigned char)out->data[out->len - 1]))
 		out->len--;

@@ -428,44 +428,10 @@ wait_pids_gone() {	# SECONDS PID...
 
 # ---- the S3 server ----
 
-# Directory holding server.js with its node_modules installed. npm runs at
-# most once at a time (flock), because tests run in parallel. A read-only
-# source tree (distcheck) gets a copy in the build tree.
-s3_server_dir() {
-	local src="$S3PIPE_SRCDIR/tests/s3server" dir lock
-	command -v node >/dev/null || fail "node is required for the test S3 server (apt-get install nodejs npm)"
-	if [ -f "$src/node_modules/s3rver/package.json" ]; then
-		printf '%s\n' "$src"
-		return
-	fi
-	dir=$src
-	if [ ! -w "$src" ]; then
-		dir="$S3PIPE_BUILDDIR/tests/s3server"
-		mkdir -p "$dir"
-	fi
-	command -v npm >/dev/null || fail "npm is required to install the test S3 server (apt-get install npm)"
-	lock="${TMPDIR:-/tmp}/s3pipe-npm-$(id -u)-$(printf '%s' "$dir" | sha256sum | cut -c1-16).lock"
-	(
-		flock -w 300 9 || fail "timed out waiting for $lock"
-		if [ ! -f "$dir/node_modules/s3rver/package.json" ]; then
-			if [ "$dir" != "$src" ]; then
-				cp "$src/server.js" "$src/package.json" "$dir/"
-				[ ! -f "$src/package-lock.json" ] || cp "$src/package-lock.json" "$dir/"
-				[ ! -f "$src/.npmrc" ] || cp "$src/.npmrc" "$dir/"
-			fi
-			note "installing the test S3 server in $dir (npm)"
-			if [ -f "$dir/package-lock.json" ]; then
-				(cd "$dir" && npm ci --no-audit --no-fund --loglevel=error) >&2 ||
-					fail "npm ci failed in $dir"
-			else
-				(cd "$dir" && npm install --no-audit --no-fund --loglevel=error) >&2 ||
-					fail "npm install failed in $dir"
-			fi
-		fi
-	) 9>"$lock"
-	[ -f "$dir/node_modules/s3rver/package.json" ] || fail "s3rver missing in $dir/node_modules"
-	printf '%s\n' "$dir"
-}
+# The server is started and stopped by tests/s3server/start.sh, as for the
+# benchmark and the quickstart. A read-only source tree (distcheck) gets
+# its npm install in a copy in the build tree.
+. "$S3PIPE_SRCDIR/tests/s3server/start.sh"
 
 # Start a private server; sets S3_URL (http[s]://127.0.0.1:PORT), CREDS_URL,
 # S3_PID, S3_DATA. Honours S3_SERVER_ARGS, S3_CREDENTIALS, S3_PORT and
@@ -486,9 +452,10 @@ s3_start() {
 # Start the server; 0 when ready, 1 when it exited during start-up, 2 when
 # it did not become ready in 30 s.
 s3_launch() {
-	local dir i
+	local dir rc=0
 	local -a args
-	dir=$(s3_server_dir)
+	dir=$(s3server_install "$S3PIPE_SRCDIR/tests/s3server" "$S3PIPE_BUILDDIR/tests/s3server") ||
+		fail "cannot install the test S3 server"
 	S3_DATA="$TEST_TMP/s3data"
 	mkdir -p "$S3_DATA"
 	args=(--dir "$S3_DATA" --address 127.0.0.1 --port "${S3_PORT:-0}"
@@ -497,25 +464,12 @@ s3_launch() {
 		args+=(--credentials-port "${S3_CREDS_PORT:-0}")
 	fi
 	args+=("${S3_SERVER_ARGS[@]}")
-	: >"$TEST_TMP/s3server.out"
-	node "$dir/server.js" "${args[@]}" \
-		>"$TEST_TMP/s3server.out" 2>>"$TEST_TMP/s3server.err" </dev/null &
-	S3_PID=$!
-	for ((i = 0; i < 600; i++)); do
-		if grep -q '^ready ' "$TEST_TMP/s3server.out" 2>/dev/null; then
-			break
-		fi
-		if ! kill -0 "$S3_PID" 2>/dev/null; then
-			wait "$S3_PID" 2>/dev/null || true
-			S3_PID=
-			return 1
-		fi
-		sleep 0.05
-	done
-	S3_URL=$(sed -n 's/^ready \([^ ]*\).*/\1/p' "$TEST_TMP/s3server.out" | head -n1)
-	[ -n "$S3_URL" ] || return 2
-	CREDS_URL=$(sed -n 's/^ready .* credentials \([^ ]*\).*/\1/p' "$TEST_TMP/s3server.out" | head -n1)
-	S3_PORT_USED=${S3_URL##*:}
+	s3server_start --js "$dir/server.js" --log "$TEST_TMP/s3server" -- "${args[@]}" || rc=$?
+	S3_PID=$S3SERVER_PID
+	[ "$rc" = 0 ] || return "$rc"
+	S3_URL=$S3SERVER_URL
+	CREDS_URL=$S3SERVER_CREDS_URL
+	S3_PORT_USED=$S3SERVER_PORT
 	S3_CREDS_PORT_USED=${CREDS_URL##*:}
 	export S3_URL CREDS_URL
 }
@@ -540,12 +494,8 @@ s3_start_again() {
 }
 
 s3_stop() {
-	if [ -n "$S3_PID" ]; then
-		kill -TERM "$S3_PID" 2>/dev/null || true
-		wait_pids_gone 5 "$S3_PID" || kill -KILL "$S3_PID" 2>/dev/null || true
-		wait "$S3_PID" 2>/dev/null || true
-		S3_PID=
-	fi
+	s3server_stop "$S3_PID"
+	S3_PID=
 }
 
 # Stop the server, wait SECONDS (default 0), start it again on the same ports.

@@ -45,7 +45,7 @@ void util_log(enum util_log_level level, const char *fmt, ...)
 {
 	static const int syslog_prio[] = {LOG_ERR, LOG_WARNING, LOG_INFO,
 					  LOG_DEBUG};
-	char line[1024];
+	char line[2048];
 	va_list ap;
 
 	if (level > log_level)
@@ -53,6 +53,7 @@ void util_log(enum util_log_level level, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(line, sizeof(line), fmt, ap);
 	va_end(ap);
+	util_clean_line(line); /* names from outside: one line, whatever */
 	if (log_syslog)
 		syslog(syslog_prio[level], "%s", line);
 	else
@@ -372,4 +373,53 @@ uint64_t util_now_ns(void)
 char *util_strdup0(const char *s)
 {
 	return s ? strdup(s) : NULL;
+}
+
+void util_help_row(FILE *out, const char *left, const char *help)
+{
+	const int col = UTIL_HELP_COLUMN;
+	int pos = (int)strlen(left);
+	const char *p = help;
+
+	fputs(left, out);
+	if (pos + 2 > col) {
+		fprintf(out, "\n%*s", col, "");
+	} else {
+		fprintf(out, "%*s", col - pos, "");
+	}
+	pos = col;
+	while (*p) {
+		size_t word;
+
+		while (*p == ' ')
+			p++;
+		word = strcspn(p, " ");
+		if (word == 0)
+			break;
+		if (pos > col && pos + 1 + (int)word > UTIL_HELP_WIDTH) {
+			fprintf(out, "\n%*s", col, "");
+			pos = col;
+		} else if (pos > col) {
+			fputc(' ', out);
+			pos++;
+		}
+		fwrite(p, 1, word, out);
+		pos += (int)word;
+		p += word;
+	}
+	fputc('\n', out);
+}
+
+const char *util_shorten(const char *s, char *buf, size_t size)
+{
+	size_t len = strlen(s);
+	size_t cut = size - 4;
+
+	if (len < size)
+		return s;
+	while (cut > 0 && ((unsigned char)s[cut] & 0xc0) == 0x80)
+		cut--;
+	memcpy(buf, s, cut);
+	memcpy(buf + cut, "...", 4);
+	return buf;
 }

@@ -1,8 +1,11 @@
 /*
  * util: the few helpers that fs/, cache/ and s3/ all need.
  *
- * Logging goes to stderr until util_log_use_syslog() is called (the daemon
- * switches once it detaches).  Messages must never carry secrets.
+ * Logging goes to stderr, one line a message ("prog: message", written
+ * in one call so that threads' lines do not mix), until
+ * util_log_use_syslog() is called (the daemon switches once it detaches).
+ * Each message is cleaned as util_clean_line() does, since names in it
+ * may come from outside.  Messages must never carry secrets.
  * util_buf is a growable byte buffer with a hard upper bound, used for HTTP
  * bodies and strings built piecewise; it always keeps a NUL after the data.
  * util_copy_to_cold() fills memory that is read much later (util/copy.c).
@@ -13,7 +16,11 @@
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdint.h>
+#include <sys/types.h>
+
+struct iovec;
 
 enum util_log_level {
 	UTIL_LOG_ERROR = 0,
@@ -73,6 +80,23 @@ int util_vfail(char *err, size_t errlen, int rc, const char *fmt, va_list ap)
 /* Thread-safe description of an errno value, written into buf. */
 const char *util_strerror(int err, char *buf, size_t len);
 
+/*
+ * s for echoing an outside value in a message: s itself when shorter than
+ * size, else its first bytes (whole UTF-8 sequences) and "..." in buf
+ * (size > 4 bytes).  Returns s or buf.
+ */
+const char *util_shorten(const char *s, char *buf, size_t size);
+
+#define UTIL_HELP_COLUMN 28 /* where --help text starts */
+#define UTIL_HELP_WIDTH	 79 /* and where it wraps */
+
+/*
+ * One row of a --help: left ("      --cache-size SIZE"), then help from
+ * UTIL_HELP_COLUMN (on the next line when left reaches it), wrapped at
+ * words before UTIL_HELP_WIDTH.
+ */
+void util_help_row(FILE *out, const char *left, const char *help);
+
 struct util_buf {
 	char
 	    *data; /* owned; NUL-terminated after len bytes; NULL while empty */
@@ -115,6 +139,32 @@ uint64_t util_now_ns(void);
 
 /* All of data to fd (short writes and EINTR retried): 0 or an errno. */
 int util_write_all(int fd, const void *data, size_t len);
+/* All of iov[0..count) to fd, in order, the same way (iov is left as it
+ * is): 0 or an errno. */
+int util_writev_all(int fd, const struct iovec *iov, int count);
+
+/*
+ * Reading to the end (util/file.c).  util_buf_read() appends what one
+ * read() of fd gives to b (never more than b->max allows): the bytes read,
+ * 0 at the end of the file, or -1 with errno: read()'s (EINTR and EAGAIN
+ * included), ENOMEM, or EFBIG when fd holds more than b->max allows.
+ * util_buf_read_all() repeats it to the end of the file, EINTR retried:
+ * 0 or an errno, b holding what was read either way.  Neither
+ * reallocates b while b->cap > b->max: a buffer allocated whole up front
+ * (s3's secret buffers) keeps its one allocation.
+ */
+ssize_t util_buf_read(struct util_buf *b, int fd);
+int util_buf_read_all(struct util_buf *b, int fd);
+
+/*
+ * The whole file at path, at most max bytes (0 < max < SIZE_MAX), into
+ * *out (owned by the caller: free(); NUL-terminated after *len bytes,
+ * also when empty) and *len.  Regular files, pipes and /proc files alike.
+ * 0, EFBIG when it holds more than max bytes, ENOMEM, EINVAL for max, or
+ * open()'s or read()'s errno (ENOENT, EACCES, EISDIR, ...); on error *out
+ * is NULL and *len 0.
+ */
+int util_read_file(const char *path, size_t max, char **out, size_t *len);
 
 /*
  * Replacing a file whole (util/file.c): begin makes a temporary file
@@ -135,8 +185,23 @@ void util_replace_abort(struct util_replace *r);
 /* The file at path replaced whole by text and a newline, with mode (as
  * chmod takes it): 0 or an errno. */
 int util_write_text_file(const char *path, const char *text, unsigned mode);
+/* fsync() of the directory dir, so that a rename or an unlink in it
+ * lasts: 0 or an errno. */
+int util_sync_dir(const char *dir);
 
 /* strdup that returns NULL for NULL. */
 char *util_strdup0(const char *s);
+
+/*
+ * The test hook of every module: functions marked UNITTEST are static in
+ * the product; the unit tests compile the module's sources with
+ * -DUNITTESTS, which makes them visible (declared in the module's header
+ * or internal header under #ifdef UNITTESTS).
+ */
+#ifdef UNITTESTS
+#define UNITTEST
+#else
+#define UNITTEST static
+#endif
 
 #endif

@@ -1,18 +1,18 @@
 /*
  * daemons: the s3pipe processes behind the volumes.
  *
- * s3pipe is run with posix_spawn (safe from a threaded process): stdin
- * and stdout on /dev/null, stderr into a pipe, every other descriptor of
- * the plugin closed, the signal mask empty and the signals the plugin
- * blocks or ignores back to their defaults.  Without -f, s3pipe's first
- * process exits 0 only once the mount is ready (non-zero with one line on
- * stderr, and no mount, otherwise), and the daemon it forked lets go of
- * stderr at that moment: so the plugin reads the pipe to its end, with a
- * deadline, then reaps the first process.  The daemon is not the plugin's
- * child; it is known by its pid file (--pid-file, written once mounted,
- * removed when it ends) and checked by its command line, which ends with
- * the mountpoint: a pid reused by another process, or a zombie, does not
- * count as the daemon.
+ * s3pipe is run with util_spawn() (posix_spawn, safe from a threaded
+ * process): stdin and stdout on /dev/null, stderr into a pipe, every other
+ * descriptor of the plugin closed, the signal mask empty and every signal
+ * at its default.  Without -f, s3pipe's first process exits 0 only once
+ * the mount is ready (non-zero with one line on stderr, and no mount,
+ * otherwise), and the daemon it forked lets go of stderr at that moment:
+ * so the plugin reads the pipe to its end, with a deadline, then reaps
+ * the first process.  The daemon is not the plugin's child; it is known
+ * by its pid file (--pid-file, written once mounted, removed when it
+ * ends) and checked by its command line (util_read_file()), which ends
+ * with the mountpoint: a pid reused by another process, or a zombie, does
+ * not count as the daemon.
  *
  * Whether a path is mounted comes from /proc/self/mountinfo (fstype
  * "fuse.s3pipe" for s3pipe's mounts).  Stopping unmounts (lazily when the
@@ -23,14 +23,13 @@
 #include "config.h"
 
 #include "contrib/docker/plugin.h"
+#include "util/spawn.h"
 #include "util/util.h"
 
 #include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,13 +38,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-extern char **environ;
-
 #define STDERR_KEEP	 4096 /* bytes of a child's stderr kept */
 #define EXIT_WAIT_MS	 10000
 #define TERM_WAIT_MS	 5000
 #define KILL_WAIT_MS	 2000
 #define CMDLINE_MAX	 65536
+#define PID_FILE_MAX	 32
 #define MAX_STRAYS	 16
 #define MOUNTINFO_FIELDS 64
 
@@ -126,29 +124,15 @@ enum plugin_mount_kind plugin_mount_kind(const char *path)
 	return kind;
 }
 
-/* pid's command line into buf (NUL-separated); its length, 0 if none. */
-static size_t read_cmdline(pid_t pid, char *buf, size_t len)
+/* pid's command line (NUL-separated) into *cmd (owned) and *n: 0, or
+ * ENOMEM, or another errno (no such process, longer than the plugin
+ * ever makes one, ...). */
+static int read_cmdline(pid_t pid, char **cmd, size_t *n)
 {
 	char path[64];
-	size_t n = 0;
-	int fd;
 
 	snprintf(path, sizeof(path), "/proc/%ld/cmdline", (long)pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return 0;
-	while (n < len - 1) {
-		ssize_t r = read(fd, buf + n, len - 1 - n);
-
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			break;
-		n += (size_t)r;
-	}
-	close(fd);
-	buf[n] = '\0';
-	return n;
+	return util_read_file(path, CMDLINE_MAX, cmd, n);
 }
 
 /* Whether the command line (n bytes) ends with the argument last, and,
@@ -174,14 +158,14 @@ bool plugin_daemon_alive(pid_t pid, const char *mountpoint)
 	char *cmd;
 	size_t n;
 	bool alive;
+	int rc;
 
 	if (pid <= 0)
 		return false;
-	cmd = malloc(CMDLINE_MAX);
-	if (!cmd)
+	rc = read_cmdline(pid, &cmd, &n);
+	if (rc == ENOMEM)
 		return kill(pid, 0) == 0; /* cannot tell: assume it is */
-	n = read_cmdline(pid, cmd, CMDLINE_MAX);
-	alive = n > 0 && cmdline_serves(cmd, n, mountpoint, false);
+	alive = !rc && n > 0 && cmdline_serves(cmd, n, mountpoint, false);
 	free(cmd);
 	return alive;
 }
@@ -193,100 +177,44 @@ static size_t find_strays(const char *mountpoint, pid_t skip, pid_t *out,
 {
 	DIR *d = opendir("/proc");
 	struct dirent *e;
-	char *cmd = malloc(CMDLINE_MAX);
 	size_t found = 0;
 
-	while (d && cmd && found < max && (e = readdir(d)) != NULL) {
+	while (d && found < max && (e = readdir(d)) != NULL) {
 		char *end;
 		long pid = strtol(e->d_name, &end, 10);
+		char *cmd;
 		size_t n;
 
 		if (*end || pid <= 0 || pid == (long)getpid() || pid == skip)
 			continue;
-		n = read_cmdline((pid_t)pid, cmd, CMDLINE_MAX);
+		if (read_cmdline((pid_t)pid, &cmd, &n) != 0)
+			continue;
 		if (n > 0 && cmdline_serves(cmd, n, mountpoint, true))
 			out[found++] = (pid_t)pid;
+		free(cmd);
 	}
 	if (d)
 		closedir(d);
-	free(cmd);
 	return found;
 }
 
 pid_t plugin_pid_file_read(const char *pid_file)
 {
-	char buf[32];
-	ssize_t n;
+	char *buf;
+	size_t n;
 	long pid;
 	char *end;
-	int fd = open(pid_file, O_RDONLY | O_CLOEXEC);
 
-	if (fd < 0)
+	if (util_read_file(pid_file, PID_FILE_MAX, &buf, &n) != 0)
 		return 0;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return 0;
-	buf[n] = '\0';
 	pid = strtol(buf, &end, 10);
 	if (end == buf || (*end && *end != '\n') || pid <= 0 || pid > 1 << 30)
-		return 0;
+		pid = 0;
+	free(buf);
 	return (pid_t)pid;
 }
 
 /* ---- running s3pipe ---- */
-
-/*
- * Starts argv with stdin and stdout on /dev/null and stderr into a pipe
- * whose read end is *errfd.  search: look argv[0] up in PATH.
- */
-static int spawn(char *const argv[], bool search, pid_t *pid, int *errfd)
-{
-	static const int defaults[] = {SIGPIPE, SIGTERM, SIGINT,  SIGHUP,
-				       SIGCHLD, SIGUSR1, SIGUSR2, SIGQUIT};
-	posix_spawn_file_actions_t fa;
-	posix_spawnattr_t attr;
-	sigset_t none, def;
-	int fds[2];
-	int rc;
-
-	if (pipe2(fds, O_CLOEXEC) != 0)
-		return errno;
-	sigemptyset(&none);
-	sigemptyset(&def);
-	for (size_t i = 0; i < sizeof(defaults) / sizeof(defaults[0]); i++)
-		sigaddset(&def, defaults[i]);
-	posix_spawn_file_actions_init(&fa);
-	posix_spawnattr_init(&attr);
-	rc = posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-	if (!rc)
-		rc = posix_spawn_file_actions_addopen(&fa, 1, "/dev/null",
-						      O_WRONLY, 0);
-	if (!rc)
-		rc = posix_spawn_file_actions_adddup2(&fa, fds[1], 2);
-	if (!rc)
-		rc = posix_spawn_file_actions_addclosefrom_np(&fa, 3);
-	if (!rc)
-		rc = posix_spawnattr_setsigmask(&attr, &none);
-	if (!rc)
-		rc = posix_spawnattr_setsigdefault(&attr, &def);
-	if (!rc)
-		rc = posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK |
-							 POSIX_SPAWN_SETSIGDEF);
-	if (!rc)
-		rc = search
-			 ? posix_spawnp(pid, argv[0], &fa, &attr, argv, environ)
-			 : posix_spawn(pid, argv[0], &fa, &attr, argv, environ);
-	posix_spawn_file_actions_destroy(&fa);
-	posix_spawnattr_destroy(&attr);
-	close(fds[1]);
-	if (rc) {
-		close(fds[0]);
-		return rc;
-	}
-	*errfd = fds[0];
-	return 0;
-}
 
 static pid_t wait_child(pid_t pid, int *status)
 {
@@ -418,7 +346,11 @@ static int run(char *const argv[], bool search, int timeout_ms,
 
 	if (!out)
 		return util_fail(err, errlen, ENOMEM, "out of memory");
-	rc = spawn(argv, search, &pid, &fd);
+	rc = util_spawn(&(struct util_spawn){.argv = argv,
+					     .search = search,
+					     .out = UTIL_SPAWN_NULL,
+					     .err = UTIL_SPAWN_PIPE},
+			&pid, &fd);
 	if (rc) {
 		util_fail(err, errlen, rc, "cannot run %s (%s): %s", what,
 			  argv[0], util_strerror(rc, msg, sizeof(msg)));
@@ -496,13 +428,13 @@ static void terminate(pid_t pid, const char *mountpoint)
 {
 	if (!plugin_daemon_alive(pid, mountpoint))
 		return;
-	plugin_log("s3pipe (pid %ld) for %s is still running: SIGTERM",
-		   (long)pid, mountpoint);
+	util_warn("s3pipe (pid %ld) for %s is still running: SIGTERM",
+		  (long)pid, mountpoint);
 	kill(pid, SIGTERM);
 	if (wait_gone(pid, mountpoint, TERM_WAIT_MS))
 		return;
-	plugin_log("s3pipe (pid %ld) for %s ignored SIGTERM: SIGKILL",
-		   (long)pid, mountpoint);
+	util_warn("s3pipe (pid %ld) for %s ignored SIGTERM: SIGKILL", (long)pid,
+		  mountpoint);
 	kill(pid, SIGKILL);
 	wait_gone(pid, mountpoint, KILL_WAIT_MS);
 }
@@ -521,7 +453,7 @@ static int unmount(const char *mountpoint, char *err, size_t errlen)
 	if (rc == EINVAL || rc == ENOENT)
 		return 0; /* not mounted (any more) */
 	if (rc == EBUSY) {
-		plugin_log("%s is busy: detaching it lazily", mountpoint);
+		util_info("%s is busy: detaching it lazily", mountpoint);
 		if (umount2(mountpoint, MNT_DETACH | UMOUNT_NOFOLLOW) == 0)
 			return 0;
 		rc = errno;

@@ -185,11 +185,11 @@ static void log_outcome(const char *path, const struct call *c, int rc,
 {
 	uint64_t ms = (util_now_ns() - start_ns) / 1000000;
 
-	plugin_log("%s%s%s%s%s%s: %s%s (%llu ms)", path + 1,
-		   c->name ? " '" : "", c->name ? c->name : "",
-		   c->name ? "'" : "", c->id ? " id " : "", c->id ? c->id : "",
-		   rc ? "refused: " : "ok", rc ? c->err : "",
-		   (unsigned long long)ms);
+	util_info("%s%s%s%s%s%s: %s%s (%llu ms)", path + 1, c->name ? " '" : "",
+		  c->name ? c->name : "", c->name ? "'" : "",
+		  c->id ? " id " : "", c->id ? c->id : "",
+		  rc ? "refused: " : "ok", rc ? c->err : "",
+		  (unsigned long long)ms);
 }
 
 unsigned plugin_endpoint(struct plugin_volumes *t, const char *path,
@@ -203,7 +203,7 @@ unsigned plugin_endpoint(struct plugin_volumes *t, const char *path,
 	if (!e) {
 		util_fail(c.err, sizeof(c.err), ENOENT,
 			  "unknown endpoint '%.100s'", path);
-		plugin_log("%.100s: refused: %s", path, c.err);
+		util_warn("%.100s: refused: %s", path, c.err);
 		*reply = plugin_err_reply(c.err);
 		return 404;
 	}

@@ -48,7 +48,7 @@ static void mhd_log(void *cls, const char *fmt, va_list ap)
 
 	vsnprintf(line, sizeof(line), fmt, ap);
 	line[strcspn(line, "\n")] = '\0';
-	plugin_log("http: %s", line);
+	util_info("http: %s", line);
 }
 
 /* Sends reply (consumed) with status; NULL sends a fixed error. */
@@ -83,7 +83,7 @@ static enum MHD_Result send_json(struct MHD_Connection *conn, unsigned status,
 static enum MHD_Result send_err(struct MHD_Connection *conn, unsigned status,
 				const char *url, const char *msg)
 {
-	plugin_log("%.100s: refused: %s", url, msg);
+	util_warn("%.100s: refused: %s", url, msg);
 	return send_json(conn, status, plugin_err_reply(msg));
 }
 

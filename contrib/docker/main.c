@@ -94,7 +94,7 @@ static void die(const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(line, sizeof(line), fmt, ap);
 	va_end(ap);
-	plugin_log("%s", line);
+	util_error("%s", line);
 	exit(1);
 }
 
@@ -255,12 +255,12 @@ static void wait_for_stop(const sigset_t *set)
 		if (sigwait(set, &sig) != 0)
 			continue;
 		if (sig == SIGTERM || sig == SIGINT) {
-			plugin_log("%s: stopping (mounted volumes stay "
-				   "mounted)",
-				   sig == SIGTERM ? "SIGTERM" : "SIGINT");
+			util_info("%s: stopping (mounted volumes stay "
+				  "mounted)",
+				  sig == SIGTERM ? "SIGTERM" : "SIGINT");
 			return;
 		}
-		plugin_log("signal %d ignored", sig);
+		util_warn("signal %d ignored", sig);
 	}
 }
 
@@ -275,6 +275,7 @@ int main(int argc, char **argv)
 	bool activated;
 	int fd;
 
+	util_log_set_prog(PLUGIN_PROG);
 	signal(SIGPIPE, SIG_IGN);
 	parse_args(argc, argv, &a);
 	/* before any thread: they all inherit the mask */
@@ -299,9 +300,9 @@ int main(int argc, char **argv)
 	h = plugin_http_start(fd, t, err, sizeof(err));
 	if (!h)
 		die("%s", err);
-	plugin_log("serving on %s (%s), state in %s, s3pipe %s",
-		   activated ? "the socket from systemd" : a.socket,
-		   PACKAGE_VERSION, a.state_dir, s3pipe);
+	util_info("serving on %s (%s), state in %s, s3pipe %s",
+		  activated ? "the socket from systemd" : a.socket,
+		  PACKAGE_VERSION, a.state_dir, s3pipe);
 
 	wait_for_stop(&set);
 	plugin_http_stop(h);
@@ -309,6 +310,6 @@ int main(int argc, char **argv)
 		unlink(a.socket);
 	plugin_volumes_destroy(t);
 	free(s3pipe);
-	plugin_log("stopped");
+	util_info("stopped");
 	return 0;
 }

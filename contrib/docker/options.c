@@ -2,8 +2,9 @@
  * options: what `docker volume create -o KEY=VALUE` may say, and the
  * s3pipe arguments it becomes.
  *
- * A value that names S3 data (s3://, manifest+s3://, augmented+s3://) is
- * a channel, passed as the positional "KEY=VALUE"; every other option is
+ * A value that names S3 data (a channel URI: s3://, manifest+s3://,
+ * augmented+s3://, as channel_uri_kind() knows them) is a channel,
+ * passed as the positional "KEY=VALUE"; every other option is
  * "-o KEY=VALUE", which s3pipe parses like its own --long-option (or hands
  * to libfuse).  fuse_opt splits -o lists at commas, so a value's commas
  * and backslashes are escaped: "epochs=2,pid_file=/x" stays one (bad)
@@ -18,6 +19,7 @@
 #include "config.h"
 
 #include "contrib/docker/plugin.h"
+#include "channel/channel.h"
 #include "util/util.h"
 
 #include <errno.h>
@@ -41,13 +43,6 @@ static const char *const secret_options[] = {
     "aws_access_key_id",
     "access_key",
     "access_key_id",
-    NULL,
-};
-
-static const char *const channel_schemes[] = {
-    "s3://",
-    "manifest+s3://",
-    "augmented+s3://",
     NULL,
 };
 
@@ -132,11 +127,10 @@ static bool in_list(const char *s, const char *const *list)
 
 bool plugin_opt_is_channel(const char *value)
 {
-	for (size_t i = 0; channel_schemes[i]; i++)
-		if (strncmp(value, channel_schemes[i],
-			    strlen(channel_schemes[i])) == 0)
-			return true;
-	return false;
+	enum channel_data_type type;
+	const char *s3uri;
+
+	return channel_uri_kind(value, &type, &s3uri);
 }
 
 /* Lowercase, '-' as '_', into out (at least PLUGIN_OPT_KEY_MAX + 1). */

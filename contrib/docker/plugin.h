@@ -14,7 +14,9 @@
  *   state.c      a volume's record, and its file STATE/volumes/NAME.json
  *   daemons.c    running s3pipe (check, mount), stopping it, and whether
  *                a mount or a daemon is still there
- *   log.c        one line per event on stderr
+ *
+ * Logging is util_log's: one line per event on stderr (which systemd hands
+ * to the journal), "s3pipe-docker-plugin: ...", cleaned, never a secret.
  *
  * State directory (STATE, --state-dir):
  *   volumes/NAME.json  Name, Opts as given, CreatedAt, MountIDs
@@ -48,11 +50,6 @@
  * message, not Docker's time-out, reaches the user */
 #define PLUGIN_MOUNT_TIMEOUT 100 /* seconds */
 #define PLUGIN_CHECK_TIMEOUT 30	 /* seconds, s3pipe --check-options */
-
-/* ---- log.c ---- */
-
-/* One line on stderr, "s3pipe-docker-plugin: ...". Never a secret. */
-void plugin_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* ---- options.c ---- */
 

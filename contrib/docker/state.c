@@ -20,7 +20,6 @@
 
 #include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -126,19 +125,6 @@ fail:
 	return o;
 }
 
-static int sync_dir(const char *dir)
-{
-	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	int rc = 0;
-
-	if (fd < 0)
-		return errno;
-	if (fsync(fd) != 0)
-		rc = errno;
-	close(fd);
-	return rc;
-}
-
 int plugin_state_save(const char *dir, const struct plugin_volume *v, char *err,
 		      size_t errlen)
 {
@@ -182,7 +168,7 @@ int plugin_state_delete(const char *dir, const char *name, char *err,
 	if (unlink(path) != 0 && errno != ENOENT)
 		rc = errno;
 	if (!rc)
-		rc = sync_dir(dir);
+		rc = util_sync_dir(dir);
 	if (rc)
 		util_fail(err, errlen, rc,
 			  "cannot remove the state of volume '%s' in %s: %s",
@@ -325,8 +311,8 @@ struct plugin_volume *plugin_state_load_all(const char *dir, unsigned *nbad)
 			*tail = v;
 			tail = &v->next;
 		} else {
-			plugin_log("skipping %s/%s: %s", dir, list[i]->d_name,
-				   err);
+			util_warn("skipping %s/%s: %s", dir, list[i]->d_name,
+				  err);
 			(*nbad)++;
 		}
 		free(list[i]);

@@ -200,7 +200,7 @@ static void save_or_log(struct plugin_volumes *t, struct plugin_volume *v)
 	char err[PLUGIN_ERR_MAX];
 
 	if (plugin_state_save(t->volumes_dir, v, err, sizeof(err)))
-		plugin_log("%s", err);
+		util_warn("%s", err);
 }
 
 /* Whether v's mount and daemon are both there. */
@@ -331,10 +331,9 @@ static int start(struct plugin_volumes *t, struct plugin_volume *v,
 	int rc;
 
 	if (remount)
-		plugin_log(
-		    "volume '%s': its mount or daemon (pid %ld) is gone; "
-		    "mounting it again",
-		    v->name, (long)old);
+		util_info("volume '%s': its mount or daemon (pid %ld) is gone; "
+			  "mounting it again",
+			  v->name, (long)old);
 	v->busy = true;
 	pthread_mutex_unlock(&t->lock);
 
@@ -408,9 +407,9 @@ static int stop(struct plugin_volumes *t, struct plugin_volume *v,
 	pthread_mutex_unlock(&t->lock);
 	rc = plugin_daemon_stop(w->mp, pid, w->pid_file, err, errlen);
 	if (!rc && rmdir(w->mp) != 0 && errno != ENOENT)
-		plugin_log("volume '%s': %s is not empty after unmounting: "
-			   "left as it is",
-			   v->name, w->mp);
+		util_warn("volume '%s': %s is not empty after unmounting: "
+			  "left as it is",
+			  v->name, w->mp);
 	pthread_mutex_lock(&t->lock);
 	set_idle(t, v);
 	if (!rc) {
@@ -558,7 +557,7 @@ static void restore(struct plugin_volumes *t, struct plugin_volume *v)
 	bool alive;
 
 	if (where_of(t, v->name, &w, err, sizeof(err))) {
-		plugin_log("volume '%s': %s", v->name, err);
+		util_warn("volume '%s': %s", v->name, err);
 		return;
 	}
 	pid = plugin_pid_file_read(w.pid_file);
@@ -566,29 +565,29 @@ static void restore(struct plugin_volumes *t, struct plugin_volume *v)
 	alive = plugin_daemon_alive(pid, w.mp);
 	if (nids > 0 && kind == PLUGIN_MOUNTED_S3PIPE && alive) {
 		v->pid = pid;
-		plugin_log("volume '%s': still mounted on %s by s3pipe (pid "
-			   "%ld), %zu mount ID(s) kept",
-			   v->name, w.mp, (long)pid, nids);
+		util_info("volume '%s': still mounted on %s by s3pipe (pid "
+			  "%ld), %zu mount ID(s) kept",
+			  v->name, w.mp, (long)pid, nids);
 		goto done;
 	}
 	if (nids == 0 && kind == PLUGIN_NOT_MOUNTED && !alive)
 		goto done; /* not mounted, as recorded */
 	if (kind == PLUGIN_MOUNTED_OTHER)
-		plugin_log("volume '%s': something other than s3pipe is "
-			   "mounted on %s: left alone",
-			   v->name, w.mp);
+		util_warn("volume '%s': something other than s3pipe is "
+			  "mounted on %s: left alone",
+			  v->name, w.mp);
 	if (plugin_daemon_stop(w.mp, alive ? pid : 0, w.pid_file, err,
 			       sizeof(err)))
-		plugin_log("volume '%s': %s", v->name, err);
+		util_warn("volume '%s': %s", v->name, err);
 	rmdir(w.mp);
 	plugin_volume_clear_ids(v);
 	v->pid = 0;
 	save_or_log(t, v);
-	plugin_log("volume '%s': stale state cleaned up (mount %s, daemon "
-		   "%s), %zu mount ID(s) cleared",
-		   v->name,
-		   kind == PLUGIN_MOUNTED_S3PIPE ? "left behind" : "gone",
-		   alive ? "left running" : "gone", nids);
+	util_info("volume '%s': stale state cleaned up (mount %s, daemon "
+		  "%s), %zu mount ID(s) cleared",
+		  v->name,
+		  kind == PLUGIN_MOUNTED_S3PIPE ? "left behind" : "gone",
+		  alive ? "left running" : "gone", nids);
 done:
 	where_free(&w);
 }
@@ -687,8 +686,8 @@ struct plugin_volumes *plugin_volumes_create(const char *state_dir,
 		insert(t, v);
 		n++;
 	}
-	plugin_log("%u volume(s) in %s%s", n, t->volumes_dir,
-		   nbad ? " (unreadable records skipped)" : "");
+	util_info("%u volume(s) in %s%s", n, t->volumes_dir,
+		  nbad ? " (unreadable records skipped)" : "");
 	return t;
 fail:
 	plugin_volumes_destroy(t);

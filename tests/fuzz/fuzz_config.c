@@ -1,5 +1,5 @@
 /*
- * libFuzzer harness for channel/config.c: every input is parsed as an
+ * libFuzzer harness for sagemaker/config.c: every input is parsed as an
  * InputDataConfig twice, into an empty table and after a spec that is
  * already there (as one from the command line would be) with little room
  * left.  Parsed specs are checked against the header's promises (valid,
@@ -11,7 +11,7 @@
  */
 #include "config.h"
 
-#include "channel/channel.h"
+#include "sagemaker/sagemaker.h"
 
 #include <errno.h>
 #include <stddef.h>
@@ -100,7 +100,8 @@ static size_t run(const char *text, size_t len, unsigned max, bool seeded)
 		memcpy(specs[0].name, "train", sizeof("train"));
 	err[0] = 'x';
 	err[1] = '\0';
-	rc = channel_config_parse(text, len, specs, max, &n, err, sizeof(err));
+	rc = sagemaker_input_config_parse(text, len, specs, max, &n, err,
+					  sizeof(err));
 	if (seeded && strcmp(specs[0].name, "train") != 0)
 		__builtin_trap();
 	if (rc == 0) {

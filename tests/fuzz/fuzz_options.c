@@ -14,6 +14,7 @@
 #include "config.h"
 
 #include "fs/options.h"
+#include "fs/session.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -29,7 +30,7 @@ static void check_session_args(const struct fs_options *o, bool helper)
 {
 	struct fuse_args fa = FUSE_ARGS_INIT(0, NULL);
 
-	if (fs_options_session_args(o, "s3pipe", helper, &fa) != 0)
+	if (fs_session_args(o, "s3pipe", helper, &fa) != 0)
 		return; /* out of memory */
 	if (fa.argc < 2 || strcmp(fa.argv[0], "s3pipe") != 0 ||
 	    strncmp(fa.argv[1], "-oro,", 5) != 0 || fa.argv[fa.argc])

@@ -1,5 +1,5 @@
 /*
- * libFuzzer harness for the client side of `s3pipe stats` (fs/stats_cmd.c,
+ * libFuzzer harness for the client side of `s3pipe stats` (tools/stats.c,
  * built with -DUNITTESTS): every input is a stats document as read from a
  * mount's .s3pipe-stats, which is outside input.  A refused document gives
  * one clean line; an accepted one is rendered as the table and as the live
@@ -9,6 +9,7 @@
 #include "config.h"
 
 #include "fs/stats.h"
+#include "tools/tools.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -45,10 +46,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static const int sizes[][2] = {{0, 0}, {20, 3}, {80, 24}, {200, 60}};
 	char err[256];
-	struct stats_view *v;
+	struct tools_stats_view *v;
 
 	err[0] = '\0';
-	v = stats_parse((const char *)data, size, err, sizeof(err));
+	v = tools_stats_parse((const char *)data, size, err, sizeof(err));
 	if (!v) {
 		if (!err[0] || strchr(err, '\n') || !util_utf8_valid(err))
 			abort();
@@ -56,8 +57,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
 		for (int watch = 0; watch < 2; watch++) {
-			char *text =
-			    stats_render(v, watch, sizes[i][0], sizes[i][1]);
+			char *text = tools_stats_render(v, watch, sizes[i][0],
+							sizes[i][1]);
 
 			if (!text)
 				abort();
@@ -65,6 +66,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			free(text);
 		}
 	}
-	stats_view_free(v);
+	tools_stats_view_free(v);
 	return 0;
 }

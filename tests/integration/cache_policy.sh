@@ -11,18 +11,17 @@
 #     leaves the head of epoch 1 fetched before epoch 1 is opened (the
 #     bytes received grow past what epoch 0 needed, by at least half of the
 #     pre-warm, which is a quarter of the budget, and by no more than it)
-#     and epoch 1's first read is no miss; the same with a shuffled
-#     channel; with --epochs 1 nothing is fetched past epoch 0.  The first
-#     byte's latency of epoch 0 and of the pre-warmed epoch 1 is printed
-#     (not asserted).
+#     and epoch 1's first read finds its block in memory (a cache hit, no
+#     miss: its first byte needs no GET); the same with a shuffled
+#     channel; with --epochs 1 nothing is fetched past epoch 0.  (How much
+#     sooner that first byte comes is the bench's to measure.)
 # (c) Four readers of one epoch at different speeds (one unpaced, three
 #     paced): all byte-exact; the fast one finishes while the slow one has
 #     read less than half (it is not held back by the others' windows); the
 #     daemon's peak block memory (stats memory.peak) is within the budget;
 #     hardly any read fetches its block on demand (cache.misses: no
-#     reader's window is evicted by another's).  The GETs per object and
-#     the bytes fetched per byte of the channel are printed (from the
-#     server's request log), and must stay under one fetch per reader.
+#     reader's window is evicted by another's); the bytes fetched (from
+#     the server's request log) stay under one fetch per reader.
 # CACHE_POLICY_PARTS (default "a b c") runs some of the parts only.
 
 # seeding and reading about 1.5 GiB through one s3rver takes a minute or
@@ -67,10 +66,6 @@ mib() {
 	awk -v b="$1" 'BEGIN { printf "%.1f", b / 1048576 }'
 }
 
-ms() {
-	awk -v t="$1" 'BEGIN { printf "%.3f", t * 1000 }'
-}
-
 # read_epoch MP FILE EXPECTED WHAT: reads MP/FILE whole, checked by check
 read_epoch() {
 	wait_until 10 test -e "$1/$2" || fail "$2 did not appear"
@@ -106,26 +101,25 @@ print(hashlib.sha256("".join(sorted(hs)).encode()).hexdigest())
 PY
 }
 
-# first_read MP FILE OUT: opens MP/FILE, reads 1 MiB, reads the rest into
-# OUT; prints the seconds the first read took and the cache misses (from
-# the stats file) before and after it.
+# first_read MP FILE OUT: opens MP/FILE, reads 1 MiB (one block), reads
+# the rest into OUT; prints the cache's misses and hits (from the stats
+# file) before and after that first read.
 first_read() {
 	python3 - "$1" "$2" "$3" <<'PY'
-import json, os, shutil, sys, time
+import json, os, shutil, sys
 mp, name, out = sys.argv[1:4]
-def misses():
+def cache():
     with open(os.path.join(mp, ".s3pipe-stats"), "rb") as f:
-        return json.load(f)["cache"]["misses"]
-before = misses()
+        c = json.load(f)["cache"]
+    return c["misses"], c["hits"]
+before = cache()
 fd = os.open(os.path.join(mp, name), os.O_RDONLY)
-t0 = time.monotonic()
 data = os.read(fd, 1 << 20)
-took = time.monotonic() - t0
-after = misses()
+after = cache()
 with open(out, "wb") as o, os.fdopen(fd, "rb", buffering=0) as f:
     o.write(data)
     shutil.copyfileobj(f, o, 1 << 20)
-print("%.6f %d %d" % (took, before, after))
+print("%d %d %d %d" % (before[0], after[0], before[1], after[1]))
 PY
 }
 
@@ -153,7 +147,14 @@ part_a() {
 		blocks=$((fetched - prev_fetched))
 		[ "$e" -gt 0 ] || blocks0=$blocks
 		note "(a) scan_$e: $(mib $((got - prev))) MiB received, $blocks blocks fetched, $((hits - prev_hits)) hits"
-		if [ "$e" -gt 0 ]; then
+		if [ "$e" -eq 0 ]; then
+			# all of it from S3, each 8 MiB block at least once
+			[ "$got" -ge "$scan" ] ||
+				fail "(a) scan_0 received $(mib "$got") MiB from S3, less than the channel"
+			[ "$blocks" -ge 48 ] ||
+				fail "(a) scan_0 fetched $blocks blocks, fewer than 384 MiB / 8 MiB"
+			[ "$hits" -gt 0 ] || fail "(a) scan_0: no cache hits"
+		else
 			[ $((got - prev)) -le $((scan - 128 * MIB)) ] ||
 				fail "(a) scan_$e received $(mib $((got - prev))) MiB from S3, more than 384 - 128 MiB"
 			[ $((blocks0 - blocks)) -ge 16 ] ||
@@ -181,10 +182,10 @@ PW=$((96 * MIB))
 PREWARM=$((16 * MIB))
 
 # prewarm_case WHAT ARGS...: mounts fill and pw with ARGS, reads fill_0
-# and pw_0 (its first read timed), checks that pw_1's head came before
-# pw_1 was opened and that its first read is no miss.
+# and pw_0, checks that pw_1's head came before pw_1 was opened and that
+# its first read found its block in memory.
 prewarm_case() {
-	local what=$1 mp got grown t0 t1 m0 m1
+	local what=$1 mp got grown m0 m1 h0 h1
 	shift
 	mp=$(new_mountpoint "pw-$what")
 	mount_ok --endpoint-url "$S3_URL" --cache-size 64M --part-size 1M "$@" \
@@ -193,7 +194,7 @@ prewarm_case() {
 	[ "$what" != shuffled ] || ORDER=pieces
 	read_epoch "$mp" fill_0 "$TEST_TMP/fill.exp" "($what) fill_0"
 	wait_until 10 test -e "$mp/pw_0" || fail "pw_0 did not appear"
-	read -r t0 m0 m1 < <(first_read "$mp" pw_0 "$TEST_TMP/pw0.out")
+	read -r m0 m1 h0 h1 < <(first_read "$mp" pw_0 "$TEST_TMP/pw0.out")
 	check "$TEST_TMP/pw.exp" "$TEST_TMP/pw0.out" "($what) pw_0"
 	wait_until 10 test -e "$mp/pw_1" || fail "pw_1 did not appear"
 	got=$(settled_received "$mp")
@@ -203,10 +204,11 @@ prewarm_case() {
 		fail "($what) pw_1's head was not fetched before pw_1 was opened ($(mib "$grown") MiB past epoch 0)"
 	[ "$grown" -le $((PREWARM + MIB)) ] ||
 		fail "($what) the pre-warm fetched $(mib "$grown") MiB, more than a quarter of the budget"
-	read -r t1 m0 m1 < <(first_read "$mp" pw_1 "$TEST_TMP/pw1.out")
+	read -r m0 m1 h0 h1 < <(first_read "$mp" pw_1 "$TEST_TMP/pw1.out")
 	check "$TEST_TMP/pw.exp" "$TEST_TMP/pw1.out" "($what) pw_1"
 	assert_eq "$m0" "$m1" "($what) cache misses of pw_1's first read"
-	note "($what) first byte: pw_0 $(ms "$t0") ms, pre-warmed pw_1 $(ms "$t1") ms (ratio $(awk -v a="$t1" -v b="$t0" 'BEGIN { printf "%.3f", a / b }'))"
+	[ "$h1" -gt "$h0" ] ||
+		fail "($what) pw_1's first read found no block in memory (hits $h0 -> $h1): its first byte waited for a GET"
 	unmount "$mp"
 }
 
@@ -241,8 +243,7 @@ part_b() {
 # ---- (c) four readers at different speeds ----
 
 part_c() {
-	local mp i n p failed=0 fast_end slow_then peak budget refetch misses
-	local gets objects gmin gmax fetched
+	local mp i n p failed=0 fast_end slow_then peak budget misses fetched
 	local multi=$((160 * MIB))
 	local names=(fast mid1 mid2 slow) paces=(0 0.02 0.04 0.08) pids=()
 
@@ -283,22 +284,14 @@ part_c() {
 		fail "(c) $misses reads fetched on demand: readers' windows were evicted by others"
 	[ "$peak" -le "$budget" ] ||
 		fail "(c) peak block memory $(mib "$peak") MiB over the budget $(mib "$budget") MiB"
-	# GETs per object and bytes fetched, from the server's log of GETs
-	refetch=$(fault_stats | json_eval '(() => {
-		const per = {};
-		let bytes = 0;
-		for (const r of s.ranges) {
-			if (!r.path.includes("/multi/")) continue;
-			per[r.path] = (per[r.path] || 0) + 1;
-			const m = /bytes=(\d+)-(\d+)/.exec(r.range || "");
-			bytes += m ? Number(m[2]) - Number(m[1]) + 1 : 8 * 1048576;
-		}
-		const n = Object.values(per);
-		return [n.reduce((a, b) => a + b, 0), n.length, Math.min(...n),
-			Math.max(...n), bytes].join(" ");
-	})()')
-	read -r gets objects gmin gmax fetched <<<"$refetch"
-	note "(c) $gets GETs for $objects objects ($gmin to $gmax per object), $(mib "$fetched") MiB fetched for a $(mib "$multi") MiB epoch read 4 times ($(awk -v a="$fetched" -v b="$multi" 'BEGIN { printf "%.2f", a / b }') x); peak memory $(mib "$peak") MiB"
+	# the bytes fetched, from the server's log of GETs
+	fetched=$(fault_stats | json_eval 's.ranges.filter(r => r.path.includes("/multi/")).reduce((bytes, r) => {
+		const m = /bytes=(\d+)-(\d+)/.exec(r.range || "");
+		return bytes + (m ? Number(m[2]) - Number(m[1]) + 1 : 8 * 1048576);
+	}, 0)')
+	note "(c) $(mib "$fetched") MiB fetched for a $(mib "$multi") MiB epoch read 4 times ($(awk -v a="$fetched" -v b="$multi" 'BEGIN { printf "%.2f", a / b }') x); peak memory $(mib "$peak") MiB"
+	[ "$fetched" -ge "$multi" ] ||
+		fail "(c) $(mib "$fetched") MiB fetched: less than the epoch (the server's log is incomplete)"
 	[ "$fetched" -le $((4 * multi)) ] ||
 		fail "(c) $(mib "$fetched") MiB fetched: more than once per reader"
 	unmount "$mp"

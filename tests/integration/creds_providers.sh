@@ -122,6 +122,7 @@ done
 refused=$(json_eval 's.failed' <"$TEST_TMP/auth.json")
 assert_eq 0 "$refused" "signed requests the server refused ($(json_eval 's.failures' <"$TEST_TMP/auth.json"))"
 verified=$(json_eval 's.verified' <"$TEST_TMP/auth.json")
+[ "$verified" -gt 0 ] || fail "the server verified no signed request"
 note "$(IFS=';'; echo "${summary[*]}"); $verified signed requests verified, 0 refused"
 for p in "${PROVIDERS[@]}"; do
 	fusermount3 -u "$TEST_TMP/mnt-$p" || fail "unmounting $p"

@@ -108,11 +108,11 @@ mount_ok --endpoint-url "$S3_URL" many=s3://big/many/ "$MP"
 size=$(stat -c %s "$MP/many_0")
 ms=$((($(date +%s%N) - t0) / 1000000))
 total=$(stat -c %s "$TEST_TMP/many.exp")
-note "many_0: st_size $size, $ms ms after start, listing stalled"
 if [ "$ms" -lt 3000 ]; then
 	assert_eq 0 "$size" "st_size of many_0 while its listing is incomplete (${ms} ms after start)"
 else
 	assert_eq "$total" "$size" "st_size of many_0 after a ${ms} ms start-up"
+	note "many_0: a ${ms} ms start-up outlasted the stalled page: st_size while listing not checked"
 fi
 # the listing is streamed: the first bytes come while page 2 is stalled
 t0=$(date +%s%N)

@@ -83,8 +83,8 @@ static void register_cache(struct cache *c)
 		pthread_mutex_lock(&c->lock);
 		for (unsigned i = 0; i < NOBJS; i++) {
 			snprintf(key, sizeof(key), "obj%u", i);
-			made[k].objs[i] = cache_object_get(c, "bucket", key,
-							   "\"e\"", OBJ_SIZE);
+			made[k].objs[i] = cache_object_intern(
+			    c, "bucket", key, "\"e\"", OBJ_SIZE);
 			assert_non_null(made[k].objs[i]);
 		}
 		pthread_mutex_unlock(&c->lock);
@@ -102,7 +102,7 @@ static void destroy_cache(struct cache *c)
 			continue;
 		pthread_mutex_lock(&c->lock);
 		for (unsigned i = 0; i < NOBJS; i++)
-			cache_object_put(c, made[k].objs[i]);
+			cache_object_unref(c, made[k].objs[i]);
 		pthread_mutex_unlock(&c->lock);
 		memset(&made[k], 0, sizeof(made[k]));
 		cache_destroy(c);
@@ -1638,20 +1638,15 @@ static struct cache_object *get_obj(struct cache *c, const char *bucket,
 				    const char *key, const char *etag,
 				    uint64_t size)
 {
-	struct cache_object *o;
+	struct cache_object *o = cache_object_get(c, bucket, key, etag, size);
 
-	pthread_mutex_lock(&c->lock);
-	o = cache_object_get(c, bucket, key, etag, size);
-	pthread_mutex_unlock(&c->lock);
 	assert_non_null(o);
 	return o;
 }
 
 static void put_obj(struct cache *c, struct cache_object *o)
 {
-	pthread_mutex_lock(&c->lock);
 	cache_object_put(c, o);
-	pthread_mutex_unlock(&c->lock);
 }
 
 static size_t objects_in(struct cache *c)

@@ -1421,23 +1421,15 @@ static void test_second_epoch_hits_cache(void **state)
 
 /* ---- the next epoch pre-warmed ---- */
 
-/* Bytes the store has sent, once it has sent none for 50 ms. */
+/* Bytes the store has sent, once it has answered every request made so
+ * far: the pre-warm and the readers make theirs before they return. */
 static uint64_t settled_bytes(struct fx *f)
 {
 	struct s3_stats st;
-	uint64_t a, b;
 
+	assert_int_equal(test_store_wait_idle(f->ts), 0);
 	s3_store_get_stats(&f->ts->store, &st);
-	a = st.bytes_received;
-	for (int i = 0; i < 100; i++) {
-		usleep(50000);
-		s3_store_get_stats(&f->ts->store, &st);
-		b = st.bytes_received;
-		if (a == b)
-			break;
-		a = b;
-	}
-	return a;
+	return st.bytes_received;
 }
 
 static uint64_t cache_misses(struct fx *f)

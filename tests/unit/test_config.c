@@ -1,5 +1,5 @@
 /*
- * test_config: channel/config.c, SageMaker's JSON files.
+ * test_config: sagemaker/config.c, SageMaker's JSON files.
  *
  * InputDataConfig: every field mapped, defaults, unknown fields, and one
  * test per error, each checking the message (what it names, that it is one
@@ -13,7 +13,7 @@
  */
 #include "config.h"
 
-#include "channel/channel.h"
+#include "sagemaker/sagemaker.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -55,8 +55,8 @@ static int parse(const char *squoted, struct channel_spec *specs, unsigned max,
 {
 	const char *text = J(squoted);
 
-	return channel_config_parse(text, strlen(text), specs, max, n, err,
-				    ERRLEN);
+	return sagemaker_input_config_parse(text, strlen(text), specs, max, n,
+					    err, ERRLEN);
 }
 
 static bool utf8_ok(const unsigned char *s)
@@ -468,8 +468,8 @@ static void test_content_type_copied(void **state)
 
 	assert_non_null(copy);
 	memset(specs, 0, sizeof(specs));
-	assert_int_equal(channel_config_parse(copy, strlen(copy), specs, NSPECS,
-					      &n, err, ERRLEN),
+	assert_int_equal(sagemaker_input_config_parse(copy, strlen(copy), specs,
+						      NSPECS, &n, err, ERRLEN),
 			 0);
 	/* the spec owns its own copy */
 	memset(copy, 'x', strlen(copy));
@@ -564,8 +564,9 @@ static void test_invalid_utf8(void **state)
 	unsigned n = 0;
 
 	memset(specs, 0, sizeof(specs));
-	assert_int_equal(channel_config_parse(text, sizeof(text) - 1, specs,
-					      NSPECS, &n, err, ERRLEN),
+	assert_int_equal(sagemaker_input_config_parse(text, sizeof(text) - 1,
+						      specs, NSPECS, &n, err,
+						      ERRLEN),
 			 EINVAL);
 	assert_int_equal(n, 0);
 	check_message(err);
@@ -585,16 +586,18 @@ static void test_length_respected(void **state)
 	size_t len = strlen(good);
 
 	memset(specs, 0, sizeof(specs));
-	assert_int_equal(channel_config_parse(text, sizeof(text) - 1, specs,
-					      NSPECS, &n, err, ERRLEN),
+	assert_int_equal(sagemaker_input_config_parse(text, sizeof(text) - 1,
+						      specs, NSPECS, &n, err,
+						      ERRLEN),
 			 EINVAL);
 	check_message(err);
 	/* not NUL-terminated: exactly len bytes on the heap (valgrind) */
 	copy = malloc(len);
 	assert_non_null(copy);
 	memcpy(copy, good, len);
-	assert_int_equal(
-	    channel_config_parse(copy, len, specs, NSPECS, &n, err, ERRLEN), 0);
+	assert_int_equal(sagemaker_input_config_parse(copy, len, specs, NSPECS,
+						      &n, err, ERRLEN),
+			 0);
 	assert_int_equal(n, 1);
 	free(copy);
 	free_specs(specs, n);
@@ -608,7 +611,7 @@ static void test_empty_text(void **state)
 
 	memset(specs, 0, sizeof(specs));
 	assert_int_equal(
-	    channel_config_parse("", 0, specs, NSPECS, &n, err, ERRLEN),
+	    sagemaker_input_config_parse("", 0, specs, NSPECS, &n, err, ERRLEN),
 	    EINVAL);
 	check_message(err);
 	check_contains(err, "input data config is empty");
@@ -903,7 +906,8 @@ static void test_data_type_errors(void **state)
 			"{'S3DataSource': {'S3DataType': 0, 'S3Uri': "
 			"'s3://bucket/p'}}}]",
 			"channel 'train': DataSource.S3DataSource.S3DataType "
-			"must be a string");
+			"must be S3Prefix, ManifestFile or "
+			"AugmentedManifestFile, not a number");
 }
 
 static void test_uri_missing(void **state)
@@ -980,7 +984,8 @@ static void test_distribution_errors(void **state)
 			"ShardedByS3Key (got 'Sharded')");
 	expect_error_is(S3(", 'S3DataDistributionType': true"),
 			"channel 'train': DataSource.S3DataSource."
-			"S3DataDistributionType must be a string");
+			"S3DataDistributionType must be FullyReplicated or "
+			"ShardedByS3Key, not true");
 }
 
 static void test_attribute_names_rules(void **state)
@@ -988,31 +993,30 @@ static void test_attribute_names_rules(void **state)
 	/* the CreateTrainingJob example with AttributeNames on S3Prefix */
 	expect_error_is(S3(", 'AttributeNames': ['source-ref', 'label']"),
 			"channel 'train': DataSource.S3DataSource."
-			"AttributeNames applies only to AugmentedManifestFile "
-			"(S3DataType is S3Prefix)");
+			"AttributeNames needs DataSource.S3DataSource."
+			"S3DataType AugmentedManifestFile");
 	expect_error("[{'ChannelName': 'm', 'DataSource': {'S3DataSource': "
 		     "{'S3DataType': 'ManifestFile', 'S3Uri': 's3://bucket/m', "
 		     "'AttributeNames': []}}}]",
-		     "AttributeNames applies only to AugmentedManifestFile "
-		     "(S3DataType is ManifestFile)");
+		     "AttributeNames is empty");
 	expect_error_is(
 	    "[{'ChannelName': 'm', 'DataSource': {'S3DataSource': "
 	    "{'S3DataType': 'AugmentedManifestFile', 'S3Uri': "
 	    "'s3://bucket/m'}}}]",
-	    "channel 'm': DataSource.S3DataSource.AttributeNames "
-	    "is missing: an AugmentedManifestFile channel needs the "
-	    "names of the attributes to read");
+	    "channel 'm': DataSource.S3DataSource.S3DataType "
+	    "AugmentedManifestFile needs DataSource.S3DataSource."
+	    "AttributeNames: the names of the attributes to read from each "
+	    "line");
 	expect_error_is("[{'ChannelName': 'm', 'DataSource': {'S3DataSource': "
 			"{'S3DataType': 'AugmentedManifestFile', 'S3Uri': "
 			"'s3://bucket/m', 'AttributeNames': []}}}]",
 			"channel 'm': DataSource.S3DataSource.AttributeNames "
-			"is empty: an AugmentedManifestFile channel needs the "
-			"names of the attributes to read");
+			"is empty");
 	expect_error_is("[{'ChannelName': 'm', 'DataSource': {'S3DataSource': "
 			"{'S3DataType': 'AugmentedManifestFile', 'S3Uri': "
 			"'s3://bucket/m', 'AttributeNames': 'source-ref'}}}]",
 			"channel 'm': DataSource.S3DataSource.AttributeNames "
-			"must be an array");
+			"must be an array of strings, not a string");
 	expect_error_is("[{'ChannelName': 'm', 'DataSource': {'S3DataSource': "
 			"{'S3DataType': 'AugmentedManifestFile', 'S3Uri': "
 			"'s3://bucket/m', 'AttributeNames': ['a', '']}}}]",
@@ -1028,8 +1032,8 @@ static void test_attribute_names_rules(void **state)
 	    "'s3://bucket/m.jsonl', 'AttributeNames': ['a1', 'a2', "
 	    "'a3', 'a4', 'a5', 'a6', 'a7', 'a8', 'a9', 'a10', 'a11', "
 	    "'a12', 'a13', 'a14', 'a15', 'a16', 'a17']}}}]",
-	    "channel 'm': DataSource.S3DataSource.AttributeNames has 17 names: "
-	    "at most 16 are supported");
+	    "channel 'm': DataSource.S3DataSource.AttributeNames: at most 16 "
+	    "names");
 }
 
 static void test_compression_errors(void **state)
@@ -1042,7 +1046,8 @@ static void test_compression_errors(void **state)
 			"channel 'train': CompressionType must be None or Gzip "
 			"(got 'gzip')");
 	expect_error_is(CH(", 'CompressionType': false"),
-			"channel 'train': CompressionType must be a string");
+			"channel 'train': CompressionType must be None or "
+			"Gzip, not false");
 }
 
 static void test_wrapper_errors(void **state)
@@ -1051,7 +1056,8 @@ static void test_wrapper_errors(void **state)
 			"channel 'train': RecordWrapperType must be None or "
 			"RecordIO (got 'Protobuf')");
 	expect_error_is(CH(", 'RecordWrapperType': {}"),
-			"channel 'train': RecordWrapperType must be a string");
+			"channel 'train': RecordWrapperType must be None or "
+			"RecordIO, not an object");
 }
 
 static void test_shuffle_errors(void **state)
@@ -1061,20 +1067,21 @@ static void test_shuffle_errors(void **state)
 	expect_error_is(CH(", 'ShuffleConfig': {}"),
 			"channel 'train': ShuffleConfig.Seed is missing");
 	expect_error_is(CH(", 'ShuffleConfig': {'Seed': 4.5}"),
-			"channel 'train': ShuffleConfig.Seed must be an "
-			"integer");
+			"channel 'train': ShuffleConfig.Seed must be a "
+			"64-bit integer, not a number");
 	expect_error_is(CH(", 'ShuffleConfig': {'Seed': 1e3}"),
-			"channel 'train': ShuffleConfig.Seed must be an "
-			"integer");
+			"channel 'train': ShuffleConfig.Seed must be a "
+			"64-bit integer, not a number");
 	expect_error_is(CH(", 'ShuffleConfig': {'Seed': '42'}"),
-			"channel 'train': ShuffleConfig.Seed must be an "
-			"integer");
+			"channel 'train': ShuffleConfig.Seed must be a "
+			"64-bit integer (got '42')");
 }
 
 static void test_content_type_wrong_type(void **state)
 {
 	expect_error_is(CH(", 'ContentType': ['text/csv']"),
-			"channel 'train': ContentType must be a string");
+			"channel 'train': ContentType must be a string, not "
+			"an array");
 }
 
 /* values from the file with control characters, C1 controls and line
@@ -1090,8 +1097,8 @@ static void test_control_characters(void **state)
 	    "\\u2028end\", \"S3Uri\": \"s3://bucket/p\"}}}]";
 
 	memset(specs, 0, sizeof(specs));
-	assert_int_equal(channel_config_parse(text, strlen(text), specs, NSPECS,
-					      &n, err, ERRLEN),
+	assert_int_equal(sagemaker_input_config_parse(text, strlen(text), specs,
+						      NSPECS, &n, err, ERRLEN),
 			 EINVAL);
 	check_message(err);
 	assert_string_equal(err, "channel 'train': DataSource.S3DataSource."
@@ -1101,14 +1108,14 @@ static void test_control_characters(void **state)
 
 	/* in a name, before it is known to be valid */
 	text = "[{\"ChannelName\": \"a\\nb\\u0000c\"}]";
-	assert_int_equal(channel_config_parse(text, strlen(text), specs, NSPECS,
-					      &n, err, ERRLEN),
+	assert_int_equal(sagemaker_input_config_parse(text, strlen(text), specs,
+						      NSPECS, &n, err, ERRLEN),
 			 EINVAL);
 	check_message(err);
 
 	text = "[{\"ChannelName\": \"a\\nb\"}]";
-	assert_int_equal(channel_config_parse(text, strlen(text), specs, NSPECS,
-					      &n, err, ERRLEN),
+	assert_int_equal(sagemaker_input_config_parse(text, strlen(text), specs,
+						      NSPECS, &n, err, ERRLEN),
 			 EINVAL);
 	check_message(err);
 	assert_string_equal(err, "channel 1 (the 1st element): ChannelName "
@@ -1119,16 +1126,16 @@ static void test_control_characters(void **state)
 	text = "[{\"ChannelName\": \"t\", \"DataSource\": {\"S3DataSource\": "
 	       "{\"S3DataType\": \"S3Prefix\", \"S3Uri\": "
 	       "\"s3:/\\n/bucket\"}}}]";
-	assert_int_equal(channel_config_parse(text, strlen(text), specs, NSPECS,
-					      &n, err, ERRLEN),
+	assert_int_equal(sagemaker_input_config_parse(text, strlen(text), specs,
+						      NSPECS, &n, err, ERRLEN),
 			 EINVAL);
 	check_message(err);
 	check_contains(err, "s3:/?/bucket");
 
 	/* raw control characters in the text itself (a syntax error) */
 	text = "[\x1b\x07\n]";
-	assert_int_equal(channel_config_parse(text, strlen(text), specs, NSPECS,
-					      &n, err, ERRLEN),
+	assert_int_equal(sagemaker_input_config_parse(text, strlen(text), specs,
+						      NSPECS, &n, err, ERRLEN),
 			 EINVAL);
 	check_message(err);
 	assert_int_equal(n, 0);
@@ -1165,26 +1172,27 @@ static void test_small_err_buffer(void **state)
 
 	memset(specs, 0, sizeof(specs));
 	memset(err, 'x', sizeof(err));
-	assert_int_equal(channel_config_parse(text, strlen(text), specs, NSPECS,
-					      &n, err, sizeof(err)),
+	assert_int_equal(sagemaker_input_config_parse(text, strlen(text), specs,
+						      NSPECS, &n, err,
+						      sizeof(err)),
 			 EINVAL);
 	assert_string_equal(err, "inpu\xe2\x80\xa6"); /* "inpu…" */
-	assert_int_equal(channel_config_parse(text, strlen(text), specs, NSPECS,
-					      &n, NULL, 0),
+	assert_int_equal(sagemaker_input_config_parse(text, strlen(text), specs,
+						      NSPECS, &n, NULL, 0),
 			 EINVAL);
 	err[0] = 'x';
-	assert_int_equal(
-	    channel_config_parse(text, strlen(text), specs, NSPECS, &n, err, 1),
-	    EINVAL);
+	assert_int_equal(sagemaker_input_config_parse(text, strlen(text), specs,
+						      NSPECS, &n, err, 1),
+			 EINVAL);
 	assert_int_equal(err[0], '\0');
 	/* a multi-byte character cut in half becomes '?' */
 	{
 		const char *t2 = "[{\"ChannelName\": \"\xc3\xa9\xc3\xa9\"}]";
 		char e2[48];
 
-		assert_int_equal(channel_config_parse(t2, strlen(t2), specs,
-						      NSPECS, &n, e2,
-						      sizeof(e2)),
+		assert_int_equal(sagemaker_input_config_parse(t2, strlen(t2),
+							      specs, NSPECS, &n,
+							      e2, sizeof(e2)),
 				 EINVAL);
 		check_message(e2);
 	}
@@ -1411,7 +1419,8 @@ static void test_convert_value_errors(void **state)
 			"channel 'train': S3pipeConvert must be None or "
 			"application/x-recordio-protobuf (got 'protobuf')");
 	expect_error_is(CH(", 'S3pipeConvert': true"),
-			"channel 'train': S3pipeConvert must be a string");
+			"channel 'train': S3pipeConvert must be None or "
+			"application/x-recordio-protobuf, not true");
 	expect_error_is(CH(CONVERT ", 'ContentType': 'text/csv', "
 				   "'S3pipeCsvLabelColumn': -1"),
 			"channel 'train': S3pipeCsvLabelColumn must be none or "
@@ -1438,7 +1447,8 @@ static void test_convert_value_errors(void **state)
 			"(got 'Present')");
 	expect_error_is(CH(CONVERT ", 'ContentType': 'text/csv', "
 				   "'S3pipeCsvHeader': 1"),
-			"channel 'train': S3pipeCsvHeader must be a string");
+			"channel 'train': S3pipeCsvHeader must be None or "
+			"Skip, not a number");
 	expect_error_is(CH(CONVERT ", 'ContentType': 'text/csv', "
 				   "'S3pipeOnBadRow': 'Ignore'"),
 			"channel 'train': S3pipeOnBadRow must be Fail or Skip "
@@ -1457,10 +1467,12 @@ static void test_convert_value_errors(void **state)
 			"from 1 to 4294967296 (got 4294967297)");
 	expect_error_is(CH(CONVERT ", 'ContentType': 'text/libsvm', "
 				   "'S3pipeFeatureDim': '784'"),
-			"channel 'train': S3pipeFeatureDim must be an integer");
+			"channel 'train': S3pipeFeatureDim must be an integer "
+			"from 1 to 4294967296 (got '784')");
 	expect_error_is(CH(CONVERT ", 'ContentType': 'text/libsvm', "
 				   "'S3pipeFeatureDim': 7.0"),
-			"channel 'train': S3pipeFeatureDim must be an integer");
+			"channel 'train': S3pipeFeatureDim must be an integer "
+			"from 1 to 4294967296, not a number");
 }
 
 static void test_convert_content_type_errors(void **state)
@@ -1534,22 +1546,23 @@ static void test_convert_content_type_errors(void **state)
 /* the fields that go only with others */
 static void test_convert_rules(void **state)
 {
-	static const char *const stray[][2] = {
-	    {", 'S3pipeCsvLabelColumn': 0", "S3pipeCsvLabelColumn"},
-	    {", 'S3pipeCsvLabelColumn': 'none'", "S3pipeCsvLabelColumn"},
-	    {", 'S3pipeCsvHeader': 'None'", "S3pipeCsvHeader"},
-	    {", 'S3pipeOnBadRow': 'Skip'", "S3pipeOnBadRow"},
-	    {", 'S3pipeFeatureDim': 3", "S3pipeFeatureDim"},
+#define CSV_ONLY      "S3pipeConvert with ContentType text/csv"
+#define CSV_OR_LIBSVM CSV_ONLY " or text/libsvm"
+	static const char *const stray[][3] = {
+	    {", 'S3pipeCsvLabelColumn': 0", "S3pipeCsvLabelColumn", CSV_ONLY},
+	    {", 'S3pipeCsvLabelColumn': 'none'", "S3pipeCsvLabelColumn",
+	     CSV_ONLY},
+	    {", 'S3pipeCsvHeader': 'None'", "S3pipeCsvHeader", CSV_ONLY},
+	    {", 'S3pipeOnBadRow': 'Skip'", "S3pipeOnBadRow", CSV_OR_LIBSVM},
+	    {", 'S3pipeFeatureDim': 3", "S3pipeFeatureDim", CSV_OR_LIBSVM},
 	};
 	char text[1024];
 	char want[256];
 
 	/* an S3pipe* field without S3pipeConvert, or with None */
 	for (size_t i = 0; i < sizeof(stray) / sizeof(stray[0]); i++) {
-		snprintf(want, sizeof(want),
-			 "channel 'train': %s needs S3pipeConvert "
-			 "application/x-recordio-protobuf",
-			 stray[i][1]);
+		snprintf(want, sizeof(want), "channel 'train': %s needs %s",
+			 stray[i][1], stray[i][2]);
 		snprintf(text, sizeof(text),
 			 CH("%s, 'ContentType': 'text/csv'"), stray[i][0]);
 		expect_error_is(text, want);
@@ -1562,29 +1575,29 @@ static void test_convert_rules(void **state)
 	/* RecordIO twice */
 	expect_error_is(CH(CONVERT ", 'ContentType': 'text/csv', "
 				   "'RecordWrapperType': 'RecordIO'"),
-			"channel 'train': S3pipeConvert writes RecordIO "
-			"records already: leave RecordWrapperType at None");
+			"channel 'train': " CSV_ONLY " needs "
+			"RecordWrapperType None: converted rows are RecordIO "
+			"records already");
 	/* LibSVM without its shape */
 	expect_error_is(CH(CONVERT ", 'ContentType': 'text/libsvm'"),
-			"channel 'train': S3pipeConvert of ContentType "
-			"'text/libsvm' needs S3pipeFeatureDim, the number of "
+			"channel 'train': S3pipeConvert with ContentType "
+			"text/libsvm needs S3pipeFeatureDim, the number of "
 			"features (the tensor's shape)");
 	expect_error_is(CH(CONVERT ", 'ContentType': 'text/x-libsvm', "
 				   "'S3pipeOnBadRow': 'Skip'"),
-			"channel 'train': S3pipeConvert of ContentType "
-			"'text/x-libsvm' needs S3pipeFeatureDim, the number of "
+			"channel 'train': S3pipeConvert with ContentType "
+			"text/libsvm needs S3pipeFeatureDim, the number of "
 			"features (the tensor's shape)");
 	/* CSV's fields with LibSVM */
-	expect_error_is(CH(CONVERT ", 'ContentType': 'text/libsvm', "
-				   "'S3pipeFeatureDim': 3, "
-				   "'S3pipeCsvLabelColumn': 0"),
-			"channel 'train': S3pipeCsvLabelColumn applies to CSV "
-			"only (ContentType is 'text/libsvm')");
+	expect_error_is(
+	    CH(CONVERT ", 'ContentType': 'text/libsvm', "
+		       "'S3pipeFeatureDim': 3, "
+		       "'S3pipeCsvLabelColumn': 0"),
+	    "channel 'train': S3pipeCsvLabelColumn needs " CSV_ONLY);
 	expect_error_is(CH(CONVERT ", 'ContentType': 'text/x-libsvm', "
 				   "'S3pipeFeatureDim': 3, "
 				   "'S3pipeCsvHeader': 'Skip'"),
-			"channel 'train': S3pipeCsvHeader applies to CSV only "
-			"(ContentType is 'text/x-libsvm')");
+			"channel 'train': S3pipeCsvHeader needs " CSV_ONLY);
 }
 
 /* one bad channel among good ones: nothing added */
@@ -1607,8 +1620,8 @@ static void test_convert_error_second_channel(void **state)
 	assert_int_equal(n, 0);
 	check_zero(specs, 0, NSPECS);
 	check_message(err);
-	check_contains(err, "channel 'b': S3pipeConvert of ContentType "
-			    "'text/libsvm' needs S3pipeFeatureDim");
+	check_contains(err, "channel 'b': S3pipeConvert with ContentType "
+			    "text/libsvm needs S3pipeFeatureDim");
 }
 
 /* ---- channel_config_load ---- */
@@ -1624,7 +1637,8 @@ static void test_load_good(void **state)
 		   sizeof(path));
 	memset(specs, 0, sizeof(specs));
 	assert_int_equal(
-	    channel_config_load(path, specs, NSPECS, &n, err, ERRLEN), 0);
+	    sagemaker_input_config_load(path, specs, NSPECS, &n, err, ERRLEN),
+	    0);
 	assert_int_equal(n, 1);
 	assert_string_equal(specs[0].name, "train");
 	assert_string_equal(specs[0].content_type, "text/csv");
@@ -1646,7 +1660,8 @@ static void test_load_missing(void **state)
 		 path);
 	memset(specs, 0, sizeof(specs));
 	assert_int_equal(
-	    channel_config_load(path, specs, NSPECS, &n, err, ERRLEN), EINVAL);
+	    sagemaker_input_config_load(path, specs, NSPECS, &n, err, ERRLEN),
+	    EINVAL);
 	assert_int_equal(n, 0);
 	check_message(err);
 	assert_string_equal(err, want);
@@ -1655,13 +1670,14 @@ static void test_load_missing(void **state)
 	snprintf(want, sizeof(want),
 		 "cannot read input data config '%s': Is a directory", tmpdir);
 	assert_int_equal(
-	    channel_config_load(tmpdir, specs, NSPECS, &n, err, ERRLEN),
+	    sagemaker_input_config_load(tmpdir, specs, NSPECS, &n, err, ERRLEN),
 	    EINVAL);
 	assert_string_equal(err, want);
 
 	/* control characters in the path */
-	assert_int_equal(channel_config_load("/nonexistent/a\nb\x1b", specs,
-					     NSPECS, &n, err, ERRLEN),
+	assert_int_equal(sagemaker_input_config_load("/nonexistent/a\nb\x1b",
+						     specs, NSPECS, &n, err,
+						     ERRLEN),
 			 EINVAL);
 	check_message(err);
 	check_contains(err, "'/nonexistent/a?b?'");
@@ -1679,7 +1695,8 @@ static void test_load_syntax_error(void **state)
 		   sizeof(path));
 	memset(specs, 0, sizeof(specs));
 	assert_int_equal(
-	    channel_config_load(path, specs, NSPECS, &n, err, ERRLEN), EINVAL);
+	    sagemaker_input_config_load(path, specs, NSPECS, &n, err, ERRLEN),
+	    EINVAL);
 	check_message(err);
 	check_contains(err, "input data config is not valid JSON: line 4");
 	assert_int_equal(n, 0);
@@ -1706,7 +1723,8 @@ static void test_load_too_large(void **state)
 	free(big);
 	memset(specs, 0, sizeof(specs));
 	assert_int_equal(
-	    channel_config_load(path, specs, NSPECS, &n, err, ERRLEN), 0);
+	    sagemaker_input_config_load(path, specs, NSPECS, &n, err, ERRLEN),
+	    0);
 	assert_int_equal(n, 1);
 	free_specs(specs, n);
 	n = 0;
@@ -1722,14 +1740,15 @@ static void test_load_too_large(void **state)
 		 "read it",
 		 path);
 	assert_int_equal(
-	    channel_config_load(path, specs, NSPECS, &n, err, ERRLEN), EINVAL);
+	    sagemaker_input_config_load(path, specs, NSPECS, &n, err, ERRLEN),
+	    EINVAL);
 	assert_string_equal(err, want);
 	check_message(err);
 
 	/* not a regular file: the read itself is bounded */
-	assert_int_equal(
-	    channel_config_load("/dev/zero", specs, NSPECS, &n, err, ERRLEN),
-	    EINVAL);
+	assert_int_equal(sagemaker_input_config_load("/dev/zero", specs, NSPECS,
+						     &n, err, ERRLEN),
+			 EINVAL);
 	assert_string_equal(err, "input data config '/dev/zero' is larger "
 				 "than 16 MiB: refusing to read it");
 	assert_int_equal(n, 0);
@@ -1750,24 +1769,24 @@ static void test_resource_good(void **state)
 		   "'current_group_name': 'homogeneousCluster', "
 		   "'instance_groups': [{'hosts': ['algo-1']}]}",
 		   path, sizeof(path));
-	assert_int_equal(channel_resource_config_load(path, &host, err, ERRLEN),
-			 0);
+	assert_int_equal(
+	    sagemaker_resource_config_load(path, &host, err, ERRLEN), 0);
 	assert_int_equal(host.index, 1);
 	assert_int_equal(host.count, 3);
 
 	write_text("rc1.json",
 		   "{'current_host': 'algo-1', 'hosts': ['algo-1']}", path,
 		   sizeof(path));
-	assert_int_equal(channel_resource_config_load(path, &host, err, ERRLEN),
-			 0);
+	assert_int_equal(
+	    sagemaker_resource_config_load(path, &host, err, ERRLEN), 0);
 	assert_int_equal(host.index, 0);
 	assert_int_equal(host.count, 1);
 
 	write_text("rc2.json",
 		   "{'hosts': ['a', 'b', 'c', 'd'], 'current_host': 'd'}", path,
 		   sizeof(path));
-	assert_int_equal(channel_resource_config_load(path, &host, err, ERRLEN),
-			 0);
+	assert_int_equal(
+	    sagemaker_resource_config_load(path, &host, err, ERRLEN), 0);
 	assert_int_equal(host.index, 3);
 	assert_int_equal(host.count, 4);
 }
@@ -1782,8 +1801,8 @@ static void expect_resource_error(const char *squoted, const char *want)
 	char err[ERRLEN];
 
 	write_text("resource.json", squoted, path, sizeof(path));
-	assert_int_equal(channel_resource_config_load(path, &host, err, ERRLEN),
-			 EINVAL);
+	assert_int_equal(
+	    sagemaker_resource_config_load(path, &host, err, ERRLEN), EINVAL);
 	check_message(err);
 	snprintf(full, sizeof(full), "resource config '%s': %s", path, want);
 	assert_string_equal(err, full);
@@ -1802,8 +1821,8 @@ static void test_resource_missing_file(void **state)
 	snprintf(want, sizeof(want),
 		 "cannot read resource config '%s': No such file or directory",
 		 path);
-	assert_int_equal(channel_resource_config_load(path, &host, err, ERRLEN),
-			 EINVAL);
+	assert_int_equal(
+	    sagemaker_resource_config_load(path, &host, err, ERRLEN), EINVAL);
 	assert_string_equal(err, want);
 	assert_int_equal(host.count, 99);
 }
@@ -1952,7 +1971,7 @@ static void test_container_write(void **state)
 	assert_non_null(specs[2].content_type);
 
 	assert_int_equal(
-	    channel_container_config_write(dir, specs, 3, err, ERRLEN), 0);
+	    sagemaker_container_config_write(dir, specs, 3, err, ERRLEN), 0);
 	root = load_container(dir);
 	assert_int_equal(json_object_size(root), 3);
 	check_entry(root, "train", "ShardedByS3Key", "RecordIO",
@@ -1986,7 +2005,8 @@ static void test_container_write(void **state)
 
 	/* written again, over the old one */
 	assert_int_equal(
-	    channel_container_config_write(dir, &specs[1], 1, err, ERRLEN), 0);
+	    sagemaker_container_config_write(dir, &specs[1], 1, err, ERRLEN),
+	    0);
 	root = load_container(dir);
 	assert_int_equal(json_object_size(root), 1);
 	check_entry(root, "validation", "FullyReplicated", "None", NULL);
@@ -1995,7 +2015,7 @@ static void test_container_write(void **state)
 
 	/* no channels: an empty object */
 	assert_int_equal(
-	    channel_container_config_write(dir, specs, 0, err, ERRLEN), 0);
+	    sagemaker_container_config_write(dir, specs, 0, err, ERRLEN), 0);
 	root = load_container(dir);
 	assert_true(json_is_object(root));
 	assert_int_equal(json_object_size(root), 0);
@@ -2018,7 +2038,8 @@ static void test_container_missing_dir(void **state)
 		 "file or directory",
 		 dir);
 	assert_int_equal(
-	    channel_container_config_write(dir, &spec, 1, err, ERRLEN), ENOENT);
+	    sagemaker_container_config_write(dir, &spec, 1, err, ERRLEN),
+	    ENOENT);
 	check_message(err);
 	assert_string_equal(err, want);
 
@@ -2028,7 +2049,7 @@ static void test_container_missing_dir(void **state)
 		 "cannot write the container config: '%s' is not a directory",
 		 dir);
 	assert_int_equal(
-	    channel_container_config_write(dir, &spec, 1, err, ERRLEN),
+	    sagemaker_container_config_write(dir, &spec, 1, err, ERRLEN),
 	    ENOTDIR);
 	check_message(err);
 	assert_string_equal(err, want);
@@ -2046,14 +2067,16 @@ static void test_container_bad_specs(void **state)
 	set_spec(&specs[0], "train");
 	set_spec(&specs[1], "train");
 	assert_int_equal(
-	    channel_container_config_write(dir, specs, 2, err, ERRLEN), EINVAL);
+	    sagemaker_container_config_write(dir, specs, 2, err, ERRLEN),
+	    EINVAL);
 	check_message(err);
 	assert_string_equal(err, "cannot write the container config: channel "
 				 "'train' appears twice");
 
 	set_spec(&specs[1], "bad name");
 	assert_int_equal(
-	    channel_container_config_write(dir, specs, 2, err, ERRLEN), EINVAL);
+	    sagemaker_container_config_write(dir, specs, 2, err, ERRLEN),
+	    EINVAL);
 	check_message(err);
 	assert_string_equal(err, "cannot write the container config: invalid "
 				 "channel name 'bad name'");
@@ -2062,7 +2085,8 @@ static void test_container_bad_specs(void **state)
 	specs[1].content_type = strdup("bad \xff utf-8");
 	assert_non_null(specs[1].content_type);
 	assert_int_equal(
-	    channel_container_config_write(dir, specs, 2, err, ERRLEN), EINVAL);
+	    sagemaker_container_config_write(dir, specs, 2, err, ERRLEN),
+	    EINVAL);
 	check_message(err);
 	assert_string_equal(err, "channel 'ok': ContentType is not UTF-8");
 	channel_spec_free(&specs[1]);
@@ -2097,7 +2121,7 @@ static void test_container_converted(void **state)
 	specs[2].wrapper = CHANNEL_WRAPPER_RECORDIO;
 
 	assert_int_equal(
-	    channel_container_config_write(dir, specs, 3, err, ERRLEN), 0);
+	    sagemaker_container_config_write(dir, specs, 3, err, ERRLEN), 0);
 	root = load_container(dir);
 	assert_int_equal(json_object_size(root), 3);
 	check_entry(root, "train", "ShardedByS3Key", "None",
@@ -2110,7 +2134,8 @@ static void test_container_converted(void **state)
 	/* a spec's own RecordIO wrapper never reaches a converted channel */
 	specs[1].wrapper = CHANNEL_WRAPPER_RECORDIO;
 	assert_int_equal(
-	    channel_container_config_write(dir, &specs[1], 1, err, ERRLEN), 0);
+	    sagemaker_container_config_write(dir, &specs[1], 1, err, ERRLEN),
+	    0);
 	root = load_container(dir);
 	check_entry(root, "svm", "FullyReplicated", "None",
 		    "application/x-recordio-protobuf");
@@ -2135,7 +2160,7 @@ static void test_container_converted_round_trip(void **state)
 			       specs, NSPECS, &n, err),
 			 0);
 	assert_int_equal(
-	    channel_container_config_write(dir, specs, n, err, ERRLEN), 0);
+	    sagemaker_container_config_write(dir, specs, n, err, ERRLEN), 0);
 	root = load_container(dir);
 	check_entry(root, "train", "FullyReplicated", "None",
 		    "application/x-recordio-protobuf");

@@ -426,7 +426,9 @@ static void test_libsvm(void **state)
 
 /* A source of objects handed out step bytes at a time (step cycles
  * through 1..max_step). */
+/* the stage below the converter: objects in turn, max_step bytes a read */
 struct test_source {
+	struct channel_stage stage; /* first */
 	const char *const *objects;
 	const char *const *names;
 	size_t nobjects;
@@ -436,12 +438,14 @@ struct test_source {
 	int fail_at_obj; /* read fails when reaching it (-1: never) */
 };
 
-static int test_read(void *arg, size_t size, struct channel_view *view,
-		     struct channel_origin *origin)
+static int test_read(struct channel_stage *st, uint64_t offset, size_t size,
+		     struct channel_view *view, struct channel_origin *origin)
 {
-	struct test_source *ts = arg;
+	struct test_source *ts = (struct test_source *)st;
 	size_t left, n;
 
+	(void)offset;
+	assert_non_null(origin); /* the converter reads objects */
 	while (ts->obj < ts->nobjects && !ts->objects[ts->obj][ts->off]) {
 		ts->obj++;
 		ts->off = 0;
@@ -474,11 +478,29 @@ static int test_read(void *arg, size_t size, struct channel_view *view,
 	return 0;
 }
 
-static void test_release(void *arg, struct channel_view *view)
+static void test_release(struct channel_stage *st, struct channel_view *view)
 {
-	(void)arg;
+	(void)st;
 	view->count = 0;
 }
+
+static uint64_t test_position(struct channel_stage *st)
+{
+	(void)st;
+	return 0;
+}
+
+static void test_destroy(struct channel_stage *st)
+{
+	(void)st;
+}
+
+static const struct channel_stage_ops test_ops = {
+    .read = test_read,
+    .release = test_release,
+    .position = test_position,
+    .destroy = test_destroy,
+};
 
 /* Everything a converter hands out, until the end or an error (*rc). */
 static void drain(struct channel_converter *cv, struct util_buf *out, int *rc)
@@ -512,13 +534,12 @@ static void run_converter(const struct channel_convert_conf *conf,
 {
 	static const char *const names[] = {"o0", "o1", "o2", "o3", "o4",
 					    "o5", "o6", "o7", "o8", "o9"};
-	struct test_source ts = {.objects = objects,
+	struct test_source ts = {.stage = {.ops = &test_ops},
+				 .objects = objects,
 				 .names = names,
 				 .nobjects = n,
 				 .max_step = max_step,
 				 .fail_at_obj = fail_at_obj};
-	struct channel_source src = {
-	    .read = test_read, .release = test_release, .arg = &ts};
 	struct channel_converter *cv;
 	int saved = -1, fd = -1;
 	char path[] = "/tmp/test_convert_logXXXXXX";
@@ -531,7 +552,7 @@ static void run_converter(const struct channel_convert_conf *conf,
 		saved = dup(STDERR_FILENO);
 		dup2(fd, STDERR_FILENO);
 	}
-	cv = channel_converter_create(conf, &src, "channel 't'", threads);
+	cv = channel_converter_create(conf, &ts.stage, "channel 't'", threads);
 	assert_non_null(cv);
 	drain(cv, out, rc);
 	channel_converter_destroy(cv);

@@ -10,6 +10,7 @@
 #include "config.h"
 
 #include "fs/options.h"
+#include "fs/session.h"
 
 #include <errno.h>
 #include <setjmp.h>
@@ -787,7 +788,7 @@ static void expect_session_v(bool helper, const char *const *want,
 	if (rc)
 		print_error("unexpected failure: %s\n", err);
 	assert_int_equal(rc, 0);
-	assert_int_equal(fs_options_session_args(&o, "prog", helper, &fa), 0);
+	assert_int_equal(fs_session_args(&o, "prog", helper, &fa), 0);
 	fs_options_free(&o); /* fa owns its strings */
 	assert_string_equal(fa.argv[0], "prog");
 	for (i = 0; want[i]; i++) {
@@ -1530,14 +1531,13 @@ static void test_shuffle_seed(void **state)
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		snprintf(arg, sizeof(arg), "--shuffle-seed=%s", bad[i]);
 		snprintf(msg, sizeof(msg),
-			 "invalid seed '%s' for --shuffle-seed: a whole number "
-			 "of 64 bits",
+			 "--shuffle-seed must be a 64-bit integer (got '%s')",
 			 bad[i]);
 		ERR(false, msg, arg, "a=s3://bucket", "/mnt");
 	}
 	ERR(false,
-	    "invalid seed '-9223372036854775809' for -o shuffle_seed: a whole "
-	    "number of 64 bits",
+	    "-o shuffle_seed must be a 64-bit integer (got "
+	    "'-9223372036854775809')",
 	    "-o", "shuffle_seed=-9223372036854775809", "a=s3://bucket", "/mnt");
 	ERR(false, "option --shuffle-seed needs a value", "a=s3://bucket",
 	    "/mnt", "--shuffle-seed");
@@ -1545,12 +1545,13 @@ static void test_shuffle_seed(void **state)
 
 static void test_channel_option_errors(void **state)
 {
-	ERR(false, "--record-wrapper must be none or recordio",
+	ERR(false, "--record-wrapper must be none or recordio (got 'protobuf')",
 	    "--record-wrapper", "protobuf", "a=s3://bucket", "/mnt");
-	ERR(false, "-o record_wrapper must be none or recordio", "-o",
-	    "record_wrapper=recordio2", "a=s3://bucket", "/mnt");
-	ERR(false, "--compression must be none or gzip", "--compression", "zip",
-	    "a=s3://bucket", "/mnt");
+	ERR(false,
+	    "-o record_wrapper must be none or recordio (got 'recordio2')",
+	    "-o", "record_wrapper=recordio2", "a=s3://bucket", "/mnt");
+	ERR(false, "--compression must be none or gzip (got 'zip')",
+	    "--compression", "zip", "a=s3://bucket", "/mnt");
 	ERR(false, "option --sharded takes no value", "--sharded=yes",
 	    "a=s3://bucket", "/mnt");
 	/* manifests name an object, not a prefix */
@@ -1628,10 +1629,10 @@ static void test_attribute_names(void **state)
 	fs_options_free(&o);
 
 	ERR(false,
-	    "channel 'aug' is an augmented manifest: give its AttributeNames "
-	    "with --attribute-names NAME[,NAME...]",
+	    "channel 'aug': an augmented+s3:// channel needs --attribute-names "
+	    "LIST: the names of the attributes to read from each line",
 	    "aug=augmented+s3://bucket/a.manifest", "/mnt");
-	ERR(false, "--attribute-names applies only to augmented+s3:// channels",
+	ERR(false, "--attribute-names needs an augmented+s3:// channel",
 	    "--attribute-names", "a", "p=s3://bucket/x",
 	    "m=manifest+s3://bucket/m.json", "/mnt");
 	ERR(false, "--attribute-names 'a,,b' has an empty name",
@@ -1663,11 +1664,12 @@ static void write_temp(char *path, size_t len, const char *text)
 static void test_input_data_config(void **state)
 {
 	static const char *const per_channel[][3] = {
-	    {"--shuffle-seed", "1", "--shuffle-seed (ShuffleConfig)"},
+	    {"--shuffle-seed", "1", "--shuffle-seed (ShuffleConfig.Seed)"},
 	    {"--record-wrapper", "none",
 	     "--record-wrapper (RecordWrapperType)"},
 	    {"--compression", "gzip", "--compression (CompressionType)"},
-	    {"--attribute-names", "a", "--attribute-names (AttributeNames)"},
+	    {"--attribute-names", "a",
+	     "--attribute-names (DataSource.S3DataSource.AttributeNames)"},
 	    {"--convert", "none", "--convert (S3pipeConvert)"},
 	    {"--csv-label-column", "none",
 	     "--csv-label-column (S3pipeCsvLabelColumn)"},
@@ -1730,8 +1732,9 @@ static void test_input_data_config(void **state)
 		    "/mnt");
 	}
 	ERR(false,
-	    "--sharded (S3DataDistributionType) applies to NAME=URI channels: "
-	    "with --input-data-config set it in the file",
+	    "--sharded (DataSource.S3DataSource.S3DataDistributionType) "
+	    "applies to NAME=URI channels: with --input-data-config set it in "
+	    "the file",
 	    opt, "--sharded", "/mnt");
 	/* the mountpoint is still needed */
 	ERR(false, "no mountpoint given", opt);
@@ -1882,14 +1885,16 @@ static void test_convert_value_errors(void **state)
 	static const char *const bad_columns[] = {
 	    "-1",  "1000001", "x",  "1.5",
 	    "0x1", "none1",   " 1", "99999999999999999999"};
-	char arg[64];
+	char arg[64], msg[160];
 
-	ERR(false, "--convert must be none, csv or libsvm", "--convert", "json",
-	    "a=s3://bucket", "/mnt");
-	ERR(false, "--convert must be none, csv or libsvm", "--convert=tsv",
-	    "a=s3://bucket", "/mnt");
-	ERR(false, "-o convert must be none, csv or libsvm", "-o",
-	    "convert=recordio-protobuf", "a=s3://bucket", "/mnt");
+	ERR(false, "--convert must be none, csv or libsvm (got 'json')",
+	    "--convert", "json", "a=s3://bucket", "/mnt");
+	ERR(false, "--convert must be none, csv or libsvm (got 'tsv')",
+	    "--convert=tsv", "a=s3://bucket", "/mnt");
+	ERR(false,
+	    "-o convert must be none, csv or libsvm (got "
+	    "'recordio-protobuf')",
+	    "-o", "convert=recordio-protobuf", "a=s3://bucket", "/mnt");
 	ERR(false, "option --convert needs a value", "a=s3://bucket", "/mnt",
 	    "--convert");
 	ERR(false, "option -o convert needs a value", "-o",
@@ -1898,36 +1903,48 @@ static void test_convert_value_errors(void **state)
 	     i++) {
 		snprintf(arg, sizeof(arg), "--csv-label-column=%s",
 			 bad_columns[i]);
-		ERR(false,
-		    "--csv-label-column must be a column number from 0 to "
-		    "1000000, or none",
-		    "--convert", "csv", arg, "a=s3://bucket", "/mnt");
+		snprintf(msg, sizeof(msg),
+			 "--csv-label-column must be none or an integer from 0 "
+			 "to 1000000 (got '%s')",
+			 bad_columns[i]);
+		ERR(false, msg, "--convert", "csv", arg, "a=s3://bucket",
+		    "/mnt");
 	}
 	ERR(false,
-	    "-o csv_label_column must be a column number from 0 to 1000000, "
-	    "or none",
+	    "-o csv_label_column must be none or an integer from 0 to 1000000 "
+	    "(got 'first')",
 	    "-o", "convert=csv,csv_label_column=first", "a=s3://bucket",
 	    "/mnt");
 	ERR(false, "option --csv-label-column needs a value", "--convert",
 	    "csv", "--csv-label-column=", "a=s3://bucket", "/mnt");
-	ERR(false, "--csv-header must be none or skip", "--convert", "csv",
-	    "--csv-header", "present", "a=s3://bucket", "/mnt");
-	ERR(false, "-o csv_header must be none or skip", "-o",
+	ERR(false, "--csv-header must be none or skip (got 'present')",
+	    "--convert", "csv", "--csv-header", "present", "a=s3://bucket",
+	    "/mnt");
+	ERR(false, "-o csv_header must be none or skip (got '1')", "-o",
 	    "convert=csv,csv-header=1", "a=s3://bucket", "/mnt");
-	ERR(false, "--on-bad-row must be fail or skip", "--convert", "csv",
-	    "--on-bad-row", "ignore", "a=s3://bucket", "/mnt");
-	ERR(false, "-o on_bad_row must be fail or skip", "-o",
+	ERR(false, "--on-bad-row must be fail or skip (got 'ignore')",
+	    "--convert", "csv", "--on-bad-row", "ignore", "a=s3://bucket",
+	    "/mnt");
+	ERR(false, "-o on_bad_row must be fail or skip (got 'continue')", "-o",
 	    "convert=csv,on_bad_row=continue", "a=s3://bucket", "/mnt");
-	ERR(false, "--feature-dim must be between 1 and 4294967296",
+	ERR(false,
+	    "--feature-dim must be an integer from 1 to 4294967296 (got '0')",
 	    "--convert", "libsvm", "--feature-dim", "0", "a=s3://bucket",
 	    "/mnt");
-	ERR(false, "--feature-dim must be between 1 and 4294967296",
+	ERR(false,
+	    "--feature-dim must be an integer from 1 to 4294967296 (got "
+	    "'4294967297')",
 	    "--convert", "libsvm", "--feature-dim=4294967297", "a=s3://bucket",
 	    "/mnt");
-	ERR(false, "invalid number '1e3' for --feature-dim", "--convert",
-	    "libsvm", "--feature-dim", "1e3", "a=s3://bucket", "/mnt");
-	ERR(false, "invalid number '-5' for -o feature_dim", "-o",
-	    "convert=libsvm,feature_dim=-5", "a=s3://bucket", "/mnt");
+	ERR(false,
+	    "--feature-dim must be an integer from 1 to 4294967296 (got "
+	    "'1e3')",
+	    "--convert", "libsvm", "--feature-dim", "1e3", "a=s3://bucket",
+	    "/mnt");
+	ERR(false,
+	    "-o feature_dim must be an integer from 1 to 4294967296 (got "
+	    "'-5')",
+	    "-o", "convert=libsvm,feature_dim=-5", "a=s3://bucket", "/mnt");
 	/* no name is the start of another: the templates of one do not take
 	 * the other's spellings */
 	ERR(false, "unknown option '--convert-to' (see s3pipe --help)",
@@ -1964,15 +1981,14 @@ static void test_convert_rules(void **state)
 	ERR(false, "--csv-header needs --convert csv", "--csv-header", "none",
 	    "--convert", "libsvm", "--feature-dim", "4", "a=s3://bucket",
 	    "/mnt");
-	ERR(false, "--on-bad-row needs --convert csv or --convert libsvm",
-	    "--on-bad-row", "skip", "a=s3://bucket", "/mnt");
-	ERR(false, "--on-bad-row needs --convert csv or --convert libsvm",
-	    "--on-bad-row", "fail", "--convert", "none", "a=s3://bucket",
-	    "/mnt");
-	ERR(false, "--feature-dim needs --convert csv or --convert libsvm",
+	ERR(false, "--on-bad-row needs --convert csv or libsvm", "--on-bad-row",
+	    "skip", "a=s3://bucket", "/mnt");
+	ERR(false, "--on-bad-row needs --convert csv or libsvm", "--on-bad-row",
+	    "fail", "--convert", "none", "a=s3://bucket", "/mnt");
+	ERR(false, "--feature-dim needs --convert csv or libsvm",
 	    "--feature-dim", "3", "a=s3://bucket", "/mnt");
-	ERR(false, "--feature-dim needs --convert csv or --convert libsvm",
-	    "-o", "feature_dim=3", "a=s3://bucket", "/mnt");
+	ERR(false, "--feature-dim needs --convert csv or libsvm", "-o",
+	    "feature_dim=3", "a=s3://bucket", "/mnt");
 	ERR(false,
 	    "--convert libsvm needs --feature-dim N, the number of features "
 	    "(the tensor's shape)",
@@ -1986,13 +2002,13 @@ static void test_convert_rules(void **state)
 	    "(the tensor's shape)",
 	    "s3://bucket", "/mnt", "-o", "convert=libsvm");
 	ERR(false,
-	    "--convert writes RecordIO records already: leave "
-	    "--record-wrapper at none",
+	    "--convert csv needs --record-wrapper none: converted rows are "
+	    "RecordIO records already",
 	    "--convert", "csv", "--record-wrapper", "recordio", "a=s3://bucket",
 	    "/mnt");
 	ERR(false,
-	    "--convert writes RecordIO records already: leave "
-	    "--record-wrapper at none",
+	    "--convert libsvm needs --record-wrapper none: converted rows are "
+	    "RecordIO records already",
 	    "-o", "record_wrapper=RecordIO,convert=libsvm,feature_dim=3",
 	    "a=s3://bucket", "/mnt");
 	/* --record-wrapper recordio without a conversion is still fine */

@@ -15,9 +15,10 @@
  * pre-warm (cache_stream_prefetch): what it fetches, that it never evicts
  * unread data, and that the reader it was for finds it in memory.
  *
- * The bytes the store sent count refetches exactly: it counts a GET's
- * bytes just after it hands them over, so the tests wait for the count to
- * settle.
+ * The bytes the store sent count refetches exactly: every GET is made by
+ * the thread that reads (or pre-warms), so once those have returned the
+ * tests wait until the store has answered all it was asked
+ * (test_store_wait_idle()) and read its final count.
  */
 #include "config.h"
 
@@ -120,19 +121,11 @@ static uint64_t received(const struct fixture *f)
 	return st.bytes_received;
 }
 
-/* The store's byte count once no GET has been answered for 50 ms. */
+/* The store's byte count once it has answered every GET made so far. */
 static uint64_t settled(const struct fixture *f)
 {
-	uint64_t a = received(f), b;
-
-	for (int i = 0; i < 100; i++) {
-		usleep(50000);
-		b = received(f);
-		if (a == b)
-			break;
-		a = b;
-	}
-	return a;
+	assert_int_equal(test_store_wait_idle(f->ts), 0);
+	return received(f);
 }
 
 /* The block of the stream holding offset off (NULL when none); the lock
@@ -145,10 +138,10 @@ static struct cache_block *block_at(const struct fixture *f, uint64_t off)
 
 	snprintf(key, sizeof(key), "s/%03u", (unsigned)(off / f->size));
 	cache_lock(f->c);
-	o = cache_object_get(f->c, "bucket", key, "\"v1\"", f->size);
+	o = cache_object_intern(f->c, "bucket", key, "\"v1\"", f->size);
 	assert_non_null(o);
 	b = cache_block_lookup(f->c, o, (off % f->size) / BS);
-	cache_object_put(f->c, o);
+	cache_object_unref(f->c, o);
 	cache_unlock(f->c);
 	return b;
 }

@@ -22,7 +22,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -386,6 +385,11 @@ static const struct piece plan_pieces[] = {
 };
 #define PLAN_PIECES (sizeof(plan_pieces) / sizeof(plan_pieces[0]))
 
+static uint64_t piece_len(const struct piece *p)
+{
+	return p->key ? p->len : p->lit_len;
+}
+
 /* The bytes of pieces[0..n) in a fresh buffer; *len their count. */
 static unsigned char *plan_bytes(const struct piece *pieces, size_t n,
 				 uint64_t *len)
@@ -394,7 +398,7 @@ static unsigned char *plan_bytes(const struct piece *pieces, size_t n,
 	unsigned char *buf;
 
 	for (size_t i = 0; i < n; i++)
-		total += pieces[i].key ? pieces[i].len : pieces[i].lit_len;
+		total += piece_len(&pieces[i]);
 	buf = malloc(total ? total : 1);
 	assert_non_null(buf);
 	for (size_t i = 0; i < n; i++) {
@@ -412,7 +416,7 @@ static unsigned char *plan_bytes(const struct piece *pieces, size_t n,
 	return buf;
 }
 
-/* Adds piece p to s (lock held). */
+/* Adds piece p to s. */
 static void add_piece(struct cache *c, struct cache_stream *s,
 		      const struct piece *p)
 {
@@ -437,13 +441,35 @@ static struct cache_stream *plan_stream(struct cache *c,
 	struct cache_stream *s = cache_stream_create_plan(c, NULL, NULL);
 
 	assert_non_null(s);
-	cache_lock(c);
 	for (size_t i = 0; i < n; i++)
 		add_piece(c, s, &pieces[i]);
 	if (end)
 		cache_stream_end(s, err);
-	cache_unlock(c);
 	return s;
+}
+
+/* Checks the view of a read of size bytes at pos against
+ * want[0..want_len) (want[0] is the byte at offset); returns the position
+ * after it. */
+static uint64_t check_view(const struct cache_view *v, uint64_t offset,
+			   uint64_t pos, size_t size, const unsigned char *want,
+			   uint64_t want_len)
+{
+	assert_true(v->bytes <= size);
+	for (int i = 0; i < v->count; i++) {
+		const unsigned char *p = v->iov[i].iov_base;
+		uint64_t at = pos - offset;
+
+		if (at + v->iov[i].iov_len > want_len)
+			fail_msg("%zu bytes at %llu, past the %llu expected",
+				 v->iov[i].iov_len, (unsigned long long)pos,
+				 (unsigned long long)want_len);
+		if (memcmp(p, want + at, v->iov[i].iov_len) != 0)
+			fail_msg("bytes at %llu differ (read size %zu)",
+				 (unsigned long long)pos, size);
+		pos += v->iov[i].iov_len;
+	}
+	return pos;
 }
 
 /* Reads r from offset on in reads of size bytes until no bytes come or a
@@ -462,22 +488,7 @@ static int read_expect(struct cache *c, struct cache_reader *r, uint64_t offset,
 		rc = cache_reader_read(r, pos, size, v);
 		if (rc || v->bytes == 0)
 			break;
-		assert_true(v->bytes <= size);
-		for (int i = 0; i < v->count; i++) {
-			const unsigned char *p = v->iov[i].iov_base;
-			uint64_t at = pos - offset;
-
-			if (at + v->iov[i].iov_len > want_len)
-				fail_msg("%zu bytes at %llu, past the %llu "
-					 "expected",
-					 v->iov[i].iov_len,
-					 (unsigned long long)pos,
-					 (unsigned long long)want_len);
-			if (memcmp(p, want + at, v->iov[i].iov_len) != 0)
-				fail_msg("bytes at %llu differ (read size %zu)",
-					 (unsigned long long)pos, size);
-			pos += v->iov[i].iov_len;
-		}
+		pos = check_view(v, offset, pos, size, want, want_len);
 		cache_view_release(c, v);
 	}
 	cache_view_release(c, v);
@@ -591,9 +602,7 @@ static void test_plan_end(void **state)
 	/* not ended: no size; ended with 0: end of file */
 	s = plan_stream(c, plan_pieces, 4, false, 0);
 	assert_false(cache_stream_size(s, &size));
-	cache_lock(c);
 	cache_stream_end(s, 0);
-	cache_unlock(c);
 	assert_true(cache_stream_size(s, &size));
 	assert_int_equal(size, total);
 	r = cache_reader_create(s);
@@ -618,26 +627,40 @@ static void test_plan_end(void **state)
 	free(want);
 }
 
-/* A plan's owner adding pieces as readers come near the end: from the
- * want hook itself, or from a thread of its own that the hook wakes. */
+/*
+ * A plan's owner adding pieces as readers come near the end: from the
+ * want hook itself, or from a thread of its own that the hook wakes.  The
+ * thread feeds only a reader that waits: one whose read began at the end
+ * of what was added.  Such a read asks (the hook, called without the
+ * cache's lock) and then waits on the stream, or finds the pieces the
+ * thread added meanwhile.
+ */
 struct feeder {
 	struct cache *c;
 	struct cache_stream *s;
 	const struct piece *pieces;
 	size_t n, next;
+	uint64_t added; /* bytes of the pieces added (f->lock, threaded) */
 	unsigned wants;
 	bool threaded;
 	/* threaded: the hook only signals */
 	pthread_mutex_t lock;
 	pthread_cond_t wake;
+	uint64_t read_at; /* where the reader's current read began */
 	bool wanted, stop;
+	unsigned woken; /* feeds of a waiting reader by the thread */
 };
 
-/* Adds the next two pieces, or ends (cache lock held). */
+/* Adds the next two pieces, or ends (from the want hook, or the feeder
+ * thread with f->lock held). */
 static void feed(struct feeder *f)
 {
-	for (int k = 0; k < 2 && f->next < f->n; k++)
-		add_piece(f->c, f->s, &f->pieces[f->next++]);
+	for (int k = 0; k < 2 && f->next < f->n; k++) {
+		const struct piece *p = &f->pieces[f->next++];
+
+		add_piece(f->c, f->s, p);
+		f->added += piece_len(p);
+	}
 	if (f->next == f->n)
 		cache_stream_end(f->s, 0);
 }
@@ -653,8 +676,10 @@ static void feeder_want(void *arg, struct cache_stream *s)
 		return;
 	}
 	pthread_mutex_lock(&f->lock);
-	f->wanted = true;
-	pthread_cond_signal(&f->wake);
+	if (f->read_at == f->added) {
+		f->wanted = true;
+		pthread_cond_signal(&f->wake);
+	}
 	pthread_mutex_unlock(&f->lock);
 }
 
@@ -671,17 +696,39 @@ static void *feeder_run(void *arg)
 			return NULL;
 		}
 		f->wanted = false;
+		f->woken++;
+		feed(f); /* (f->lock held: f->added) */
 		pthread_mutex_unlock(&f->lock);
-		usleep(200); /* the reader gets to wait */
-		cache_lock(f->c);
-		feed(f);
-		cache_unlock(f->c);
 	}
+}
+
+/* Reads f's stream whole with r, checking it against want, telling the
+ * feeder where each read begins; returns the bytes read. */
+static uint64_t read_fed(struct feeder *f, struct cache_reader *r,
+			 const unsigned char *want, uint64_t total)
+{
+	struct cache_view *v = calloc(1, sizeof(*v));
+	uint64_t pos = 0;
+
+	assert_non_null(v);
+	for (;;) {
+		pthread_mutex_lock(&f->lock);
+		f->read_at = pos;
+		pthread_mutex_unlock(&f->lock);
+		assert_int_equal(cache_reader_read(r, pos, 5000, v), 0);
+		if (v->bytes == 0)
+			break;
+		pos = check_view(v, 0, pos, 5000, want, total);
+		cache_view_release(f->c, v);
+	}
+	cache_view_release(f->c, v);
+	free(v);
+	return pos;
 }
 
 static void test_plan_fed_by_want(void **state)
 {
-	uint64_t total, got, size = 0;
+	uint64_t total, size = 0;
 	unsigned char *want = plan_bytes(plan_pieces, PLAN_PIECES, &total);
 
 	for (int threaded = 0; threaded < 2; threaded++) {
@@ -700,18 +747,15 @@ static void test_plan_fed_by_want(void **state)
 		pthread_cond_init(&f.wake, NULL);
 		f.s = cache_stream_create_plan(f.c, feeder_want, &f);
 		assert_non_null(f.s);
-		cache_lock(f.c);
 		add_piece(f.c, f.s, &plan_pieces[0]);
 		f.next = 1;
-		cache_unlock(f.c);
+		f.added = piece_len(&plan_pieces[0]);
 		if (threaded)
 			assert_int_equal(
 			    pthread_create(&t, NULL, feeder_run, &f), 0);
 		r = cache_reader_create(f.s);
 		assert_non_null(r);
-		assert_int_equal(
-		    read_expect(f.c, r, 0, 5000, want, total, &got), 0);
-		assert_int_equal(got, total);
+		assert_int_equal(read_fed(&f, r, want, total), total);
 		assert_true(cache_stream_size(f.s, &size));
 		assert_int_equal(size, total);
 		assert_true(f.wants >= PLAN_PIECES / 2);
@@ -721,6 +765,8 @@ static void test_plan_fed_by_want(void **state)
 			pthread_cond_signal(&f.wake);
 			pthread_mutex_unlock(&f.lock);
 			assert_int_equal(pthread_join(t, NULL), 0);
+			/* every piece after the first came that way */
+			assert_int_equal(f.woken, PLAN_PIECES / 2);
 		}
 		cache_reader_destroy(r);
 		test_store_destroy(ts);
@@ -785,12 +831,9 @@ static void test_reader_at_exact(void **state)
 				 0);
 		assert_int_equal(v.bytes, 0);
 		cache_reader_destroy(r);
-		/* the store counts a GET's bytes just after it hands them
-		 * over; a GET past the end would come in the meantime */
-		for (int k = 0; k < 2000 && received(ts) < cases[i].fetched;
-		     k++)
-			usleep(1000);
-		usleep(50000);
+		/* the reader made every GET it will make: once the store has
+		 * answered them all, a GET past the end has been counted */
+		assert_int_equal(test_store_wait_idle(ts), 0);
 		if (received(ts) != cases[i].fetched)
 			print_error("case %zu: %llu bytes fetched\n", i,
 				    (unsigned long long)received(ts));
@@ -822,7 +865,6 @@ static void test_plan_marks_read(void **state)
 		struct cache_reader *r;
 
 		assert_non_null(s);
-		cache_lock(c);
 		assert_int_equal(cache_stream_add_mark(s), 0);
 		for (size_t k = 0; k < PLAN_PIECES; k++) {
 			add_piece(c, s, &plan_pieces[k]);
@@ -831,7 +873,6 @@ static void test_plan_marks_read(void **state)
 		}
 		assert_int_equal(cache_stream_add_mark(s), 0);
 		cache_stream_end(s, 0);
-		cache_unlock(c);
 		assert_true(cache_stream_size(s, &size));
 		assert_int_equal(size, total);
 		r = cache_reader_create(s);
@@ -856,11 +897,9 @@ static void test_plan_marks_read(void **state)
 		struct cache_view v;
 
 		assert_non_null(s);
-		cache_lock(c);
 		assert_int_equal(cache_stream_add_mark(s), 0);
 		assert_int_equal(cache_stream_add_mark(s), 0);
 		cache_stream_end(s, 0);
-		cache_unlock(c);
 		r = cache_reader_create(s);
 		assert_non_null(r);
 		assert_int_equal(cache_reader_read(r, 0, 10, &v), 0);
@@ -945,9 +984,7 @@ static void test_framer_exact(void **state)
 			assert_int_equal(calls, nonempty);
 			assert_true(cache_stream_size(s, &size));
 			assert_int_equal(size, total);
-			cache_lock(c);
 			assert_int_equal(cache_stream_count(s), 2 * nonempty);
-			cache_unlock(c);
 		}
 		r = cache_reader_create(s);
 		assert_non_null(r);
@@ -1011,15 +1048,11 @@ static void test_streams_share_blocks(void **state)
 		assert_int_equal(cache_object_resolve_sync(
 				     f.c, "bucket", f.d.keys[i], &o, &err),
 				 0);
-		cache_lock(f.c);
 		assert_int_equal(
 		    cache_stream_add_object(plan, o, 0, f.d.sizes[i]), 0);
 		cache_object_put(f.c, o);
-		cache_unlock(f.c);
 	}
-	cache_lock(f.c);
 	cache_stream_end(plan, 0);
-	cache_unlock(f.c);
 	assert_int_equal(read_all(f.c, plan, &f.d, 0, 100000, &got), 0);
 	assert_int_equal(got, f.d.total);
 	assert_int_equal(received(f.ts), fetched);
@@ -1096,9 +1129,7 @@ static void test_resolve(void **state)
 	assert_string_equal(cache_object_bucket(rs.obj), "bucket");
 	assert_string_equal(cache_object_key(rs.obj), "o/b");
 	assert_int_equal(cache_object_size(rs.obj), OBJ_B_SIZE);
-	cache_lock(c);
 	same = cache_object_get(c, "bucket", "o/b", "\"b1\"", OBJ_B_SIZE);
-	cache_unlock(c);
 	assert_ptr_equal(same, rs.obj);
 	assert_int_equal(
 	    cache_object_resolve_sync(c, "bucket", "o/b", &o, &err), 0);
@@ -1111,29 +1142,21 @@ static void test_resolve(void **state)
 		if (buf[k] != test_store_byte("o/b", k))
 			fail_msg("byte %llu of o/b differs",
 				 (unsigned long long)k);
-	cache_lock(c);
 	cache_object_put(c, o);
 	cache_object_put(c, same);
 	cache_object_put(c, rs.obj);
-	cache_unlock(c);
 	/* the key replaced since: not that version */
 	test_store_put(ts, "o/b", "\"b2\"", NULL, OBJ_B_SIZE);
-	cache_lock(c);
 	o = cache_object_get(c, "bucket", "o/b", "\"b1\"", OBJ_B_SIZE);
-	cache_unlock(c);
 	assert_int_equal(cache_object_read_sync(c, o, (char *)buf, &err),
 			 ESTALE);
-	cache_lock(c);
 	cache_object_put(c, o);
-	cache_unlock(c);
 	resolve_wait(c, "o/b", &rs);
 	assert_int_equal(rs.err, 0);
 	assert_string_equal(cache_object_key(rs.obj), "o/b");
 	assert_int_equal(cache_object_read_sync(c, rs.obj, (char *)buf, &err),
 			 0);
-	cache_lock(c);
 	cache_object_put(c, rs.obj);
-	cache_unlock(c);
 	free(buf);
 
 	/* a key that is not there */

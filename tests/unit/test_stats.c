@@ -3,7 +3,7 @@
  * reached through the UNITTEST convention (fs/stats.h): the per-second
  * rate ring of the daemon (fs/stats.c: slots, the window, the time since
  * the first read, saturation, concurrent adds), and the client's side
- * (fs/stats_cmd.c): byte units, MB/s, ETA, the progress bar, cutting lines
+ * (tools/stats.c): byte units, MB/s, ETA, the progress bar, cutting lines
  * to a width, and parsing the stats document, which is outside input:
  * hostile or garbage documents are refused or tamed (types checked, lists
  * and strings cut, control characters replaced), never a crash, and what
@@ -12,6 +12,7 @@
 #include "config.h"
 
 #include "fs/stats.h"
+#include "tools/tools.h"
 
 #include <math.h>
 #include <pthread.h>
@@ -152,14 +153,17 @@ static void test_fmt_bytes(void **state)
 	char b[32];
 
 	(void)state;
-	assert_string_equal(fmt_bytes(0, b, sizeof(b)), "0 B");
-	assert_string_equal(fmt_bytes(1023, b, sizeof(b)), "1023 B");
-	assert_string_equal(fmt_bytes(1024, b, sizeof(b)), "1.0 KiB");
-	assert_string_equal(fmt_bytes(412ULL << 20, b, sizeof(b)), "412.0 MiB");
-	assert_string_equal(fmt_bytes(3ULL << 29, b, sizeof(b)), "1.5 GiB");
-	assert_string_equal(fmt_bytes(UINT64_MAX, b, sizeof(b)), "16.0 EiB");
+	assert_string_equal(tools_fmt_bytes(0, b, sizeof(b)), "0 B");
+	assert_string_equal(tools_fmt_bytes(1023, b, sizeof(b)), "1023 B");
+	assert_string_equal(tools_fmt_bytes(1024, b, sizeof(b)), "1.0 KiB");
+	assert_string_equal(tools_fmt_bytes(412ULL << 20, b, sizeof(b)),
+			    "412.0 MiB");
+	assert_string_equal(tools_fmt_bytes(3ULL << 29, b, sizeof(b)),
+			    "1.5 GiB");
+	assert_string_equal(tools_fmt_bytes(UINT64_MAX, b, sizeof(b)),
+			    "16.0 EiB");
 	/* a small buffer is cut, not overrun */
-	assert_string_equal(fmt_bytes(412ULL << 20, b, 5), "412.");
+	assert_string_equal(tools_fmt_bytes(412ULL << 20, b, 5), "412.");
 }
 
 static void test_fmt_part(void **state)
@@ -167,15 +171,20 @@ static void test_fmt_part(void **state)
 	char b[48];
 
 	(void)state;
-	assert_string_equal(fmt_part(3ULL << 20, 8ULL << 20, b, sizeof(b)),
-			    "3.0/8.0 MiB");
+	assert_string_equal(
+	    tools_fmt_part(3ULL << 20, 8ULL << 20, b, sizeof(b)),
+	    "3.0/8.0 MiB");
 	/* 1 GiB is shown in MiB: tenths of a GiB are too coarse */
-	assert_string_equal(fmt_part(412ULL << 20, 1ULL << 30, b, sizeof(b)),
-			    "412.0/1024.0 MiB");
-	assert_string_equal(fmt_part(7ULL << 30, 12ULL << 30, b, sizeof(b)),
-			    "7.0/12.0 GiB");
-	assert_string_equal(fmt_part(10, 1000, b, sizeof(b)), "10/1000 B");
-	assert_string_equal(fmt_part(512, 2048, b, sizeof(b)), "0.5/2.0 KiB");
+	assert_string_equal(
+	    tools_fmt_part(412ULL << 20, 1ULL << 30, b, sizeof(b)),
+	    "412.0/1024.0 MiB");
+	assert_string_equal(
+	    tools_fmt_part(7ULL << 30, 12ULL << 30, b, sizeof(b)),
+	    "7.0/12.0 GiB");
+	assert_string_equal(tools_fmt_part(10, 1000, b, sizeof(b)),
+			    "10/1000 B");
+	assert_string_equal(tools_fmt_part(512, 2048, b, sizeof(b)),
+			    "0.5/2.0 KiB");
 }
 
 static void test_fmt_rate(void **state)
@@ -183,14 +192,17 @@ static void test_fmt_rate(void **state)
 	char b[32];
 
 	(void)state;
-	assert_string_equal(fmt_rate(180.3e6, b, sizeof(b)), "180.3 MB/s");
-	assert_string_equal(fmt_rate(0, b, sizeof(b)), "0.0 MB/s");
-	assert_string_equal(fmt_rate(2450e6, b, sizeof(b)), "2450.0 MB/s");
-	assert_string_equal(fmt_rate(25e9, b, sizeof(b)), "25.0 GB/s");
-	assert_string_equal(fmt_rate(-5, b, sizeof(b)), "0.0 MB/s");
-	assert_string_equal(fmt_rate(NAN, b, sizeof(b)), "0.0 MB/s");
-	assert_string_equal(fmt_rate(INFINITY, b, sizeof(b)), "0.0 MB/s");
-	assert_string_equal(fmt_rate(1e300, b, sizeof(b)), ">999999 GB/s");
+	assert_string_equal(tools_fmt_rate(180.3e6, b, sizeof(b)),
+			    "180.3 MB/s");
+	assert_string_equal(tools_fmt_rate(0, b, sizeof(b)), "0.0 MB/s");
+	assert_string_equal(tools_fmt_rate(2450e6, b, sizeof(b)),
+			    "2450.0 MB/s");
+	assert_string_equal(tools_fmt_rate(25e9, b, sizeof(b)), "25.0 GB/s");
+	assert_string_equal(tools_fmt_rate(-5, b, sizeof(b)), "0.0 MB/s");
+	assert_string_equal(tools_fmt_rate(NAN, b, sizeof(b)), "0.0 MB/s");
+	assert_string_equal(tools_fmt_rate(INFINITY, b, sizeof(b)), "0.0 MB/s");
+	assert_string_equal(tools_fmt_rate(1e300, b, sizeof(b)),
+			    ">999999 GB/s");
 }
 
 static void test_fmt_eta(void **state)
@@ -198,19 +210,19 @@ static void test_fmt_eta(void **state)
 	char b[32];
 
 	(void)state;
-	assert_string_equal(fmt_eta(0, b, sizeof(b)), "0:00");
-	assert_string_equal(fmt_eta(3, b, sizeof(b)), "0:03");
-	assert_string_equal(fmt_eta(2.1, b, sizeof(b)), "0:03"); /* up */
-	assert_string_equal(fmt_eta(754, b, sizeof(b)), "12:34");
-	assert_string_equal(fmt_eta(3599.5, b, sizeof(b)), "1:00:00");
-	assert_string_equal(fmt_eta(3723, b, sizeof(b)), "1:02:03");
-	assert_string_equal(fmt_eta(99 * 3600 + 59 * 60 + 59, b, sizeof(b)),
-			    "99:59:59");
-	assert_string_equal(fmt_eta(100 * 3600, b, sizeof(b)), ">99h");
-	assert_string_equal(fmt_eta(1e300, b, sizeof(b)), ">99h");
-	assert_string_equal(fmt_eta(-1, b, sizeof(b)), "--:--");
-	assert_string_equal(fmt_eta(NAN, b, sizeof(b)), "--:--");
-	assert_string_equal(fmt_eta(INFINITY, b, sizeof(b)), "--:--");
+	assert_string_equal(tools_fmt_eta(0, b, sizeof(b)), "0:00");
+	assert_string_equal(tools_fmt_eta(3, b, sizeof(b)), "0:03");
+	assert_string_equal(tools_fmt_eta(2.1, b, sizeof(b)), "0:03"); /* up */
+	assert_string_equal(tools_fmt_eta(754, b, sizeof(b)), "12:34");
+	assert_string_equal(tools_fmt_eta(3599.5, b, sizeof(b)), "1:00:00");
+	assert_string_equal(tools_fmt_eta(3723, b, sizeof(b)), "1:02:03");
+	assert_string_equal(
+	    tools_fmt_eta(99 * 3600 + 59 * 60 + 59, b, sizeof(b)), "99:59:59");
+	assert_string_equal(tools_fmt_eta(100 * 3600, b, sizeof(b)), ">99h");
+	assert_string_equal(tools_fmt_eta(1e300, b, sizeof(b)), ">99h");
+	assert_string_equal(tools_fmt_eta(-1, b, sizeof(b)), "--:--");
+	assert_string_equal(tools_fmt_eta(NAN, b, sizeof(b)), "--:--");
+	assert_string_equal(tools_fmt_eta(INFINITY, b, sizeof(b)), "--:--");
 }
 
 static void test_render_bar(void **state)
@@ -218,27 +230,27 @@ static void test_render_bar(void **state)
 	char b[64];
 
 	(void)state;
-	render_bar(b, 12, 0.5);
+	tools_render_bar(b, 12, 0.5);
 	assert_string_equal(b, "[====>     ]");
-	render_bar(b, 12, 0.0);
+	tools_render_bar(b, 12, 0.0);
 	assert_string_equal(b, "[          ]");
-	render_bar(b, 12, 1.0);
+	tools_render_bar(b, 12, 1.0);
 	assert_string_equal(b, "[==========]");
-	render_bar(b, 12, 0.999);
+	tools_render_bar(b, 12, 0.999);
 	assert_string_equal(b, "[========> ]");
-	render_bar(b, 12, 7.0); /* more than all: full */
+	tools_render_bar(b, 12, 7.0); /* more than all: full */
 	assert_string_equal(b, "[==========]");
-	render_bar(b, 12, -1.0);
+	tools_render_bar(b, 12, -1.0);
 	assert_string_equal(b, "[          ]");
-	render_bar(b, 12, NAN);
+	tools_render_bar(b, 12, NAN);
 	assert_string_equal(b, "[          ]");
-	render_bar(b, 3, 0.5);
+	tools_render_bar(b, 3, 0.5);
 	assert_string_equal(b, "[ ]");
-	render_bar(b, 2, 0.5); /* no room for a bar */
+	tools_render_bar(b, 2, 0.5); /* no room for a bar */
 	assert_string_equal(b, "");
 	for (int w = 3; w < 60; w++) {
 		for (int i = 0; i <= 20; i++) {
-			render_bar(b, w, i / 20.0);
+			tools_render_bar(b, w, i / 20.0);
 			assert_int_equal((int)strlen(b), w);
 			assert_int_equal(b[0], '[');
 			assert_int_equal(b[w - 1], ']');
@@ -252,24 +264,24 @@ static void test_fit_width(void **state)
 
 	(void)state;
 	strcpy(b, "abcdef");
-	fit_width(b, 3);
+	tools_fit_width(b, 3);
 	assert_string_equal(b, "abc");
 	strcpy(b, "abc");
-	fit_width(b, 10);
+	tools_fit_width(b, 10);
 	assert_string_equal(b, "abc");
 	strcpy(b, "abc");
-	fit_width(b, 3);
+	tools_fit_width(b, 3);
 	assert_string_equal(b, "abc");
 	strcpy(b, "abc");
-	fit_width(b, 0);
+	tools_fit_width(b, 0);
 	assert_string_equal(b, "");
 	/* characters, not bytes: "é" is one column of two bytes */
 	strcpy(b, "a\xc3\xa9"
 		  "bc");
-	fit_width(b, 2);
+	tools_fit_width(b, 2);
 	assert_string_equal(b, "a\xc3\xa9");
 	strcpy(b, "\xe2\x82\xac\xe2\x82\xac\xe2\x82\xac");
-	fit_width(b, 2);
+	tools_fit_width(b, 2);
 	assert_string_equal(b, "\xe2\x82\xac\xe2\x82\xac");
 }
 
@@ -324,12 +336,13 @@ static void check_text(const char *text, int width, int rows)
 static char *render(const char *doc, bool watch, int width, int rows)
 {
 	char err[256];
-	struct stats_view *v = stats_parse(doc, strlen(doc), err, sizeof(err));
+	struct tools_stats_view *v =
+	    tools_stats_parse(doc, strlen(doc), err, sizeof(err));
 	char *text;
 
 	assert_non_null(v);
-	text = stats_render(v, watch, width, rows);
-	stats_view_free(v);
+	text = tools_stats_render(v, watch, width, rows);
+	tools_stats_view_free(v);
 	assert_non_null(text);
 	check_text(text, width, rows);
 	return text;
@@ -384,13 +397,13 @@ static void test_parse_and_render(void **state)
 static void expect_refused(const char *doc, size_t len)
 {
 	char err[256];
-	struct stats_view *v;
+	struct tools_stats_view *v;
 
 	err[0] = '\0';
-	v = stats_parse(doc, len, err, sizeof(err));
+	v = tools_stats_parse(doc, len, err, sizeof(err));
 	if (v) {
 		fail_msg("accepted: %.*s", (int)(len > 200 ? 200 : len), doc);
-		stats_view_free(v);
+		tools_stats_view_free(v);
 	}
 	assert_true(err[0] != '\0');
 	assert_true(util_utf8_valid(err));

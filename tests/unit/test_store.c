@@ -9,10 +9,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 struct test_queued {
 	struct test_queued *next;
-	enum { QUEUED_GET, QUEUED_LIST, QUEUED_HEAD } kind;
+	enum test_request kind;
 	struct test_get get;
 	struct test_list list;
 	struct test_head head;
@@ -71,9 +72,19 @@ static void fill_head(struct test_head *h, const struct s3_head *req)
 	h->arg = req->arg;
 }
 
+/* Something a waiter may be waiting for happened (lock held). */
+static void changed(struct test_store *ts)
+{
+	ts->events++;
+	pthread_cond_broadcast(&ts->changed);
+}
+
 static void enqueue(struct test_store *ts, struct test_queued *q)
 {
 	pthread_mutex_lock(&ts->lock);
+	ts->pending++;
+	ts->made[q->kind]++;
+	changed(ts);
 	if (ts->queue_tail)
 		ts->queue_tail->next = q;
 	else
@@ -99,6 +110,7 @@ static int store_get(struct s3_store *st, const struct s3_get *req)
 			return ENOMEM;
 		}
 		fill_get(&ts->gets[ts->ngets++], req, len);
+		changed(ts);
 		pthread_mutex_unlock(&ts->lock);
 		return 0;
 	}
@@ -125,13 +137,14 @@ static int store_list(struct s3_store *st, const struct s3_list *req)
 			return ENOMEM;
 		}
 		fill_list(&ts->lists[ts->nlists++], req);
+		changed(ts);
 		pthread_mutex_unlock(&ts->lock);
 		return 0;
 	}
 	q = calloc(1, sizeof(*q));
 	if (!q)
 		return ENOMEM;
-	q->kind = QUEUED_LIST;
+	q->kind = TEST_LIST;
 	fill_list(&q->list, req);
 	enqueue(ts, q);
 	return 0;
@@ -151,13 +164,14 @@ static int store_head(struct s3_store *st, const struct s3_head *req)
 			return ENOMEM;
 		}
 		fill_head(&ts->heads[ts->nheads++], req);
+		changed(ts);
 		pthread_mutex_unlock(&ts->lock);
 		return 0;
 	}
 	q = calloc(1, sizeof(*q));
 	if (!q)
 		return ENOMEM;
-	q->kind = QUEUED_HEAD;
+	q->kind = TEST_HEAD;
 	fill_head(&q->head, req);
 	enqueue(ts, q);
 	return 0;
@@ -359,14 +373,16 @@ static void *serve_main(void *arg)
 		if (!ts->queue_head)
 			ts->queue_tail = NULL;
 		pthread_mutex_unlock(&ts->lock);
-		if (q->kind == QUEUED_LIST)
+		if (q->kind == TEST_LIST)
 			serve_list(ts, &q->list);
-		else if (q->kind == QUEUED_HEAD)
+		else if (q->kind == TEST_HEAD)
 			answer_head(ts, &q->head, 0);
 		else
 			serve_get(ts, &q->get);
 		free(q);
 		pthread_mutex_lock(&ts->lock);
+		ts->pending--;
+		changed(ts);
 	}
 	pthread_mutex_unlock(&ts->lock);
 	return NULL;
@@ -375,6 +391,7 @@ static void *serve_main(void *arg)
 struct test_store *test_store_create(bool serve, unsigned max_parallel)
 {
 	struct test_store *ts = calloc(1, sizeof(*ts));
+	pthread_condattr_t attr;
 
 	if (!ts)
 		return NULL;
@@ -383,11 +400,118 @@ struct test_store *test_store_create(bool serve, unsigned max_parallel)
 	ts->serve = serve;
 	pthread_mutex_init(&ts->lock, NULL);
 	pthread_cond_init(&ts->wake, NULL);
+	/* waits are timed on the monotonic clock */
+	pthread_condattr_init(&attr);
+	pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+	pthread_cond_init(&ts->changed, &attr);
+	pthread_condattr_destroy(&attr);
 	if (serve && pthread_create(&ts->thread, NULL, serve_main, ts) != 0) {
+		pthread_cond_destroy(&ts->changed);
+		pthread_cond_destroy(&ts->wake);
+		pthread_mutex_destroy(&ts->lock);
 		free(ts);
 		return NULL;
 	}
 	return ts;
+}
+
+/* ---- waiting ---- */
+
+void test_store_notify(struct test_store *ts)
+{
+	pthread_mutex_lock(&ts->lock);
+	changed(ts);
+	pthread_mutex_unlock(&ts->lock);
+}
+
+int test_store_wait_until(struct test_store *ts, test_store_cond_fn *cond,
+			  void *arg, const char *what)
+{
+	struct timespec until;
+	bool late = false;
+
+	clock_gettime(CLOCK_MONOTONIC, &until);
+	until.tv_sec += TEST_STORE_WAIT_SECONDS;
+	for (;;) {
+		uint64_t seen;
+
+		/* the count first: an event after it wakes the wait below
+		 * even if it came before cond looked */
+		pthread_mutex_lock(&ts->lock);
+		seen = ts->events;
+		pthread_mutex_unlock(&ts->lock);
+		if (cond(arg))
+			return 0;
+		if (late)
+			break;
+		pthread_mutex_lock(&ts->lock);
+		while (ts->events == seen && !late)
+			late = pthread_cond_timedwait(&ts->changed, &ts->lock,
+						      &until) == ETIMEDOUT;
+		pthread_mutex_unlock(&ts->lock);
+	}
+	fprintf(stderr, "test_store: still waiting after %d s for %s\n",
+		TEST_STORE_WAIT_SECONDS, what);
+	return ETIMEDOUT;
+}
+
+static bool store_idle(void *arg)
+{
+	struct test_store *ts = arg;
+	bool idle;
+
+	pthread_mutex_lock(&ts->lock);
+	idle = ts->pending == 0;
+	pthread_mutex_unlock(&ts->lock);
+	return idle;
+}
+
+int test_store_wait_idle(struct test_store *ts)
+{
+	return test_store_wait_until(ts, store_idle, ts,
+				     "the store to answer every request");
+}
+
+struct made_wait {
+	struct test_store *ts;
+	enum test_request kind;
+	unsigned n;
+};
+
+/* Requests of a kind made so far (lock held). */
+static unsigned made_count(const struct test_store *ts, enum test_request kind)
+{
+	if (ts->serve)
+		return ts->made[kind];
+	if (kind == TEST_GET)
+		return ts->ngets;
+	return kind == TEST_LIST ? ts->nlists : ts->nheads;
+}
+
+static bool enough_made(void *arg)
+{
+	struct made_wait *m = arg;
+	unsigned n;
+
+	pthread_mutex_lock(&m->ts->lock);
+	n = made_count(m->ts, m->kind);
+	pthread_mutex_unlock(&m->ts->lock);
+	return n >= m->n;
+}
+
+int test_store_wait_made(struct test_store *ts, enum test_request kind,
+			 unsigned n)
+{
+	static const char *const names[] = {"GET", "LIST", "HEAD"};
+	struct made_wait m = {.ts = ts, .kind = kind, .n = n};
+	char what[64];
+	int rc;
+
+	snprintf(what, sizeof(what), "%u %s requests", n, names[kind]);
+	rc = test_store_wait_until(ts, enough_made, &m, what);
+	if (rc)
+		fprintf(stderr, "test_store: %u made\n", made_count(ts, kind));
+	return rc;
 }
 
 void test_store_cancel_all(struct test_store *ts)
@@ -435,6 +559,7 @@ void test_store_destroy(struct test_store *ts)
 		free(ts->objects[i].data);
 	}
 	free(ts->objects);
+	pthread_cond_destroy(&ts->changed);
 	pthread_cond_destroy(&ts->wake);
 	pthread_mutex_destroy(&ts->lock);
 	free(ts);

@@ -15,6 +15,13 @@
  *     faults on request (every Nth GET fails).
  * Destroying it cancels what is still open with ECANCELED, as the engine
  * does.
+ *
+ * Waiting instead of sleeping: every request taken or answered (and every
+ * test_store_notify()) wakes whoever waits on the store, so a test waits
+ * for a condition (the store idle, n requests made, a flag of its own)
+ * rather than for time to pass.  A wait gives up after
+ * TEST_STORE_WAIT_SECONDS, says on stderr what it waited for and returns
+ * ETIMEDOUT, for the test to fail.
  */
 #ifndef S3PIPE_TEST_STORE_H
 #define S3PIPE_TEST_STORE_H
@@ -26,6 +33,9 @@
 #include "s3/store.h"
 
 #define TEST_STORE_MAX_RECORDED 256
+#define TEST_STORE_WAIT_SECONDS 60
+
+enum test_request { TEST_GET, TEST_LIST, TEST_HEAD };
 
 struct test_get {
 	char bucket[64];
@@ -89,6 +99,11 @@ struct test_store {
 	bool stopping;
 	pthread_t thread;
 	struct s3_stats stats;
+	/* waiting */
+	pthread_cond_t changed; /* events moved */
+	uint64_t events;	/* requests taken and answered, notifications */
+	unsigned pending;	/* serving: taken and not yet answered */
+	unsigned made[3];	/* serving: taken, by enum test_request */
 };
 
 struct test_store *test_store_create(bool serve, unsigned max_parallel);
@@ -109,6 +124,29 @@ void test_store_finish_head(struct test_store *ts, unsigned i, int err);
 /* Recording mode: ends every open GET, LIST and HEAD with ECANCELED and
  * forgets them all. */
 void test_store_cancel_all(struct test_store *ts);
+/*
+ * Serving mode: waits until the store is idle, with nothing queued and
+ * nothing being answered, so every request made so far has been answered
+ * (with the requests its callbacks made in turn).  Once the threads that
+ * read through a cache have returned, nothing more will come: the store's
+ * byte count is final.  0 or ETIMEDOUT.
+ */
+int test_store_wait_idle(struct test_store *ts);
+/* Waits until at least n requests of a kind have been made: recorded
+ * (recording mode: ngets, nlists or nheads, which a test may reset) or
+ * taken since the store was made (serving).  0 or ETIMEDOUT. */
+int test_store_wait_made(struct test_store *ts, enum test_request kind,
+			 unsigned n);
+/* Waits until cond(arg) is true; it is tried now and again each time the
+ * store takes or answers a request or test_store_notify() runs.  cond runs
+ * without the store's lock (it may take a cache's).  what names the
+ * condition in the message on a time-out.  0 or ETIMEDOUT. */
+typedef bool test_store_cond_fn(void *arg);
+int test_store_wait_until(struct test_store *ts, test_store_cond_fn *cond,
+			  void *arg, const char *what);
+/* Wakes the waiters of test_store_wait_until(): for a test's own events (a
+ * hook called, a job done).  Any thread, any lock held but the store's. */
+void test_store_notify(struct test_store *ts);
 /* The byte at offset of an object (a pattern that differs per key). */
 unsigned char test_store_byte(const char *key, uint64_t offset);
 

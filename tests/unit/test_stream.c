@@ -26,7 +26,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -66,9 +65,7 @@ static struct cache *new_cache(uint64_t budget, uint64_t block_size)
 static void append(struct cache_stream *s, const char *key, const char *etag,
 		   uint64_t size)
 {
-	pthread_mutex_lock(&s->cache->lock);
 	assert_int_equal(cache_stream_append(s, key, etag, size), 0);
-	pthread_mutex_unlock(&s->cache->lock);
 }
 
 static size_t find(struct cache_stream *s, uint64_t offset)
@@ -393,12 +390,7 @@ static void page_add(struct s3_list_page *p, const char *key, const char *etag,
 
 static int take(struct cache_stream *s, struct s3_list_page *p)
 {
-	int rc;
-
-	pthread_mutex_lock(&s->cache->lock);
-	rc = take_page(s, p);
-	pthread_mutex_unlock(&s->cache->lock);
-	return rc;
+	return take_page(s, p);
 }
 
 static void test_take_page(void **state)
@@ -973,22 +965,15 @@ static void *read_job_run(void *arg)
 	return NULL;
 }
 
-/* Waits until at least n GETs are recorded.  The reader issues all of a
- * read's GETs under the cache lock and lets it go only to wait for data,
- * so once the count moves, that read has issued everything it will. */
+/* Waits until at least n GETs are recorded, then for the cache's lock.
+ * The reader issues all of a read's GETs under the cache lock and lets it
+ * go only to wait for data, so once the count has moved and the lock is
+ * free, that read has issued everything it will. */
 static void wait_gets(struct cache *c, unsigned n)
 {
-	for (int i = 0; i < 5000; i++) {
-		unsigned seen;
-
-		pthread_mutex_lock(&c->lock);
-		seen = store->ngets;
-		pthread_mutex_unlock(&c->lock);
-		if (seen >= n)
-			return;
-		usleep(1000);
-	}
-	fail_msg("the reader issued %u GETs, expected %u", store->ngets, n);
+	assert_int_equal(test_store_wait_made(store, TEST_GET, n), 0);
+	pthread_mutex_lock(&c->lock);
+	pthread_mutex_unlock(&c->lock);
 }
 
 static void check_urgent(unsigned i, bool urgent)
@@ -1020,7 +1005,7 @@ static void test_wait_opens_window(void **state)
 	 * whole window in runs of 8 blocks (as test_prefetch_runs) */
 	j.size = 4096;
 	assert_int_equal(pthread_create(&t, NULL, read_job_run, &j), 0);
-	wait_gets(c, 1);
+	wait_gets(c, 4);
 	pthread_mutex_lock(&c->lock);
 	assert_int_equal(store->ngets, 4);
 	pthread_mutex_unlock(&c->lock);
@@ -1043,7 +1028,7 @@ static void test_wait_opens_window(void **state)
 	first = store->ngets;
 	j.offset = 60 * MIB;
 	assert_int_equal(pthread_create(&t, NULL, read_job_run, &j), 0);
-	wait_gets(c, first + 1);
+	wait_gets(c, first + 2);
 	pthread_mutex_lock(&c->lock);
 	assert_int_equal(store->ngets, first + 2);
 	pthread_mutex_unlock(&c->lock);
@@ -1075,48 +1060,31 @@ static void test_wait_opens_window(void **state)
 static struct cache_object *object(struct cache *c, const char *key,
 				   uint64_t size)
 {
-	struct cache_object *o;
+	struct cache_object *o = cache_object_get(c, "b", key, "\"e\"", size);
 
-	pthread_mutex_lock(&c->lock);
-	o = cache_object_get(c, "b", key, "\"e\"", size);
-	pthread_mutex_unlock(&c->lock);
 	assert_non_null(o);
 	return o;
 }
 
 static void put_object(struct cache *c, struct cache_object *o)
 {
-	pthread_mutex_lock(&c->lock);
 	cache_object_put(c, o);
-	pthread_mutex_unlock(&c->lock);
 }
 
 static int add_range(struct cache_stream *s, struct cache_object *o,
 		     uint64_t offset, uint64_t len)
 {
-	int rc;
-
-	pthread_mutex_lock(&s->cache->lock);
-	rc = cache_stream_add_object(s, o, offset, len);
-	pthread_mutex_unlock(&s->cache->lock);
-	return rc;
+	return cache_stream_add_object(s, o, offset, len);
 }
 
 static int add_lit(struct cache_stream *s, const void *bytes, size_t len)
 {
-	int rc;
-
-	pthread_mutex_lock(&s->cache->lock);
-	rc = cache_stream_add_bytes(s, bytes, len);
-	pthread_mutex_unlock(&s->cache->lock);
-	return rc;
+	return cache_stream_add_bytes(s, bytes, len);
 }
 
 static void end_stream(struct cache_stream *s, int err)
 {
-	pthread_mutex_lock(&s->cache->lock);
 	cache_stream_end(s, err);
-	pthread_mutex_unlock(&s->cache->lock);
 }
 
 static void check_seg(const struct cache_stream *s, size_t i,
@@ -1164,9 +1132,7 @@ static void test_plan_segments(void **state)
 	assert_int_equal(add_range(s, a, UINT64_MAX, 2), EINVAL);
 	assert_int_equal(add_range(s, a, 1, UINT64_MAX), EINVAL);
 
-	pthread_mutex_lock(&c->lock);
 	assert_int_equal(cache_stream_count(s), 5);
-	pthread_mutex_unlock(&c->lock);
 	check_seg(s, 0, NULL, 0, 3, 0, 0);
 	assert_memory_equal(s->segs[0]->bytes, "HDR", 3);
 	check_seg(s, 1, a, 0, 2 * MIB + MIB / 2, 3, 0);
@@ -1259,10 +1225,8 @@ static void test_plan_trim(void **state)
 		assert_int_equal(add_lit(s, want, 5), 0);
 	}
 	end_stream(s, 0);
-	pthread_mutex_lock(&c->lock);
 	cache_stream_set_trim(s);
 	before = cache_stream_memory(s);
-	pthread_mutex_unlock(&c->lock);
 	fast = cache_reader_create(s);
 	slow = cache_reader_create(s);
 	assert_non_null(fast);
@@ -1292,9 +1256,7 @@ static void test_plan_trim(void **state)
 	assert_int_equal(read_into(fast, pos, 1000, buf), 1000);
 	pos += 1000;
 	assert_true(s->base >= 1000 && s->base <= 1410);
-	pthread_mutex_lock(&c->lock);
 	assert_true(cache_stream_memory(s) < before);
-	pthread_mutex_unlock(&c->lock);
 	/* no new reader, no read back */
 	errno = 0;
 	assert_null(cache_reader_create(s));
@@ -1525,7 +1487,6 @@ static void test_plan_marks(void **state)
 	struct cache_segment_info info;
 
 	assert_non_null(s);
-	pthread_mutex_lock(&c->lock);
 	assert_int_equal(cache_stream_add_mark(s), 0);
 	assert_int_equal(cache_stream_add_object(s, a, 0, 100), 0);
 	assert_int_equal(cache_stream_add_mark(s), 0);
@@ -1534,7 +1495,6 @@ static void test_plan_marks(void **state)
 	assert_int_equal(cache_stream_add_mark(s), 0);
 	assert_int_equal(cache_stream_count(s), 6);
 	cache_stream_end(s, 0);
-	pthread_mutex_unlock(&c->lock);
 	assert_int_equal(s->listed_bytes, 102);
 	assert_int_equal(s->nobject_segs, 1);
 	check_seg(s, 2, NULL, 0, 0, 100, 1);
@@ -1579,8 +1539,12 @@ static void want_hook(void *arg, struct cache_stream *s)
 	static const char bytes[64] = "0123456789abcdef0123456789abcdef"
 				      "0123456789abcdef0123456789abcde";
 
+	/* (called without the cache's lock: the counts are read under it) */
+	pthread_mutex_lock(&s->cache->lock);
 	w->calls++;
-	w->count_at_call = cache_stream_count(s);
+	w->count_at_call = s->count;
+	pthread_mutex_unlock(&s->cache->lock);
+	test_store_notify(store);
 	if (w->add_len && w->calls <= w->add_max)
 		assert_int_equal(cache_stream_add_bytes(s, bytes, w->add_len),
 				 0);
@@ -1605,6 +1569,7 @@ static void *segment_job_run(void *arg)
 	j->rc = rc;
 	j->done = true;
 	pthread_mutex_unlock(&j->s->cache->lock);
+	test_store_notify(store);
 	return NULL;
 }
 
@@ -1618,15 +1583,9 @@ static bool job_done(struct segment_job *j)
 	return done;
 }
 
-/* Waits up to ms for the job; false if it is still waiting. */
-static bool job_wait(struct segment_job *j, int ms)
+static bool job_done_cond(void *arg)
 {
-	for (int i = 0; i < ms; i++) {
-		if (job_done(j))
-			return true;
-		usleep(1000);
-	}
-	return job_done(j);
+	return job_done(arg);
 }
 
 static unsigned want_calls(struct cache *c, const struct want_log *w)
@@ -1637,6 +1596,35 @@ static unsigned want_calls(struct cache *c, const struct want_log *w)
 	n = w->calls;
 	pthread_mutex_unlock(&c->lock);
 	return n;
+}
+
+struct want_wait {
+	struct cache *c;
+	const struct want_log *w;
+	unsigned n;
+};
+
+static bool wanted_enough(void *arg)
+{
+	const struct want_wait *ww = arg;
+
+	return want_calls(ww->c, ww->w) >= ww->n;
+}
+
+/*
+ * Waits until the want hook has run n times in all.  A reader that needs
+ * a segment not there yet asks (the hook, without the cache's lock), then
+ * looks again under it and sleeps on the stream: once the count has
+ * moved, a reader that asked waits, or is about to, until a segment is
+ * added (or, wrongly, has returned).
+ */
+static void wait_wants(struct cache *c, const struct want_log *w, unsigned n)
+{
+	struct want_wait ww = {.c = c, .w = w, .n = n};
+
+	assert_int_equal(
+	    test_store_wait_until(store, wanted_enough, &ww, "the want hook"),
+	    0);
 }
 
 /*
@@ -1663,9 +1651,7 @@ static void test_segment_wait(void **state)
 	assert_string_equal(j.info.key, "p/a");
 	/* segment 1 waits; the owner is asked, adds it from this thread */
 	assert_int_equal(pthread_create(&t, NULL, segment_job_run, &j), 0);
-	for (int i = 0; i < 5000 && want_calls(c, &w) == 0; i++)
-		usleep(1000);
-	assert_true(want_calls(c, &w) >= 1);
+	wait_wants(c, &w, 1);
 	assert_false(job_done(&j));
 	assert_int_equal(w.count_at_call, 1);
 	assert_int_equal(add_lit(s, "xyz", 3), 0);
@@ -1680,8 +1666,8 @@ static void test_segment_wait(void **state)
 	j.idx = 2;
 	j.done = false;
 	assert_int_equal(pthread_create(&t, NULL, segment_job_run, &j), 0);
-	for (int i = 0; i < 5000 && want_calls(c, &w) < 2; i++)
-		usleep(1000);
+	wait_wants(c, &w, 2);
+	assert_false(job_done(&j));
 	end_stream(s, 0);
 	assert_int_equal(pthread_join(t, NULL), 0);
 	assert_int_equal(j.rc, ENODATA);
@@ -1698,8 +1684,8 @@ static void test_segment_wait(void **state)
 	assert_int_equal(add_lit(s, "abc", 3), 0);
 	j = (struct segment_job){.s = s, .idx = 1};
 	assert_int_equal(pthread_create(&t, NULL, segment_job_run, &j), 0);
-	for (int i = 0; i < 5000 && want_calls(c, &w) == 0; i++)
-		usleep(1000);
+	wait_wants(c, &w, 1);
+	assert_false(job_done(&j));
 	end_stream(s, EIO);
 	assert_int_equal(pthread_join(t, NULL), 0);
 	assert_int_equal(j.rc, EIO);
@@ -1728,16 +1714,7 @@ static void test_segment_wait_listing(void **state)
 	s->next_token = strdup("t1");
 	assert_non_null(s->next_token);
 	assert_int_equal(pthread_create(&t, NULL, segment_job_run, &j), 0);
-	for (int i = 0; i < 5000; i++) {
-		unsigned n;
-
-		pthread_mutex_lock(&c->lock);
-		n = store->nlists;
-		pthread_mutex_unlock(&c->lock);
-		if (n)
-			break;
-		usleep(1000);
-	}
+	assert_int_equal(test_store_wait_made(store, TEST_LIST, 1), 0);
 	assert_int_equal(store->nlists, 1);
 	assert_string_equal(store->lists[0].token, "t1");
 	assert_false(job_done(&j));
@@ -1762,16 +1739,7 @@ static void test_segment_wait_listing(void **state)
 	assert_non_null(s->next_token);
 	j = (struct segment_job){.s = s, .idx = 1};
 	assert_int_equal(pthread_create(&t, NULL, segment_job_run, &j), 0);
-	for (int i = 0; i < 5000; i++) {
-		unsigned n;
-
-		pthread_mutex_lock(&c->lock);
-		n = store->nlists;
-		pthread_mutex_unlock(&c->lock);
-		if (n)
-			break;
-		usleep(1000);
-	}
+	assert_int_equal(test_store_wait_made(store, TEST_LIST, 1), 0);
 	assert_int_equal(store->nlists, 1);
 	memset(&e, 0, sizeof(e));
 	e.err = EIO;
@@ -1791,9 +1759,9 @@ static void test_segment_wait_listing(void **state)
  * an empty plan stream must then get it, not sleep on a wake-up that came
  * before it slept.
  */
-/* Runs cache_stream_segment(j->idx) on a thread of its own for up to 3 s;
- * one still waiting then is woken (so that the test can end) and false
- * returned. */
+/* Runs cache_stream_segment(j->idx) on a thread of its own until it
+ * returns, for TEST_STORE_WAIT_SECONDS at most; one still waiting then is
+ * woken (so that the test can end) and false returned. */
 static bool segment_within(struct segment_job *j)
 {
 	struct cache *c = j->s->cache;
@@ -1802,7 +1770,8 @@ static bool segment_within(struct segment_job *j)
 
 	j->done = false;
 	assert_int_equal(pthread_create(&t, NULL, segment_job_run, j), 0);
-	done = job_wait(j, 3000);
+	done = test_store_wait_until(store, job_done_cond, j,
+				     "cache_stream_segment() to return") == 0;
 	if (!done) {
 		pthread_mutex_lock(&c->lock);
 		pthread_cond_broadcast(&j->s->grown);
@@ -1822,8 +1791,8 @@ static void test_want_adds_at_once(void **state)
 
 	assert_non_null(s);
 	if (!segment_within(&j))
-		stuck = "cache_stream_segment(0) still waited 3 s after the "
-			"want hook added segment 0";
+		stuck = "cache_stream_segment(0) still waited after the want "
+			"hook added segment 0";
 	if (!stuck) {
 		assert_int_equal(j.rc, 0);
 		assert_int_equal(j.info.size, 5);
@@ -1831,8 +1800,8 @@ static void test_want_adds_at_once(void **state)
 		/* and the end, when the hook ends the stream at once */
 		j = (struct segment_job){.s = s, .idx = 1};
 		if (!segment_within(&j))
-			stuck = "cache_stream_segment(1) still waited 3 s "
-				"after the want hook ended the stream";
+			stuck = "cache_stream_segment(1) still waited after "
+				"the want hook ended the stream";
 		else
 			assert_int_equal(j.rc, ENODATA);
 	}
@@ -1862,7 +1831,20 @@ static void *plan_read_run(void *arg)
 	j->rc = rc;
 	j->done = true;
 	pthread_mutex_unlock(&c->lock);
+	test_store_notify(store);
 	return NULL;
+}
+
+static bool plan_read_done(void *arg)
+{
+	struct plan_read_job *j = arg;
+	struct cache *c = j->r->stream->cache;
+	bool done;
+
+	pthread_mutex_lock(&c->lock);
+	done = j->done;
+	pthread_mutex_unlock(&c->lock);
+	return done;
 }
 
 /* The literal bytes of the stream built by want_hook at offset off. */
@@ -1944,6 +1926,7 @@ static void test_plan_reader_woken(void **state)
 	struct cache_stream *s = cache_stream_create_plan(c, want_hook, &w);
 	struct plan_read_job j = {0};
 	pthread_t t;
+	unsigned asked;
 
 	assert_non_null(s);
 	assert_int_equal(add_lit(s, "abc", 3), 0);
@@ -1953,14 +1936,12 @@ static void test_plan_reader_woken(void **state)
 	assert_int_equal(cache_reader_read(j.r, 0, 100, &j.view), 0);
 	assert_int_equal(j.view.bytes, 3);
 	cache_view_release(c, &j.view);
+	/* the reader at the end asks once, then waits: asked, not done */
 	j.offset = 3;
+	asked = want_calls(c, &w);
 	assert_int_equal(pthread_create(&t, NULL, plan_read_run, &j), 0);
-	for (int i = 0; i < 5000 && want_calls(c, &w) < 2; i++)
-		usleep(1000);
-	usleep(20000);
-	pthread_mutex_lock(&c->lock);
-	assert_false(j.done);
-	pthread_mutex_unlock(&c->lock);
+	wait_wants(c, &w, asked + 1);
+	assert_false(plan_read_done(&j));
 	assert_int_equal(add_lit(s, "defg", 4), 0);
 	assert_int_equal(pthread_join(t, NULL), 0);
 	assert_int_equal(j.rc, 0);
@@ -1970,8 +1951,10 @@ static void test_plan_reader_woken(void **state)
 	/* the end wakes it: end of file */
 	j.offset = 7;
 	j.done = false;
+	asked = want_calls(c, &w);
 	assert_int_equal(pthread_create(&t, NULL, plan_read_run, &j), 0);
-	usleep(20000);
+	wait_wants(c, &w, asked + 1);
+	assert_false(plan_read_done(&j));
 	end_stream(s, 0);
 	assert_int_equal(pthread_join(t, NULL), 0);
 	assert_int_equal(j.rc, 0);
@@ -1996,12 +1979,8 @@ static void test_want_adds_first_read(void **state)
 	j.r = cache_reader_create(s);
 	assert_non_null(j.r);
 	assert_int_equal(pthread_create(&t, NULL, plan_read_run, &j), 0);
-	for (int i = 0; i < 3000 && !done; i++) {
-		usleep(1000);
-		pthread_mutex_lock(&c->lock);
-		done = j.done;
-		pthread_mutex_unlock(&c->lock);
-	}
+	done = test_store_wait_until(store, plan_read_done, &j,
+				     "the first read to return") == 0;
 	if (!done) {
 		/* wake it so that the test can end */
 		pthread_mutex_lock(&c->lock);
@@ -2018,7 +1997,7 @@ static void test_want_adds_first_read(void **state)
 	cache_stream_destroy(s);
 	cache_destroy(c);
 	if (!done)
-		fail_msg("the first read still waited 3 s after the want hook "
+		fail_msg("the first read still waited after the want hook "
 			 "added the stream's first bytes");
 }
 
@@ -2113,19 +2092,9 @@ static void *list_all_run(void *arg)
 	return NULL;
 }
 
-static void wait_lists(struct cache *c, unsigned n)
+static void wait_lists(unsigned n)
 {
-	for (int i = 0; i < 5000; i++) {
-		unsigned seen;
-
-		pthread_mutex_lock(&c->lock);
-		seen = store->nlists;
-		pthread_mutex_unlock(&c->lock);
-		if (seen >= n)
-			return;
-		usleep(1000);
-	}
-	fail_msg("%u LIST requests, expected %u", store->nlists, n);
+	assert_int_equal(test_store_wait_made(store, TEST_LIST, n), 0);
 }
 
 /* cache_stream_list_all() asks page after page until the listing is
@@ -2148,7 +2117,7 @@ static void test_list_all(void **state)
 	for (unsigned i = 0; i < 3; i++) {
 		char key[8], token[8];
 
-		wait_lists(c, i + 1);
+		wait_lists(i + 1);
 		assert_int_equal(store->nlists, i + 1);
 		snprintf(token, sizeof(token), "t%u", i + 1);
 		assert_string_equal(store->lists[i].token, token);
@@ -2178,7 +2147,7 @@ static void test_list_all(void **state)
 	assert_non_null(s->next_token);
 	j = (struct list_all_job){.s = s};
 	assert_int_equal(pthread_create(&t, NULL, list_all_run, &j), 0);
-	wait_lists(c, 1);
+	wait_lists(1);
 	memset(&e, 0, sizeof(e));
 	e.err = EACCES;
 	e.http_status = 403;

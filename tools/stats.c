@@ -25,6 +25,8 @@
  */
 #include "config.h"
 
+#include "tools/tools.h"
+
 #include "fs/stats.h"
 
 #include <errno.h>
@@ -72,7 +74,7 @@ struct view_channel {
 	size_t nepochs;
 };
 
-struct stats_view {
+struct tools_stats_view {
 	uint64_t pid, interval;
 	char mountpoint[VIEW_STRING_MAX];
 	double uptime;
@@ -245,7 +247,8 @@ static void parse_channel(struct parse *p, json_t *o, struct view_channel *c)
 			    &c->epochs[i]);
 }
 
-static void parse_root(struct parse *p, json_t *root, struct stats_view *v)
+static void parse_root(struct parse *p, json_t *root,
+		       struct tools_stats_view *v)
 {
 	json_t *mem, *cache, *s3, *disk, *channels;
 	void *items = NULL;
@@ -296,7 +299,7 @@ static void parse_root(struct parse *p, json_t *root, struct stats_view *v)
 		parse_channel(p, json_array_get(channels, i), &v->channels[i]);
 }
 
-FS_UNITTEST void stats_view_free(struct stats_view *v)
+UNITTEST void tools_stats_view_free(struct tools_stats_view *v)
 {
 	if (!v)
 		return;
@@ -310,11 +313,11 @@ FS_UNITTEST void stats_view_free(struct stats_view *v)
  * The view of a stats document text[0..len), or NULL with one line in err
  * (not jansson's text, which quotes the input).
  */
-FS_UNITTEST struct stats_view *stats_parse(const char *text, size_t len,
-					   char *err, size_t errlen)
+UNITTEST struct tools_stats_view *
+tools_stats_parse(const char *text, size_t len, char *err, size_t errlen)
 {
 	struct parse p = {.err = err, .errlen = errlen};
-	struct stats_view *v = calloc(1, sizeof(*v));
+	struct tools_stats_view *v = calloc(1, sizeof(*v));
 	json_error_t jerr;
 	json_t *root;
 
@@ -329,7 +332,7 @@ FS_UNITTEST struct stats_view *stats_parse(const char *text, size_t len,
 		parse_root(&p, root, v);
 	json_decref(root);
 	if (p.failed) {
-		stats_view_free(v);
+		tools_stats_view_free(v);
 		return NULL;
 	}
 	return v;
@@ -362,7 +365,7 @@ static double in_unit(uint64_t n, unsigned u)
 }
 
 /* "512 B", "12.0 KiB", "412.0 MiB", "1.2 GiB", "3.0 TiB". */
-FS_UNITTEST const char *fmt_bytes(uint64_t n, char *buf, size_t len)
+UNITTEST const char *tools_fmt_bytes(uint64_t n, char *buf, size_t len)
 {
 	unsigned u = unit_of(n);
 
@@ -377,8 +380,8 @@ FS_UNITTEST const char *fmt_bytes(uint64_t n, char *buf, size_t len)
  * "412.0/1024.0 MiB": part of whole, both in whole's unit, or the one below
  * it when whole would be under 10 of it (a tenth of a GiB is too coarse).
  */
-FS_UNITTEST const char *fmt_part(uint64_t part, uint64_t whole, char *buf,
-				 size_t len)
+UNITTEST const char *tools_fmt_part(uint64_t part, uint64_t whole, char *buf,
+				    size_t len)
 {
 	unsigned u = unit_of(whole);
 
@@ -394,7 +397,8 @@ FS_UNITTEST const char *fmt_part(uint64_t part, uint64_t whole, char *buf,
 }
 
 /* Decimal megabytes per second: "180.3 MB/s". */
-FS_UNITTEST const char *fmt_rate(double bytes_per_second, char *buf, size_t len)
+UNITTEST const char *tools_fmt_rate(double bytes_per_second, char *buf,
+				    size_t len)
 {
 	if (!isfinite(bytes_per_second) || bytes_per_second < 0)
 		bytes_per_second = 0;
@@ -408,7 +412,7 @@ FS_UNITTEST const char *fmt_rate(double bytes_per_second, char *buf, size_t len)
 }
 
 /* "0:07", "12:34", "1:02:03", ">99h"; "--:--" when unknown (< 0). */
-FS_UNITTEST const char *fmt_eta(double seconds, char *buf, size_t len)
+UNITTEST const char *tools_fmt_eta(double seconds, char *buf, size_t len)
 {
 	unsigned long s;
 
@@ -432,7 +436,7 @@ FS_UNITTEST const char *fmt_eta(double seconds, char *buf, size_t len)
 }
 
 /* "[=====>    ]", width columns in all (>= 3), into buf (width + 1). */
-FS_UNITTEST void render_bar(char *buf, int width, double fraction)
+UNITTEST void tools_render_bar(char *buf, int width, double fraction)
 {
 	int inner = width - 2;
 	int full;
@@ -456,7 +460,7 @@ FS_UNITTEST void render_bar(char *buf, int width, double fraction)
 }
 
 /* Cuts line (clean UTF-8) to cols characters, if longer. */
-FS_UNITTEST void fit_width(char *line, int cols)
+UNITTEST void tools_fit_width(char *line, int cols)
 {
 	int n = 0;
 
@@ -518,17 +522,17 @@ static void line(struct frame *f, const char *fmt, ...)
 	va_end(ap);
 	util_clean_line(text);
 	if (f->width > 0)
-		fit_width(text, f->width);
+		tools_fit_width(text, f->width);
 	util_buf_printf(&f->buf, "%s\n", text);
 	f->lines++;
 }
 
 static void fmt_uptime(double s, char *buf, size_t len)
 {
-	fmt_eta(s, buf, len);
+	tools_fmt_eta(s, buf, len);
 }
 
-static size_t name_width(const struct stats_view *v)
+static size_t name_width(const struct tools_stats_view *v)
 {
 	size_t w = 4;
 
@@ -544,8 +548,8 @@ static const char *progress_text(const struct view_epoch *e, char *buf,
 				 size_t len)
 {
 	if (e->total_known)
-		return fmt_part(e->delivered, e->total, buf, len);
-	return fmt_bytes(e->delivered, buf, len);
+		return tools_fmt_part(e->delivered, e->total, buf, len);
+	return tools_fmt_bytes(e->delivered, buf, len);
 }
 
 /* One epoch in the live view: a bar while it is read and its total is
@@ -562,13 +566,13 @@ static void watch_epoch(struct frame *f, const struct view_epoch *e,
 		line(f, "%-*s  %-6s  %s", (int)namew, e->file, e->state, prog);
 		return;
 	}
-	fmt_rate((double)e->rate, rate, sizeof(rate));
+	tools_fmt_rate((double)e->rate, rate, sizeof(rate));
 	if (!e->total_known) {
 		line(f, "%-*s  %s  %s", (int)namew, e->file, prog, rate);
 		return;
 	}
 	snprintf(right, sizeof(right), "%3u%%  %s  %s  ETA %s", percent(e),
-		 prog, rate, fmt_eta(eta(e), t, sizeof(t)));
+		 prog, rate, tools_fmt_eta(eta(e), t, sizeof(t)));
 	barw =
 	    f->width > 0 ? f->width - (int)namew - (int)strlen(right) - 4 : 42;
 	if (barw > (int)sizeof(bar) - 1)
@@ -577,17 +581,17 @@ static void watch_epoch(struct frame *f, const struct view_epoch *e,
 		line(f, "%-*s  %s", (int)namew, e->file, right);
 		return;
 	}
-	render_bar(bar, barw, fraction(e));
+	tools_render_bar(bar, barw, fraction(e));
 	line(f, "%-*s  %s  %s", (int)namew, e->file, bar, right);
 }
 
-static void render_watch(struct frame *f, const struct stats_view *v)
+static void render_watch(struct frame *f, const struct tools_stats_view *v)
 {
 	char up[32], mem[48];
 	size_t namew = name_width(v);
 
 	fmt_uptime(v->uptime, up, sizeof(up));
-	fmt_part(v->mem_used, v->mem_budget, mem, sizeof(mem));
+	tools_fmt_part(v->mem_used, v->mem_budget, mem, sizeof(mem));
 	line(f, "s3pipe %s  up %s", v->mountpoint, up);
 	line(f,
 	     "memory %s  GETs %llu/%llu  cache %llu hits %llu misses  "
@@ -614,7 +618,7 @@ static void render_watch(struct frame *f, const struct stats_view *v)
 	}
 }
 
-static void render_table(struct frame *f, const struct stats_view *v)
+static void render_table(struct frame *f, const struct tools_stats_view *v)
 {
 	char up[32], a[32], b[32], c3[32];
 
@@ -622,24 +626,24 @@ static void render_table(struct frame *f, const struct stats_view *v)
 	line(f, "s3pipe on %s (pid %llu), up %s", v->mountpoint,
 	     (unsigned long long)v->pid, up);
 	line(f, "memory  %s in use of %s, peak %s",
-	     fmt_bytes(v->mem_used, a, sizeof(a)),
-	     fmt_bytes(v->mem_budget, b, sizeof(b)),
-	     fmt_bytes(v->mem_peak, c3, sizeof(c3)));
+	     tools_fmt_bytes(v->mem_used, a, sizeof(a)),
+	     tools_fmt_bytes(v->mem_budget, b, sizeof(b)),
+	     tools_fmt_bytes(v->mem_peak, c3, sizeof(c3)));
 	line(f, "cache   %llu hits, %llu misses", (unsigned long long)v->hits,
 	     (unsigned long long)v->misses);
 	if (v->disk)
 		line(f, "disk    %llu hits, %llu misses, %s on disk of %s",
 		     (unsigned long long)v->disk_hits,
 		     (unsigned long long)v->disk_misses,
-		     fmt_bytes(v->disk_bytes, a, sizeof(a)),
-		     fmt_bytes(v->disk_size, b, sizeof(b)));
+		     tools_fmt_bytes(v->disk_bytes, a, sizeof(a)),
+		     tools_fmt_bytes(v->disk_size, b, sizeof(b)));
 	line(f,
 	     "s3      %llu requests, %llu GETs in flight (limit %llu), %llu "
 	     "retries, %llu errors, %llu throttled, %s received",
 	     (unsigned long long)v->requests, (unsigned long long)v->gets,
 	     (unsigned long long)v->concurrency, (unsigned long long)v->retries,
 	     (unsigned long long)v->failures, (unsigned long long)v->throttled,
-	     fmt_bytes(v->received, a, sizeof(a)));
+	     tools_fmt_bytes(v->received, a, sizeof(a)));
 	for (size_t i = 0; i < v->nchannels; i++) {
 		const struct view_channel *c = &v->channels[i];
 		int w = (int)name_width(v);
@@ -650,7 +654,7 @@ static void render_table(struct frame *f, const struct stats_view *v)
 		     "outside the cache)",
 		     c->name, (unsigned long long)c->visible,
 		     (unsigned long long)c->catalog_objects,
-		     fmt_bytes(c->catalog_bytes, a, sizeof(a)));
+		     tools_fmt_bytes(c->catalog_bytes, a, sizeof(a)));
 		if (!c->nepochs) {
 			line(f, "  no file opened yet");
 			continue;
@@ -670,12 +674,14 @@ static void render_table(struct frame *f, const struct stats_view *v)
 			     "  %-*s  %-6s  %4llu  %10s  %10s  %4s  %11s  %s",
 			     w, e->file, e->state,
 			     (unsigned long long)e->handles,
-			     fmt_bytes(e->delivered, a, sizeof(a)),
-			     e->total_known ? fmt_bytes(e->total, b, sizeof(b))
-					    : "-",
-			     pct, fmt_rate((double)e->rate, c3, sizeof(c3)),
+			     tools_fmt_bytes(e->delivered, a, sizeof(a)),
+			     e->total_known
+				 ? tools_fmt_bytes(e->total, b, sizeof(b))
+				 : "-",
+			     pct,
+			     tools_fmt_rate((double)e->rate, c3, sizeof(c3)),
 			     e->handles && strcmp(e->state, "done") != 0
-				 ? fmt_eta(eta(e), eta_s, sizeof(eta_s))
+				 ? tools_fmt_eta(eta(e), eta_s, sizeof(eta_s))
 				 : "-");
 		}
 	}
@@ -685,8 +691,8 @@ static void render_table(struct frame *f, const struct stats_view *v)
  * The text of v: the table (watch false) or the live view, lines cut to
  * width columns (0: any) and at most rows lines (0: any).  NULL on ENOMEM.
  */
-FS_UNITTEST char *stats_render(const struct stats_view *v, bool watch,
-			       int width, int rows)
+UNITTEST char *tools_stats_render(const struct tools_stats_view *v, bool watch,
+				  int width, int rows)
 {
 	struct frame f = {.width = width, .rows = rows};
 
@@ -933,7 +939,7 @@ static void draw_tty(const char *text)
 /* Prints one snapshot; 0, STOPPED, or 1 after a message. */
 static int show(const struct cmd *c, bool again)
 {
-	struct stats_view *v;
+	struct tools_stats_view *v;
 	char *text = NULL, *out;
 	char err[256];
 	size_t len = 0;
@@ -942,7 +948,7 @@ static int show(const struct cmd *c, bool again)
 	rc = fetch(c->mountpoint, again, &text, &len);
 	if (rc)
 		return rc;
-	v = stats_parse(text, len, err, sizeof(err));
+	v = tools_stats_parse(text, len, err, sizeof(err));
 	if (!v) {
 		free(text);
 		return fail("'%s' is not an s3pipe mount (its %s: %s)",
@@ -958,18 +964,19 @@ static int show(const struct cmd *c, bool again)
 		}
 		write_all(text, len);
 		free(text);
-		stats_view_free(v);
+		tools_stats_view_free(v);
 		return 0;
 	}
 	free(text);
 	terminal_size(&cols, &rows);
 	if (c->stdout_tty && c->watch)
-		out = stats_render(v, true, cols - 1, rows > 1 ? rows - 1 : 0);
+		out = tools_stats_render(v, true, cols - 1,
+					 rows > 1 ? rows - 1 : 0);
 	else if (c->stdout_tty)
-		out = stats_render(v, false, cols - 1, 0);
+		out = tools_stats_render(v, false, cols - 1, 0);
 	else
-		out = stats_render(v, c->watch, 0, 0);
-	stats_view_free(v);
+		out = tools_stats_render(v, c->watch, 0, 0);
+	tools_stats_view_free(v);
 	if (!out)
 		return fail("out of memory");
 	if (c->stdout_tty && c->watch) {
@@ -1021,7 +1028,7 @@ static int watch(const struct cmd *c)
 	return rc;
 }
 
-int fs_stats_main(int argc, char **argv)
+int tools_stats_main(int argc, char **argv)
 {
 	struct cmd c;
 	int rc;

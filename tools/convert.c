@@ -32,6 +32,21 @@
 #define READ_CHUNK (1u << 20)
 #define PROG	   "s3pipe-convert"
 
+#define OPT_THREADS 1
+#define OPT_SETTING 256 /* + the row of channel_settings[] */
+
+/* "  --csv-header MODE" and its help, from the row of channel_settings[] */
+static void usage_setting(FILE *out, const struct channel_setting *s)
+{
+	char left[64], help[512];
+	const char *def = channel_setting_default_doc(s);
+
+	snprintf(left, sizeof(left), "  --%s %s", s->option, s->metavar);
+	snprintf(help, sizeof(help), "%s%s%s%s", s->help,
+		 *def ? " (default " : "", def, *def ? ")" : "");
+	util_help_row(out, left, help);
+}
+
 static void usage(FILE *out)
 {
 	fprintf(out,
@@ -43,23 +58,18 @@ static void usage(FILE *out)
 		"aialgs.data.Record\n"
 		"per row, as SageMaker's built-in algorithms read), exactly as "
 		"a mounted\n"
-		"channel with --convert does; dump prints RecordIO Records as "
-		"JSON lines.\n"
-		"IN and OUT default to standard input and output.\n"
-		"\n"
-		"  --csv-label-column N|none  the label's column, from 0 "
-		"(default 0)\n"
-		"  --csv-header none|skip     skip the first line (default "
-		"none)\n"
-		"  --on-bad-row fail|skip     stop at a bad row (exit 1), or "
-		"count and\n"
-		"                             skip it (default fail)\n"
-		"  --feature-dim N            libsvm: the tensor's shape; csv: "
-		"features\n"
-		"                             every row must have\n"
-		"  --threads N                converting threads (default: "
-		"one per core)\n"
-		"  -h, --help                 print this help\n");
+		"channel with --convert csv or --convert libsvm does, with the "
+		"same options;\n"
+		"dump prints RecordIO Records as JSON lines.  IN and OUT "
+		"default to standard\n"
+		"input and output.\n"
+		"\n");
+	for (unsigned i = 0; i < channel_settings_count; i++)
+		if (channel_settings[i].conversion)
+			usage_setting(out, &channel_settings[i]);
+	util_help_row(out, "  --threads N",
+		      "converting threads (default: one per core)");
+	util_help_row(out, "  -h, --help", "print this help");
 }
 
 __attribute__((format(printf, 1, 2))) static int die_usage(const char *fmt, ...)
@@ -74,9 +84,10 @@ __attribute__((format(printf, 1, 2))) static int die_usage(const char *fmt, ...)
 	return 2;
 }
 
-/* ---- the file source ---- */
+/* ---- the file, as the stage below the converter ---- */
 
 struct file_source {
+	struct channel_stage stage; /* first */
 	int fd;
 	const char *name;
 	char *buf;
@@ -84,12 +95,15 @@ struct file_source {
 	int error; /* errno of a failed read */
 };
 
-static int file_read(void *arg, size_t size, struct channel_view *view,
-		     struct channel_origin *origin)
+static int file_read(struct channel_stage *st, uint64_t offset, size_t size,
+		     struct channel_view *view, struct channel_origin *origin)
 {
-	struct file_source *fs = arg;
+	struct file_source *fs = (struct file_source *)st;
 	ssize_t n;
 
+	(void)offset; /* (read in turn only: the converter's feeder) */
+	if (!origin)
+		return EINVAL;
 	if (size > READ_CHUNK)
 		size = READ_CHUNK;
 	do
@@ -110,39 +124,36 @@ static int file_read(void *arg, size_t size, struct channel_view *view,
 	return 0;
 }
 
-static void file_release(void *arg, struct channel_view *view)
+static void file_release(struct channel_stage *st, struct channel_view *view)
 {
-	(void)arg;
+	(void)st;
 	view->count = 0;
 	view->bytes = 0;
 }
 
-static int write_all(int fd, const struct iovec *iov, int count)
+static uint64_t file_position(struct channel_stage *st)
 {
-	for (int i = 0; i < count; i++) {
-		const char *p = iov[i].iov_base;
-		size_t left = iov[i].iov_len;
-
-		while (left) {
-			ssize_t n = write(fd, p, left);
-
-			if (n < 0 && errno == EINTR)
-				continue;
-			if (n < 0)
-				return errno;
-			p += n;
-			left -= (size_t)n;
-		}
-	}
-	return 0;
+	(void)st;
+	return 0; /* not asked for anything but reads in turn */
 }
+
+static void file_destroy(struct channel_stage *st)
+{
+	(void)st; /* on convert()'s stack */
+}
+
+static const struct channel_stage_ops file_ops = {
+    .read = file_read,
+    .release = file_release,
+    .position = file_position,
+    .destroy = file_destroy,
+};
 
 static int convert(const struct channel_convert_conf *conf, unsigned threads,
 		   int in, const char *in_name, int out, const char *out_name)
 {
-	struct file_source fs = {.fd = in, .name = in_name};
-	struct channel_source src = {
-	    .read = file_read, .release = file_release, .arg = &fs};
+	struct file_source fs = {
+	    .stage = {.ops = &file_ops}, .fd = in, .name = in_name};
 	struct channel_converter *cv;
 	struct channel_view view;
 	uint64_t pos = 0;
@@ -154,7 +165,7 @@ static int convert(const struct channel_convert_conf *conf, unsigned threads,
 		fprintf(stderr, PROG ": out of memory\n");
 		return 1;
 	}
-	cv = channel_converter_create(conf, &src, "", threads);
+	cv = channel_converter_create(conf, &fs.stage, "", threads);
 	if (!cv) {
 		fprintf(stderr, PROG ": cannot start: %s\n",
 			util_strerror(errno, msg, sizeof(msg)));
@@ -170,7 +181,7 @@ static int convert(const struct channel_convert_conf *conf, unsigned threads,
 			channel_converter_release(cv, &view);
 			break;
 		}
-		wrc = write_all(out, view.iov, view.count);
+		wrc = util_writev_all(out, view.iov, view.count);
 		pos += view.bytes;
 		channel_converter_release(cv, &view);
 		if (wrc) {
@@ -203,86 +214,59 @@ static int dump(FILE *in, FILE *out)
 	return rc ? 1 : 0;
 }
 
-enum {
-	OPT_LABEL = 256,
-	OPT_HEADER,
-	OPT_BAD_ROW,
-	OPT_FEATURE_DIM,
-	OPT_THREADS,
-};
+/* room for getopt's table: every setting (fewer than 32: the given
+ * mask), the tool's own two, the end */
+#define OPTIONS_MAX (32 + 3)
 
-static const struct option long_options[] = {
-    {"csv-label-column", required_argument, NULL, OPT_LABEL},
-    {"csv-header", required_argument, NULL, OPT_HEADER},
-    {"on-bad-row", required_argument, NULL, OPT_BAD_ROW},
-    {"feature-dim", required_argument, NULL, OPT_FEATURE_DIM},
-    {"threads", required_argument, NULL, OPT_THREADS},
-    {"help", no_argument, NULL, 'h'},
-    {NULL, 0, NULL, 0},
-};
-
-struct settings {
-	struct channel_convert_conf conf;
-	bool label_set, header_set, dim_set;
-	unsigned threads;
-};
-
-static int parse_option(struct settings *s, int opt, const char *val)
+/* getopt's table into o: the conversion's rows of channel_settings[],
+ * then the tool's own */
+static void long_options(struct option o[OPTIONS_MAX])
 {
+	unsigned n = 0;
+
+	memset(o, 0, OPTIONS_MAX * sizeof(*o));
+	for (unsigned i = 0; i < channel_settings_count && n + 3 < OPTIONS_MAX;
+	     i++) {
+		if (!channel_settings[i].conversion)
+			continue;
+		o[n++] = (struct option){channel_settings[i].option,
+					 required_argument, NULL,
+					 OPT_SETTING + (int)i};
+	}
+	o[n++] =
+	    (struct option){"threads", required_argument, NULL, OPT_THREADS};
+	o[n++] = (struct option){"help", no_argument, NULL, 'h'};
+}
+
+/* One option into spec or *threads: 0, or exit status 2 with a message */
+static int parse_option(struct channel_spec *spec, unsigned *threads, int opt,
+			const char *val)
+{
+	const struct channel_setting *s;
+	char shown[80];
+	char err[256];
 	uint64_t v;
 
-	switch (opt) {
-	case OPT_LABEL:
-		s->label_set = true;
-		if (strcasecmp(val, "none") == 0)
-			s->conf.label_column = CHANNEL_LABEL_NONE;
-		else if (util_parse_uint(val, 0, CHANNEL_LABEL_COLUMN_MAX,
-					 &v) == 0)
-			s->conf.label_column = (int)v;
-		else
-			return die_usage("--csv-label-column must be a "
-					 "column number from 0, or none "
-					 "(got '%s')",
-					 val);
-		return 0;
-	case OPT_HEADER:
-		s->header_set = true;
-		if (strcasecmp(val, "skip") == 0)
-			s->conf.header_skip = true;
-		else if (strcasecmp(val, "none") == 0)
-			s->conf.header_skip = false;
-		else
-			return die_usage("--csv-header must be none or skip "
-					 "(got '%s')",
-					 val);
-		return 0;
-	case OPT_BAD_ROW:
-		if (strcasecmp(val, "skip") == 0)
-			s->conf.bad_row_skip = true;
-		else if (strcasecmp(val, "fail") == 0)
-			s->conf.bad_row_skip = false;
-		else
-			return die_usage("--on-bad-row must be fail or skip "
-					 "(got '%s')",
-					 val);
-		return 0;
-	case OPT_FEATURE_DIM:
-		if (util_parse_uint(val, 1, CHANNEL_FEATURE_DIM_MAX, &v))
-			return die_usage("--feature-dim must be a number from "
-					 "1 to 4294967296 (got '%s')",
-					 val);
-		s->conf.feature_dim = v;
-		s->dim_set = true;
-		return 0;
-	case OPT_THREADS:
+	if (opt == OPT_THREADS) {
 		if (util_parse_uint(val, 1, 64, &v))
 			return die_usage("--threads must be 1 to 64 (got "
 					 "'%s')",
 					 val);
-		s->threads = (unsigned)v;
+		*threads = (unsigned)v;
 		return 0;
-	default:
+	}
+	if (opt < OPT_SETTING ||
+	    opt >= OPT_SETTING + (int)channel_settings_count)
 		return die_usage("unknown option");
+	s = &channel_settings[opt - OPT_SETTING];
+	snprintf(shown, sizeof(shown), "--%s", s->option);
+	switch (channel_setting_parse(s, val, shown, spec, err, sizeof(err))) {
+	case 0:
+		return 0;
+	case ENOMEM:
+		return die_usage("out of memory");
+	default:
+		return die_usage("%s", err);
 	}
 }
 
@@ -302,13 +286,15 @@ static int open_out(const char *path)
 
 int main(int argc, char **argv)
 {
-	struct settings s;
+	struct channel_spec spec;
+	struct option options[OPTIONS_MAX];
+	unsigned threads = 0;
 	const char *cmd, *in_path, *out_path;
 	enum channel_convert_format format;
-	char msg[128];
+	char msg[256];
 	int opt, in, out, rc;
 
-	memset(&s, 0, sizeof(s));
+	channel_spec_init(&spec);
 	util_log_set_prog(PROG);
 	if (argc < 2 || strcmp(argv[1], "-h") == 0 ||
 	    strcmp(argv[1], "--help") == 0) {
@@ -325,10 +311,11 @@ int main(int argc, char **argv)
 	else
 		return die_usage("unknown command '%s': csv, libsvm or dump",
 				 cmd);
-	channel_convert_conf_init(&s.conf, format);
+	spec.convert.format = format;
+	long_options(options);
 	optind = 2;
 	opterr = 0; /* one line, ours */
-	while ((opt = getopt_long(argc, argv, "h", long_options, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "h", options, NULL)) != -1) {
 		if (opt == 'h') {
 			usage(stdout);
 			return 0;
@@ -343,18 +330,17 @@ int main(int argc, char **argv)
 					 argv[optind - 1]);
 		if (format == CHANNEL_CONVERT_NONE)
 			return die_usage("dump takes no options");
-		rc = parse_option(&s, opt, optarg);
+		rc = parse_option(&spec, &threads, opt, optarg);
 		if (rc)
 			return rc;
 	}
 	if (argc - optind > 2)
 		return die_usage("too many arguments: [IN [OUT]]");
-	if (format == CHANNEL_CONVERT_LIBSVM && !s.dim_set)
-		return die_usage("libsvm needs --feature-dim N, the number of "
-				 "features (the tensor's shape)");
-	if (format == CHANNEL_CONVERT_LIBSVM && (s.label_set || s.header_set))
-		return die_usage("--csv-label-column and --csv-header are for "
-				 "csv");
+	/* the same checks as a mounted channel's, with the command as its
+	 * --convert */
+	if (format != CHANNEL_CONVERT_NONE &&
+	    channel_spec_check(&spec, CHANNEL_SYNTAX_CLI, msg, sizeof(msg)))
+		return die_usage("%s", msg);
 	in_path = optind < argc ? argv[optind] : NULL;
 	out_path = optind + 1 < argc ? argv[optind + 1] : NULL;
 	in = open_in(in_path);
@@ -384,7 +370,7 @@ int main(int argc, char **argv)
 		}
 		return rc;
 	}
-	rc = convert(&s.conf, s.threads, in,
+	rc = convert(&spec.convert, threads, in,
 		     in == STDIN_FILENO ? "stdin" : in_path, out,
 		     out == STDOUT_FILENO ? "stdout" : out_path);
 	if (out != STDOUT_FILENO && close(out) != 0 && !rc) {
