@@ -1,7 +1,7 @@
 /*
  * cache blocks: the table, the LRU lists, the kept set, the byte budget,
  * the fetches (one store GET fills a run of blocks) and the pool of
- * reusable buffers (warmed before the first reader).
+ * reusable buffers (faulted in before the first reader).
  *
  * See cache/internal.h for the state table and the eviction policy: idle
  * blocks are on four lists (SPENT, TRAILING, AHEAD, KEPT) taken in that
@@ -444,7 +444,7 @@ static void fetch_fail(struct block_fetch *f, int err)
 	f->next = f->count;
 }
 
-static void fetch_done(void *arg, const struct s3_error *err)
+static void fetch_done(void *arg, const struct store_error *err)
 {
 	struct block_fetch *f = arg;
 	struct cache *c = f->cache;
@@ -460,24 +460,24 @@ void cache_block_fetch(struct cache_block *const *blocks, unsigned n,
 {
 	struct cache *c = blocks[0]->cache;
 	const struct cache_object *obj = blocks[0]->obj;
-	struct s3_buffer buffers[S3_GET_BUFFERS_MAX];
+	struct store_buffer buffers[STORE_GET_BUFFERS_MAX];
 	struct block_fetch *f = NULL;
 	uint64_t total = 0;
 	int rc;
 
-	if (n > S3_GET_BUFFERS_MAX)
+	if (n > STORE_GET_BUFFERS_MAX)
 		rc = EINVAL;
 	else if (!(f = calloc(1, sizeof(*f) + n * sizeof(*blocks))))
 		rc = ENOMEM;
 	else {
-		struct s3_get get = {
+		struct store_get get = {
 		    .bucket = obj->bucket,
 		    .key = obj->key,
 		    .etag = obj->etag,
 		    .offset = blocks[0]->index * c->conf.block_size,
 		    .buffers = buffers,
 		    .nbuffers = n,
-		    .flags = urgent ? S3_GET_URGENT : 0,
+		    .flags = urgent ? STORE_GET_URGENT : 0,
 		    .buffer_done = block_arrived,
 		    .done = fetch_done,
 		    .arg = f,
@@ -492,12 +492,12 @@ void cache_block_fetch(struct cache_block *const *blocks, unsigned n,
 			total += blocks[i]->len;
 		}
 		if (blocks[0]->index == 0 && total == obj->size)
-			get.flags |= S3_GET_WHOLE;
+			get.flags |= STORE_GET_WHOLE;
 		/* the store's call without the lock: the blocks are FETCHING,
 		 * so nobody frees them (nor obj) meanwhile; f is the
 		 * callbacks' from here on */
 		pthread_mutex_unlock(&c->lock);
-		rc = s3_get(c->store, &get);
+		rc = store_get(c->store, &get);
 		pthread_mutex_lock(&c->lock);
 		if (rc)
 			free(f); /* (no callback runs) */
@@ -507,7 +507,7 @@ void cache_block_fetch(struct cache_block *const *blocks, unsigned n,
 		blocks_fail(c, blocks, n, rc);
 }
 
-/* ---- warming the pool ---- */
+/* ---- faulting the pool in ---- */
 
 /* Bytes of whole-block (pooled) buffers that the first reach bytes of what
  * is listed of s so far take. */
@@ -540,7 +540,7 @@ static uint64_t pooled_within(const struct cache_stream *s, uint64_t reach)
 /* Faults in one whole-block buffer for the pool, the lock dropped while
  * faulting (its bytes counted meanwhile); false when the budget or
  * memory has none. */
-static bool warm_one(struct cache *c)
+static bool fault_in_one(struct cache *c)
 {
 	const size_t bs = c->conf.block_size;
 	const size_t page = 4096;
@@ -560,22 +560,23 @@ static bool warm_one(struct cache *c)
 		return false;
 	}
 	c->pool[c->pool_count++] = p;
-	c->stats.warm_bytes += bs;
+	c->stats.faulted_in_bytes += bs;
 	if (c->stats.used_bytes > c->stats.peak_bytes)
 		c->stats.peak_bytes = c->stats.used_bytes;
 	pthread_cond_broadcast(&c->memory);
 	return true;
 }
 
-/* The background warm-up: warm_left more buffers, unless the cache goes. */
-static void *warm_later(void *arg)
+/* The background fault-in: fault_in_left more buffers, unless the cache goes.
+ */
+static void *fault_in_later(void *arg)
 {
 	struct cache *c = arg;
 
 	pthread_mutex_lock(&c->lock);
-	while (!c->warm_stop && c->warm_left && warm_one(c))
-		c->warm_left--;
-	c->warm_left = 0;
+	while (!c->fault_in_stop && c->fault_in_left && fault_in_one(c))
+		c->fault_in_left--;
+	c->fault_in_left = 0;
 	pthread_mutex_unlock(&c->lock);
 	return NULL;
 }
@@ -590,9 +591,9 @@ static void *warm_later(void *arg)
  * A stream larger than the window also fills the kept set in its first
  * pass, as much memory again: that part is faulted in by a thread of its
  * own, started here, while the mount comes up and the first window
- * streams (the start-up itself waits for warm_max_bytes at most).
+ * streams (the start-up itself waits for fault_in_max_bytes at most).
  */
-uint64_t cache_stream_warm(struct cache_stream *s)
+uint64_t cache_stream_fault_in(struct cache_stream *s)
 {
 	struct cache *c = s->cache;
 	const uint64_t bs = c->conf.block_size;
@@ -601,18 +602,19 @@ uint64_t cache_stream_warm(struct cache_stream *s)
 
 	pthread_mutex_lock(&c->lock);
 	want = pooled_within(s, first);
-	if (want > c->conf.warm_max_bytes)
-		want = c->conf.warm_max_bytes;
-	while (c->pool_count * bs + bs <= want && warm_one(c))
+	if (want > c->conf.fault_in_max_bytes)
+		want = c->conf.fault_in_max_bytes;
+	while (c->pool_count * bs + bs <= want && fault_in_one(c))
 		added += bs;
 	later = pooled_within(s, first + c->kept_quota);
 	if (later > c->conf.budget_bytes)
 		later = c->conf.budget_bytes;
-	if (later > c->pool_count * bs && c->kept_quota && !c->warm_started &&
+	if (later > c->pool_count * bs && c->kept_quota &&
+	    !c->fault_in_started &&
 	    c->stats.used_bytes + bs <= c->conf.budget_bytes) {
-		c->warm_left = (later - c->pool_count * bs) / bs;
-		c->warm_started =
-		    pthread_create(&c->warm_thread, NULL, warm_later, c) == 0;
+		c->fault_in_left = (later - c->pool_count * bs) / bs;
+		c->fault_in_started = pthread_create(&c->fault_in_thread, NULL,
+						     fault_in_later, c) == 0;
 	}
 	pthread_mutex_unlock(&c->lock);
 	return added;

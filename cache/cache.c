@@ -12,8 +12,8 @@
  *                     larger GETs cost servers less per byte;
  *   max_ahead_objects four per request the store runs at once: enough
  *                     fetched small objects to keep every connection busy;
- *   warm_max_bytes    a first window and two blocks (what a reader's first
- *                     read takes), at most WARM_LIMIT: faulting in 144 MiB
+ *   fault_in_max_bytes    a first window and two blocks (what a reader's first
+ *                     read takes), at most FAULT_IN_LIMIT: faulting in 144 MiB
  *                     took 115-213 ms at mount on these machines, and a
  *                     larger cache must not hold up the mount for longer;
  *   kept quota        half the budget, at most what max_window leaves of
@@ -38,8 +38,8 @@
 #define REQUEST_SIZE_AUTO_MAX (32u << 20)
 /* small objects fetched ahead per request the store runs at once */
 #define AHEAD_OBJECTS_PER_REQUEST 4
-/* the most memory warmed per stream before the mount appears */
-#define WARM_LIMIT (144u << 20)
+/* the most memory faulted in per stream before the mount appears */
+#define FAULT_IN_LIMIT (144u << 20)
 
 void cache_conf_init(struct cache_conf *conf)
 {
@@ -52,7 +52,7 @@ void cache_conf_init(struct cache_conf *conf)
 }
 
 /* Fills in what c->conf left to the cache (see the top of the file). */
-static void derive(struct cache *c, const struct s3_store *store)
+static void derive(struct cache *c, const struct store *store)
 {
 	struct cache_conf *conf = &c->conf;
 
@@ -70,16 +70,17 @@ static void derive(struct cache *c, const struct s3_store *store)
 		    AHEAD_OBJECTS_PER_REQUEST * store->max_parallel;
 	if (!conf->first_page_keys)
 		conf->first_page_keys = conf->list_page_keys;
-	if (!conf->warm_max_bytes) {
-		conf->warm_max_bytes = conf->max_window + 2 * conf->block_size;
-		if (conf->warm_max_bytes > WARM_LIMIT)
-			conf->warm_max_bytes = WARM_LIMIT;
+	if (!conf->fault_in_max_bytes) {
+		conf->fault_in_max_bytes =
+		    conf->max_window + 2 * conf->block_size;
+		if (conf->fault_in_max_bytes > FAULT_IN_LIMIT)
+			conf->fault_in_max_bytes = FAULT_IN_LIMIT;
 	}
 	c->run_max = (unsigned)(conf->request_size / conf->block_size);
 	if (c->run_max < 1)
 		c->run_max = 1;
-	if (c->run_max > S3_GET_BUFFERS_MAX)
-		c->run_max = S3_GET_BUFFERS_MAX;
+	if (c->run_max > STORE_GET_BUFFERS_MAX)
+		c->run_max = STORE_GET_BUFFERS_MAX;
 	c->pool_max = conf->budget_bytes / conf->block_size;
 	if (conf->kept_max != CACHE_KEPT_AUTO) {
 		uint64_t most = conf->budget_bytes > 2 * conf->block_size
@@ -96,8 +97,7 @@ static void derive(struct cache *c, const struct s3_store *store)
 	}
 }
 
-struct cache *cache_create(const struct cache_conf *conf,
-			   struct s3_store *store)
+struct cache *cache_create(const struct cache_conf *conf, struct store *store)
 {
 	struct cache *c = NULL;
 
@@ -135,11 +135,11 @@ void cache_destroy(struct cache *c)
 {
 	if (!c)
 		return;
-	if (c->warm_started) {
+	if (c->fault_in_started) {
 		pthread_mutex_lock(&c->lock);
-		c->warm_stop = true;
+		c->fault_in_stop = true;
 		pthread_mutex_unlock(&c->lock);
-		pthread_join(c->warm_thread, NULL);
+		pthread_join(c->fault_in_thread, NULL);
 	}
 	for (size_t i = 0; i < c->nbuckets; i++) {
 		struct cache_block *b = c->table[i];

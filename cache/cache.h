@@ -1,6 +1,6 @@
 /*
  * cache: streams, block cache and prefetcher, between channel/ above and a
- * store below (s3/store.h: the S3 client, or the disk tier over it).
+ * store below (store/store.h: the S3 client, or the disk tier over it).
  *
  * A stream is an ordered list of segments (a range of one object, or
  * literal bytes) that is read as one byte sequence.  A listing stream is
@@ -37,7 +37,7 @@
 #include <stdint.h>
 #include <sys/uio.h>
 
-#include "s3/store.h"
+#include "store/store.h"
 
 /*
  * The cache's settings.  cache_conf_init() writes every default; a field
@@ -60,9 +60,9 @@ struct cache_conf {
 	unsigned first_page_keys; /* keys in the first page (small: fast
 				     start) */
 	/* block memory faulted in per stream before the first reader
-	 * (cache_stream_warm), at most; 0 = auto (bounds the start-up
+	 * (cache_stream_fault_in), at most; 0 = auto (bounds the start-up
 	 * time) */
-	uint64_t warm_max_bytes;
+	uint64_t fault_in_max_bytes;
 	/* bytes of the kept set, the part of the data that a scan larger
 	 * than the budget does not flush (see cache/internal.h): at most the
 	 * budget less two blocks; 0 = none; CACHE_KEPT_AUTO (the default) =
@@ -86,10 +86,11 @@ struct cache_stats {
 	uint64_t budget_bytes;
 	uint64_t used_bytes;
 	uint64_t peak_bytes;
-	uint64_t warm_bytes; /* faulted in ahead of use (cache_stream_warm) */
-	uint64_t hits;	     /* blocks found ready */
-	uint64_t misses;     /* blocks fetched on demand */
-	uint64_t prefetched; /* blocks fetched ahead */
+	uint64_t faulted_in_bytes; /* faulted in ahead of use
+				      (cache_stream_fault_in) */
+	uint64_t hits;		   /* blocks found ready */
+	uint64_t misses;	   /* blocks fetched on demand */
+	uint64_t prefetched;	   /* blocks fetched ahead */
 	uint64_t evictions;
 	uint64_t fetch_errors;
 	uint64_t seeks;	     /* reader repositions (emulated seeks) */
@@ -105,8 +106,7 @@ struct cache_stats {
  * Returns NULL and sets errno (EINVAL when conf has no block size or page
  * size).
  */
-struct cache *cache_create(const struct cache_conf *conf,
-			   struct s3_store *store);
+struct cache *cache_create(const struct cache_conf *conf, struct store *store);
 void cache_destroy(struct cache *c);
 void cache_get_stats(struct cache *c, struct cache_stats *out);
 
@@ -137,21 +137,21 @@ const char *cache_object_key(const struct cache_object *o);
  * run).
  */
 typedef void cache_resolve_fn(void *arg, struct cache_object *obj,
-			      const struct s3_error *err);
+			      const struct store_error *err);
 int cache_object_resolve(struct cache *c, const char *bucket, const char *key,
 			 cache_resolve_fn *done, void *arg);
 /* The same, blocking (start-up only): *out gets a reference.  Returns
  * err->err. */
 int cache_object_resolve_sync(struct cache *c, const char *bucket,
 			      const char *key, struct cache_object **out,
-			      struct s3_error *err);
+			      struct store_error *err);
 
 /*
  * Reads the whole of o (cache_object_size() bytes) into buf, blocking,
  * past the cache (start-up only: a manifest).  Returns err->err.
  */
 int cache_object_read_sync(struct cache *c, const struct cache_object *o,
-			   char *buf, struct s3_error *err);
+			   char *buf, struct store_error *err);
 
 /* ---- streams ---- */
 
@@ -180,7 +180,7 @@ typedef void cache_want_fn(void *arg, struct cache_stream *s);
  */
 struct cache_stream *cache_stream_create(struct cache *c, const char *bucket,
 					 const char *prefix);
-int cache_stream_start(struct cache_stream *s, struct s3_error *err);
+int cache_stream_start(struct cache_stream *s, struct store_error *err);
 /*
  * Sets how each listed object becomes segments (default: the whole object
  * as one segment).  Before cache_stream_start().
@@ -271,16 +271,16 @@ bool cache_stream_size(struct cache_stream *s, uint64_t *size);
 /*
  * Faults in, ahead of any reader, the whole-block buffers that a reader's
  * first prefetch window takes over what is listed of s so far (none for
- * small objects), within the budget and warm_max_bytes held in the pool;
+ * small objects), within the budget and fault_in_max_bytes held in the pool;
  * returns the bytes added.  Those the kept set will take after that window
  * (a stream larger than the window) are faulted in on a thread of the
  * cache's own, in the background (once per cache; cache_destroy() stops
  * it).  For start-up: the first epoch then does not pay for fresh pages on
  * the receive path.
  */
-uint64_t cache_stream_warm(struct cache_stream *s);
+uint64_t cache_stream_fault_in(struct cache_stream *s);
 /*
- * Pre-warms s for a reader to come: starts fetching the blocks of its
+ * Prefetches s for a reader to come: starts fetching the blocks of its
  * first bytes (or of all of it, when shorter) that are not in memory yet,
  * without waiting, as a new reader's window would (asking a listing or a
  * plan's owner for more segments), but with prefetch admission only: it

@@ -33,13 +33,13 @@
  *   TRAILING  no    yes       a reader behind it, not   prefetch after
  *                             yet within its window     SPENT; demand
  *   AHEAD     no    no        unread: in a window, or   demand only
- *                             fetched for a pre-warm
+ *                             fetched for a next-epoch prefetch
  *   KEPT      yes   any       (the scan-resistant set)  demand only, last
  *
  *   - used_bytes is the sum of cap over all allocated blocks plus the
  *     pooled buffers, and never exceeds budget_bytes.  Buffers of a whole
  *     block are pooled on eviction and reused, so steady streaming touches
- *     no new pages (no page faults, no kernel zeroing); cache_stream_warm
+ *     no new pages (no page faults, no kernel zeroing); cache_stream_fault_in
  *     fills the pool before the first reader, so it need not either.
  *   - prefetch (and recycling) may only evict SPENT, then TRAILING blocks;
  *     a demand read may evict any idle block: SPENT, TRAILING, AHEAD, then
@@ -150,7 +150,7 @@ struct cache_block {
 
 struct cache {
 	struct cache_conf conf; /* with the derived values filled in */
-	struct s3_store *store;
+	struct store *store;
 	pthread_mutex_t lock;
 	pthread_cond_t memory; /* a block became evictable or was freed */
 	struct cache_block **table;
@@ -166,12 +166,12 @@ struct cache {
 	uint64_t admitted;
 	uint64_t largest_stream; /* the most bytes any stream listed */
 	unsigned nreaders;	 /* readers alive (they share the budget) */
-	/* the background warm-up (cache_stream_warm): buffers still to
+	/* the background fault-in (cache_stream_fault_in): buffers still to
 	 * fault in, and whether it must stop (the cache is going) */
-	pthread_t warm_thread;
-	bool warm_started;
-	bool warm_stop;
-	uint64_t warm_left;
+	pthread_t fault_in_thread;
+	bool fault_in_started;
+	bool fault_in_stop;
+	uint64_t fault_in_left;
 	char **pool; /* free buffers of block_size bytes, kept to reuse */
 	size_t pool_count;
 	size_t pool_max;
@@ -378,7 +378,7 @@ enum cache_lru block_class(const struct cache_block *b);
 uint64_t kept_horizon(const struct cache *c);
 void kept_expire(struct cache *c);
 /* stream.c (lock not held) */
-int take_page(struct cache_stream *s, struct s3_list_page *page);
+int take_page(struct cache_stream *s, struct store_list_page *page);
 /* lister.c */
 void alphabet_add_key(struct cache_alphabet *a, const char *s);
 unsigned split_keys(const struct cache_alphabet *alpha, size_t fixed,

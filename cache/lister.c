@@ -81,7 +81,7 @@ struct range {
 };
 
 struct cache_lister {
-	struct s3_store *store;
+	struct store *store;
 	struct cache_catalog *cat;
 	struct cache_lister_conf conf;
 	pthread_mutex_t lock;
@@ -98,7 +98,7 @@ struct cache_lister {
 	bool restart;
 	bool failed;
 	bool complete;
-	struct s3_error error;
+	struct store_error error;
 	struct cache_alphabet alpha;
 	struct cache_lister_stats stats;
 	unsigned depth_max;
@@ -478,14 +478,14 @@ static void range_free(struct range *r)
 	free(r);
 }
 
-static void page_arrived(void *arg, struct s3_list_page *page,
-			 const struct s3_error *err);
+static void page_arrived(void *arg, struct store_list_page *page,
+			 const struct store_error *err);
 
 /* Asks for r's next page; false (and the listing failed) when the
  * request cannot be made. */
 static bool range_request(struct cache_lister *l, struct range *r)
 {
-	struct s3_list req = {
+	struct store_list req = {
 	    .bucket = cache_catalog_bucket(l->cat),
 	    .prefix = cache_catalog_prefix(l->cat),
 	    .token = r->token,
@@ -498,7 +498,7 @@ static bool range_request(struct cache_lister *l, struct range *r)
 	    .done = page_arrived,
 	    .arg = r,
 	};
-	int rc = s3_list(l->store, &req);
+	int rc = store_list(l->store, &req);
 
 	if (rc) {
 		if (!l->failed) {
@@ -538,7 +538,7 @@ static struct range *range_new(struct cache_lister *l, const char *after,
 }
 
 /* The failure that ends the listing: the first one is what users see. */
-static void lister_fail(struct cache_lister *l, const struct s3_error *err,
+static void lister_fail(struct cache_lister *l, const struct store_error *err,
 			const char *why)
 {
 	if (!l->failed) {
@@ -559,7 +559,7 @@ static void lister_fail(struct cache_lister *l, const struct s3_error *err,
  * as one run.  0, or an errno with why set (a hostile page).
  */
 static int range_take(struct cache_lister *l, struct range *r,
-		      struct s3_list_page *page, const char **why)
+		      struct store_list_page *page, const char **why)
 {
 	const char *prev = r->last ? r->last : r->after;
 	size_t before = cache_catalog_entries(l->cat);
@@ -875,8 +875,8 @@ static void restart(struct cache_lister *l)
 		range_request(l, l->ranges);
 }
 
-static void page_arrived(void *arg, struct s3_list_page *page,
-			 const struct s3_error *err)
+static void page_arrived(void *arg, struct store_list_page *page,
+			 const struct store_error *err)
 {
 	struct range *r = arg;
 	struct cache_lister *l = r->lister;
@@ -914,7 +914,7 @@ static void page_arrived(void *arg, struct s3_list_page *page,
 		}
 	}
 	if (page)
-		s3_list_page_clear(page);
+		store_list_page_clear(page);
 	if (l->restart && l->in_flight == 0 && !l->failed && !l->stopping)
 		restart(l);
 	if (l->in_flight == 0 && !l->failed && !l->stopping) {
@@ -973,7 +973,8 @@ struct cache_lister *cache_lister_start(struct cache *c,
 	return l;
 }
 
-int cache_lister_wait(struct cache_lister *l, size_t pos, struct s3_error *err)
+int cache_lister_wait(struct cache_lister *l, size_t pos,
+		      struct store_error *err)
 {
 	int rc;
 

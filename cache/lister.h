@@ -33,7 +33,7 @@
 #include <stdint.h>
 
 #include "cache/catalog.h"
-#include "s3/store.h"
+#include "store/store.h"
 
 /* key ranges listed at once by default: 32 requests of 20-100 ms stay far
  * below S3's documented 5,500 GET/HEAD (LIST included) a second for one
@@ -81,7 +81,8 @@ struct cache_lister *cache_lister_start(struct cache *c,
  * position pos; EIO when it failed (err, when set, says how: the first
  * error of a request, or a hostile page).
  */
-int cache_lister_wait(struct cache_lister *l, size_t pos, struct s3_error *err);
+int cache_lister_wait(struct cache_lister *l, size_t pos,
+		      struct store_error *err);
 void cache_lister_get_stats(struct cache_lister *l,
 			    struct cache_lister_stats *out);
 /* Stops listing (requests in flight are waited for) and frees l. */

@@ -227,7 +227,7 @@ struct resolve {
 };
 
 /* Why a HEAD's answer of size bytes could not become an object. */
-static void not_interned(struct s3_error *err, uint64_t size)
+static void not_interned(struct store_error *err, uint64_t size)
 {
 	bool big = size > CACHE_OBJECT_SIZE_MAX;
 
@@ -245,13 +245,13 @@ static void resolve_free(struct resolve *rs)
 	free(rs);
 }
 
-static void head_done(void *arg, const struct s3_object *head,
-		      const struct s3_error *err)
+static void head_done(void *arg, const struct store_object *head,
+		      const struct store_error *err)
 {
 	struct resolve *rs = arg;
 	struct cache *c = rs->cache;
 	struct cache_object *o = NULL;
-	struct s3_error nomem;
+	struct store_error nomem;
 
 	if (!err) {
 		o = cache_object_get(c, rs->bucket, rs->key, head->etag,
@@ -269,7 +269,7 @@ int cache_object_resolve(struct cache *c, const char *bucket, const char *key,
 			 cache_resolve_fn *done, void *arg)
 {
 	struct resolve *rs = calloc(1, sizeof(*rs));
-	struct s3_head req = {
+	struct store_head req = {
 	    .bucket = bucket,
 	    .key = key,
 	    .done = head_done,
@@ -288,7 +288,7 @@ int cache_object_resolve(struct cache *c, const char *bucket, const char *key,
 	rs->cache = c;
 	rs->done = done;
 	rs->arg = arg;
-	rc = s3_head(c->store, &req);
+	rc = store_head(c->store, &req);
 	if (rc)
 		resolve_free(rs);
 	return rc;
@@ -296,27 +296,27 @@ int cache_object_resolve(struct cache *c, const char *bucket, const char *key,
 
 int cache_object_resolve_sync(struct cache *c, const char *bucket,
 			      const char *key, struct cache_object **out,
-			      struct s3_error *err)
+			      struct store_error *err)
 {
-	struct s3_object head;
+	struct store_object head;
 	int rc;
 
 	*out = NULL;
-	rc = s3_head_sync(c->store, bucket, key, &head, err);
+	rc = store_head_sync(c->store, bucket, key, &head, err);
 	if (rc)
 		return rc;
 	*out = cache_object_get(c, bucket, key, head.etag, head.size);
 	if (!*out)
 		not_interned(err, head.size);
-	s3_object_clear(&head);
+	store_object_clear(&head);
 	if (!*out)
 		return err->err;
 	return 0;
 }
 
 int cache_object_read_sync(struct cache *c, const struct cache_object *o,
-			   char *buf, struct s3_error *err)
+			   char *buf, struct store_error *err)
 {
-	return s3_get_sync(c->store, o->bucket, o->key, o->etag, buf,
-			   (size_t)o->size, err);
+	return store_get_sync(c->store, o->bucket, o->key, o->etag, buf,
+			      (size_t)o->size, err);
 }

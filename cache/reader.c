@@ -298,7 +298,7 @@ prefetch(struct cache_reader *r, uint64_t ahead, bool urgent, bool may_list)
 	    !cache_stream_known_size(s, &known) || known > c->conf.budget_bytes
 		? CACHE_ADMIT_RECYCLE
 		: CACHE_ADMIT_PREFETCH;
-	struct cache_block *run[S3_GET_BUFFERS_MAX];
+	struct cache_block *run[STORE_GET_BUFFERS_MAX];
 	/* objects are counted from the one the reader is in */
 	const size_t first_seq = r->seg_idx < s->count
 				     ? cache_stream_seg(s, r->seg_idx)->obj_seq
@@ -311,7 +311,8 @@ prefetch(struct cache_reader *r, uint64_t ahead, bool urgent, bool may_list)
 	if (r->pf_offset < r->pos || r->pf_seg < r->seg_idx)
 		frontier_to_position(r);
 	/* a fetch drops the lock: the segment is looked up again after one
-	 * (and a pre-warm's reader, on no list, may find it dropped) */
+	 * (and a next-epoch prefetch's reader, on no list, may find it dropped)
+	 */
 	while (r->pf_offset < limit && r->pf_seg < s->count &&
 	       r->pf_seg >= s->base) {
 		const size_t seg_idx = r->pf_seg;

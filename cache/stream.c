@@ -29,6 +29,7 @@
 #include "config.h"
 
 #include "cache/internal.h"
+#include "s3/s3.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -434,7 +435,7 @@ int cache_stream_append(struct cache_stream *s, const char *key,
 /* Adds a page's objects and remembers where to continue (lock not held:
  * the framer runs without it).  All or nothing: on failure the stream is
  * as it was, so the page can be asked for again with the same token. */
-UNITTEST int take_page(struct cache_stream *s, struct s3_list_page *page)
+UNITTEST int take_page(struct cache_stream *s, struct store_list_page *page)
 {
 	struct cache *c = s->cache;
 	uint64_t listed;
@@ -472,18 +473,18 @@ UNITTEST int take_page(struct cache_stream *s, struct s3_list_page *page)
 	return 0;
 }
 
-int cache_stream_start(struct cache_stream *s, struct s3_error *err)
+int cache_stream_start(struct cache_stream *s, struct store_error *err)
 {
 	struct cache *c = s->cache;
-	struct s3_list_page page;
+	struct store_list_page page;
 	int rc;
 
-	rc = s3_list_sync(c->store, s->bucket, s->prefix, NULL,
-			  c->conf.first_page_keys, &page, err);
+	rc = store_list_sync(c->store, s->bucket, s->prefix, NULL,
+			     c->conf.first_page_keys, &page, err);
 	if (rc)
 		return rc;
 	rc = take_page(s, &page);
-	s3_list_page_clear(&page);
+	store_list_page_clear(&page);
 	if (rc) {
 		memset(err, 0, sizeof(*err));
 		err->err = rc;
@@ -491,8 +492,8 @@ int cache_stream_start(struct cache_stream *s, struct s3_error *err)
 	return rc;
 }
 
-static void page_arrived(void *arg, struct s3_list_page *page,
-			 const struct s3_error *err)
+static void page_arrived(void *arg, struct store_list_page *page,
+			 const struct store_error *err)
 {
 	struct cache_stream *s = arg;
 	struct cache *c = s->cache;
@@ -508,7 +509,7 @@ static void page_arrived(void *arg, struct s3_list_page *page,
 	} else {
 		/* still listing meanwhile: no other page is asked for */
 		rc = take_page(s, page);
-		s3_list_page_clear(page);
+		store_list_page_clear(page);
 		if (rc)
 			util_warn("listing s3://%s/%s: a page could not be "
 				  "taken (%s)",
@@ -527,7 +528,7 @@ void cache_stream_want(struct cache_stream *s, size_t idx)
 	struct cache *c = s->cache;
 	size_t ahead = c->conf.list_page_keys / 2;
 	char *token = NULL;
-	struct s3_list req = {
+	struct store_list req = {
 	    .bucket = s->bucket,
 	    .prefix = s->prefix,
 	    .max_keys = c->conf.list_page_keys,
@@ -561,7 +562,7 @@ void cache_stream_want(struct cache_stream *s, size_t idx)
 	s->error = 0;
 	s->listing = true; /* no other request meanwhile */
 	pthread_mutex_unlock(&c->lock);
-	rc = s3_list(c->store, &req);
+	rc = store_list(c->store, &req);
 	free(token);
 	pthread_mutex_lock(&c->lock);
 	if (rc) {

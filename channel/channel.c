@@ -35,18 +35,18 @@
  * Plans of recent epochs are kept (for their sizes) while KEEP_PLANS newer
  * ones do not exist; a plan with readers is always kept.
  *
- * The next epoch is pre-warmed (channel_prewarm) while one drains: its
+ * The next epoch is prefetched (channel_prefetch_epoch) while one drains: its
  * stream (the same listing stream, or the next epoch's plan, made then)
- * is asked for its first bytes (prewarm_bytes(): a first window, at most a
- * quarter of the budget) with cache_stream_prefetch(), which
- * fetches what is not in memory with prefetch admission and leaves it
- * unread for the epoch's first reader.  Nothing stays behind but those
- * blocks (and the plan, kept as the newest): no reader, no thread, so an
- * epoch never opened costs at most that memory and those GETs.
+ * is asked for its first bytes (epoch_prefetch_bytes(): a first window, at most
+ * a quarter of the budget) with cache_stream_prefetch(), which fetches what is
+ * not in memory with prefetch admission and leaves it unread for the epoch's
+ * first reader.  Nothing stays behind but those blocks (and the plan, kept as
+ * the newest): no reader, no thread, so an epoch never opened costs at most
+ * that memory and those GETs.
  *
  * Locking: the channel's own lock (ch->lock) guards the plans (the list,
  * each plan's fill state, readers and error), the entries' resolution
- * state and the newest opened and pre-warmed epochs.  The order is
+ * state and the newest opened and prefetched epochs.  The order is
  * ch->lock, then the cache's (the cache's functions take theirs inside
  * ours, when a plan adds segments), never the other way: the cache calls
  * the hooks (the framer, a plan's want hook) without its lock, and the
@@ -58,6 +58,7 @@
 #include "config.h"
 
 #include "channel/internal.h"
+#include "s3/s3.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -119,10 +120,10 @@ struct channel {
 	struct epoch_plan *plans;	/* newest epoch first */
 	/* items whose HEAD is to start once the lock is dropped */
 	struct channel_item *to_resolve;
-	/* the newest epoch opened or fully pre-warmed (valid once the flag
+	/* the newest epoch opened or fully prefetched (valid once the flag
 	 * is set) */
-	unsigned opened, warmed;
-	bool any_opened, any_warmed;
+	unsigned opened, prefetched;
+	bool any_opened, any_prefetched;
 };
 
 struct channel_reader {
@@ -347,7 +348,7 @@ struct resolving {
 
 /* A HEAD came back (the store's thread, no lock). */
 static void resolved(void *arg, struct cache_object *obj,
-		     const struct s3_error *err)
+		     const struct store_error *err)
 {
 	struct resolving *rs = arg;
 	struct channel *ch = rs->ch;
@@ -665,7 +666,7 @@ static void plan_put(struct channel *ch, struct epoch_plan *p)
 
 /* ---- start-up ---- */
 
-static int start_error(struct channel *ch, const struct s3_error *serr,
+static int start_error(struct channel *ch, const struct store_error *serr,
 		       const char *bucket, char *err, size_t errlen)
 {
 	char desc[768];
@@ -677,7 +678,7 @@ static int start_error(struct channel *ch, const struct s3_error *serr,
 
 static int start_listing(struct channel *ch, char *err, size_t errlen)
 {
-	struct s3_error serr;
+	struct store_error serr;
 
 	ch->listing =
 	    cache_stream_create(ch->cache, ch->spec->bucket, ch->spec->prefix);
@@ -776,7 +777,7 @@ static int list_catalog(struct channel *ch, char *err, size_t errlen)
 	struct cache_lister_conf conf;
 	struct cache_lister_stats st;
 	struct cache_lister *l = NULL;
-	struct s3_error serr;
+	struct store_error serr;
 	uint64_t t0 = util_now_ns();
 	size_t next = 0;
 	int rc;
@@ -823,7 +824,7 @@ static int load_manifest(struct channel *ch, char *err, size_t errlen)
 {
 	const struct channel_spec *sp = ch->spec;
 	struct cache_object *obj = NULL;
-	struct s3_error serr;
+	struct store_error serr;
 	char *text = NULL;
 	char perr[512];
 	uint64_t size;
@@ -893,7 +894,7 @@ static int check_first_object(struct channel *ch, struct epoch_plan *p,
 		for (unsigned j = 0; j < e->nitems; j++) {
 			struct channel_item *it = &e->items[j];
 			struct cache_object *obj = NULL;
-			struct s3_error serr;
+			struct store_error serr;
 
 			if (!it->key)
 				continue;
@@ -978,17 +979,17 @@ int channel_start(struct channel *ch, char *err, size_t errlen)
 	return 0;
 }
 
-void channel_warm(struct channel *ch)
+void channel_fault_in(struct channel *ch)
 {
 	struct epoch_plan *p;
 
 	if (ch->mode == MODE_LISTING) {
-		cache_stream_warm(ch->listing);
+		cache_stream_fault_in(ch->listing);
 		return;
 	}
 	p = plan_get(ch, 0, false, NULL);
 	if (p)
-		cache_stream_warm(p->stream);
+		cache_stream_fault_in(p->stream);
 	plan_put(ch, p);
 }
 
@@ -1013,9 +1014,9 @@ bool channel_epoch_size(struct channel *ch, unsigned epoch, uint64_t *size)
 	return known;
 }
 
-/* Bytes of an epoch's head that a pre-warm fetches: a first window, at
+/* Bytes of an epoch's head that a prefetch of it fetches: a first window, at
  * most a quarter of the budget. */
-static uint64_t prewarm_bytes(const struct channel *ch)
+static uint64_t epoch_prefetch_bytes(const struct channel *ch)
 {
 	uint64_t w = cache_max_window(ch->cache);
 	uint64_t quarter = cache_budget(ch->cache) / 4;
@@ -1023,22 +1024,22 @@ static uint64_t prewarm_bytes(const struct channel *ch)
 	return w < quarter ? w : quarter;
 }
 
-/* Whether epoch has been opened, or pre-warmed in full, or a newer one
+/* Whether epoch has been opened, or prefetched in full, or a newer one
  * has (ch->lock held). */
-static bool prewarm_needless(const struct channel *ch, unsigned epoch)
+static bool epoch_prefetch_needless(const struct channel *ch, unsigned epoch)
 {
 	return (ch->any_opened && epoch <= ch->opened) ||
-	       (ch->any_warmed && epoch <= ch->warmed);
+	       (ch->any_prefetched && epoch <= ch->prefetched);
 }
 
-void channel_prewarm(struct channel *ch, unsigned epoch)
+void channel_prefetch_epoch(struct channel *ch, unsigned epoch)
 {
 	struct epoch_plan *p = NULL;
 	struct cache_stream *s;
 	bool needless, covered;
 
 	pthread_mutex_lock(&ch->lock);
-	needless = prewarm_needless(ch, epoch);
+	needless = epoch_prefetch_needless(ch, epoch);
 	pthread_mutex_unlock(&ch->lock);
 	if (needless)
 		return;
@@ -1050,12 +1051,12 @@ void channel_prewarm(struct channel *ch, unsigned epoch)
 			return;
 		s = p->stream;
 	}
-	covered = cache_stream_prefetch(s, prewarm_bytes(ch));
+	covered = cache_stream_prefetch(s, epoch_prefetch_bytes(ch));
 	pthread_mutex_lock(&ch->lock);
-	if (covered && !prewarm_needless(ch, epoch)) {
-		ch->warmed = epoch;
-		ch->any_warmed = true;
-		util_debug("channel '%s': epoch %u pre-warmed", ch->spec->name,
+	if (covered && !epoch_prefetch_needless(ch, epoch)) {
+		ch->prefetched = epoch;
+		ch->any_prefetched = true;
+		util_debug("channel '%s': epoch %u prefetched", ch->spec->name,
 			   epoch);
 	}
 	pthread_mutex_unlock(&ch->lock);

@@ -311,24 +311,24 @@ struct channel *channel_create(const struct channel_spec *spec,
  */
 int channel_start(struct channel *ch, char *err, size_t errlen);
 /* Faults in the memory of epoch 0's first prefetch window (start-up). */
-void channel_warm(struct channel *ch);
+void channel_fault_in(struct channel *ch);
 /*
  * The byte size of an epoch, when known (the listing or plan complete,
  * no stage of unknown output size such as gzip); *size is 0 otherwise.
  */
 bool channel_epoch_size(struct channel *ch, unsigned epoch, uint64_t *size);
 /*
- * Pre-warms epoch's head: starts fetching its first bytes (min(the
+ * Prefetches epoch's head: starts fetching its first bytes (min(the
  * cache's window, a quarter of the budget); with a shuffle the objects it
  * starts with) so that its first read finds them in memory.  Never evicts
  * what a reader needs (prefetch admission); what it fetches stays unread
  * until a reader passes it.  Does nothing for an epoch already opened, or
- * older than one pre-warmed already; a call for the same epoch tops up
+ * older than one prefetched already; a call for the same epoch tops up
  * what the budget or the listing cut short before.  Call while epoch - 1
  * drains (a reader near its end, at its end, or releasing it), only for
  * epochs that will exist (--epochs).  Does not block.
  */
-void channel_prewarm(struct channel *ch, unsigned epoch);
+void channel_prefetch_epoch(struct channel *ch, unsigned epoch);
 /* What a channel holds for its listing, outside the cache's budget. */
 struct channel_stats {
 	uint64_t objects; /* listed so far (a manifest: its entries) */
@@ -362,8 +362,8 @@ void channel_reader_close(struct channel_reader *r);
 uint64_t channel_reader_position(struct channel_reader *r);
 /*
  * True once r is within one prefetch window of its epoch's end (when the
- * size is known: no gzip) or a read found the end: the time to pre-warm
- * the next epoch.
+ * size is known: no gzip) or a read found the end: the time to prefetch the
+ * next epoch.
  */
 bool channel_reader_near_end(struct channel_reader *r);
 /*

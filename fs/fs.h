@@ -35,8 +35,7 @@ struct fs_channel {
 
 struct fs_state {
 	const struct fs_options *opts;
-	struct s3_store
-	    *store; /* under the cache; owned by the state's owner */
+	struct store *store; /* under the cache; owned by the state's owner */
 	struct cache *cache;
 	struct fs_channel *channels;
 	unsigned nchannels;

@@ -128,15 +128,15 @@ static void go_quiet(int ready_fd)
 
 /* With --cache-dir: the disk tier over the S3 client, which it then owns
  * (destroying the tier destroys the client). */
-static struct s3_store *disk_tier(struct fs_options *o, struct s3_store *s3)
+static struct store *disk_tier(struct fs_options *o, struct store *s3)
 {
-	struct s3_store *disk;
+	struct store *disk;
 	char err[1024];
 
 	if (!o->disk.dir)
 		return s3;
 	o->disk.block_size = o->cache.block_size;
-	disk = cache_disk_create(&o->disk, s3, err, sizeof(err));
+	disk = disk_store_create(&o->disk, s3, err, sizeof(err));
 	if (!disk)
 		die("%s", err);
 	return disk;
@@ -147,7 +147,7 @@ static struct s3_store *disk_tier(struct fs_options *o, struct s3_store *s3)
  * manifest, ...) and its first window's memory faulted in. */
 static void build_stack(struct fs_options *o, struct fs_state *st)
 {
-	struct s3_store *store = s3_client_create(&o->s3);
+	struct store *store = s3_client_create(&o->s3);
 	char msg[128];
 
 	s3_creds_clear(&o->s3.creds); /* the client has its own copy */
@@ -187,7 +187,7 @@ static void build_stack(struct fs_options *o, struct fs_state *st)
 	 * fresh memory its window takes is faulted in before the mount
 	 * appears */
 	for (unsigned i = 0; i < st->nchannels; i++)
-		channel_warm(st->channels[i].channel);
+		channel_fault_in(st->channels[i].channel);
 	st->stats = fs_stats_create(st);
 	if (!st->stats)
 		die("out of memory");
@@ -196,9 +196,9 @@ static void build_stack(struct fs_options *o, struct fs_state *st)
 /* One line of what the disk tier did, when there is one. */
 static void log_disk_tier(struct fs_state *st)
 {
-	struct cache_disk_stats ds;
+	struct disk_store_stats ds;
 
-	if (!cache_disk_get_stats(st->store, &ds))
+	if (!disk_store_get_stats(st->store, &ds))
 		return;
 	util_info("disk tier %s: %llu hits (%llu MiB), %llu misses, %llu "
 		  "blocks written (%llu MiB), %llu not written (queue full), "
@@ -223,12 +223,12 @@ static void log_disk_tier(struct fs_state *st)
 static void teardown_stack(struct fs_state *st)
 {
 	struct cache_stats cs;
-	struct s3_stats ss;
+	struct store_stats ss;
 
 	fs_close_handles(st);
 	fs_stats_destroy(st->stats);
 	cache_get_stats(st->cache, &cs);
-	s3_store_get_stats(st->store, &ss);
+	store_get_stats(st->store, &ss);
 	util_info("unmounted %s: %llu requests, %llu retries, %llu failures, "
 		  "%llu MiB received, cache peak %llu MiB, %llu hits, %llu "
 		  "misses, %llu seeks",
@@ -240,7 +240,7 @@ static void teardown_stack(struct fs_state *st)
 		  (unsigned long long)cs.hits, (unsigned long long)cs.misses,
 		  (unsigned long long)cs.seeks);
 	log_disk_tier(st);
-	s3_store_destroy(st->store);
+	store_destroy(st->store);
 	for (unsigned i = 0; i < st->nchannels; i++)
 		channel_destroy(st->channels[i].channel);
 	cache_destroy(st->cache);

@@ -8,9 +8,10 @@
  * up to max_read) and, unless --seek emulate, as non-seekable: the kernel
  * then refuses lseek and pread with ESPIPE itself.
  *
- * While epoch N drains, epoch N+1's head is pre-warmed (channel_prewarm):
- * once a read comes within one prefetch window of N's end, at its end, and
- * when a handle on N is released (which makes N+1 appear), unless
+ * While epoch N drains, epoch N+1's head is prefetched
+ * (channel_prefetch_epoch): once a read comes within one prefetch window of N's
+ * end, at its end, and when a handle on N is released (which makes N+1 appear),
+ * unless
  * --epochs says N+1 will never exist.
  *
  * FS_STATS_FILE (fs/stats.c) has an inode of its own far above the channel
@@ -39,7 +40,8 @@ struct fs_handle {
 	struct fs_epoch_stats *stats; /* what reads count in; may be NULL */
 	unsigned channel;
 	unsigned epoch;
-	bool near_end;	      /* within a window of the end: pre-warming */
+	bool near_end; /* within a window of the end: prefetching the next epoch
+			*/
 	pthread_mutex_t lock; /* one read at a time per open file */
 	/* in st->handles (under st->lock), for fs_close_handles() */
 	struct fs_handle *prev, *next;
@@ -414,15 +416,16 @@ static void warn_seek_once(struct fs_state *st, const struct fs_handle *h)
 	pthread_mutex_unlock(&st->lock);
 }
 
-/* Pre-warms the epoch after epoch of channel ch, if --epochs lets it
+/* Prefetches the epoch after epoch of channel ch, if --epochs lets it
  * exist. */
-static void prewarm_next(struct fs_state *st, unsigned ch, unsigned epoch)
+static void prefetch_next_epoch(struct fs_state *st, unsigned ch,
+				unsigned epoch)
 {
 	unsigned limit = st->opts->epochs;
 
 	if (epoch + 1 == 0 || (limit && epoch + 1 >= limit))
 		return;
-	channel_prewarm(st->channels[ch].channel, epoch + 1);
+	channel_prefetch_epoch(st->channels[ch].channel, epoch + 1);
 }
 
 static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
@@ -469,7 +472,7 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	channel_view_release(h->reader, &view);
 	if (!rc && (h->near_end || channel_reader_near_end(h->reader))) {
 		h->near_end = true;
-		prewarm_next(st, h->channel, h->epoch);
+		prefetch_next_epoch(st, h->channel, h->epoch);
 	}
 	pthread_mutex_unlock(&h->lock);
 }
@@ -504,7 +507,7 @@ static void op_release(fuse_req_t req, fuse_ino_t ino,
 	fuse_reply_err(req, 0);
 	/* after the reader gave up its window: what that holds of the next
 	 * epoch's head is claimed back for it */
-	prewarm_next(st, ch, epoch);
+	prefetch_next_epoch(st, ch, epoch);
 }
 
 static void op_statfs(fuse_req_t req, fuse_ino_t ino)

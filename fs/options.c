@@ -1245,7 +1245,7 @@ void fs_options_init(struct fs_options *o)
 	memset(o, 0, sizeof(*o));
 	s3_client_conf_init(&o->s3);
 	cache_conf_init(&o->cache);
-	cache_disk_conf_init(&o->disk);
+	disk_store_conf_init(&o->disk);
 	channel_conf_init(&o->channel);
 	channel_spec_init(&o->args.settings);
 	o->host.count = 1;
@@ -1282,8 +1282,8 @@ void fs_options_free(struct fs_options *o)
  * blocks. */
 static int check_cache_dir(struct parse_state *st)
 {
-	const struct cache_disk_conf *d = &st->o->disk;
-	uint64_t min = cache_disk_min_size(st->o->cache.block_size);
+	const struct disk_store_conf *d = &st->o->disk;
+	uint64_t min = disk_store_min_size(st->o->cache.block_size);
 	char a[32], b[32];
 
 	if (d->dir && !d->size_bytes && !d->size_percent)
@@ -1303,7 +1303,7 @@ static int check_cache_dir(struct parse_state *st)
 			    "--part-size (%s): raise --cache-dir-size or lower "
 			    "--part-size",
 			    size_str(d->size_bytes, a, sizeof(a)),
-			    CACHE_DISK_MIN_BLOCKS,
+			    DISK_STORE_MIN_BLOCKS,
 			    size_str(st->o->cache.block_size, b, sizeof(b)));
 	return 0;
 }

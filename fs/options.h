@@ -30,7 +30,7 @@
 #include <fuse_opt.h>
 
 #include "cache/cache.h"
-#include "cache/disk.h"
+#include "store/disk.h"
 #include "channel/channel.h"
 #include "s3/s3.h"
 
@@ -64,7 +64,7 @@ struct fs_channel_args {
 struct fs_options {
 	struct s3_client_conf s3;    /* endpoint, credentials, connections */
 	struct cache_conf cache;     /* budget, block size */
-	struct cache_disk_conf disk; /* --cache-dir (dir owned), its size */
+	struct disk_store_conf disk; /* --cache-dir (dir owned), its size */
 	struct channel_conf channel; /* how channels run */
 	/* from NAME=URI arguments or from --input-data-config */
 	struct channel_spec channels[FS_MAX_CHANNELS];

@@ -572,7 +572,7 @@ static json_t *channels_json(struct fs_stats *s)
 
 /* The memory, cache and s3 objects into root; false on ENOMEM. */
 static bool put_counts(json_t *root, const struct cache_stats *cs,
-		       const struct s3_stats *ss)
+		       const struct store_stats *ss)
 {
 	const struct count memory[] = {{"budget", cs->budget_bytes},
 				       {"in_use", cs->used_bytes},
@@ -600,8 +600,8 @@ static bool put_counts(json_t *root, const struct cache_stats *cs,
 /* The disk tier's object, or null without one; NULL on ENOMEM. */
 static json_t *disk_json(struct fs_stats *s)
 {
-	struct cache_disk_stats ds;
-	bool on = cache_disk_get_stats(s->st->store, &ds);
+	struct disk_store_stats ds;
+	bool on = disk_store_get_stats(s->st->store, &ds);
 	const struct count disk[] = {{"hits", ds.hits},
 				     {"hit_bytes", ds.hit_bytes},
 				     {"misses", ds.misses},
@@ -630,12 +630,12 @@ static json_t *disk_json(struct fs_stats *s)
 static json_t *snapshot(struct fs_stats *s)
 {
 	struct cache_stats cs;
-	struct s3_stats ss;
+	struct store_stats ss;
 	json_t *root = json_object();
 
 	cache_get_stats(s->st->cache, &cs);
 	memset(&ss, 0, sizeof(ss));
-	s3_store_get_stats(s->st->store, &ss);
+	store_get_stats(s->st->store, &ss);
 	/* put() takes each value, also when it fails */
 	if (root && put(root, "version", json_integer(FS_STATS_VERSION)) &&
 	    put(root, "pid", json_integer(getpid())) &&
@@ -719,7 +719,7 @@ static void log_once(struct fs_stats *s)
 {
 	struct util_buf b;
 	struct cache_stats cs;
-	struct s3_stats ss;
+	struct store_stats ss;
 	struct epoch_copy *copies;
 	uint64_t now = since_start(s->start_ns);
 	double elapsed = seconds(now - s->logged_ns);
@@ -742,7 +742,7 @@ static void log_once(struct fs_stats *s)
 	if (read) {
 		cache_get_stats(s->st->cache, &cs);
 		memset(&ss, 0, sizeof(ss));
-		s3_store_get_stats(s->st->store, &ss);
+		store_get_stats(s->st->store, &ss);
 		util_info("stats: %s; cache %" PRIu64 " hits %" PRIu64
 			  " misses; %" PRIu64 " GETs in flight; %" PRIu64
 			  " retries %" PRIu64 " errors; memory %.0f/%.0f MiB",

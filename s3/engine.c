@@ -3,7 +3,7 @@
  *
  * Submitters (FUSE threads, the cache) append requests to a locked queue
  * and wake the engine through an eventfd: the client is a store
- * (s3/store.h) whose get, list and head only queue a request.  The engine
+ * (store/store.h) whose get, list and head only queue a request.  The engine
  * waits in epoll_wait() and drives curl with curl_multi_socket_action(),
  * so each wakeup touches only the transfers whose sockets are ready (with
  * dozens of connections a poll()-and-perform loop spends its time
@@ -116,17 +116,17 @@ struct s3_request {
 	char curl_error[CURL_ERROR_SIZE];
 
 	struct s3_client *client;
-	s3_get_buffer_fn *buffer_done;
-	s3_get_done_fn *get_done;
-	s3_list_done_fn *list_done;
-	s3_head_done_fn *head_done;
+	store_get_buffer_fn *buffer_done;
+	store_get_done_fn *get_done;
+	store_list_done_fn *list_done;
+	store_head_done_fn *head_done;
 	void *arg;
 	unsigned nbuffers;
-	struct s3_buffer buffers[]; /* GET: where the body goes */
+	struct store_buffer buffers[]; /* GET: where the body goes */
 };
 
 struct s3_client {
-	struct s3_store store; /* first: the client is a store */
+	struct store store; /* first: the client is a store */
 	/* configuration, immutable after create */
 	struct s3_endpoint endpoint;
 	bool force_path_style;
@@ -182,7 +182,7 @@ struct s3_client {
 	struct s3_signer signer; /* its key is a secret: wiped on destroy */
 	/* written by the engine only, read by s3_client_get_stats(); a cache
 	 * line of its own, away from the lock and queue the submitters write */
-	struct s3_stats stats __attribute__((aligned(64)));
+	struct store_stats stats __attribute__((aligned(64)));
 };
 
 static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
@@ -334,7 +334,7 @@ static size_t on_body(char *ptr, size_t size, size_t nmemb, void *userdata)
 	}
 	r->got += n;
 	while (n) {
-		struct s3_buffer *b = &r->buffers[r->buf];
+		struct store_buffer *b = &r->buffers[r->buf];
 		size_t take = b->len - r->buf_got;
 
 		if (take > n)
@@ -454,7 +454,8 @@ static void give_easy(struct s3_client *c, CURL *e)
 	}
 }
 
-static void set_error(struct s3_error *err, int e, const struct s3_request *r)
+static void set_error(struct store_error *err, int e,
+		      const struct s3_request *r)
 {
 	memset(err, 0, sizeof(*err));
 	err->err = e;
@@ -468,15 +469,15 @@ static void set_error(struct s3_error *err, int e, const struct s3_request *r)
 /* Hands the outcome to the submitter (a LIST body is parsed here, a
  * HEAD's headers become an object) and frees the request. */
 static void complete(struct s3_client *c, struct s3_request *r,
-		     const struct s3_error *err)
+		     const struct store_error *err)
 {
-	struct s3_list_page page;
-	struct s3_object obj = {
+	struct store_list_page page;
+	struct store_object obj = {
 	    .key = r->key,
 	    .etag = r->resp_etag[0] ? r->resp_etag : NULL,
 	    .size = r->resp_size,
 	};
-	struct s3_error perr;
+	struct store_error perr;
 
 	if (r->kind == S3_REQUEST_LIST && !err) {
 		int rc = s3_xml_parse_list(r->body.data, r->body.len, &page);
@@ -611,7 +612,7 @@ static int build_attempt(struct s3_client *c, struct s3_request *r)
 
 static void start_request(struct s3_client *c, struct s3_request *r)
 {
-	struct s3_error err;
+	struct store_error err;
 	char ebuf[64];
 	int rc;
 
@@ -729,7 +730,7 @@ static void detach(struct s3_client *c, struct s3_request *r)
 /* Whether err says the signing credentials had expired: by its code, or
  * for a HEAD (no body, no code) by a 400/403 after their expiration. */
 static bool creds_ran_out(const struct s3_client *c, const struct s3_request *r,
-			  const struct s3_error *err)
+			  const struct store_error *err)
 {
 	if (s3_error_credentials_expired(err))
 		return true;
@@ -741,7 +742,7 @@ static bool creds_ran_out(const struct s3_client *c, const struct s3_request *r,
 static void finish_request(struct s3_client *c, struct s3_request *r,
 			   CURLcode result)
 {
-	struct s3_error err;
+	struct store_error err;
 	struct s3_attempt a;
 	bool retryable = false;
 
@@ -806,7 +807,7 @@ static void cancel_list(struct s3_client *c, struct s3_request *r)
 {
 	while (r) {
 		struct s3_request *next = r->next;
-		struct s3_error err;
+		struct store_error err;
 
 		set_error(&err, ECANCELED, r);
 		snprintf(err.message, sizeof(err.message), "shutting down");
@@ -1079,12 +1080,12 @@ static struct s3_request *request_new(struct s3_client *c,
 	return r;
 }
 
-static int client_get(struct s3_store *st, const struct s3_get *req)
+static int client_get(struct store *st, const struct store_get *req)
 {
 	struct s3_client *c = (struct s3_client *)st;
 	struct s3_request *r;
 	size_t len = 0;
-	int rc = s3_get_check(req, &len);
+	int rc = store_get_check(req, &len);
 
 	if (rc)
 		return rc;
@@ -1101,14 +1102,14 @@ static int client_get(struct s3_store *st, const struct s3_get *req)
 	r->len = len;
 	memcpy(r->buffers, req->buffers, req->nbuffers * sizeof(*req->buffers));
 	r->nbuffers = req->nbuffers;
-	r->urgent = (req->flags & S3_GET_URGENT) != 0;
-	r->whole = (req->flags & S3_GET_WHOLE) != 0 && req->offset == 0;
+	r->urgent = (req->flags & STORE_GET_URGENT) != 0;
+	r->whole = (req->flags & STORE_GET_WHOLE) != 0 && req->offset == 0;
 	r->buffer_done = req->buffer_done;
 	r->get_done = req->done;
 	return submit(c, r);
 }
 
-static int client_list(struct s3_store *st, const struct s3_list *req)
+static int client_list(struct store *st, const struct store_list *req)
 {
 	struct s3_client *c = (struct s3_client *)st;
 	struct s3_request *r;
@@ -1133,7 +1134,7 @@ static int client_list(struct s3_store *st, const struct s3_list *req)
 	return submit(c, r);
 }
 
-static int client_head(struct s3_store *st, const struct s3_head *req)
+static int client_head(struct store *st, const struct store_head *req)
 {
 	struct s3_client *c = (struct s3_client *)st;
 	struct s3_request *r;
@@ -1148,7 +1149,7 @@ static int client_head(struct s3_store *st, const struct s3_head *req)
 	return submit(c, r);
 }
 
-static void client_get_stats(struct s3_store *st, struct s3_stats *out)
+static void client_get_stats(struct store *st, struct store_stats *out)
 {
 	struct s3_client *c = (struct s3_client *)st;
 
@@ -1201,12 +1202,12 @@ static void client_destroy(struct s3_client *c)
 	free(c);
 }
 
-static void client_store_destroy(struct s3_store *st)
+static void client_store_destroy(struct store *st)
 {
 	client_destroy((struct s3_client *)st);
 }
 
-static const struct s3_store_ops client_ops = {
+static const struct store_ops client_ops = {
     .get = client_get,
     .list = client_list,
     .head = client_head,
@@ -1297,7 +1298,7 @@ static int client_start_refresher(struct s3_client *c,
 	return c->refresher ? 0 : errno;
 }
 
-struct s3_store *s3_client_create(const struct s3_client_conf *conf)
+struct store *s3_client_create(const struct s3_client_conf *conf)
 {
 	struct s3_client *c = NULL;
 	int rc = 0;

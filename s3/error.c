@@ -175,24 +175,35 @@ static void error_endpoint(const char *url, char *out, size_t outlen)
 		 host);
 }
 
-static bool error_code_is(const struct s3_error *err, const char *code)
+static bool error_code_is(const struct store_error *err, const char *code)
 {
 	return strcmp(err->code, code) == 0;
 }
 
-static bool error_is_tls_verify(int curl_code)
+void s3_error_set_fault(struct store_error *err, int curl_code)
 {
 	switch ((CURLcode)curl_code) {
+	case CURLE_OK:
+		err->fault = STORE_FAULT_NONE;
+		err->fault_what[0] = '\0';
+		return;
 	case CURLE_PEER_FAILED_VERIFICATION:
 	case CURLE_SSL_CACERT_BADFILE:
 	case CURLE_SSL_ISSUER_ERROR:
 	case CURLE_SSL_CRL_BADFILE:
 	case CURLE_SSL_PINNEDPUBKEYNOTMATCH:
 	case CURLE_SSL_INVALIDCERTSTATUS:
-		return true;
+		err->fault = STORE_FAULT_TLS_VERIFY;
+		break;
+	case CURLE_SSL_CONNECT_ERROR:
+		err->fault = STORE_FAULT_TLS_HANDSHAKE;
+		break;
 	default:
-		return false;
+		err->fault = STORE_FAULT_TRANSPORT;
+		break;
 	}
+	snprintf(err->fault_what, sizeof(err->fault_what), "%s",
+		 curl_easy_strerror((CURLcode)curl_code));
 }
 
 /* True when endpoint ep addresses bucket virtual-hosted style. */
@@ -205,13 +216,13 @@ static bool vhost_of(const char *ep, const char *bucket)
 	return strncmp(host, bucket, n) == 0 && host[n] == '.';
 }
 
-/* Failures where curl, not the server, has the last word. */
-static void error_describe_curl(const struct s3_error *err, const char *ep,
-				const char *bucket, const char *at, char *out,
-				size_t outlen)
+/* Failures where the transport, not the server, has the last word. */
+static void error_describe_fault(const struct store_error *err, const char *ep,
+				 const char *bucket, const char *at, char *out,
+				 size_t outlen)
 {
-	const char *what = curl_easy_strerror((CURLcode)err->curl_code);
-	/* curl's error buffer, when the engine kept it, says more */
+	const char *what = err->fault_what;
+	/* the transport's own message, when the engine kept it, says more */
 	const char *detail = err->message[0] ? err->message : what;
 
 	if (err->err == EHOSTUNREACH && bucket && vhost_of(ep, bucket))
@@ -225,12 +236,12 @@ static void error_describe_curl(const struct s3_error *err, const char *ep,
 	else if (err->err == ETIMEDOUT)
 		snprintf(out, outlen, "timed out talking to endpoint %s (%s)",
 			 ep, what);
-	else if (err->err == EPROTO && error_is_tls_verify(err->curl_code))
+	else if (err->err == EPROTO && err->fault == STORE_FAULT_TLS_VERIFY)
 		snprintf(out, outlen,
 			 "tls verification failed for %s (%s): fix the CA "
 			 "bundle or pass --no-verify-ssl",
 			 ep, detail);
-	else if (err->curl_code == CURLE_SSL_CONNECT_ERROR)
+	else if (err->fault == STORE_FAULT_TLS_HANDSHAKE)
 		snprintf(out, outlen,
 			 "tls handshake with %s failed (%s): check that the "
 			 "endpoint's scheme (http or https) matches the server",
@@ -257,7 +268,7 @@ static const struct auth_hint auth_hints[] = {
     {"RequestTimeTooSkewed", "request time", "check the system clock"},
 };
 
-static const struct auth_hint *auth_hint(const struct s3_error *err)
+static const struct auth_hint *auth_hint(const struct store_error *err)
 {
 	for (size_t i = 0; i < sizeof(auth_hints) / sizeof(auth_hints[0]); i++)
 		if (error_code_is(err, auth_hints[i].code))
@@ -265,7 +276,7 @@ static const struct auth_hint *auth_hint(const struct s3_error *err)
 	return NULL;
 }
 
-void s3_error_describe(const struct s3_error *err, const char *bucket,
+void s3_error_describe(const struct store_error *err, const char *bucket,
 		       char *out, size_t outlen)
 {
 	char ep[sizeof(err->url)];
@@ -299,9 +310,9 @@ void s3_error_describe(const struct s3_error *err, const char *bucket,
 
 	if (err->err == 0) {
 		snprintf(out, outlen, "no error");
-	} else if (err->curl_code != 0 &&
+	} else if (err->fault != STORE_FAULT_NONE &&
 		   (err->http_status == 0 || error_http_ok(err->http_status))) {
-		error_describe_curl(err, ep, bucket, at, out, outlen);
+		error_describe_fault(err, ep, bucket, at, out, outlen);
 	} else if (err->err == ENOENT && error_code_is(err, "NoSuchBucket")) {
 		snprintf(out, outlen, "%s does not exist %s", bname, tag);
 	} else if (err->err == ENOENT && error_code_is(err, "NoSuchKey")) {
@@ -356,7 +367,7 @@ void s3_error_describe(const struct s3_error *err, const char *bucket,
 	}
 }
 
-void s3_error_from_attempt(const struct s3_attempt *a, struct s3_error *err,
+void s3_error_from_attempt(const struct s3_attempt *a, struct store_error *err,
 			   bool *retryable)
 {
 	bool ok = a->curl_code == CURLE_OK;
@@ -418,11 +429,11 @@ void s3_error_from_attempt(const struct s3_attempt *a, struct s3_error *err,
 		return;
 	err->err = e;
 	err->http_status = ok ? a->http_status : 0;
-	err->curl_code = a->curl_code;
+	s3_error_set_fault(err, a->curl_code);
 	snprintf(err->url, sizeof(err->url), "%s", a->url ? a->url : "");
 }
 
-bool s3_error_throttled(const struct s3_error *err)
+bool s3_error_throttled(const struct store_error *err)
 {
 	static const char *const codes[] = {
 	    "SlowDown",
@@ -441,7 +452,7 @@ bool s3_error_throttled(const struct s3_error *err)
 	return false;
 }
 
-bool s3_error_credentials_expired(const struct s3_error *err)
+bool s3_error_credentials_expired(const struct store_error *err)
 {
 	return strcmp(err->code, "ExpiredToken") == 0 ||
 	       strcmp(err->code, "TokenRefreshRequired") == 0 ||

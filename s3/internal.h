@@ -140,7 +140,8 @@ const char *s3_request_method(enum s3_request_kind kind);
  * network access, no entity expansion, no DTD.  Returns 0 or EPROTO when
  * the body is not a valid ListBucketResult; page is empty on error.
  */
-int s3_xml_parse_list(const char *body, size_t len, struct s3_list_page *page);
+int s3_xml_parse_list(const char *body, size_t len,
+		      struct store_list_page *page);
 
 /*
  * Parses an S3 <Error> body into code and message (both "" when absent).
@@ -168,6 +169,8 @@ int s3_xml_parse_error(const char *body, size_t len, char *code, size_t codelen,
  */
 int s3_error_classify(long http_status, const char *s3_code, int curl_code,
 		      bool *retryable);
+/* err's fault and fault_what from a transfer's CURLcode (CURLE_OK: none). */
+void s3_error_set_fault(struct store_error *err, int curl_code);
 
 /* What one attempt came to, as the engine saw it. */
 struct s3_attempt {
@@ -192,16 +195,16 @@ struct s3_attempt {
  * The attempt's outcome as an error (err->err 0: success) and whether to
  * try again: every check the engine makes on a response ends here.
  */
-void s3_error_from_attempt(const struct s3_attempt *a, struct s3_error *err,
+void s3_error_from_attempt(const struct s3_attempt *a, struct store_error *err,
 			   bool *retryable);
 
 /* Whether the server asks the client to slow down (503, 429, SlowDown and
  * the other throttling codes): the engine's concurrency rule acts on it. */
-bool s3_error_throttled(const struct s3_error *err);
+bool s3_error_throttled(const struct store_error *err);
 
 /* Whether the signing credentials had expired (ExpiredToken, ...): worth
  * another attempt once fresh credentials have arrived. */
-bool s3_error_credentials_expired(const struct s3_error *err);
+bool s3_error_credentials_expired(const struct store_error *err);
 
 /* ---- creds.c, http.c, creds_*.c: the credential providers ---- */
 

@@ -1,6 +1,6 @@
 /*
- * s3: the S3 client used by cache/ (through the store interface,
- * s3/store.h) and set up by fs/.
+ * s3: the S3 client, a store (store/store.h) that the cache reads
+ * through, set up by fs/.
  *
  * One engine thread drives every HTTP transfer through a single curl multi
  * handle (keep-alive connections, at most max_connections at once).  Other
@@ -23,7 +23,7 @@
 #include <stdint.h>
 #include <time.h>
 
-#include "s3/store.h"
+#include "store/store.h"
 
 /* Credentials; every string is owned by the struct (s3_creds_clear frees). */
 struct s3_creds {
@@ -139,9 +139,14 @@ int s3_client_conf_resolve(struct s3_client_conf *conf, char *err,
 
 /*
  * Starts the engine thread for a resolved conf (copied: the caller may
- * free it) and returns the client as a store; s3_store_destroy() stops it.
+ * free it) and returns the client as a store; store_destroy() stops it.
  * Returns NULL and sets errno on failure.
  */
-struct s3_store *s3_client_create(const struct s3_client_conf *conf);
+/* One line for users about a store error the S3 client (or a store
+ * over it) gave: "bucket 'x' does not exist (NoSuchBucket at URL)". */
+void s3_error_describe(const struct store_error *err, const char *bucket,
+		       char *out, size_t outlen);
+
+struct store *s3_client_create(const struct s3_client_conf *conf);
 
 #endif

@@ -317,7 +317,7 @@ enum list_field {
 };
 
 struct list_sax {
-	struct s3_list_page page;
+	struct store_list_page page;
 	size_t cap;	       /* of page.objects */
 	int rc;		       /* the first error: the parse stops */
 	unsigned depth;	       /* elements open */
@@ -325,7 +325,7 @@ struct list_sax {
 	enum list_field field; /* whose text is being gathered */
 	unsigned field_depth;  /* the depth of its element */
 	struct util_buf text;
-	struct s3_object obj; /* the <Contents> being read */
+	struct store_object obj; /* the <Contents> being read */
 	char *size;
 	char *truncated;
 	char *encoding;
@@ -430,7 +430,7 @@ static int list_take_text(struct list_sax *st, char **dst)
 /* The <Contents> just closed joins the page. */
 static int list_add_object(struct list_sax *st)
 {
-	struct s3_object *o = &st->obj;
+	struct store_object *o = &st->obj;
 	int rc = EPROTO;
 
 	if (!o->key || !o->etag || !st->size)
@@ -444,7 +444,7 @@ static int list_add_object(struct list_sax *st)
 		goto fail;
 	if (st->page.count == st->cap) {
 		size_t cap = st->cap ? st->cap * 2 : 64;
-		struct s3_object *p =
+		struct store_object *p =
 		    realloc(st->page.objects, cap * sizeof(*p));
 
 		if (!p) {
@@ -460,7 +460,7 @@ static int list_add_object(struct list_sax *st)
 fail:
 	free(st->size);
 	st->size = NULL;
-	s3_object_clear(o);
+	store_object_clear(o);
 	return rc;
 }
 
@@ -503,7 +503,7 @@ static void list_end(void *user, const xmlChar *localname,
  * come after the objects). */
 static int list_finish(struct list_sax *st)
 {
-	struct s3_list_page *p = &st->page;
+	struct store_list_page *p = &st->page;
 	bool url_encoded = false;
 
 	if (!st->truncated || xml_bool(st->truncated, &p->truncated))
@@ -531,7 +531,8 @@ static int list_finish(struct list_sax *st)
 	return 0;
 }
 
-int s3_xml_parse_list(const char *body, size_t len, struct s3_list_page *page)
+int s3_xml_parse_list(const char *body, size_t len,
+		      struct store_list_page *page)
 {
 	struct list_sax st;
 	xmlParserCtxtPtr ctxt = NULL;
@@ -577,8 +578,8 @@ int s3_xml_parse_list(const char *body, size_t len, struct s3_list_page *page)
 		*page = st.page;
 		memset(&st.page, 0, sizeof(st.page));
 	}
-	s3_list_page_clear(&st.page);
-	s3_object_clear(&st.obj);
+	store_list_page_clear(&st.page);
+	store_object_clear(&st.obj);
 	free(st.size);
 	free(st.truncated);
 	free(st.encoding);
@@ -788,19 +789,4 @@ int s3_xml_parse_sts_error(const char *body, size_t len, char *code,
 {
 	return xml_parse_error_doc(body, len, "ErrorResponse", "Error", code,
 				   codelen, message, msglen);
-}
-
-void s3_list_page_clear(struct s3_list_page *page)
-{
-	size_t i;
-
-	if (!page)
-		return;
-	for (i = 0; i < page->count; i++) {
-		free(page->objects[i].key);
-		free(page->objects[i].etag);
-	}
-	free(page->objects);
-	free(page->next_token);
-	memset(page, 0, sizeof(*page));
 }

@@ -15,7 +15,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	struct s3_list_page page;
+	struct store_list_page page;
 	char code[64];
 	char message[256];
 	volatile size_t sink = 0;
@@ -32,7 +32,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	} else if (page.objects || page.count || page.next_token) {
 		__builtin_trap(); /* the page must be empty on error */
 	}
-	s3_list_page_clear(&page);
+	store_list_page_clear(&page);
 
 	if (s3_xml_parse_error((const char *)data, size, code, sizeof(code),
 			       message, sizeof(message)) == 0)

@@ -6,11 +6,12 @@
 #     the budget, stays in memory), fetch at least 128 MiB / 8 MiB blocks
 #     fewer than epoch 0 (cache.misses + cache.prefetched) and count at
 #     least as many cache hits; every epoch is byte-exact.
-# (b) The next epoch pre-warmed: with the kept set taken by another channel
+# (b) the next epoch prefetched: with the kept set taken by another channel
 #     (read first), closing epoch 0 of a channel larger than the budget
 #     leaves the head of epoch 1 fetched before epoch 1 is opened (the
 #     bytes received grow past what epoch 0 needed, by at least half of the
-#     pre-warm, which is a quarter of the budget, and by no more than it)
+#     next-epoch prefetch, which is a quarter of the budget, and by no more
+#     than it)
 #     and epoch 1's first read finds its block in memory (a cache hit, no
 #     miss: its first byte needs no GET); the same with a shuffled
 #     channel; with --epochs 1 nothing is fetched past epoch 0.  (How much
@@ -172,19 +173,19 @@ part_a() {
 	rm -f "$S3_LOCAL"/data/scan/* "$TEST_TMP/scan.exp"
 }
 
-# ---- (b) the next epoch pre-warmed ----
+# ---- (b) the next epoch prefetched ----
 
 # fill: 40 MiB, read first, takes the kept set (32 MiB of the 64 MiB
-# budget); pw: 96 MiB, larger than the budget.  The pre-warm is a quarter
-# of the budget: 16 MiB.
+# budget); pw: 96 MiB, larger than the budget.  The next-epoch prefetch is
+# a quarter of the budget: 16 MiB.
 FILL=$((40 * MIB))
 PW=$((96 * MIB))
-PREWARM=$((16 * MIB))
+EPOCH_PREFETCH=$((16 * MIB))
 
-# prewarm_case WHAT ARGS...: mounts fill and pw with ARGS, reads fill_0
+# epoch_prefetch_case WHAT ARGS...: mounts fill and pw with ARGS, reads fill_0
 # and pw_0, checks that pw_1's head came before pw_1 was opened and that
 # its first read found its block in memory.
-prewarm_case() {
+epoch_prefetch_case() {
 	local what=$1 mp got grown m0 m1 h0 h1
 	shift
 	mp=$(new_mountpoint "pw-$what")
@@ -200,10 +201,10 @@ prewarm_case() {
 	got=$(settled_received "$mp")
 	grown=$((got - FILL - PW))
 	note "($what) after pw_0: $(mib "$got") MiB received, $(mib "$grown") MiB past fill_0 + pw_0"
-	[ "$grown" -ge $((PREWARM / 2)) ] ||
+	[ "$grown" -ge $((EPOCH_PREFETCH / 2)) ] ||
 		fail "($what) pw_1's head was not fetched before pw_1 was opened ($(mib "$grown") MiB past epoch 0)"
-	[ "$grown" -le $((PREWARM + MIB)) ] ||
-		fail "($what) the pre-warm fetched $(mib "$grown") MiB, more than a quarter of the budget"
+	[ "$grown" -le $((EPOCH_PREFETCH + MIB)) ] ||
+		fail "($what) the next-epoch prefetch fetched $(mib "$grown") MiB, more than a quarter of the budget"
 	read -r m0 m1 h0 h1 < <(first_read "$mp" pw_1 "$TEST_TMP/pw1.out")
 	check "$TEST_TMP/pw.exp" "$TEST_TMP/pw1.out" "($what) pw_1"
 	assert_eq "$m0" "$m1" "($what) cache misses of pw_1's first read"
@@ -219,11 +220,11 @@ part_b() {
 	s3_seed data pw/ 24 $((4 * MIB))
 	expected_cat "$S3_LOCAL/data" fill/ >"$TEST_TMP/fill.exp"
 	expected_cat "$S3_LOCAL/data" pw/ >"$TEST_TMP/pw.exp"
-	prewarm_case listing
+	epoch_prefetch_case listing
 	# seed 11 (the generator of s3pipe(1)): epoch 1 of the 24 objects
 	# starts with objects 15, 13, 10 and 9, none of them among the last
 	# 12 of epoch 0, which may still be in memory when epoch 0 ends
-	prewarm_case shuffled --shuffle-seed 11
+	epoch_prefetch_case shuffled --shuffle-seed 11
 
 	# --epochs 1: pw_1 never exists, nothing of it is fetched
 	mp=$(new_mountpoint pw-one)
@@ -235,7 +236,7 @@ part_b() {
 	got=$(settled_received "$mp")
 	note "(--epochs 1) after pw_0: $(mib "$got") MiB received"
 	[ "$got" -le $((FILL + PW + MIB)) ] ||
-		fail "(--epochs 1) $(mib $((got - FILL - PW))) MiB fetched past epoch 0: a pre-warm of an epoch that never comes"
+		fail "(--epochs 1) $(mib $((got - FILL - PW))) MiB fetched past epoch 0: a prefetch of an epoch that never comes"
 	unmount "$mp"
 	rm -f "$S3_LOCAL"/data/fill/* "$S3_LOCAL"/data/pw/*
 }

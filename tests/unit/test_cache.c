@@ -56,7 +56,7 @@ static struct cache_object *obj(struct cache *c, unsigned i)
 	for (unsigned k = 0; k < NMADE; k++)
 		if (made[k].c == c)
 			return made[k].objs[i];
-	fail_msg("cache %p was not made by new_warm_cache", (void *)c);
+	fail_msg("cache %p was not made by new_fault_in_cache", (void *)c);
 	return NULL;
 }
 
@@ -108,13 +108,13 @@ static void destroy_cache(struct cache *c)
 		cache_destroy(c);
 		return;
 	}
-	fail_msg("cache %p was not made by new_warm_cache", (void *)c);
+	fail_msg("cache %p was not made by new_fault_in_cache", (void *)c);
 }
 
 /* window 0: the cache's automatic prefetch window; kept: the kept set's
  * quota (0: none, CACHE_KEPT_AUTO: the automatic one) */
 static struct cache *new_kept_cache(uint64_t budget, uint64_t block_size,
-				    uint64_t window, uint64_t warm_max,
+				    uint64_t window, uint64_t fault_in_max,
 				    uint64_t kept)
 {
 	struct cache_conf conf;
@@ -128,8 +128,8 @@ static struct cache *new_kept_cache(uint64_t budget, uint64_t block_size,
 	conf.block_size = block_size;
 	conf.max_window = window;
 	conf.kept_max = kept;
-	if (warm_max)
-		conf.warm_max_bytes = warm_max;
+	if (fault_in_max)
+		conf.fault_in_max_bytes = fault_in_max;
 	c = cache_create(&conf, &store->store);
 	assert_non_null(c);
 	register_cache(c);
@@ -138,16 +138,16 @@ static struct cache *new_kept_cache(uint64_t budget, uint64_t block_size,
 
 /* The eviction rules without a kept set (the kept set's own tests make
  * caches with one). */
-static struct cache *new_warm_cache(uint64_t budget, uint64_t block_size,
-				    uint64_t window, uint64_t warm_max)
+static struct cache *new_fault_in_cache(uint64_t budget, uint64_t block_size,
+					uint64_t window, uint64_t fault_in_max)
 {
-	return new_kept_cache(budget, block_size, window, warm_max, 0);
+	return new_kept_cache(budget, block_size, window, fault_in_max, 0);
 }
 
 static struct cache *new_window_cache(uint64_t budget, uint64_t block_size,
 				      uint64_t window)
 {
-	return new_warm_cache(budget, block_size, window, 0);
+	return new_fault_in_cache(budget, block_size, window, 0);
 }
 
 static struct cache *new_cache(uint64_t budget, uint64_t block_size)
@@ -202,7 +202,7 @@ static struct test_get *fetch_run(struct cache_block *const *blocks, unsigned n)
 }
 
 /* The GET is over: once every recorded one is, the record starts afresh. */
-static void get_done(struct test_get *g, const struct s3_error *err)
+static void get_done(struct test_get *g, const struct store_error *err)
 {
 	g->finished = true;
 	g->done(g->arg, err);
@@ -212,7 +212,7 @@ static void get_done(struct test_get *g, const struct s3_error *err)
 	store->ngets = 0;
 }
 
-static void engine_error(struct s3_error *e, int err)
+static void engine_error(struct store_error *e, int err)
 {
 	memset(e, 0, sizeof(*e));
 	e->err = err;
@@ -232,7 +232,7 @@ static void complete(struct cache_block *b)
 /* ... and for one that failed (after retries). */
 static void fail_fetch(struct cache_block *b, int err)
 {
-	struct s3_error e;
+	struct store_error e;
 
 	engine_error(&e, err);
 	get_done(fetch_run(&b, 1), &e);
@@ -1230,7 +1230,7 @@ static void test_run_fetch_partial(void **state)
 	struct cache *c = new_cache(8 * BS, BS);
 	struct cache_block *run[4];
 	struct test_get *g;
-	struct s3_error e;
+	struct store_error e;
 	struct cache_stats st;
 
 	for (unsigned i = 0; i < 4; i++) {
@@ -1356,7 +1356,7 @@ static void test_pool_counts_toward_budget(void **state)
 }
 
 /* A stream over whole objects of the given sizes, built by hand (no
- * listing; warming only reads the segments and their objects' sizes). */
+ * listing; faulting in only reads the segments and their objects' sizes). */
 struct fake_stream {
 	struct cache_stream s;
 	struct cache_object obj[4];
@@ -1386,7 +1386,7 @@ static void fake_stream(struct fake_stream *f, struct cache *c,
 	f->s.listed_bytes = start;
 }
 
-static void test_warm_fills_pool(void **state)
+static void test_fault_in_fills_pool(void **state)
 {
 	/* one window of 4 blocks and 2 more, over objects of 4 blocks */
 	struct cache *c = new_window_cache(16 * BS, BS, 4 * BS);
@@ -1397,17 +1397,17 @@ static void test_warm_fills_pool(void **state)
 	struct cache_stats st;
 
 	fake_stream(&f, c, sizes, 3);
-	assert_int_equal(cache_stream_warm(&f.s), 6 * BS);
+	assert_int_equal(cache_stream_fault_in(&f.s), 6 * BS);
 	st = stats(c);
-	assert_int_equal(st.warm_bytes, 6 * BS);
+	assert_int_equal(st.faulted_in_bytes, 6 * BS);
 	assert_int_equal(st.used_bytes, 6 * BS);
 	assert_int_equal(st.peak_bytes, 6 * BS);
 	assert_int_equal(c->pool_count, 6);
 	/* a second stream needing no more adds nothing */
 	fake_stream(&g, c, sizes, 2);
-	assert_int_equal(cache_stream_warm(&g.s), 0);
+	assert_int_equal(cache_stream_fault_in(&g.s), 0);
 	memcpy(pooled, c->pool, sizeof(pooled));
-	/* the first six blocks take warmed buffers without growing */
+	/* the first six blocks take faulted-in buffers without growing */
 	for (int i = 0; i < 6; i++) {
 		b[i] = create(c, obj(c, 0), i, BS, false);
 		assert_non_null(b[i]);
@@ -1422,10 +1422,10 @@ static void test_warm_fills_pool(void **state)
 	destroy_cache(c);
 }
 
-static void test_warm_counts_pooled_blocks_only(void **state)
+static void test_fault_in_counts_pooled_blocks_only(void **state)
 {
 	struct cache *c = new_window_cache(16 * BS, BS, 4 * BS);
-	/* small objects take buffers of their own size: nothing to warm */
+	/* small objects take buffers of their own size: nothing to fault in */
 	const uint64_t small[] = {BS / 4, BS / 2, 1000, BS / 4};
 	/* 1.5 blocks: a whole block and a half one (not pooled), then a
 	 * near-whole block (pooled), then past the window's reach */
@@ -1433,28 +1433,28 @@ static void test_warm_counts_pooled_blocks_only(void **state)
 	struct fake_stream f;
 
 	fake_stream(&f, c, small, 4);
-	assert_int_equal(cache_stream_warm(&f.s), 0);
+	assert_int_equal(cache_stream_fault_in(&f.s), 0);
 	assert_int_equal(stats(c).used_bytes, 0);
 	fake_stream(&f, c, mixed, 4);
 	/* up to 6 blocks in: BS, (BS/2), BS/2+1, BS, BS, then two of the
 	 * 8 BS object's blocks reach past it */
-	assert_int_equal(cache_stream_warm(&f.s), 6 * BS);
+	assert_int_equal(cache_stream_fault_in(&f.s), 6 * BS);
 	assert_int_equal(c->pool_count, 6);
 	(void)state;
 	destroy_cache(c);
 }
 
-static void test_warm_within_budget_and_max(void **state)
+static void test_fault_in_within_budget_and_max(void **state)
 {
 	struct cache *c = new_window_cache(3 * BS, BS, 4 * BS);
-	struct cache *d = new_warm_cache(16 * BS, BS, 8 * BS, 5 * BS + 100);
+	struct cache *d = new_fault_in_cache(16 * BS, BS, 8 * BS, 5 * BS + 100);
 	const uint64_t sizes[] = {16 * BS};
 	struct fake_stream f;
 
-	/* a window past the budget: warming stops at the budget, and a
+	/* a window past the budget: faulting in stops at the budget, and a
 	 * small block still finds room by giving pooled bytes back */
 	fake_stream(&f, c, sizes, 1);
-	assert_int_equal(cache_stream_warm(&f.s), 3 * BS);
+	assert_int_equal(cache_stream_fault_in(&f.s), 3 * BS);
 	assert_int_equal(stats(c).used_bytes, 3 * BS);
 	assert_non_null(create(c, obj(c, 0), 0, 1000, false));
 	assert_int_equal(c->pool_count, 2);
@@ -1462,7 +1462,7 @@ static void test_warm_within_budget_and_max(void **state)
 	assert_int_equal(stats(c).peak_bytes, 3 * BS);
 	/* max bounds it below one window */
 	fake_stream(&f, d, sizes, 1);
-	assert_int_equal(cache_stream_warm(&f.s), 5 * BS);
+	assert_int_equal(cache_stream_fault_in(&f.s), 5 * BS);
 	assert_int_equal(stats(d).used_bytes, 5 * BS);
 	(void)state;
 	destroy_cache(c);
@@ -1963,7 +1963,7 @@ static void test_derived_settings(void **state)
 	assert_int_equal(c->conf.request_size, 32 * MIB); /* capped */
 	assert_int_equal(c->run_max, 4);
 	assert_int_equal(c->conf.max_ahead_objects, 4 * 4);
-	assert_int_equal(c->conf.warm_max_bytes, 144 * MIB);
+	assert_int_equal(c->conf.fault_in_max_bytes, 144 * MIB);
 	cache_destroy(c);
 	/* a small budget: everything scales down with it */
 	conf.budget_bytes = 64 * MIB;
@@ -1972,16 +1972,16 @@ static void test_derived_settings(void **state)
 	assert_int_equal(c->conf.max_window, 32 * MIB);
 	assert_int_equal(c->conf.request_size, 8 * MIB);
 	assert_int_equal(c->run_max, 1);
-	assert_int_equal(c->conf.warm_max_bytes, 48 * MIB);
+	assert_int_equal(c->conf.fault_in_max_bytes, 48 * MIB);
 	cache_destroy(c);
-	/* a large one: the warm-up stays bounded; the window is never
+	/* a large one: the fault-in stays bounded; the window is never
 	 * under two blocks; what the conf sets is kept */
 	conf.budget_bytes = 4096ull * MIB;
 	conf.max_ahead_objects = 7;
 	c = cache_create(&conf, &store->store);
 	assert_non_null(c);
 	assert_int_equal(c->conf.max_window, 2048ull * MIB);
-	assert_int_equal(c->conf.warm_max_bytes, 144 * MIB);
+	assert_int_equal(c->conf.fault_in_max_bytes, 144 * MIB);
 	assert_int_equal(c->conf.max_ahead_objects, 7);
 	cache_destroy(c);
 	conf.budget_bytes = 16 * MIB;
@@ -2021,9 +2021,9 @@ int main(void)
 	    cmocka_unit_test(test_run_fetch_partial),
 	    cmocka_unit_test(test_pool_reuse),
 	    cmocka_unit_test(test_pool_counts_toward_budget),
-	    cmocka_unit_test(test_warm_fills_pool),
-	    cmocka_unit_test(test_warm_counts_pooled_blocks_only),
-	    cmocka_unit_test(test_warm_within_budget_and_max),
+	    cmocka_unit_test(test_fault_in_fills_pool),
+	    cmocka_unit_test(test_fault_in_counts_pooled_blocks_only),
+	    cmocka_unit_test(test_fault_in_within_budget_and_max),
 	    cmocka_unit_test(test_small_blocks_exact),
 	    cmocka_unit_test(test_block_larger_than_budget_refused),
 	    cmocka_unit_test(test_block_over_block_size_refused),

@@ -1419,16 +1419,17 @@ static void test_second_epoch_hits_cache(void **state)
 	fx_fini(&f);
 }
 
-/* ---- the next epoch pre-warmed ---- */
+/* ---- the next epoch prefetched ---- */
 
 /* Bytes the store has sent, once it has answered every request made so
- * far: the pre-warm and the readers make theirs before they return. */
+ * far: the next-epoch prefetch and the readers make theirs before they return.
+ */
 static uint64_t settled_bytes(struct fx *f)
 {
-	struct s3_stats st;
+	struct store_stats st;
 
 	assert_int_equal(test_store_wait_idle(f->ts), 0);
-	s3_store_get_stats(&f->ts->store, &st);
+	store_get_stats(&f->ts->store, &st);
 	return st.bytes_received;
 }
 
@@ -1474,7 +1475,7 @@ static void read_epoch_first(struct channel *ch, struct fx *f, unsigned epoch,
 
 /* 16 objects p/NN of 128 KiB (two blocks each) and their bytes in the
  * order of (shuffle, seed, epoch). */
-static void put_prewarm_set(struct fx *f, const struct obj **objs)
+static void put_epoch_prefetch_set(struct fx *f, const struct obj **objs)
 {
 	for (size_t i = 0; i < 16; i++) {
 		char key[32];
@@ -1495,13 +1496,14 @@ static void epoch_bytes(const struct obj **objs, bool shuffle, int64_t seed,
 }
 
 /*
- * Once epoch 0 is read, channel_prewarm(1) fetches the head of epoch 1 (a
- * quarter of the 1 MiB budget: 256 KiB) and no more, however often it is
+ * Once epoch 0 is read, channel_prefetch_epoch(1) fetches the head of epoch 1
+ * (a quarter of the 1 MiB budget: 256 KiB) and no more, however often it is
  * called; epoch 1's first read then finds it in memory (no miss) and the
- * epoch fetches the rest at most.  Epochs already opened are not pre-warmed.
- * No kept set here: without the pre-warm the head would not be in memory.
+ * epoch fetches the rest at most.  Epochs already opened are not prefetched.
+ * No kept set here: without the next-epoch prefetch the head would not be in
+ * memory.
  */
-static void prewarm_case(bool shuffle, int64_t seed)
+static void epoch_prefetch_case(bool shuffle, int64_t seed)
 {
 	const struct obj *objs[16];
 	struct channel_spec *sp;
@@ -1512,7 +1514,7 @@ static void prewarm_case(bool shuffle, int64_t seed)
 	static struct fx f; /* outlives a failed assertion */
 
 	fx_init_kept(&f, 1 * MIB, 64 * KIB, 100, 0);
-	put_prewarm_set(&f, objs);
+	put_epoch_prefetch_set(&f, objs);
 	sp = fx_spec(&f, CHANNEL_S3_PREFIX, "p/");
 	sp->shuffle = shuffle;
 	sp->seed = seed;
@@ -1526,12 +1528,12 @@ static void prewarm_case(bool shuffle, int64_t seed)
 	b0 = settled_bytes(&f);
 	assert_int_equal(b0, total);
 	/* epoch 0 was opened: nothing to do for it */
-	channel_prewarm(ch, 0);
+	channel_prefetch_epoch(ch, 0);
 	assert_int_equal(settled_bytes(&f), b0);
-	channel_prewarm(ch, 1);
+	channel_prefetch_epoch(ch, 1);
 	b1 = settled_bytes(&f);
 	assert_int_equal(b1, b0 + 256 * KIB);
-	channel_prewarm(ch, 1); /* done already */
+	channel_prefetch_epoch(ch, 1); /* done already */
 	assert_int_equal(settled_bytes(&f), b1);
 
 	read_epoch_first(ch, &f, 1, &got, &missed);
@@ -1541,7 +1543,7 @@ static void prewarm_case(bool shuffle, int64_t seed)
 	 * more of it) */
 	b0 = settled_bytes(&f);
 	assert_true(b0 <= b1 + total - 256 * KIB);
-	channel_prewarm(ch, 1); /* opened since */
+	channel_prefetch_epoch(ch, 1); /* opened since */
 	assert_int_equal(settled_bytes(&f), b0);
 	buf_free(&got);
 	buf_free(&want0);
@@ -1549,16 +1551,16 @@ static void prewarm_case(bool shuffle, int64_t seed)
 	fx_fini(&f);
 }
 
-static void test_prewarm_listing(void **state)
+static void test_epoch_prefetch_listing(void **state)
 {
 	(void)state;
-	prewarm_case(false, 0);
+	epoch_prefetch_case(false, 0);
 }
 
 /* With a shuffle the head is the objects epoch 1 starts with: with seed
  * 5 objects 2 and 11, neither of them among the last six of epoch 0
  * (which its window may have left in memory). */
-static void test_prewarm_shuffled(void **state)
+static void test_epoch_prefetch_shuffled(void **state)
 {
 	uint32_t o0[16], o1[16];
 
@@ -1567,17 +1569,18 @@ static void test_prewarm_shuffled(void **state)
 	channel_order(o1, 16, true, 5, 1);
 	for (size_t i = 10; i < 16; i++)
 		assert_true(o0[i] != o1[0] && o0[i] != o1[1]);
-	prewarm_case(true, 5);
+	epoch_prefetch_case(true, 5);
 }
 
 /*
- * An epoch pre-warmed but never opened costs a bounded amount: a newer
- * epoch's pre-warm fetches its own head once, older epochs are left alone
- * once a newer one was pre-warmed, and memory stays within the budget;
+ * An epoch prefetched but never opened costs a bounded amount: a newer
+ * epoch's prefetch fetches its own head once, older epochs are left alone
+ * once a newer one was prefetched, and memory stays within the budget;
  * the channel goes with nothing left behind (valgrind, ASan).  With the
- * kept set holding the head (a listing's), the pre-warm costs nothing.
+ * kept set holding the head (a listing's), the next-epoch prefetch costs
+ * nothing.
  */
-static void test_prewarm_bounded(void **state)
+static void test_epoch_prefetch_bounded(void **state)
 {
 	const struct obj *objs[16];
 	struct channel_spec *sp;
@@ -1590,7 +1593,7 @@ static void test_prewarm_bounded(void **state)
 
 	(void)state;
 	fx_init_kept(&f, 1 * MIB, 64 * KIB, 100, 0);
-	put_prewarm_set(&f, objs);
+	put_epoch_prefetch_set(&f, objs);
 	sp = fx_spec(&f, CHANNEL_S3_PREFIX, "p/");
 	sp->shuffle = true;
 	sp->seed = 9;
@@ -1599,9 +1602,9 @@ static void test_prewarm_bounded(void **state)
 	buf_free(&got);
 	b0 = settled_bytes(&f);
 	for (int i = 0; i < 5; i++)
-		channel_prewarm(ch, 1);
-	channel_prewarm(ch, 2);
-	channel_prewarm(ch, 1); /* older than one pre-warmed */
+		channel_prefetch_epoch(ch, 1);
+	channel_prefetch_epoch(ch, 2);
+	channel_prefetch_epoch(ch, 1); /* older than one prefetched */
 	assert_true(settled_bytes(&f) <= b0 + 2 * 256 * KIB);
 	cache_get_stats(f.c, &st);
 	assert_true(st.peak_bytes <= 1 * MIB);
@@ -1609,14 +1612,14 @@ static void test_prewarm_bounded(void **state)
 
 	/* a listing with a kept set: its head is in memory already */
 	fx_init(&f, 1 * MIB, 64 * KIB, 100);
-	put_prewarm_set(&f, objs);
+	put_epoch_prefetch_set(&f, objs);
 	sp = fx_spec(&f, CHANNEL_S3_PREFIX, "p/");
 	ch = fx_channel(&f, sp, NULL);
 	epoch_bytes(objs, false, 0, 0, &want);
 	read_epoch_first(ch, &f, 0, &got, &missed);
 	buf_free(&got);
 	b0 = settled_bytes(&f);
-	channel_prewarm(ch, 1);
+	channel_prefetch_epoch(ch, 1);
 	assert_int_equal(settled_bytes(&f), b0);
 	read_epoch_first(ch, &f, 1, &got, &missed);
 	assert_same_bytes(&got, &want);
@@ -1659,12 +1662,12 @@ int main(int argc, char **argv)
 					    teardown),
 	    cmocka_unit_test_setup_teardown(test_augmented_error, watchdog,
 					    teardown),
-	    cmocka_unit_test_setup_teardown(test_prewarm_listing, watchdog,
-					    teardown),
-	    cmocka_unit_test_setup_teardown(test_prewarm_shuffled, watchdog,
-					    teardown),
-	    cmocka_unit_test_setup_teardown(test_prewarm_bounded, watchdog,
-					    teardown),
+	    cmocka_unit_test_setup_teardown(test_epoch_prefetch_listing,
+					    watchdog, teardown),
+	    cmocka_unit_test_setup_teardown(test_epoch_prefetch_shuffled,
+					    watchdog, teardown),
+	    cmocka_unit_test_setup_teardown(test_epoch_prefetch_bounded,
+					    watchdog, teardown),
 	    cmocka_unit_test_setup_teardown(test_second_epoch_hits_cache,
 					    watchdog, teardown),
 	};

@@ -1,5 +1,5 @@
 /*
- * test_disk: the disk tier (cache/disk.h): its block file format with
+ * test_disk: the disk tier (store/disk.h): its block file format with
  * damaged, short, long, foreign and temporary files; its index, budget,
  * admission and start-up scan; and the store itself, wrapped over the
  * serving test store (tests/unit/test_store.h), for hits, misses, partial
@@ -10,7 +10,7 @@
  */
 #include "config.h"
 
-#include "cache/disk_internal.h"
+#include "store/disk_internal.h"
 #include "tests/unit/test_store.h"
 
 #include <dirent.h>
@@ -47,7 +47,7 @@ static int setup_dir(void **state)
 		 tmp && *tmp ? tmp : "/tmp");
 	if (!mkdtemp(scratch))
 		return -1;
-	snprintf(blocks, sizeof(blocks), "%s/%s", scratch, CACHE_DISK_SUBDIR);
+	snprintf(blocks, sizeof(blocks), "%s/%s", scratch, DISK_STORE_SUBDIR);
 	return 0;
 }
 
@@ -94,17 +94,17 @@ static void fill(char *p, size_t len, const char *key, uint64_t off)
 		p[i] = (char)test_store_byte(key, off + i);
 }
 
-static void key_of(struct cache_disk_key *k, const char *key, const char *etag,
+static void key_of(struct disk_store_key *k, const char *key, const char *etag,
 		   uint64_t index)
 {
-	assert_true(cache_disk_key_init(k, "bkt", key, etag, BS, index));
+	assert_true(disk_store_key_init(k, "bkt", key, etag, BS, index));
 }
 
-static void path_of(const struct cache_disk_key *k, char *out, size_t len)
+static void path_of(const struct disk_store_key *k, char *out, size_t len)
 {
-	char name[CACHE_DISK_NAME_MAX];
+	char name[DISK_STORE_NAME_MAX];
 
-	cache_disk_file_name(k->id, k->index, name);
+	disk_store_file_name(k->id, k->index, name);
 	snprintf(out, len, "%s/%s", blocks, name);
 }
 
@@ -125,55 +125,55 @@ static void flip_byte(const char *path, off_t off)
 
 static void test_keys_and_names(void **state)
 {
-	struct cache_disk_key k, k2;
-	char name[CACHE_DISK_NAME_MAX], longkey[CACHE_DISK_KEY_MAX + 2];
-	unsigned char id[CACHE_DISK_ID_LEN];
+	struct disk_store_key k, k2;
+	char name[DISK_STORE_NAME_MAX], longkey[DISK_STORE_KEY_MAX + 2];
+	unsigned char id[DISK_STORE_ID_LEN];
 	uint64_t index = 0;
 
 	(void)state;
-	assert_false(cache_disk_key_init(&k, "bkt", "k", NULL, BS, 0));
-	assert_false(cache_disk_key_init(&k, "bkt", "k", "", BS, 0));
+	assert_false(disk_store_key_init(&k, "bkt", "k", NULL, BS, 0));
+	assert_false(disk_store_key_init(&k, "bkt", "k", "", BS, 0));
 	memset(longkey, 'x', sizeof(longkey) - 1);
 	longkey[sizeof(longkey) - 1] = '\0';
-	assert_false(cache_disk_key_init(&k, "bkt", longkey, ETAG, BS, 0));
+	assert_false(disk_store_key_init(&k, "bkt", longkey, ETAG, BS, 0));
 	key_of(&k, "a/b", ETAG, 7);
 	/* the id names (bucket, key, etag, block size), not the index */
 	key_of(&k2, "a/b", ETAG, 8);
-	assert_memory_equal(k.id, k2.id, CACHE_DISK_ID_LEN);
+	assert_memory_equal(k.id, k2.id, DISK_STORE_ID_LEN);
 	key_of(&k2, "a/b", "\"e2\"", 7);
-	assert_memory_not_equal(k.id, k2.id, CACHE_DISK_ID_LEN);
-	assert_true(cache_disk_key_init(&k2, "bkt", "a/b", ETAG, 2 * BS, 7));
-	assert_memory_not_equal(k.id, k2.id, CACHE_DISK_ID_LEN);
+	assert_memory_not_equal(k.id, k2.id, DISK_STORE_ID_LEN);
+	assert_true(disk_store_key_init(&k2, "bkt", "a/b", ETAG, 2 * BS, 7));
+	assert_memory_not_equal(k.id, k2.id, DISK_STORE_ID_LEN);
 
-	cache_disk_file_name(k.id, 0x123456789aULL, name);
+	disk_store_file_name(k.id, 0x123456789aULL, name);
 	assert_int_equal(strlen(name), 32 + 1 + 16 + 3);
-	assert_int_equal(cache_disk_name_parse(name, id, &index),
-			 CACHE_DISK_NAME_BLOCK);
-	assert_memory_equal(id, k.id, CACHE_DISK_ID_LEN);
+	assert_int_equal(disk_store_name_parse(name, id, &index),
+			 DISK_STORE_NAME_BLOCK);
+	assert_memory_equal(id, k.id, DISK_STORE_ID_LEN);
 	assert_true(index == 0x123456789aULL);
 	strcat(name, ".tmp1");
-	assert_int_equal(cache_disk_name_parse(name, id, &index),
-			 CACHE_DISK_NAME_TEMP);
+	assert_int_equal(disk_store_name_parse(name, id, &index),
+			 DISK_STORE_NAME_TEMP);
 	name[strlen(name) - 5] = '\0';
 	name[strlen(name) - 1] = '7'; /* ".b7": another format */
-	assert_int_equal(cache_disk_name_parse(name, id, &index),
-			 CACHE_DISK_NAME_OLD);
+	assert_int_equal(disk_store_name_parse(name, id, &index),
+			 DISK_STORE_NAME_OLD);
 	strcat(name, "x");
-	assert_int_equal(cache_disk_name_parse(name, id, &index),
-			 CACHE_DISK_NAME_OTHER);
-	assert_int_equal(cache_disk_name_parse("lock", id, &index),
-			 CACHE_DISK_NAME_OTHER);
-	assert_int_equal(cache_disk_name_parse("", id, &index),
-			 CACHE_DISK_NAME_OTHER);
+	assert_int_equal(disk_store_name_parse(name, id, &index),
+			 DISK_STORE_NAME_OTHER);
+	assert_int_equal(disk_store_name_parse("lock", id, &index),
+			 DISK_STORE_NAME_OTHER);
+	assert_int_equal(disk_store_name_parse("", id, &index),
+			 DISK_STORE_NAME_OTHER);
 	name[5] = 'G'; /* not hex */
-	assert_int_equal(cache_disk_name_parse(name, id, &index),
-			 CACHE_DISK_NAME_OTHER);
+	assert_int_equal(disk_store_name_parse(name, id, &index),
+			 DISK_STORE_NAME_OTHER);
 }
 
 static void test_header(void **state)
 {
-	unsigned char hdr[CACHE_DISK_HEADER_MAX];
-	struct cache_disk_key k, other;
+	unsigned char hdr[DISK_STORE_HEADER_MAX];
+	struct disk_store_key k, other;
 	const char *why = NULL;
 	uint32_t crc = 0;
 	unsigned kind = 0;
@@ -181,38 +181,38 @@ static void test_header(void **state)
 
 	(void)state;
 	key_of(&k, "key", ETAG, 3);
-	len = cache_disk_header_len(&k);
-	assert_int_equal(len, CACHE_DISK_HEADER_FIXED + 3 + 3 + 4);
-	cache_disk_header_encode(&k, 1000, CACHE_DISK_SUM_CRC32, 0xdeadbeef,
+	len = disk_store_header_len(&k);
+	assert_int_equal(len, DISK_STORE_HEADER_FIXED + 3 + 3 + 4);
+	disk_store_header_encode(&k, 1000, DISK_STORE_SUM_CRC32, 0xdeadbeef,
 				 hdr);
 	assert_int_equal(
-	    cache_disk_header_check(hdr, len, &k, 1000, &kind, &crc, &why), 0);
+	    disk_store_header_check(hdr, len, &k, 1000, &kind, &crc, &why), 0);
 	assert_true(crc == 0xdeadbeef);
-	assert_int_equal(kind, CACHE_DISK_SUM_CRC32);
+	assert_int_equal(kind, DISK_STORE_SUM_CRC32);
 	/* another length, block, ETag */
 	assert_int_equal(
-	    cache_disk_header_check(hdr, len, &k, 999, &kind, &crc, &why),
+	    disk_store_header_check(hdr, len, &k, 999, &kind, &crc, &why),
 	    EBADMSG);
 	key_of(&other, "key", ETAG, 4);
 	assert_int_equal(
-	    cache_disk_header_check(hdr, len, &other, 1000, &kind, &crc, &why),
+	    disk_store_header_check(hdr, len, &other, 1000, &kind, &crc, &why),
 	    EBADMSG);
 	key_of(&other, "key", "\"e9\"", 3);
 	assert_int_equal(
-	    cache_disk_header_check(hdr, len, &other, 1000, &kind, &crc, &why),
+	    disk_store_header_check(hdr, len, &other, 1000, &kind, &crc, &why),
 	    EBADMSG);
 	assert_string_equal(why, "names another block");
 	/* a checksum nobody computes */
-	cache_disk_header_encode(&k, 1000, 7, 0xdeadbeef, hdr);
+	disk_store_header_encode(&k, 1000, 7, 0xdeadbeef, hdr);
 	assert_int_equal(
-	    cache_disk_header_check(hdr, len, &k, 1000, &kind, &crc, &why),
+	    disk_store_header_check(hdr, len, &k, 1000, &kind, &crc, &why),
 	    EBADMSG);
-	cache_disk_header_encode(&k, 1000, CACHE_DISK_SUM_CRC32, 0xdeadbeef,
+	disk_store_header_encode(&k, 1000, DISK_STORE_SUM_CRC32, 0xdeadbeef,
 				 hdr);
 	/* any flipped bit */
 	for (size_t i = 0; i < len; i++) {
 		hdr[i] ^= 0x10;
-		assert_int_equal(cache_disk_header_check(hdr, len, &k, 1000,
+		assert_int_equal(disk_store_header_check(hdr, len, &k, 1000,
 							 &kind, &crc, &why),
 				 EBADMSG);
 		assert_non_null(why);
@@ -239,22 +239,22 @@ static void test_checksums(void **state)
 	unsigned char *data = malloc(big);
 
 	(void)state;
-	assert_true(cache_disk_sum(CACHE_DISK_SUM_CRC32, "123456789", 9) ==
+	assert_true(disk_store_sum(DISK_STORE_SUM_CRC32, "123456789", 9) ==
 		    0xcbf43926u);
-	if (cache_disk_sum_kind() != CACHE_DISK_SUM_CRC32C) {
+	if (disk_store_sum_kind() != DISK_STORE_SUM_CRC32C) {
 		print_message("no CRC-32C instruction here: zlib's crc32\n");
 		free(data);
 		return;
 	}
-	assert_true(cache_disk_sum(CACHE_DISK_SUM_CRC32C, "123456789", 9) ==
+	assert_true(disk_store_sum(DISK_STORE_SUM_CRC32C, "123456789", 9) ==
 		    0xe3069283u);
 	fill((char *)data, big, "sums", 0);
 	/* one stream below 12K, three above: every split point */
 	for (size_t n = 0; n < 40000; n += 331)
-		assert_true(cache_disk_sum(CACHE_DISK_SUM_CRC32C, data, n) ==
+		assert_true(disk_store_sum(DISK_STORE_SUM_CRC32C, data, n) ==
 			    crc32c_ref(data, n));
 	for (size_t n = big - 24; n <= big; n++)
-		assert_true(cache_disk_sum(CACHE_DISK_SUM_CRC32C, data, n) ==
+		assert_true(disk_store_sum(DISK_STORE_SUM_CRC32C, data, n) ==
 			    crc32c_ref(data, n));
 	free(data);
 }
@@ -262,7 +262,7 @@ static void test_checksums(void **state)
 static void test_file_roundtrip_and_damage(void **state)
 {
 	char data[3000], out[3000], path[600];
-	struct cache_disk_key k, other;
+	struct disk_store_key k, other;
 	const char *why = NULL;
 	int dirfd = blocks_fd();
 
@@ -270,21 +270,21 @@ static void test_file_roundtrip_and_damage(void **state)
 	fill(data, sizeof(data), "obj", 0);
 	key_of(&k, "obj", ETAG, 0);
 	assert_int_equal(
-	    cache_disk_block_read(dirfd, &k, out, sizeof(out), &why), ENOENT);
+	    disk_store_block_read(dirfd, &k, out, sizeof(out), &why), ENOENT);
 	assert_int_equal(
-	    cache_disk_block_write(dirfd, &k, data, sizeof(data), 0), 0);
+	    disk_store_block_write(dirfd, &k, data, sizeof(data), 0), 0);
 	assert_int_equal(
-	    cache_disk_block_read(dirfd, &k, out, sizeof(out), &why), 0);
+	    disk_store_block_read(dirfd, &k, out, sizeof(out), &why), 0);
 	assert_memory_equal(data, out, sizeof(data));
 	/* a file written with zlib's crc32 (on a host without CRC-32C) */
 	{
-		unsigned char hdr[CACHE_DISK_HEADER_MAX];
-		size_t hl = cache_disk_header_len(&k);
+		unsigned char hdr[DISK_STORE_HEADER_MAX];
+		size_t hl = disk_store_header_len(&k);
 		int fd;
 
-		cache_disk_header_encode(
-		    &k, sizeof(data), CACHE_DISK_SUM_CRC32,
-		    cache_disk_sum(CACHE_DISK_SUM_CRC32, data, sizeof(data)),
+		disk_store_header_encode(
+		    &k, sizeof(data), DISK_STORE_SUM_CRC32,
+		    disk_store_sum(DISK_STORE_SUM_CRC32, data, sizeof(data)),
 		    hdr);
 		path_of(&k, path, sizeof(path));
 		fd = open(path, O_WRONLY | O_TRUNC);
@@ -295,53 +295,53 @@ static void test_file_roundtrip_and_damage(void **state)
 		close(fd);
 		memset(out, 0, sizeof(out));
 		assert_int_equal(
-		    cache_disk_block_read(dirfd, &k, out, sizeof(out), &why),
+		    disk_store_block_read(dirfd, &k, out, sizeof(out), &why),
 		    0);
 		assert_memory_equal(data, out, sizeof(data));
 	}
 	/* asked for another length: not this block */
-	assert_int_equal(cache_disk_block_read(dirfd, &k, out, 2000, &why),
+	assert_int_equal(disk_store_block_read(dirfd, &k, out, 2000, &why),
 			 EBADMSG);
 
 	/* a flipped data byte */
 	path_of(&k, path, sizeof(path));
-	flip_byte(path, (off_t)cache_disk_header_len(&k) + 1234);
+	flip_byte(path, (off_t)disk_store_header_len(&k) + 1234);
 	assert_int_equal(
-	    cache_disk_block_read(dirfd, &k, out, sizeof(out), &why), EBADMSG);
+	    disk_store_block_read(dirfd, &k, out, sizeof(out), &why), EBADMSG);
 	assert_string_equal(why, "checksum mismatch");
 
 	/* truncated */
 	assert_int_equal(
-	    cache_disk_block_write(dirfd, &k, data, sizeof(data), 0), 0);
+	    disk_store_block_write(dirfd, &k, data, sizeof(data), 0), 0);
 	assert_int_equal(truncate(path, 1000), 0);
 	assert_int_equal(
-	    cache_disk_block_read(dirfd, &k, out, sizeof(out), &why), EBADMSG);
+	    disk_store_block_read(dirfd, &k, out, sizeof(out), &why), EBADMSG);
 	assert_string_equal(why, "short file");
 	assert_int_equal(truncate(path, 10), 0);
 	assert_int_equal(
-	    cache_disk_block_read(dirfd, &k, out, sizeof(out), &why), EBADMSG);
+	    disk_store_block_read(dirfd, &k, out, sizeof(out), &why), EBADMSG);
 
 	/* too long */
 	assert_int_equal(
-	    cache_disk_block_write(dirfd, &k, data, sizeof(data), 0), 0);
-	assert_int_equal(truncate(path, (off_t)(cache_disk_header_len(&k) +
+	    disk_store_block_write(dirfd, &k, data, sizeof(data), 0), 0);
+	assert_int_equal(truncate(path, (off_t)(disk_store_header_len(&k) +
 						sizeof(data) + 1)),
 			 0);
 	assert_int_equal(
-	    cache_disk_block_read(dirfd, &k, out, sizeof(out), &why), EBADMSG);
+	    disk_store_block_read(dirfd, &k, out, sizeof(out), &why), EBADMSG);
 	assert_string_equal(why, "file too long");
 
 	/* a damaged header */
 	assert_int_equal(
-	    cache_disk_block_write(dirfd, &k, data, sizeof(data), 0), 0);
+	    disk_store_block_write(dirfd, &k, data, sizeof(data), 0), 0);
 	flip_byte(path, 20);
 	assert_int_equal(
-	    cache_disk_block_read(dirfd, &k, out, sizeof(out), &why), EBADMSG);
+	    disk_store_block_read(dirfd, &k, out, sizeof(out), &why), EBADMSG);
 
 	/* another ETag's file under this name: the header tells */
 	key_of(&other, "obj", "\"e2\"", 0);
 	assert_int_equal(
-	    cache_disk_block_write(dirfd, &other, data, sizeof(data), 0), 0);
+	    disk_store_block_write(dirfd, &other, data, sizeof(data), 0), 0);
 	{
 		char from[600];
 
@@ -349,7 +349,7 @@ static void test_file_roundtrip_and_damage(void **state)
 		assert_int_equal(rename(from, path), 0);
 	}
 	assert_int_equal(
-	    cache_disk_block_read(dirfd, &k, out, sizeof(out), &why), EBADMSG);
+	    disk_store_block_read(dirfd, &k, out, sizeof(out), &why), EBADMSG);
 	assert_string_equal(why, "names another block");
 	close(dirfd);
 }
@@ -358,73 +358,73 @@ static void test_file_roundtrip_and_damage(void **state)
 
 static void test_index_budget_and_pins(void **state)
 {
-	struct cache_disk_index ix;
-	struct cache_disk_entry *a, *b, *c;
-	unsigned char id[CACHE_DISK_ID_LEN] = {1};
+	struct disk_store_index ix;
+	struct disk_store_entry *a, *b, *c;
+	unsigned char id[DISK_STORE_ID_LEN] = {1};
 
 	(void)state;
-	assert_int_equal(cache_disk_index_init(&ix, 10 * 4096, 4096), 0);
-	assert_true(cache_disk_index_cost(&ix, 1) == 4096);
-	assert_true(cache_disk_index_cost(&ix, 4096) == 4096);
-	assert_true(cache_disk_index_cost(&ix, 4097) == 8192);
-	a = cache_disk_index_add(&ix, id, 0, 5000);
-	b = cache_disk_index_add(&ix, id, 1, 100);
-	c = cache_disk_index_add(&ix, id, 2, 100);
+	assert_int_equal(disk_store_index_init(&ix, 10 * 4096, 4096), 0);
+	assert_true(disk_store_index_cost(&ix, 1) == 4096);
+	assert_true(disk_store_index_cost(&ix, 4096) == 4096);
+	assert_true(disk_store_index_cost(&ix, 4097) == 8192);
+	a = disk_store_index_add(&ix, id, 0, 5000);
+	b = disk_store_index_add(&ix, id, 1, 100);
+	c = disk_store_index_add(&ix, id, 2, 100);
 	assert_true(ix.used == 4 * 4096);
-	assert_ptr_equal(cache_disk_index_find(&ix, id, 1), b);
-	assert_null(cache_disk_index_find(&ix, id, 3));
+	assert_ptr_equal(disk_store_index_find(&ix, id, 1), b);
+	assert_null(disk_store_index_find(&ix, id, 3));
 	/* coldest first; a pinned entry is skipped */
-	assert_ptr_equal(cache_disk_index_victim(&ix), a);
+	assert_ptr_equal(disk_store_index_victim(&ix), a);
 	a->pins++;
-	assert_ptr_equal(cache_disk_index_victim(&ix), b);
-	cache_disk_index_touch(&ix, b);
-	assert_ptr_equal(cache_disk_index_victim(&ix), c);
+	assert_ptr_equal(disk_store_index_victim(&ix), b);
+	disk_store_index_touch(&ix, b);
+	assert_ptr_equal(disk_store_index_victim(&ix), c);
 	/* removed while pinned: out of the table, freed by the last unpin */
-	cache_disk_index_remove(&ix, a);
-	assert_null(cache_disk_index_find(&ix, id, 0));
+	disk_store_index_remove(&ix, a);
+	assert_null(disk_store_index_find(&ix, id, 0));
 	assert_true(ix.used == 2 * 4096);
-	cache_disk_index_unpin(&ix, a);
-	cache_disk_index_remove(&ix, c);
+	disk_store_index_unpin(&ix, a);
+	disk_store_index_remove(&ix, c);
 	assert_int_equal(ix.count, 1);
 	/* many entries: the table grows */
 	for (uint64_t i = 100; i < 2100; i++)
-		assert_non_null(cache_disk_index_add(&ix, id, i, 1));
+		assert_non_null(disk_store_index_add(&ix, id, i, 1));
 	for (uint64_t i = 100; i < 2100; i++)
-		assert_non_null(cache_disk_index_find(&ix, id, i));
-	cache_disk_index_free(&ix);
+		assert_non_null(disk_store_index_find(&ix, id, i));
+	disk_store_index_free(&ix);
 }
 
 static void test_index_admission(void **state)
 {
-	struct cache_disk_index ix;
-	unsigned char id[CACHE_DISK_ID_LEN] = {2};
+	struct disk_store_index ix;
+	unsigned char id[DISK_STORE_ID_LEN] = {2};
 	unsigned admitted = 0;
 
 	(void)state;
-	assert_int_equal(cache_disk_index_init(&ix, 4 * 4096, 4096), 0);
-	assert_false(cache_disk_index_admit(&ix, 5 * 4096, 0)); /* too big */
-	assert_true(cache_disk_index_admit(&ix, 4096, 0));
-	assert_true(cache_disk_index_admit(&ix, 4096, 3 * 4096));
+	assert_int_equal(disk_store_index_init(&ix, 4 * 4096, 4096), 0);
+	assert_false(disk_store_index_admit(&ix, 5 * 4096, 0)); /* too big */
+	assert_true(disk_store_index_admit(&ix, 4096, 0));
+	assert_true(disk_store_index_admit(&ix, 4096, 3 * 4096));
 	for (uint64_t i = 0; i < 4; i++)
-		cache_disk_index_add(&ix, id, i, 4096);
-	/* full: one in CACHE_DISK_ADMIT_FULL_EVERY */
-	for (unsigned i = 0; i < 10 * CACHE_DISK_ADMIT_FULL_EVERY; i++)
-		admitted += cache_disk_index_admit(&ix, 4096, 0);
+		disk_store_index_add(&ix, id, i, 4096);
+	/* full: one in DISK_STORE_ADMIT_FULL_EVERY */
+	for (unsigned i = 0; i < 10 * DISK_STORE_ADMIT_FULL_EVERY; i++)
+		admitted += disk_store_index_admit(&ix, 4096, 0);
 	assert_int_equal(admitted, 10);
-	cache_disk_index_free(&ix);
+	disk_store_index_free(&ix);
 }
 
 /* Writes block index of "obj" with mtime secs (after the epoch). */
 static void write_block_at(int dirfd, uint64_t index, time_t secs)
 {
-	struct cache_disk_key k;
+	struct disk_store_key k;
 	char data[1000], path[600];
 	struct timespec ts[2] = {{secs, 0}, {secs, 0}};
 
 	fill(data, sizeof(data), "obj", index * BS);
 	key_of(&k, "obj", ETAG, index);
 	assert_int_equal(
-	    cache_disk_block_write(dirfd, &k, data, sizeof(data), 0), 0);
+	    disk_store_block_write(dirfd, &k, data, sizeof(data), 0), 0);
 	path_of(&k, path, sizeof(path));
 	assert_int_equal(utimensat(AT_FDCWD, path, ts, 0), 0);
 }
@@ -452,10 +452,10 @@ static bool exists(const char *name)
 
 static void test_scan_and_shrink(void **state)
 {
-	struct cache_disk_index ix;
-	struct cache_disk_key k;
-	char name[CACHE_DISK_NAME_MAX], tmp[CACHE_DISK_NAME_MAX + 8],
-	    old[CACHE_DISK_NAME_MAX];
+	struct disk_store_index ix;
+	struct disk_store_key k;
+	char name[DISK_STORE_NAME_MAX], tmp[DISK_STORE_NAME_MAX + 8],
+	    old[DISK_STORE_NAME_MAX];
 	int dirfd = blocks_fd();
 
 	(void)state;
@@ -463,7 +463,7 @@ static void test_scan_and_shrink(void **state)
 	for (uint64_t i = 0; i < 5; i++)
 		write_block_at(dirfd, i, (time_t)(1000000 - i * 10));
 	key_of(&k, "obj", ETAG, 9);
-	cache_disk_file_name(k.id, 9, name);
+	disk_store_file_name(k.id, 9, name);
 	snprintf(tmp, sizeof(tmp), "%s.tmp0", name);
 	touch_file(tmp);
 	snprintf(old, sizeof(old), "%s", name);
@@ -471,8 +471,8 @@ static void test_scan_and_shrink(void **state)
 	touch_file(old);
 	touch_file("notes.txt");
 
-	assert_int_equal(cache_disk_index_init(&ix, UINT64_MAX, 4096), 0);
-	assert_int_equal(cache_disk_index_scan(&ix, dirfd, true), 0);
+	assert_int_equal(disk_store_index_init(&ix, UINT64_MAX, 4096), 0);
+	assert_int_equal(disk_store_index_scan(&ix, dirfd, true), 0);
 	assert_int_equal(ix.count, 5);
 	assert_false(exists(tmp));
 	assert_false(exists(old));
@@ -483,30 +483,30 @@ static void test_scan_and_shrink(void **state)
 	assert_true(ix.used == 5 * 4096);
 	/* a smaller size: the oldest go, files and all */
 	ix.size = 3 * 4096;
-	assert_true(cache_disk_index_shrink(&ix, dirfd, true) == 2);
+	assert_true(disk_store_index_shrink(&ix, dirfd, true) == 2);
 	assert_int_equal(ix.count, 3);
 	key_of(&k, "obj", ETAG, 4);
-	cache_disk_file_name(k.id, 4, name);
+	disk_store_file_name(k.id, 4, name);
 	assert_false(exists(name));
 	key_of(&k, "obj", ETAG, 2);
-	cache_disk_file_name(k.id, 2, name);
+	disk_store_file_name(k.id, 2, name);
 	assert_true(exists(name));
-	cache_disk_index_free(&ix);
+	disk_store_index_free(&ix);
 
 	/* read-only: nothing is removed */
 	touch_file(tmp);
-	assert_int_equal(cache_disk_index_init(&ix, UINT64_MAX, 4096), 0);
-	assert_int_equal(cache_disk_index_scan(&ix, dirfd, false), 0);
+	assert_int_equal(disk_store_index_init(&ix, UINT64_MAX, 4096), 0);
+	assert_int_equal(disk_store_index_scan(&ix, dirfd, false), 0);
 	assert_int_equal(ix.count, 3);
 	assert_true(exists(tmp));
 	ix.size = 4096;
-	cache_disk_index_shrink(&ix, dirfd, false);
+	disk_store_index_shrink(&ix, dirfd, false);
 	assert_int_equal(ix.count, 1);
 	assert_true(ix.hot->index == 0);
 	key_of(&k, "obj", ETAG, 2); /* out of the index, not removed */
-	cache_disk_file_name(k.id, 2, name);
+	disk_store_file_name(k.id, 2, name);
 	assert_true(exists(name));
-	cache_disk_index_free(&ix);
+	disk_store_index_free(&ix);
 	close(dirfd);
 }
 
@@ -537,7 +537,7 @@ static void wait_buffer(void *arg, unsigned index)
 	pthread_mutex_unlock(&w->lock);
 }
 
-static void wait_done(void *arg, const struct s3_error *err)
+static void wait_done(void *arg, const struct store_error *err)
 {
 	struct get_wait *w = arg;
 
@@ -552,22 +552,22 @@ static void wait_done(void *arg, const struct s3_error *err)
 
 /* GETs blocks [first, first + n) of key (etag may be NULL) through st into
  * a fresh buffer, checks the bytes and the callbacks; returns the error. */
-static int get_blocks(struct s3_store *st, const char *key, const char *etag,
+static int get_blocks(struct store *st, const char *key, const char *etag,
 		      unsigned first, unsigned n)
 {
-	struct s3_buffer bufs[S3_GET_BUFFERS_MAX];
+	struct store_buffer bufs[STORE_GET_BUFFERS_MAX];
 	char *mem = malloc((size_t)n * BS);
 	struct get_wait w = {.lock = PTHREAD_MUTEX_INITIALIZER,
 			     .cond = PTHREAD_COND_INITIALIZER};
-	struct s3_get req = {.bucket = "bkt",
-			     .key = key,
-			     .etag = etag,
-			     .offset = (uint64_t)first * BS,
-			     .buffers = bufs,
-			     .nbuffers = n,
-			     .buffer_done = wait_buffer,
-			     .done = wait_done,
-			     .arg = &w};
+	struct store_get req = {.bucket = "bkt",
+				.key = key,
+				.etag = etag,
+				.offset = (uint64_t)first * BS,
+				.buffers = bufs,
+				.nbuffers = n,
+				.buffer_done = wait_buffer,
+				.done = wait_done,
+				.arg = &w};
 	uint64_t total = 0;
 
 	assert_non_null(mem);
@@ -579,7 +579,7 @@ static int get_blocks(struct s3_store *st, const char *key, const char *etag,
 		total += bufs[i].len;
 	}
 	memset(mem, 0, (size_t)n * BS);
-	assert_int_equal(s3_get(st, &req), 0);
+	assert_int_equal(store_get(st, &req), 0);
 	pthread_mutex_lock(&w.lock);
 	while (!w.done)
 		pthread_cond_wait(&w.cond, &w.lock);
@@ -598,24 +598,24 @@ static int get_blocks(struct s3_store *st, const char *key, const char *etag,
 }
 
 /* GETs the test store has served */
-static uint64_t inner_gets(struct s3_store *st)
+static uint64_t inner_gets(struct store *st)
 {
-	struct s3_stats s;
+	struct store_stats s;
 
-	s3_store_get_stats(st, &s);
+	store_get_stats(st, &s);
 	return s.requests;
 }
 
-static struct cache_disk_stats stats_of(struct s3_store *st)
+static struct disk_store_stats stats_of(struct store *st)
 {
-	struct cache_disk_stats ds;
+	struct disk_store_stats ds;
 
-	assert_true(cache_disk_get_stats(st, &ds));
+	assert_true(disk_store_get_stats(st, &ds));
 	return ds;
 }
 
 /* Waits (5 s at most) until st has written n blocks in all. */
-static void wait_writes(struct s3_store *st, uint64_t n)
+static void wait_writes(struct store *st, uint64_t n)
 {
 	for (int i = 0; i < 500 && stats_of(st).writes < n; i++)
 		usleep(10000);
@@ -633,30 +633,30 @@ static void put_object(struct test_store *ts, const char *key, const char *etag)
 
 /* A tier of size bytes in the scratch directory over a new serving test
  * store holding "obj" (ETAG) and "plain" (no ETag). */
-static struct s3_store *new_tier(uint64_t size)
+static struct store *new_tier(uint64_t size)
 {
-	struct cache_disk_conf conf;
-	struct s3_store *st;
+	struct disk_store_conf conf;
+	struct store *st;
 	char err[256];
 
 	inner = test_store_create(true, 4);
 	assert_non_null(inner);
 	put_object(inner, "obj", ETAG);
 	put_object(inner, "plain", NULL);
-	cache_disk_conf_init(&conf);
+	disk_store_conf_init(&conf);
 	conf.dir = scratch;
 	conf.size_bytes = size;
 	conf.block_size = BS;
-	st = cache_disk_create(&conf, &inner->store, err, sizeof(err));
+	st = disk_store_create(&conf, &inner->store, err, sizeof(err));
 	if (!st)
-		fail_msg("cache_disk_create: %s", err);
+		fail_msg("disk_store_create: %s", err);
 	return st;
 }
 
 static void test_store_hits_and_misses(void **state)
 {
-	struct s3_store *st = new_tier(1u << 20);
-	struct cache_disk_stats ds;
+	struct store *st = new_tier(1u << 20);
+	struct disk_store_stats ds;
 
 	(void)state;
 	assert_true(st->max_parallel == 4);
@@ -684,16 +684,16 @@ static void test_store_hits_and_misses(void **state)
 	assert_int_equal(get_blocks(st, "obj", "\"e2\"", 0, 1), 0);
 	assert_true(inner_gets(st) == 4);
 	assert_int_not_equal(get_blocks(st, "obj", "\"e3\"", 0, 1), 0);
-	s3_store_destroy(st);
+	store_destroy(st);
 }
 
 /* A block file in the middle is damaged: the run is served from disk up
  * to it, the rest from the store in one GET, and the file is rewritten. */
 static void test_store_partial_runs(void **state)
 {
-	struct s3_store *st = new_tier(1u << 20);
-	struct cache_disk_key k;
-	struct cache_disk_stats ds;
+	struct store *st = new_tier(1u << 20);
+	struct disk_store_key k;
+	struct disk_store_stats ds;
 	char path[600];
 
 	(void)state;
@@ -701,7 +701,7 @@ static void test_store_partial_runs(void **state)
 	wait_writes(st, 6);
 	key_of(&k, "obj", ETAG, 2);
 	path_of(&k, path, sizeof(path));
-	flip_byte(path, (off_t)cache_disk_header_len(&k) + 500);
+	flip_byte(path, (off_t)disk_store_header_len(&k) + 500);
 	assert_int_equal(get_blocks(st, "obj", ETAG, 0, 6), 0);
 	assert_true(inner_gets(st) == 2);
 	assert_true(inner->stats.bytes_received ==
@@ -724,7 +724,7 @@ static void test_store_partial_runs(void **state)
 	assert_int_equal(truncate(path, 100), 0);
 	assert_int_equal(get_blocks(st, "obj", ETAG, 5, 1), 0);
 	assert_true(stats_of(st).bad_files == 2);
-	s3_store_destroy(st);
+	store_destroy(st);
 }
 
 /* Bytes of the block files in DIR/s3pipe, as the budget counts them. */
@@ -751,8 +751,8 @@ static uint64_t bytes_in_dir(void)
  * hitting (the admission policy), where LRU would never hit. */
 static void test_store_size_and_scans(void **state)
 {
-	uint64_t size = cache_disk_min_size(BS) + 4 * 4096;
-	struct s3_store *st = new_tier(size);
+	uint64_t size = disk_store_min_size(BS) + 4 * 4096;
+	struct store *st = new_tier(size);
 	uint64_t hits = 0;
 
 	(void)state;
@@ -768,20 +768,20 @@ static void test_store_size_and_scans(void **state)
 	}
 	hits = stats_of(st).hits;
 	assert_true(hits >= 5 * 3); /* three blocks stay, epochs 1-5 */
-	s3_store_destroy(st);
+	store_destroy(st);
 }
 
 static void test_store_restart(void **state)
 {
-	struct s3_store *st = new_tier(1u << 20);
+	struct store *st = new_tier(1u << 20);
 	char tmp[600];
 
 	(void)state;
 	assert_int_equal(get_blocks(st, "obj", ETAG, 0, 6), 0);
-	s3_store_destroy(st); /* the queued writes are finished */
+	store_destroy(st); /* the queued writes are finished */
 	/* a temporary left by a crash goes at the next start */
 	snprintf(tmp, sizeof(tmp), "%s/%032d-%016d.b%d.tmp1", blocks, 0, 0,
-		 CACHE_DISK_FORMAT);
+		 DISK_STORE_FORMAT);
 	close(open(tmp, O_WRONLY | O_CREAT, 0600));
 	st = new_tier(1u << 20);
 	assert_true(access(tmp, F_OK) != 0);
@@ -789,20 +789,20 @@ static void test_store_restart(void **state)
 	assert_int_equal(get_blocks(st, "obj", ETAG, 0, 6), 0);
 	assert_true(inner_gets(st) == 0);
 	assert_true(stats_of(st).hits == 6);
-	s3_store_destroy(st);
+	store_destroy(st);
 	/* a smaller size at the next start: evicted down to it */
-	st = new_tier(cache_disk_min_size(BS) + 4 * 4096);
+	st = new_tier(disk_store_min_size(BS) + 4 * 4096);
 	assert_true(stats_of(st).files == 4);
-	assert_true(bytes_in_dir() <= cache_disk_min_size(BS) + 4 * 4096);
-	s3_store_destroy(st);
+	assert_true(bytes_in_dir() <= disk_store_min_size(BS) + 4 * 4096);
+	store_destroy(st);
 }
 
 /* A second tier on the same directory runs without the tier. */
 static void test_store_locked(void **state)
 {
-	struct s3_store *a = new_tier(1u << 20);
+	struct store *a = new_tier(1u << 20);
 	struct test_store *first = inner;
-	struct s3_store *b = new_tier(1u << 20);
+	struct store *b = new_tier(1u << 20);
 
 	(void)state;
 	(void)first;
@@ -813,37 +813,37 @@ static void test_store_locked(void **state)
 	assert_true(inner_gets(b) == 1);
 	assert_true(stats_of(b).hits == 0);
 	assert_true(stats_of(b).writes == 0);
-	s3_store_destroy(b);
-	s3_store_destroy(a);
+	store_destroy(b);
+	store_destroy(a);
 }
 
 /* Errors that fail the start, and ones that do not. */
 static void test_create_checks(void **state)
 {
-	struct cache_disk_conf conf;
-	struct s3_store *st;
+	struct disk_store_conf conf;
+	struct store *st;
 	char err[256], file[600];
 
 	(void)state;
 	inner = test_store_create(true, 1);
-	cache_disk_conf_init(&conf);
+	disk_store_conf_init(&conf);
 	conf.block_size = BS;
 	conf.size_bytes = 1u << 20;
 	snprintf(file, sizeof(file), "%s/missing", scratch);
 	conf.dir = file;
-	assert_null(cache_disk_create(&conf, &inner->store, err, sizeof(err)));
+	assert_null(disk_store_create(&conf, &inner->store, err, sizeof(err)));
 	assert_non_null(strstr(err, "is not usable"));
 	close(open(file, O_WRONLY | O_CREAT, 0600));
-	assert_null(cache_disk_create(&conf, &inner->store, err, sizeof(err)));
+	assert_null(disk_store_create(&conf, &inner->store, err, sizeof(err)));
 	assert_non_null(strstr(err, "is not a directory"));
 	/* a share of the free space */
 	conf.dir = scratch;
 	conf.size_bytes = 0;
 	conf.size_percent = 1;
-	st = cache_disk_create(&conf, &inner->store, err, sizeof(err));
+	st = disk_store_create(&conf, &inner->store, err, sizeof(err));
 	if (st) {
 		assert_true(stats_of(st).size_bytes > 0);
-		s3_store_destroy(st); /* and inner with it */
+		store_destroy(st); /* and inner with it */
 	} else {
 		/* a nearly full TMPDIR */
 		assert_non_null(strstr(err, "of the free space"));

@@ -183,11 +183,11 @@ static void add_step(struct server *sv, int status, const char *headers,
 
 /* A client of the server: anonymous, quick retries and timeouts, at most
  * connections transfers at once (0: the default). */
-static struct s3_store *client_with(const struct server *sv, unsigned retries,
-				    unsigned connections)
+static struct store *client_with(const struct server *sv, unsigned retries,
+				 unsigned connections)
 {
 	struct s3_client_conf conf;
-	struct s3_store *st;
+	struct store *st;
 	char url[64];
 
 	s3_client_conf_init(&conf);
@@ -208,7 +208,7 @@ static struct s3_store *client_with(const struct server *sv, unsigned retries,
 	return st;
 }
 
-static struct s3_store *client_for(const struct server *sv, unsigned retries)
+static struct store *client_for(const struct server *sv, unsigned retries)
 {
 	return client_with(sv, retries, 0);
 }
@@ -218,7 +218,7 @@ struct outcome {
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
 	bool done;
-	struct s3_error err;
+	struct store_error err;
 	bool failed;
 	unsigned buffers_done;
 	bool out_of_order; /* a buffer reported twice or before another */
@@ -235,7 +235,7 @@ static void on_buffer(void *arg, unsigned index)
 	pthread_mutex_unlock(&o->lock);
 }
 
-static void on_done(void *arg, const struct s3_error *err)
+static void on_done(void *arg, const struct store_error *err)
 {
 	struct outcome *o = arg;
 
@@ -250,13 +250,13 @@ static void on_done(void *arg, const struct s3_error *err)
 
 /* GETs key from offset into two buffers of len/2 and len - len/2 bytes
  * and waits for the outcome. */
-static void get_and_wait(struct s3_store *st, const char *etag, uint64_t offset,
+static void get_and_wait(struct store *st, const char *etag, uint64_t offset,
 			 char *dest, size_t len, unsigned flags,
 			 struct outcome *o)
 {
-	struct s3_buffer bufs[2] = {{dest, len / 2},
-				    {dest + len / 2, len - len / 2}};
-	struct s3_get get = {
+	struct store_buffer bufs[2] = {{dest, len / 2},
+				       {dest + len / 2, len - len / 2}};
+	struct store_get get = {
 	    .bucket = "bucket",
 	    .key = "dir/obj",
 	    .etag = etag,
@@ -272,7 +272,7 @@ static void get_and_wait(struct s3_store *st, const char *etag, uint64_t offset,
 	memset(o, 0, sizeof(*o));
 	pthread_mutex_init(&o->lock, NULL);
 	pthread_cond_init(&o->cond, NULL);
-	assert_int_equal(s3_get(st, &get), 0);
+	assert_int_equal(store_get(st, &get), 0);
 	pthread_mutex_lock(&o->lock);
 	while (!o->done)
 		pthread_cond_wait(&o->cond, &o->lock);
@@ -288,9 +288,9 @@ static const char body[] = "0123456789abcdefghijklmnopqrstuvwxyz";
 static void test_get_ranged(void **state)
 {
 	struct server sv = {0};
-	struct s3_store *st;
+	struct store *st;
 	struct outcome o;
-	struct s3_stats stats;
+	struct store_stats stats;
 	char dest[10];
 
 	add_step(&sv, 206, "ETag: \"e1\"\r\n", body + 4, 10, 10);
@@ -303,10 +303,10 @@ static void test_get_ranged(void **state)
 	assert_string_equal(sv.seen[0].line, "GET /bucket/dir/obj HTTP/1.1");
 	assert_string_equal(sv.seen[0].range, "bytes=4-13");
 	assert_string_equal(sv.seen[0].if_match, "\"e1\"");
-	s3_store_get_stats(st, &stats);
+	store_get_stats(st, &stats);
 	assert_int_equal(stats.requests, 1);
 	assert_int_equal(stats.bytes_received, 10);
-	s3_store_destroy(st);
+	store_destroy(st);
 	server_stop(&sv);
 }
 
@@ -315,9 +315,9 @@ static void test_get_ranged(void **state)
 static void test_cut_resumes_at_break(void **state)
 {
 	struct server sv = {0};
-	struct s3_store *st;
+	struct store *st;
 	struct outcome o;
-	struct s3_stats stats;
+	struct store_stats stats;
 	char dest[BODY_LEN];
 
 	add_step(&sv, 200, "ETag: \"e1\"\r\n", body, BODY_LEN, 20);
@@ -325,16 +325,16 @@ static void test_cut_resumes_at_break(void **state)
 		 BODY_LEN - 20);
 	server_start(&sv);
 	st = client_for(&sv, 3);
-	get_and_wait(st, "\"e1\"", 0, dest, BODY_LEN, S3_GET_WHOLE, &o);
+	get_and_wait(st, "\"e1\"", 0, dest, BODY_LEN, STORE_GET_WHOLE, &o);
 	assert_false(o.failed);
 	assert_memory_equal(dest, body, BODY_LEN);
 	assert_int_equal(o.buffers_done, 2);
 	/* the whole object without Range, then the rest from byte 20 */
 	assert_string_equal(sv.seen[0].range, "");
 	assert_string_equal(sv.seen[1].range, "bytes=20-35");
-	s3_store_get_stats(st, &stats);
+	store_get_stats(st, &stats);
 	assert_int_equal(stats.retries, 1);
-	s3_store_destroy(st);
+	store_destroy(st);
 	server_stop(&sv);
 }
 
@@ -346,9 +346,9 @@ static void throttle_case(unsigned slowdowns, unsigned connections,
 {
 	static const char xml[] = "<Error><Code>SlowDown</Code></Error>";
 	struct server sv = {0};
-	struct s3_store *st;
+	struct store *st;
 	struct outcome o;
-	struct s3_stats stats;
+	struct store_stats stats;
 	char dest[8];
 
 	for (unsigned i = 0; i < slowdowns; i++)
@@ -361,12 +361,12 @@ static void throttle_case(unsigned slowdowns, unsigned connections,
 		get_and_wait(st, NULL, 0, dest, 8, 0, &o);
 		assert_false(o.failed);
 		assert_memory_equal(dest, body, 8);
-		s3_store_get_stats(st, &stats);
+		store_get_stats(st, &stats);
 		assert_int_equal(stats.concurrency, after[i]);
 	}
 	assert_int_equal(stats.throttled, slowdowns);
 	assert_int_equal(sv.nseen, slowdowns + ngets);
-	s3_store_destroy(st);
+	store_destroy(st);
 	server_stop(&sv);
 }
 
@@ -422,7 +422,7 @@ static void test_retries_exhausted(void **state)
 {
 	static const char xml[] = "<Error><Code>InternalError</Code></Error>";
 	struct server sv = {0};
-	struct s3_store *st;
+	struct store *st;
 	struct outcome o;
 	char dest[8];
 
@@ -437,7 +437,7 @@ static void test_retries_exhausted(void **state)
 	assert_string_equal(o.err.code, "InternalError");
 	assert_int_equal(o.buffers_done, 0);
 	assert_int_equal(sv.nseen, 3);
-	s3_store_destroy(st);
+	store_destroy(st);
 	server_stop(&sv);
 }
 
@@ -446,7 +446,7 @@ static void test_retries_exhausted(void **state)
 static void test_other_etag_refused(void **state)
 {
 	struct server sv = {0};
-	struct s3_store *st;
+	struct store *st;
 	struct outcome o;
 	char dest[8];
 
@@ -459,7 +459,7 @@ static void test_other_etag_refused(void **state)
 	assert_string_equal(o.err.code, "PreconditionFailed");
 	assert_int_equal(o.buffers_done, 0);
 	assert_int_equal(sv.nseen, 1);
-	s3_store_destroy(st);
+	store_destroy(st);
 	server_stop(&sv);
 }
 
@@ -468,7 +468,7 @@ static void test_other_etag_refused(void **state)
 static void test_ignored_range_refused(void **state)
 {
 	struct server sv = {0};
-	struct s3_store *st;
+	struct store *st;
 	struct outcome o;
 	char dest[8];
 
@@ -480,7 +480,7 @@ static void test_ignored_range_refused(void **state)
 	assert_int_equal(o.err.err, EIO);
 	assert_non_null(strstr(o.err.message, "Range"));
 	assert_int_equal(o.buffers_done, 0);
-	s3_store_destroy(st);
+	store_destroy(st);
 	server_stop(&sv);
 }
 
@@ -495,15 +495,15 @@ static void test_list_page(void **state)
 	    "<Size>5</Size></Contents>"
 	    "<EncodingType>url</EncodingType></ListBucketResult>";
 	struct server sv = {0};
-	struct s3_store *st;
-	struct s3_list_page page;
-	struct s3_error err;
+	struct store *st;
+	struct store_list_page page;
+	struct store_error err;
 
 	add_step(&sv, 200, NULL, xml, sizeof(xml) - 1, sizeof(xml) - 1);
 	server_start(&sv);
 	st = client_for(&sv, 0);
-	assert_int_equal(s3_list_sync(st, "bucket", "p/", "t1", 7, &page, &err),
-			 0);
+	assert_int_equal(
+	    store_list_sync(st, "bucket", "p/", "t1", 7, &page, &err), 0);
 	assert_string_equal(sv.seen[0].line,
 			    "GET /bucket?continuation-token=t1&encoding-type="
 			    "url&list-type=2&max-keys=7&prefix=p%2F HTTP/1.1");
@@ -512,11 +512,12 @@ static void test_list_page(void **state)
 	assert_int_equal(page.objects[0].size, 5);
 	assert_true(page.truncated);
 	assert_string_equal(page.next_token, "t2");
-	s3_list_page_clear(&page);
+	store_list_page_clear(&page);
 	/* a page size S3 would refuse never leaves the client */
 	assert_int_equal(
-	    s3_list_sync(st, "bucket", "p/", NULL, 1001, &page, &err), EINVAL);
-	s3_store_destroy(st);
+	    store_list_sync(st, "bucket", "p/", NULL, 1001, &page, &err),
+	    EINVAL);
+	store_destroy(st);
 	server_stop(&sv);
 }
 
@@ -525,16 +526,17 @@ static void test_list_page(void **state)
 static void test_head(void **state)
 {
 	struct server sv = {0};
-	struct s3_store *st;
-	struct s3_object obj;
-	struct s3_error err;
-	struct s3_stats stats;
+	struct store *st;
+	struct store_object obj;
+	struct store_error err;
+	struct store_stats stats;
 
 	/* announces 5 TiB, sends no body: a HEAD's answer */
 	add_step(&sv, 200, "ETag: \"e1\"\r\n", NULL, 5497558138880ull, 0);
 	server_start(&sv);
 	st = client_for(&sv, 0);
-	assert_int_equal(s3_head_sync(st, "bucket", "dir/obj", &obj, &err), 0);
+	assert_int_equal(store_head_sync(st, "bucket", "dir/obj", &obj, &err),
+			 0);
 	assert_int_equal(err.err, 0);
 	assert_string_equal(sv.seen[0].line, "HEAD /bucket/dir/obj HTTP/1.1");
 	assert_string_equal(sv.seen[0].range, "");
@@ -542,14 +544,14 @@ static void test_head(void **state)
 	assert_string_equal(obj.key, "dir/obj");
 	assert_string_equal(obj.etag, "\"e1\"");
 	assert_true(obj.size == 5497558138880ull);
-	s3_object_clear(&obj);
+	store_object_clear(&obj);
 	assert_null(obj.key);
 	assert_null(obj.etag);
-	s3_store_get_stats(st, &stats);
+	store_get_stats(st, &stats);
 	assert_int_equal(stats.requests, 1);
 	assert_int_equal(stats.failures, 0);
 	assert_int_equal(stats.bytes_received, 0);
-	s3_store_destroy(st);
+	store_destroy(st);
 	server_stop(&sv);
 }
 
@@ -558,30 +560,31 @@ static void test_head(void **state)
 static void test_head_errors(void **state)
 {
 	struct server sv = {0};
-	struct s3_store *st;
-	struct s3_object obj;
-	struct s3_error err;
+	struct store *st;
+	struct store_object obj;
+	struct store_error err;
 
 	add_step(&sv, 404, NULL, NULL, 0, 0);
 	add_step(&sv, 403, NULL, NULL, 0, 0);
 	server_start(&sv);
 	st = client_for(&sv, 3);
-	assert_int_equal(s3_head_sync(st, "bucket", "missing", &obj, &err),
+	assert_int_equal(store_head_sync(st, "bucket", "missing", &obj, &err),
 			 ENOENT);
 	assert_int_equal(err.err, ENOENT);
 	assert_int_equal(err.http_status, 404);
 	assert_null(obj.key);
 	assert_null(obj.etag);
-	assert_int_equal(s3_head_sync(st, "bucket", "secret", &obj, &err),
+	assert_int_equal(store_head_sync(st, "bucket", "secret", &obj, &err),
 			 EACCES);
 	assert_int_equal(err.http_status, 403);
 	assert_null(obj.key);
 	assert_int_equal(sv.nseen, 2);
 	assert_string_equal(sv.seen[1].line, "HEAD /bucket/secret HTTP/1.1");
 	/* an invalid request never leaves the client */
-	assert_int_equal(s3_head_sync(st, "bucket", NULL, &obj, &err), EINVAL);
+	assert_int_equal(store_head_sync(st, "bucket", NULL, &obj, &err),
+			 EINVAL);
 	assert_int_equal(err.err, EINVAL);
-	s3_store_destroy(st);
+	store_destroy(st);
 	server_stop(&sv);
 }
 
@@ -590,27 +593,28 @@ static void test_head_errors(void **state)
 static void test_head_retried(void **state)
 {
 	struct server sv = {0};
-	struct s3_store *st;
-	struct s3_object obj;
-	struct s3_error err;
-	struct s3_stats stats;
+	struct store *st;
+	struct store_object obj;
+	struct store_error err;
+	struct store_stats stats;
 
 	add_step(&sv, 503, "ETag: \"old\"\r\n", NULL, 99, 0);
 	add_step(&sv, 200, "ETag: \"e2\"\r\n", NULL, BODY_LEN, 0);
 	server_start(&sv);
 	st = client_for(&sv, 2);
-	assert_int_equal(s3_head_sync(st, "bucket", "dir/obj", &obj, &err), 0);
+	assert_int_equal(store_head_sync(st, "bucket", "dir/obj", &obj, &err),
+			 0);
 	assert_string_equal(obj.etag, "\"e2\"");
 	assert_int_equal(obj.size, BODY_LEN);
-	s3_object_clear(&obj);
+	store_object_clear(&obj);
 	assert_int_equal(sv.nseen, 2);
 	assert_string_equal(sv.seen[0].line, "HEAD /bucket/dir/obj HTTP/1.1");
 	assert_string_equal(sv.seen[1].line, "HEAD /bucket/dir/obj HTTP/1.1");
-	s3_store_get_stats(st, &stats);
+	store_get_stats(st, &stats);
 	assert_int_equal(stats.requests, 2);
 	assert_int_equal(stats.retries, 1);
 	assert_int_equal(stats.failures, 0);
-	s3_store_destroy(st);
+	store_destroy(st);
 	server_stop(&sv);
 }
 
@@ -622,10 +626,10 @@ static void test_head_then_get_sync(void **state)
 {
 	static const char xml[] = "<Error><Code>NoSuchKey</Code></Error>";
 	struct server sv = {0};
-	struct s3_store *st;
-	struct s3_object obj;
-	struct s3_error err;
-	struct s3_stats stats;
+	struct store *st;
+	struct store_object obj;
+	struct store_error err;
+	struct store_stats stats;
 	struct outcome o;
 	char dest[BODY_LEN];
 
@@ -636,44 +640,46 @@ static void test_head_then_get_sync(void **state)
 	add_step(&sv, 404, NULL, xml, sizeof(xml) - 1, sizeof(xml) - 1);
 	server_start(&sv);
 	st = client_for(&sv, 0);
-	assert_int_equal(s3_head_sync(st, "bucket", "dir/obj", &obj, &err), 0);
+	assert_int_equal(store_head_sync(st, "bucket", "dir/obj", &obj, &err),
+			 0);
 	assert_int_equal(obj.size, BODY_LEN);
 	memset(dest, 0, sizeof(dest));
-	assert_int_equal(s3_get_sync(st, "bucket", "dir/obj", obj.etag, dest,
-				     obj.size, &err),
+	assert_int_equal(store_get_sync(st, "bucket", "dir/obj", obj.etag, dest,
+					obj.size, &err),
 			 0);
 	assert_memory_equal(dest, body, BODY_LEN);
 	assert_string_equal(sv.seen[1].line, "GET /bucket/dir/obj HTTP/1.1");
 	assert_string_equal(sv.seen[1].range, "bytes=0-35");
 	assert_string_equal(sv.seen[1].if_match, "\"e1\"");
-	s3_object_clear(&obj);
+	store_object_clear(&obj);
 
 	/* the asynchronous GET after a HEAD, too */
-	assert_int_equal(s3_head_sync(st, "bucket", "dir/obj", &obj, &err), 0);
-	s3_object_clear(&obj);
+	assert_int_equal(store_head_sync(st, "bucket", "dir/obj", &obj, &err),
+			 0);
+	store_object_clear(&obj);
 	get_and_wait(st, NULL, 4, dest, 10, 0, &o);
 	assert_false(o.failed);
 	assert_memory_equal(dest, body + 4, 10);
 	assert_string_equal(sv.seen[3].line, "GET /bucket/dir/obj HTTP/1.1");
 
 	/* nothing to fetch: no request, success */
-	s3_store_get_stats(st, &stats);
+	store_get_stats(st, &stats);
 	assert_int_equal(stats.requests, 4);
 	memset(&err, 0xa5, sizeof(err));
 	assert_int_equal(
-	    s3_get_sync(st, "bucket", "empty", NULL, dest, 0, &err), 0);
+	    store_get_sync(st, "bucket", "empty", NULL, dest, 0, &err), 0);
 	assert_int_equal(err.err, 0);
-	s3_store_get_stats(st, &stats);
+	store_get_stats(st, &stats);
 	assert_int_equal(stats.requests, 4);
 	assert_int_equal(sv.nseen, 4);
 
 	/* an error reaches the caller */
-	assert_int_equal(s3_get_sync(st, "bucket", "gone", NULL, dest, 8, &err),
-			 ENOENT);
+	assert_int_equal(
+	    store_get_sync(st, "bucket", "gone", NULL, dest, 8, &err), ENOENT);
 	assert_int_equal(err.http_status, 404);
 	assert_string_equal(err.code, "NoSuchKey");
 	assert_string_equal(sv.seen[4].line, "GET /bucket/gone HTTP/1.1");
-	s3_store_destroy(st);
+	store_destroy(st);
 	server_stop(&sv);
 }
 
@@ -681,11 +687,11 @@ static void test_head_then_get_sync(void **state)
 static void test_destroy_cancels(void **state)
 {
 	struct server sv = {0};
-	struct s3_store *st;
+	struct store *st;
 	struct outcome o;
 	char dest[8];
-	struct s3_buffer buf = {dest, 8};
-	struct s3_get get = {
+	struct store_buffer buf = {dest, 8};
+	struct store_get get = {
 	    .bucket = "bucket",
 	    .key = "k",
 	    .buffers = &buf,
@@ -701,8 +707,8 @@ static void test_destroy_cancels(void **state)
 	pthread_mutex_init(&o.lock, NULL);
 	pthread_cond_init(&o.cond, NULL);
 	st = client_for(&sv, 0);
-	assert_int_equal(s3_get(st, &get), 0);
-	s3_store_destroy(st);
+	assert_int_equal(store_get(st, &get), 0);
+	store_destroy(st);
 	assert_true(o.done);
 	assert_true(o.failed);
 	assert_int_equal(o.err.err, ECANCELED);

@@ -42,7 +42,7 @@ struct queued {
 	char *start_after;
 	char *prefix;
 	unsigned max_keys;
-	s3_list_done_fn *done;
+	store_list_done_fn *done;
 	void *arg;
 };
 
@@ -55,7 +55,7 @@ enum hostile {
 };
 
 struct key_store {
-	struct s3_store store;
+	struct store store;
 	char **keys; /* sorted by strcmp */
 	size_t n;
 	pthread_mutex_t lock;
@@ -92,8 +92,8 @@ static size_t first_after(const struct key_store *ks, const char *after)
 
 static void answer(struct key_store *ks, struct queued *q, unsigned number)
 {
-	struct s3_list_page page;
-	struct s3_error err;
+	struct store_list_page page;
+	struct store_error err;
 	size_t plen = strlen(q->prefix), i;
 	char token[32];
 
@@ -184,7 +184,7 @@ static void *serve(void *arg)
 	return NULL;
 }
 
-static int ks_list(struct s3_store *st, const struct s3_list *req)
+static int ks_list(struct store *st, const struct store_list *req)
 {
 	struct key_store *ks = (struct key_store *)st;
 	struct queued *q = calloc(1, sizeof(*q));
@@ -214,27 +214,27 @@ static int ks_list(struct s3_store *st, const struct s3_list *req)
 	return 0;
 }
 
-static int ks_get(struct s3_store *st, const struct s3_get *req)
+static int ks_get(struct store *st, const struct store_get *req)
 {
 	(void)st;
 	(void)req;
 	return EINVAL;
 }
 
-static int ks_head(struct s3_store *st, const struct s3_head *req)
+static int ks_head(struct store *st, const struct store_head *req)
 {
 	(void)st;
 	(void)req;
 	return EINVAL;
 }
 
-static void ks_stats(struct s3_store *st, struct s3_stats *out)
+static void ks_stats(struct store *st, struct store_stats *out)
 {
 	(void)st;
 	memset(out, 0, sizeof(*out));
 }
 
-static void ks_destroy(struct s3_store *st)
+static void ks_destroy(struct store *st)
 {
 	struct key_store *ks = (struct key_store *)st;
 
@@ -250,7 +250,7 @@ static void ks_destroy(struct s3_store *st)
 	free(ks);
 }
 
-static const struct s3_store_ops ks_ops = {
+static const struct store_ops ks_ops = {
     .get = ks_get,
     .list = ks_list,
     .head = ks_head,
@@ -397,7 +397,7 @@ static struct keys adversarial_keys(void)
 struct outcome {
 	struct cache_lister_stats stats;
 	int rc;
-	struct s3_error err;
+	struct store_error err;
 	unsigned start_after_requests;
 	struct cache *cache; /* over this store, for the lister */
 };
@@ -850,7 +850,7 @@ static void test_list_failures(void **state)
 		struct cache_catalog *cat = cache_catalog_create("b", "data/");
 		struct cache_lister_conf conf;
 		struct cache_lister *l;
-		struct s3_error err;
+		struct store_error err;
 
 		ks->fail_at = at;
 		cache_lister_conf_init(&conf);
@@ -869,7 +869,7 @@ static void test_list_failures(void **state)
 		struct key_store *ks = key_store_new(k.v, k.n);
 		struct cache_catalog *cat = cache_catalog_create("b", "data/");
 		struct cache_lister *l;
-		struct s3_error err;
+		struct store_error err;
 
 		ks->hostile = kinds[i];
 		l = cache_lister_start(cache_over(ks), cat, NULL);

@@ -12,7 +12,7 @@
  */
 #include "config.h"
 
-#include "cache/disk.h"
+#include "store/disk.h"
 #include "cache/internal.h"
 #include "tests/unit/test_store.h"
 
@@ -45,8 +45,8 @@
 static struct {
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
-	const struct s3_store_ops *ops; /* the test store's */
-	struct s3_store_ops gated;
+	const struct store_ops *ops; /* the test store's */
+	struct store_ops gated;
 	const char *key; /* get()s of this key stall while closed */
 	bool lists;	 /* list()s stall while closed */
 	bool closed;
@@ -66,13 +66,13 @@ static void gate_pass(bool stall)
 	pthread_mutex_unlock(&gate.lock);
 }
 
-static int gate_get(struct s3_store *st, const struct s3_get *req)
+static int gate_get(struct store *st, const struct store_get *req)
 {
 	gate_pass(gate.key && strcmp(req->key, gate.key) == 0);
 	return gate.ops->get(st, req);
 }
 
-static int gate_list(struct s3_store *st, const struct s3_list *req)
+static int gate_list(struct store *st, const struct store_list *req)
 {
 	gate_pass(gate.lists);
 	return gate.ops->list(st, req);
@@ -241,7 +241,7 @@ enum stack { GATE_ONLY, DISK_OVER_GATE };
 
 struct fixture {
 	struct test_store *ts; /* with the gate */
-	struct s3_store *top;  /* what the cache is given */
+	struct store *top;     /* what the cache is given */
 	struct cache *c;
 	struct cache_stream *fast, *slow;
 };
@@ -255,7 +255,7 @@ struct fixture {
 static void fixture_start(struct fixture *f, enum stack stack)
 {
 	struct cache_conf conf;
-	struct s3_error err;
+	struct store_error err;
 
 	memset(f, 0, sizeof(*f));
 	f->ts = test_store_create(true, 4);
@@ -267,21 +267,21 @@ static void fixture_start(struct fixture *f, enum stack stack)
 	gate_install(f->ts);
 	f->top = &f->ts->store;
 	if (stack == DISK_OVER_GATE) {
-		struct cache_disk_conf dconf;
+		struct disk_store_conf dconf;
 		const char *tmp = getenv("TMPDIR");
 		char msg[256];
 
 		snprintf(scratch, sizeof(scratch), "%s/test_lock.XXXXXX",
 			 tmp && *tmp ? tmp : "/tmp");
 		assert_non_null(mkdtemp(scratch));
-		cache_disk_conf_init(&dconf);
+		disk_store_conf_init(&dconf);
 		dconf.dir = scratch;
 		dconf.size_bytes = 64 * BS;
 		dconf.block_size = BS;
 		f->top =
-		    cache_disk_create(&dconf, &f->ts->store, msg, sizeof(msg));
+		    disk_store_create(&dconf, &f->ts->store, msg, sizeof(msg));
 		if (!f->top)
-			fail_msg("cache_disk_create: %s", msg);
+			fail_msg("disk_store_create: %s", msg);
 	}
 	cache_conf_init(&conf);
 	conf.budget_bytes = 32 * BS;
@@ -304,7 +304,7 @@ static void fixture_start(struct fixture *f, enum stack stack)
 
 static void fixture_stop(struct fixture *f, enum stack stack)
 {
-	s3_store_destroy(f->top); /* its callbacks land in the cache */
+	store_destroy(f->top); /* its callbacks land in the cache */
 	cache_stream_destroy(f->fast);
 	cache_stream_destroy(f->slow);
 	cache_destroy(f->c);
@@ -366,7 +366,7 @@ static void test_stalled_list(void **state)
 {
 	struct fixture f;
 	struct cache_stream *s;
-	struct s3_error err;
+	struct store_error err;
 
 	(void)state;
 	fixture_start(&f, GATE_ONLY);
@@ -429,7 +429,7 @@ static void test_hooks_unlocked(void **state)
 {
 	struct hook_log frames = {0}, wants = {0};
 	struct cache_stream *s;
-	struct s3_error err;
+	struct store_error err;
 	struct fixture f;
 
 	(void)state;

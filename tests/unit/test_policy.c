@@ -12,11 +12,11 @@
  * by a window that reaches it; a reader destroyed gives its window up),
  * the windows' shares of the budget, four readers at different speeds
  * (byte-exact, within the budget, the fast one not held back), and the
- * pre-warm (cache_stream_prefetch): what it fetches, that it never evicts
- * unread data, and that the reader it was for finds it in memory.
+ * next-epoch prefetch (cache_stream_prefetch): what it fetches, that it never
+ * evicts unread data, and that the reader it was for finds it in memory.
  *
  * The bytes the store sent count refetches exactly: every GET is made by
- * the thread that reads (or pre-warms), so once those have returned the
+ * the thread that reads (or prefetches), so once those have returned the
  * tests wait until the store has answered all it was asked
  * (test_store_wait_idle()) and read its final count.
  */
@@ -60,7 +60,7 @@ static void fixture_window(struct fixture *f, unsigned count, uint64_t size,
 			   uint64_t budget, uint64_t window, uint64_t kept)
 {
 	struct cache_conf conf;
-	struct s3_error err;
+	struct store_error err;
 	char key[32];
 
 	memset(f, 0, sizeof(*f));
@@ -115,9 +115,9 @@ static struct cache_stats stats_of(const struct fixture *f)
 
 static uint64_t received(const struct fixture *f)
 {
-	struct s3_stats st;
+	struct store_stats st;
 
-	s3_store_get_stats(&f->ts->store, &st);
+	store_get_stats(&f->ts->store, &st);
 	return st.bytes_received;
 }
 
@@ -479,7 +479,7 @@ static void test_readers_speeds(void **state)
 	fixture_stop(&f);
 }
 
-/* ---- the pre-warm ---- */
+/* ---- the next-epoch prefetch ---- */
 
 /*
  * cache_stream_prefetch() fetches the first bytes of a stream for a reader
@@ -516,7 +516,7 @@ static void test_prefetch_head(void **state)
 }
 
 /*
- * The pre-warm never evicts unread data: with the budget full of a
+ * The next-epoch prefetch never evicts unread data: with the budget full of a
  * reader's window it fetches nothing and says so; once the reader has
  * passed blocks, a later call takes their room.
  */
@@ -539,7 +539,8 @@ static void test_prefetch_within_budget(void **state)
 	assert_int_equal(st.used_bytes, 1 * MIB);
 	for (uint64_t off = 1 * MIB; off < 2 * MIB - BS; off += BS)
 		assert_non_null(block_at(&f, off));
-	/* the pre-warm takes that one block's room, and no unread block's */
+	/* the next-epoch prefetch takes that one block's room, and no unread
+	 * block's */
 	assert_false(cache_stream_prefetch(f.s, 256 * KIB));
 	assert_int_equal(stats_of(&f).evictions, st.evictions + 1);
 	for (uint64_t off = 1 * MIB; off < 2 * MIB - BS; off += BS)
@@ -547,7 +548,8 @@ static void test_prefetch_within_budget(void **state)
 	assert_non_null(block_at(&f, 0));
 	assert_null(block_at(&f, BS));
 	/* the reader passes four blocks, which its window, at the end of
-	 * the stream, does not need: their room goes to the pre-warm */
+	 * the stream, does not need: their room goes to the next-epoch prefetch
+	 */
 	assert_int_equal(read_on(&f, r, 256 * KIB, 64 * KIB, 0, NULL),
 			 256 * KIB);
 	assert_true(cache_stream_prefetch(f.s, 256 * KIB));
@@ -558,8 +560,8 @@ static void test_prefetch_within_budget(void **state)
 	fixture_stop(&f);
 }
 
-/* A plan stream's owner adds segments when asked: the pre-warm asks and
- * fetches what it added at once. */
+/* A plan stream's owner adds segments when asked: the next-epoch prefetch asks
+ * and fetches what it added at once. */
 static void want_all(void *arg, struct cache_stream *s)
 {
 	struct fixture *f = arg;
@@ -587,7 +589,7 @@ static void test_prefetch_plan(void **state)
 	assert_non_null(plan);
 	assert_true(cache_stream_prefetch(plan, 3 * BS));
 	assert_int_equal(settled(&f), 3 * BS);
-	/* a plan shorter than the pre-warm: all of it */
+	/* a plan shorter than the next-epoch prefetch: all of it */
 	assert_true(cache_stream_prefetch(plan, 100 * MIB));
 	assert_int_equal(settled(&f), f.total);
 	cache_stream_destroy(plan);

@@ -91,7 +91,7 @@ static struct cache *new_cache(struct test_store *ts, uint64_t budget,
 static struct cache_stream *start_stream(struct cache *c, const char *prefix)
 {
 	struct cache_stream *s = cache_stream_create(c, "bucket", prefix);
-	struct s3_error err;
+	struct store_error err;
 
 	assert_non_null(s);
 	assert_int_equal(cache_stream_start(s, &err), 0);
@@ -292,15 +292,15 @@ static void test_changed_object_is_eio(void **state)
 static void test_list_sync(void **state)
 {
 	struct test_store *ts = test_store_create(true, 1);
-	struct s3_list_page page;
-	struct s3_error err;
+	struct store_list_page page;
+	struct store_error err;
 	struct dataset d;
 
 	assert_non_null(ts);
 	make_dataset(ts, &d, 5, 10);
-	assert_int_equal(
-	    s3_list_sync(&ts->store, "bucket", "data/", NULL, 3, &page, &err),
-	    0);
+	assert_int_equal(store_list_sync(&ts->store, "bucket", "data/", NULL, 3,
+					 &page, &err),
+			 0);
 	assert_int_equal(page.count, 3);
 	assert_true(page.truncated);
 	assert_non_null(page.next_token);
@@ -310,19 +310,19 @@ static void test_list_sync(void **state)
 		char token[32];
 
 		snprintf(token, sizeof(token), "%s", page.next_token);
-		s3_list_page_clear(&page);
-		assert_int_equal(s3_list_sync(&ts->store, "bucket", "data/",
-					      token, 3, &page, &err),
+		store_list_page_clear(&page);
+		assert_int_equal(store_list_sync(&ts->store, "bucket", "data/",
+						 token, 3, &page, &err),
 				 0);
 	}
 	assert_int_equal(page.count, 2);
 	assert_false(page.truncated);
 	assert_string_equal(page.objects[1].key, "data/004");
-	s3_list_page_clear(&page);
+	store_list_page_clear(&page);
 	/* a request the store refuses comes back as the error */
-	assert_int_equal(
-	    s3_list_sync(&ts->store, "bucket", "data/", NULL, 0, &page, &err),
-	    EINVAL);
+	assert_int_equal(store_list_sync(&ts->store, "bucket", "data/", NULL, 0,
+					 &page, &err),
+			 EINVAL);
 	assert_int_equal(err.err, EINVAL);
 	test_store_destroy(ts);
 }
@@ -499,9 +499,9 @@ static int read_expect(struct cache *c, struct cache_reader *r, uint64_t offset,
 
 static uint64_t received(struct test_store *ts)
 {
-	struct s3_stats st;
+	struct store_stats st;
 
-	s3_store_get_stats(&ts->store, &st);
+	store_get_stats(&ts->store, &st);
 	return st.bytes_received;
 }
 
@@ -963,7 +963,7 @@ static void test_framer_exact(void **state)
 		struct cache *c;
 		struct cache_stream *s;
 		struct cache_reader *r;
-		struct s3_error err;
+		struct store_error err;
 		unsigned calls = 0, nonempty = 0;
 		uint64_t total, got, size = 0;
 		unsigned char *want;
@@ -1041,7 +1041,7 @@ static void test_streams_share_blocks(void **state)
 	assert_non_null(plan);
 	for (unsigned i = 0; i < f.d.count; i++) {
 		struct cache_object *o = NULL;
-		struct s3_error err;
+		struct store_error err;
 
 		if (!f.d.sizes[i])
 			continue;
@@ -1078,7 +1078,7 @@ struct resolved {
 };
 
 static void on_resolved(void *arg, struct cache_object *obj,
-			const struct s3_error *err)
+			const struct store_error *err)
 {
 	struct resolved *rs = arg;
 
@@ -1114,7 +1114,7 @@ static void test_resolve(void **state)
 	struct resolved rs = {.calls = 0};
 	struct cache *c;
 	struct cache_object *o = NULL, *same;
-	struct s3_error err;
+	struct store_error err;
 	unsigned char *buf;
 
 	assert_non_null(ts);
@@ -1184,8 +1184,8 @@ struct heads_seen {
 	uint64_t size;
 };
 
-static void on_head(void *arg, const struct s3_object *obj,
-		    const struct s3_error *err)
+static void on_head(void *arg, const struct store_object *obj,
+		    const struct store_error *err)
 {
 	struct heads_seen *h = arg;
 
@@ -1203,36 +1203,38 @@ static void on_head(void *arg, const struct s3_object *obj,
 static void test_head_sync(void **state)
 {
 	struct test_store *ts = test_store_create(true, 1);
-	struct s3_head req = {.bucket = "bucket", .done = on_head};
+	struct store_head req = {.bucket = "bucket", .done = on_head};
 	struct heads_seen seen = {0};
-	struct s3_object obj;
-	struct s3_error err;
-	struct s3_stats stats;
+	struct store_object obj;
+	struct store_error err;
+	struct store_stats stats;
 	char buf[10];
 
 	assert_non_null(ts);
 	test_store_put(ts, "m/manifest", "\"m1\"", "0123456789", 10);
 	assert_int_equal(
-	    s3_head_sync(&ts->store, "bucket", "m/manifest", &obj, &err), 0);
+	    store_head_sync(&ts->store, "bucket", "m/manifest", &obj, &err), 0);
 	assert_string_equal(obj.key, "m/manifest");
 	assert_string_equal(obj.etag, "\"m1\"");
 	assert_int_equal(obj.size, 10);
-	assert_int_equal(s3_get_sync(&ts->store, "bucket", obj.key, obj.etag,
-				     buf, obj.size, &err),
+	assert_int_equal(store_get_sync(&ts->store, "bucket", obj.key, obj.etag,
+					buf, obj.size, &err),
 			 0);
 	assert_memory_equal(buf, "0123456789", 10);
-	s3_object_clear(&obj);
+	store_object_clear(&obj);
 	assert_int_equal(
-	    s3_head_sync(&ts->store, "bucket", "m/none", &obj, &err), ENOENT);
+	    store_head_sync(&ts->store, "bucket", "m/none", &obj, &err),
+	    ENOENT);
 	assert_int_equal(err.http_status, 404);
 	assert_null(obj.key);
-	assert_int_equal(s3_get_sync(&ts->store, "bucket", "m/manifest",
-				     "\"m0\"", buf, 10, &err),
+	assert_int_equal(store_get_sync(&ts->store, "bucket", "m/manifest",
+					"\"m0\"", buf, 10, &err),
 			 ESTALE);
 	/* 0 bytes: the store is not asked */
 	assert_int_equal(
-	    s3_get_sync(&ts->store, "bucket", "m/none", NULL, buf, 0, &err), 0);
-	s3_store_get_stats(&ts->store, &stats);
+	    store_get_sync(&ts->store, "bucket", "m/none", NULL, buf, 0, &err),
+	    0);
+	store_get_stats(&ts->store, &stats);
 	assert_int_equal(stats.requests, 4);
 	assert_int_equal(stats.failures, 2);
 	test_store_destroy(ts);
@@ -1242,12 +1244,12 @@ static void test_head_sync(void **state)
 	test_store_put(ts, "a", "\"a1\"", NULL, 5000000000ull);
 	req.arg = &seen;
 	req.key = "a";
-	assert_int_equal(s3_head(&ts->store, &req), 0);
+	assert_int_equal(store_head(&ts->store, &req), 0);
 	req.key = "b";
-	assert_int_equal(s3_head(&ts->store, &req), 0);
-	assert_int_equal(s3_head(&ts->store, &req), 0);
+	assert_int_equal(store_head(&ts->store, &req), 0);
+	assert_int_equal(store_head(&ts->store, &req), 0);
 	req.key = NULL;
-	assert_int_equal(s3_head(&ts->store, &req), EINVAL);
+	assert_int_equal(store_head(&ts->store, &req), EINVAL);
 	assert_int_equal(ts->nheads, 3);
 	assert_string_equal(ts->heads[1].key, "b");
 	assert_int_equal(seen.calls, 0);

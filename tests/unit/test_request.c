@@ -7,7 +7,7 @@
  *                 here with OpenSSL from AWS's documented algorithm (the
  *                 oracle is itself checked on AWS's published examples);
  *   s3/error.c    s3_error_from_attempt(): one attempt -> errno + retry;
- *   s3/store.c    s3_get_check();
+ *   store/store.c    store_get_check();
  *   s3/conf.c     the client settings and s3_client_conf_resolve(), with
  *                 an environment that names only files that do not exist.
  *
@@ -17,7 +17,7 @@
 
 #include "s3/internal.h"
 #include "s3/s3.h"
-#include "s3/store.h"
+#include "store/store.h"
 
 #include <errno.h>
 #include <setjmp.h>
@@ -978,7 +978,7 @@ static void check_attempt(const struct attempt_case *c, const char *url)
 	    .curl_message = c->curl_message,
 	    .url = url,
 	};
-	struct s3_error err;
+	struct store_error err;
 	bool retryable = !c->retryable;
 
 	print_message("attempt: %s\n", c->name);
@@ -989,7 +989,10 @@ static void check_attempt(const struct attempt_case *c, const char *url)
 	if (!c->err)
 		return;
 	assert_int_equal(err.http_status, c->http_status);
-	assert_int_equal(err.curl_code, c->curl);
+	assert_int_equal(err.fault == STORE_FAULT_NONE, c->curl == CURLE_OK);
+	if (c->curl)
+		assert_string_equal(err.fault_what,
+				    curl_easy_strerror((CURLcode)c->curl));
 	assert_string_equal(err.code, c->code);
 	if (c->msg_has && strcmp(c->msg_has, CURL_TEXT) == 0)
 		assert_string_equal(err.message,
@@ -1029,10 +1032,10 @@ static void test_attempt_url(void **state)
 }
 
 /* ======================================================================
- * s3_get_check
+ * store_get_check
  * ====================================================================== */
 
-static void done_cb(void *arg, const struct s3_error *err)
+static void done_cb(void *arg, const struct store_error *err)
 {
 }
 
@@ -1060,9 +1063,9 @@ static void test_get_check(void **state)
 	static const struct get_check_case cases[] = {
 	    {"one", 1, 10, 0, 0, 0, 0, 0, 10},
 	    {"three", 3, 10, 20, 30, 0, 7, 0, 60},
-	    {"the most", S3_GET_BUFFERS_MAX, 1, 1, 1, 0, 0, 0,
-	     S3_GET_BUFFERS_MAX},
-	    {"too many", S3_GET_BUFFERS_MAX + 1, 1, 1, 1, 0, 0, EINVAL, 0},
+	    {"the most", STORE_GET_BUFFERS_MAX, 1, 1, 1, 0, 0, 0,
+	     STORE_GET_BUFFERS_MAX},
+	    {"too many", STORE_GET_BUFFERS_MAX + 1, 1, 1, 1, 0, 0, EINVAL, 0},
 	    {"none", 0, 1, 1, 1, 0, 0, EINVAL, 0},
 	    {"NULL buffers", 1, 10, 0, 0, NO_BUFFERS, 0, EINVAL, 0},
 	    {"zero-length buffer", 3, 10, 0, 5, 0, 0, EINVAL, 0},
@@ -1077,11 +1080,11 @@ static void test_get_check(void **state)
 	    {"lengths wrap", 2, SIZE_MAX / 2 + 1, SIZE_MAX / 2 + 1, 0, 0, 0,
 	     EINVAL, 0},
 	};
-	struct s3_buffer bufs[S3_GET_BUFFERS_MAX + 1];
+	struct store_buffer bufs[STORE_GET_BUFFERS_MAX + 1];
 
 	for (size_t i = 0; i < N_ELEMS(cases); i++) {
 		const struct get_check_case *c = &cases[i];
-		struct s3_get req = {
+		struct store_get req = {
 		    .bucket = c->missing & NO_BUCKET ? NULL : "bkt",
 		    .key = c->missing & NO_KEY ? NULL : "k",
 		    .offset = c->offset,
@@ -1101,10 +1104,10 @@ static void test_get_check(void **state)
 		bufs[2].len = c->len2;
 		if (c->missing & NO_DEST)
 			bufs[1].dest = NULL;
-		assert_int_equal(s3_get_check(&req, &total), c->rc);
+		assert_int_equal(store_get_check(&req, &total), c->rc);
 		if (!c->rc)
 			assert_int_equal(total, c->total);
-		assert_int_equal(s3_get_check(&req, NULL), c->rc);
+		assert_int_equal(store_get_check(&req, NULL), c->rc);
 	}
 }
 

@@ -35,7 +35,8 @@ static void copy_string(char *dst, size_t len, const char *src)
 	snprintf(dst, len, "%s", src ? src : "");
 }
 
-static void fill_get(struct test_get *g, const struct s3_get *req, uint64_t len)
+static void fill_get(struct test_get *g, const struct store_get *req,
+		     uint64_t len)
 {
 	memset(g, 0, sizeof(*g));
 	copy_string(g->bucket, sizeof(g->bucket), req->bucket);
@@ -51,7 +52,7 @@ static void fill_get(struct test_get *g, const struct s3_get *req, uint64_t len)
 	g->arg = req->arg;
 }
 
-static void fill_list(struct test_list *l, const struct s3_list *req)
+static void fill_list(struct test_list *l, const struct store_list *req)
 {
 	memset(l, 0, sizeof(*l));
 	copy_string(l->bucket, sizeof(l->bucket), req->bucket);
@@ -63,7 +64,7 @@ static void fill_list(struct test_list *l, const struct s3_list *req)
 	l->arg = req->arg;
 }
 
-static void fill_head(struct test_head *h, const struct s3_head *req)
+static void fill_head(struct test_head *h, const struct store_head *req)
 {
 	memset(h, 0, sizeof(*h));
 	copy_string(h->bucket, sizeof(h->bucket), req->bucket);
@@ -94,12 +95,12 @@ static void enqueue(struct test_store *ts, struct test_queued *q)
 	pthread_mutex_unlock(&ts->lock);
 }
 
-static int store_get(struct s3_store *st, const struct s3_get *req)
+static int fake_get(struct store *st, const struct store_get *req)
 {
 	struct test_store *ts = (struct test_store *)st;
 	struct test_queued *q;
 	size_t len = 0;
-	int rc = s3_get_check(req, &len);
+	int rc = store_get_check(req, &len);
 
 	if (rc)
 		return rc;
@@ -122,7 +123,7 @@ static int store_get(struct s3_store *st, const struct s3_get *req)
 	return 0;
 }
 
-static int store_list(struct s3_store *st, const struct s3_list *req)
+static int fake_list(struct store *st, const struct store_list *req)
 {
 	struct test_store *ts = (struct test_store *)st;
 	struct test_queued *q;
@@ -150,7 +151,7 @@ static int store_list(struct s3_store *st, const struct s3_list *req)
 	return 0;
 }
 
-static int store_head(struct s3_store *st, const struct s3_head *req)
+static int fake_head(struct store *st, const struct store_head *req)
 {
 	struct test_store *ts = (struct test_store *)st;
 	struct test_queued *q;
@@ -177,7 +178,7 @@ static int store_head(struct s3_store *st, const struct s3_head *req)
 	return 0;
 }
 
-static void store_get_stats(struct s3_store *st, struct s3_stats *out)
+static void fake_get_stats(struct store *st, struct store_stats *out)
 {
 	struct test_store *ts = (struct test_store *)st;
 
@@ -186,20 +187,21 @@ static void store_get_stats(struct s3_store *st, struct s3_stats *out)
 	pthread_mutex_unlock(&ts->lock);
 }
 
-static void store_destroy(struct s3_store *st)
+static void fake_destroy(struct store *st)
 {
 	test_store_destroy((struct test_store *)st);
 }
 
-static const struct s3_store_ops test_ops = {
-    .get = store_get,
-    .list = store_list,
-    .head = store_head,
-    .get_stats = store_get_stats,
-    .destroy = store_destroy,
+static const struct store_ops test_ops = {
+    .get = fake_get,
+    .list = fake_list,
+    .head = fake_head,
+    .get_stats = fake_get_stats,
+    .destroy = fake_destroy,
 };
 
-static void error_of(struct s3_error *e, int err, long status, const char *code)
+static void error_of(struct store_error *e, int err, long status,
+		     const char *code)
 {
 	memset(e, 0, sizeof(*e));
 	e->err = err;
@@ -234,7 +236,7 @@ static void deliver(struct test_get *g, const struct test_object *o)
 	uint64_t off = g->offset;
 
 	for (unsigned i = 0; i < g->nbuffers; i++) {
-		const struct s3_buffer *b = &g->buffers[i];
+		const struct store_buffer *b = &g->buffers[i];
 
 		for (size_t j = 0; j < b->len; j++, off++)
 			b->dest[j] = o && o->data
@@ -248,7 +250,7 @@ static void deliver(struct test_get *g, const struct test_object *o)
 static void serve_get(struct test_store *ts, struct test_get *g)
 {
 	const struct test_object *o;
-	struct s3_error e;
+	struct store_error e;
 	bool fault;
 
 	pthread_mutex_lock(&ts->lock);
@@ -283,8 +285,8 @@ static void serve_get(struct test_store *ts, struct test_get *g)
 static void answer_head(struct test_store *ts, struct test_head *h, int err)
 {
 	const struct test_object *o;
-	struct s3_object obj = {.key = h->key};
-	struct s3_error e;
+	struct store_object obj = {.key = h->key};
+	struct store_error e;
 
 	pthread_mutex_lock(&ts->lock);
 	o = find_object(ts, h->key);
@@ -313,7 +315,7 @@ static void answer_head(struct test_store *ts, struct test_head *h, int err)
  * start_after. */
 static void serve_list(struct test_store *ts, struct test_list *l)
 {
-	struct s3_list_page page;
+	struct store_list_page page;
 	unsigned from = l->token[0] ? (unsigned)strtoul(l->token, NULL, 10) : 0;
 	size_t plen = strlen(l->prefix);
 	char token[32];
@@ -346,7 +348,7 @@ static void serve_list(struct test_store *ts, struct test_list *l)
 	}
 	pthread_mutex_unlock(&ts->lock);
 	if (!page.objects) {
-		struct s3_error e;
+		struct store_error e;
 
 		error_of(&e, ENOMEM, 0, "");
 		l->done(l->arg, NULL, &e);
@@ -516,7 +518,7 @@ int test_store_wait_made(struct test_store *ts, enum test_request kind,
 
 void test_store_cancel_all(struct test_store *ts)
 {
-	struct s3_error e;
+	struct store_error e;
 
 	error_of(&e, ECANCELED, 0, "");
 	for (unsigned i = 0; i < ts->ngets; i++)
@@ -611,7 +613,7 @@ void test_store_put(struct test_store *ts, const char *key, const char *etag,
 void test_store_finish_get(struct test_store *ts, unsigned i, int err)
 {
 	struct test_get *g = &ts->gets[i];
-	struct s3_error e;
+	struct store_error e;
 
 	if (g->finished)
 		abort();

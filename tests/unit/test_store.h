@@ -1,5 +1,5 @@
 /*
- * test_store: an in-memory store (s3/store.h) for the unit tests.
+ * test_store: an in-memory store (store/store.h) for the unit tests.
  *
  * Two ways to answer:
  *   - recording (serve == false): every GET, LIST and HEAD is kept, in
@@ -30,7 +30,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "s3/store.h"
+#include "store/store.h"
 
 #define TEST_STORE_MAX_RECORDED 256
 #define TEST_STORE_WAIT_SECONDS 60
@@ -45,9 +45,9 @@ struct test_get {
 	uint64_t len; /* all buffers */
 	unsigned nbuffers;
 	unsigned flags;
-	struct s3_buffer buffers[S3_GET_BUFFERS_MAX];
-	s3_get_buffer_fn *buffer_done;
-	s3_get_done_fn *done;
+	struct store_buffer buffers[STORE_GET_BUFFERS_MAX];
+	store_get_buffer_fn *buffer_done;
+	store_get_done_fn *done;
 	void *arg;
 	bool finished; /* done has run */
 };
@@ -58,7 +58,7 @@ struct test_list {
 	char token[64];	       /* "" for the first page */
 	char start_after[256]; /* "" when none */
 	unsigned max_keys;
-	s3_list_done_fn *done;
+	store_list_done_fn *done;
 	void *arg;
 	bool finished;
 };
@@ -66,7 +66,7 @@ struct test_list {
 struct test_head {
 	char bucket[64];
 	char key[256];
-	s3_head_done_fn *done;
+	store_head_done_fn *done;
 	void *arg;
 	bool finished;
 };
@@ -79,7 +79,7 @@ struct test_object {
 };
 
 struct test_store {
-	struct s3_store store; /* first: what the cache is given */
+	struct store store; /* first: what the cache is given */
 	bool serve;
 	pthread_mutex_t lock;
 	/* recording: what was asked, in order */
@@ -98,7 +98,7 @@ struct test_store {
 	pthread_cond_t wake;
 	bool stopping;
 	pthread_t thread;
-	struct s3_stats stats;
+	struct store_stats stats;
 	/* waiting */
 	pthread_cond_t changed; /* events moved */
 	uint64_t events;	/* requests taken and answered, notifications */

@@ -364,7 +364,7 @@ static void test_find_many(void **state)
 
 /* ---- listing pages ---- */
 
-static void page_init(struct s3_list_page *p, size_t count, bool truncated,
+static void page_init(struct store_list_page *p, size_t count, bool truncated,
 		      const char *token)
 {
 	memset(p, 0, sizeof(*p));
@@ -377,10 +377,10 @@ static void page_init(struct s3_list_page *p, size_t count, bool truncated,
 	}
 }
 
-static void page_add(struct s3_list_page *p, const char *key, const char *etag,
-		     uint64_t size)
+static void page_add(struct store_list_page *p, const char *key,
+		     const char *etag, uint64_t size)
 {
-	struct s3_object *o = &p->objects[p->count++];
+	struct store_object *o = &p->objects[p->count++];
 
 	o->key = strdup(key);
 	o->etag = etag ? strdup(etag) : NULL;
@@ -388,7 +388,7 @@ static void page_add(struct s3_list_page *p, const char *key, const char *etag,
 	assert_non_null(o->key);
 }
 
-static int take(struct cache_stream *s, struct s3_list_page *p)
+static int take(struct cache_stream *s, struct store_list_page *p)
 {
 	return take_page(s, p);
 }
@@ -397,7 +397,7 @@ static void test_take_page(void **state)
 {
 	struct cache *c = new_cache(64 * MIB, 8 * MIB);
 	struct cache_stream *s = cache_stream_create(c, "b", "p/");
-	struct s3_list_page page;
+	struct store_list_page page;
 	uint64_t size = 123;
 
 	assert_non_null(s);
@@ -419,7 +419,7 @@ static void test_take_page(void **state)
 	assert_string_equal(s->segs[0]->obj->etag, "\"e1\"");
 	assert_ptr_not_equal(s->segs[0]->obj->etag, page.objects[0].etag);
 	assert_null(s->segs[1]->obj->etag);
-	s3_list_page_clear(&page);
+	store_list_page_clear(&page);
 	size = 123;
 	assert_false(cache_stream_size(s, &size));
 	assert_int_equal(size, 0);
@@ -429,7 +429,7 @@ static void test_take_page(void **state)
 	assert_int_equal(take(s, &page), 0);
 	assert_string_equal(s->next_token, "token-2");
 	assert_false(s->complete);
-	s3_list_page_clear(&page);
+	store_list_page_clear(&page);
 	/* the last page */
 	page_init(&page, 2, false, NULL);
 	page_add(&page, "p/d", "\"e4\"", 4 * GIB);
@@ -437,7 +437,7 @@ static void test_take_page(void **state)
 	assert_int_equal(take(s, &page), 0);
 	assert_null(s->next_token);
 	assert_true(s->complete);
-	s3_list_page_clear(&page);
+	store_list_page_clear(&page);
 	assert_int_equal(s->count, 4);
 	assert_int_equal(s->segs[3]->start, 11 * GIB + 1);
 	assert_true(cache_stream_size(s, &size));
@@ -452,7 +452,7 @@ static void test_take_page_odd(void **state)
 	struct cache_stream *s = cache_stream_create(c, "b", "p/");
 	struct cache_stream *t = cache_stream_create(c, "b", "p/");
 	struct cache_stream *u = cache_stream_create(c, "b", "p/");
-	struct s3_list_page page;
+	struct store_list_page page;
 	uint64_t size = 1;
 
 	assert_non_null(s);
@@ -461,7 +461,7 @@ static void test_take_page_odd(void **state)
 	/* an empty, complete listing: size 0, but known */
 	page_init(&page, 0, false, NULL);
 	assert_int_equal(take(s, &page), 0);
-	s3_list_page_clear(&page);
+	store_list_page_clear(&page);
 	assert_true(s->complete);
 	assert_true(cache_stream_size(s, &size));
 	assert_int_equal(size, 0);
@@ -471,7 +471,7 @@ static void test_take_page_odd(void **state)
 	page_init(&page, 1, true, NULL);
 	page_add(&page, "p/x", NULL, 10);
 	assert_int_equal(take(t, &page), 0);
-	s3_list_page_clear(&page);
+	store_list_page_clear(&page);
 	assert_true(t->complete);
 	assert_null(t->next_token);
 	/* a token on a page that is not truncated is ignored (and freed with
@@ -482,7 +482,7 @@ static void test_take_page_odd(void **state)
 	assert_true(u->complete);
 	assert_null(u->next_token);
 	assert_non_null(page.next_token);
-	s3_list_page_clear(&page);
+	store_list_page_clear(&page);
 	cache_stream_destroy(s);
 	cache_stream_destroy(t);
 	cache_stream_destroy(u);
@@ -735,7 +735,7 @@ static void test_prefetch_runs(void **state)
 	struct cache *c = s->cache;
 	struct cache_reader *r, *r2, *r3;
 	struct cache_block *b;
-	struct s3_error e;
+	struct store_error e;
 
 	append(s, "p/small", NULL, 10 * MIB + 5);
 	append(s, "p/tiny", NULL, 100);
@@ -746,7 +746,7 @@ static void test_prefetch_runs(void **state)
 	prefetch_at(r, 0, 4096);
 	assert_int_equal(store->ngets, 1);
 	check_get(0, "p/big", 0, MIB, 1);
-	assert_int_equal(store->gets[0].flags & S3_GET_WHOLE, 0);
+	assert_int_equal(store->gets[0].flags & STORE_GET_WHOLE, 0);
 	/* the full window: whole runs of 8 blocks, then it waits while half
 	 * a window is still ahead (frontier 25 MiB, a run would end past
 	 * 32 MiB) */
@@ -786,8 +786,8 @@ static void test_prefetch_runs(void **state)
 	check_get(10, "p/small", 0, 8 * MIB, 8);
 	check_get(11, "p/small", 8 * MIB, 2 * MIB + 5, 3);
 	check_get(12, "p/tiny", 0, 100, 1);
-	assert_true(store->gets[12].flags & S3_GET_WHOLE);
-	assert_int_equal(store->gets[10].flags & S3_GET_WHOLE, 0);
+	assert_true(store->gets[12].flags & STORE_GET_WHOLE);
+	assert_int_equal(store->gets[10].flags & STORE_GET_WHOLE, 0);
 
 	/* blocks of a run become readable one by one; a failure takes only
 	 * the rest */
@@ -978,7 +978,8 @@ static void wait_gets(struct cache *c, unsigned n)
 
 static void check_urgent(unsigned i, bool urgent)
 {
-	assert_int_equal((store->gets[i].flags & S3_GET_URGENT) != 0, urgent);
+	assert_int_equal((store->gets[i].flags & STORE_GET_URGENT) != 0,
+			 urgent);
 }
 
 /*
@@ -1320,9 +1321,9 @@ static void test_plan_prefetch_ranges(void **state)
 	check_get(1, "p/a", 3 * MIB, 2 * MIB, 2);
 	/* [7.25 MiB, 9 MiB): blocks 7 and 8, not 9 */
 	check_get(2, "p/a", 7 * MIB, 2 * MIB, 2);
-	assert_int_equal(store->gets[2].flags & S3_GET_WHOLE, 0);
+	assert_int_equal(store->gets[2].flags & STORE_GET_WHOLE, 0);
 	check_get(3, "p/b", 0, 100, 1);
-	assert_true(store->gets[3].flags & S3_GET_WHOLE);
+	assert_true(store->gets[3].flags & STORE_GET_WHOLE);
 	assert_int_equal(r->pf_seg, s->count);
 	assert_int_equal(r->pf_offset, s->listed_bytes);
 	/* every block once: a lookup finds each */
@@ -1705,8 +1706,8 @@ static void test_segment_wait_listing(void **state)
 	struct cache *c = new_cache(64 * MIB, MIB);
 	struct cache_stream *s = cache_stream_create(c, "b", "p/");
 	struct segment_job j = {.s = s, .idx = 1};
-	struct s3_list_page page;
-	struct s3_error e;
+	struct store_list_page page;
+	struct store_error e;
 	pthread_t t;
 
 	assert_non_null(s);
@@ -1722,7 +1723,7 @@ static void test_segment_wait_listing(void **state)
 	page_add(&page, "p/b", "\"e\"", 20);
 	store->lists[0].finished = true;
 	store->lists[0].done(store->lists[0].arg, &page, NULL);
-	s3_list_page_clear(&page);
+	store_list_page_clear(&page);
 	assert_int_equal(pthread_join(t, NULL), 0);
 	assert_int_equal(j.rc, 0);
 	assert_int_equal(j.info.start, 10);
@@ -2034,7 +2035,7 @@ static void test_framer_take_page(void **state)
 	struct cache *c = new_cache(64 * MIB, MIB);
 	struct framer f = {0};
 	struct cache_stream *s = cache_stream_create(c, "b", "p/");
-	struct s3_list_page page;
+	struct store_list_page page;
 
 	assert_non_null(s);
 	cache_stream_set_framer(s, frame3, &f);
@@ -2043,7 +2044,7 @@ static void test_framer_take_page(void **state)
 	page_add(&page, "p/empty", "\"e\"", 0); /* no call, no segment */
 	page_add(&page, "p/b", "\"b\"", 5);
 	assert_int_equal(take(s, &page), 0);
-	s3_list_page_clear(&page);
+	store_list_page_clear(&page);
 	assert_int_equal(f.calls, 2);
 	assert_int_equal(s->count, 6);
 	assert_int_equal(s->nobject_segs, 2);
@@ -2064,7 +2065,7 @@ static void test_framer_take_page(void **state)
 	page_add(&page, "p/c", "\"c\"", 7);
 	page_add(&page, "p/d", "\"d\"", 8);
 	assert_int_equal(take(s, &page), EPROTO);
-	s3_list_page_clear(&page);
+	store_list_page_clear(&page);
 	assert_int_equal(s->count, 6);
 	assert_int_equal(s->nobject_segs, 2);
 	assert_int_equal(s->listed_bytes, 313);
@@ -2104,8 +2105,8 @@ static void test_list_all(void **state)
 	struct cache *c = new_cache(64 * MIB, MIB);
 	struct cache_stream *s = cache_stream_create(c, "b", "p/");
 	struct list_all_job j = {.s = s};
-	struct s3_list_page page;
-	struct s3_error e;
+	struct store_list_page page;
+	struct store_error e;
 	pthread_t t;
 	uint64_t size = 0;
 
@@ -2127,7 +2128,7 @@ static void test_list_all(void **state)
 		page_add(&page, key, NULL, 10);
 		store->lists[i].finished = true;
 		store->lists[i].done(store->lists[i].arg, &page, NULL);
-		s3_list_page_clear(&page);
+		store_list_page_clear(&page);
 	}
 	assert_int_equal(pthread_join(t, NULL), 0);
 	assert_int_equal(j.rc, 0);

@@ -24,18 +24,18 @@
 
 /* ---- helpers ---- */
 
-static int parse(const char *xml, struct s3_list_page *p)
+static int parse(const char *xml, struct store_list_page *p)
 {
 	return s3_xml_parse_list(xml, strlen(xml), p);
 }
 
 /* Sets every byte of the page, so that "zeroed on error" is checked. */
-static void page_poison(struct s3_list_page *p)
+static void page_poison(struct store_list_page *p)
 {
 	memset(p, 0xA5, sizeof(*p));
 }
 
-static void assert_page_empty(const struct s3_list_page *p)
+static void assert_page_empty(const struct store_list_page *p)
 {
 	assert_null(p->objects);
 	assert_int_equal(p->count, 0);
@@ -45,7 +45,7 @@ static void assert_page_empty(const struct s3_list_page *p)
 
 static void expect_list_fails(const char *xml)
 {
-	struct s3_list_page p;
+	struct store_list_page p;
 
 	page_poison(&p);
 	assert_int_equal(parse(xml, &p), EPROTO);
@@ -73,7 +73,7 @@ static char *one_key_page(const char *key_xml, const char *encoding)
 /* Parses a one-object page; returns rc and the key (caller frees). */
 static int parse_key(const char *key_xml, const char *encoding, char **key)
 {
-	struct s3_list_page p;
+	struct store_list_page p;
 	char *xml = one_key_page(key_xml, encoding);
 	int rc;
 
@@ -88,7 +88,7 @@ static int parse_key(const char *key_xml, const char *encoding, char **key)
 	assert_int_equal(p.count, 1);
 	*key = strdup(p.objects[0].key);
 	assert_non_null(*key);
-	s3_list_page_clear(&p);
+	store_list_page_clear(&p);
 	return 0;
 }
 
@@ -113,7 +113,7 @@ static void assert_key_fails(const char *key_xml, const char *encoding)
 /* A page with one object whose Size element content is size_xml. */
 static int parse_size(const char *size_xml, uint64_t *size)
 {
-	struct s3_list_page p;
+	struct store_list_page p;
 	char xml[512];
 	int rc;
 
@@ -130,7 +130,7 @@ static int parse_size(const char *size_xml, uint64_t *size)
 	}
 	assert_int_equal(p.count, 1);
 	*size = p.objects[0].size;
-	s3_list_page_clear(&p);
+	store_list_page_clear(&p);
 	return 0;
 }
 
@@ -170,7 +170,7 @@ static const char aws_page[] =
 
 static void test_list_aws_documented(void **state)
 {
-	struct s3_list_page p;
+	struct store_list_page p;
 
 	page_poison(&p);
 	assert_int_equal(parse(aws_page, &p), 0);
@@ -185,11 +185,11 @@ static void test_list_aws_documented(void **state)
 	assert_string_equal(p.objects[1].etag,
 			    "\"1b2cf535f27731c974343645a3985328\"");
 	assert_true(p.objects[1].size == 64994);
-	s3_list_page_clear(&p);
+	store_list_page_clear(&p);
 	assert_page_empty(&p);
 	/* clearing twice (and NULL) is harmless */
-	s3_list_page_clear(&p);
-	s3_list_page_clear(NULL);
+	store_list_page_clear(&p);
+	store_list_page_clear(NULL);
 }
 
 static void test_list_aws_truncated(void **state)
@@ -213,7 +213,7 @@ static void test_list_aws_truncated(void **state)
 	    "    <StorageClass>REDUCED_REDUNDANCY</StorageClass>\n"
 	    "  </Contents>\n"
 	    "</ListBucketResult>\n";
-	struct s3_list_page p;
+	struct store_list_page p;
 
 	page_poison(&p);
 	assert_int_equal(parse(xml, &p), 0);
@@ -223,7 +223,7 @@ static void test_list_aws_truncated(void **state)
 	assert_int_equal(p.count, 1);
 	assert_string_equal(p.objects[0].key, "ExampleObject.txt");
 	assert_true(p.objects[0].size == 857);
-	s3_list_page_clear(&p);
+	store_list_page_clear(&p);
 }
 
 /* Captured from s3rver 3.7.1: list-type=2&max-keys=2 */
@@ -279,7 +279,7 @@ static void test_list_etag_controls(void **state)
 
 static void test_list_s3rver_pages(void **state)
 {
-	struct s3_list_page p;
+	struct store_list_page p;
 
 	page_poison(&p);
 	assert_int_equal(parse(s3rver_page1, &p), 0);
@@ -292,7 +292,7 @@ static void test_list_s3rver_pages(void **state)
 	assert_string_equal(p.objects[1].etag,
 			    "\"b1946ac92492d2347c6235b4d2611184\"");
 	assert_true(p.objects[1].size == 6);
-	s3_list_page_clear(&p);
+	store_list_page_clear(&p);
 
 	page_poison(&p);
 	assert_int_equal(parse(s3rver_page2, &p), 0);
@@ -301,7 +301,7 @@ static void test_list_s3rver_pages(void **state)
 	assert_int_equal(p.count, 2);
 	assert_string_equal(p.objects[0].key, "caf\xc3\xa9");
 	assert_string_equal(p.objects[1].key, "d&e");
-	s3_list_page_clear(&p);
+	store_list_page_clear(&p);
 }
 
 static void test_list_empty_result(void **state)
@@ -312,7 +312,7 @@ static void test_list_empty_result(void **state)
 	    "2006-03-01/\"><Name>bkt</Name><Prefix>nothing/</Prefix>"
 	    "<KeyCount>0</KeyCount><MaxKeys>1000</MaxKeys>"
 	    "<IsTruncated>false</IsTruncated></ListBucketResult>";
-	struct s3_list_page p;
+	struct store_list_page p;
 
 	page_poison(&p);
 	assert_int_equal(parse(xml, &p), 0);
@@ -321,7 +321,7 @@ static void test_list_empty_result(void **state)
 
 static void test_list_token_rules(void **state)
 {
-	struct s3_list_page p;
+	struct store_list_page p;
 
 	/* a token on the last page is dropped */
 	page_poison(&p);
@@ -342,7 +342,7 @@ static void test_list_token_rules(void **state)
 	    0);
 	assert_true(p.truncated);
 	assert_string_equal(p.next_token, "t");
-	s3_list_page_clear(&p);
+	store_list_page_clear(&p);
 
 	/* truncated without a way to continue */
 	expect_list_fails("<ListBucketResult><IsTruncated>true</IsTruncated>"
@@ -371,14 +371,14 @@ static void test_list_namespace_prefix(void **state)
 	    "<s3:IsTruncated>false</s3:IsTruncated>"
 	    "<s3:Contents><s3:Key>k</s3:Key><s3:ETag>\"e\"</s3:ETag>"
 	    "<s3:Size>3</s3:Size></s3:Contents></s3:ListBucketResult>";
-	struct s3_list_page p;
+	struct store_list_page p;
 
 	page_poison(&p);
 	assert_int_equal(parse(xml, &p), 0);
 	assert_int_equal(p.count, 1);
 	assert_string_equal(p.objects[0].key, "k");
 	assert_true(p.objects[0].size == 3);
-	s3_list_page_clear(&p);
+	store_list_page_clear(&p);
 }
 
 static void test_list_url_encoded_keys(void **state)
@@ -397,7 +397,7 @@ static void test_list_url_encoded_keys(void **state)
 	assert_key("100%25", "url", "100%");
 	/* EncodingType before the objects works too */
 	{
-		struct s3_list_page p;
+		struct store_list_page p;
 
 		page_poison(&p);
 		assert_int_equal(
@@ -408,7 +408,7 @@ static void test_list_url_encoded_keys(void **state)
 			  &p),
 		    0);
 		assert_string_equal(p.objects[0].key, "a b");
-		s3_list_page_clear(&p);
+		store_list_page_clear(&p);
 	}
 	/* without EncodingType nothing is decoded */
 	assert_key("a+b%20c", NULL, "a+b%20c");
@@ -447,7 +447,7 @@ static void test_list_key_entities(void **state)
 
 static void test_list_etag_quotes(void **state)
 {
-	struct s3_list_page p;
+	struct store_list_page p;
 
 	page_poison(&p);
 	assert_int_equal(
@@ -460,7 +460,7 @@ static void test_list_etag_quotes(void **state)
 	assert_string_equal(p.objects[0].etag,
 			    "\"d41d8cd98f00b204e9800998ecf8427e-2\"");
 	assert_true(p.objects[0].size == 0);
-	s3_list_page_clear(&p);
+	store_list_page_clear(&p);
 }
 
 static void test_list_sizes(void **state)
@@ -547,7 +547,7 @@ static void test_list_wrong_root(void **state)
 
 static void test_list_not_xml(void **state)
 {
-	struct s3_list_page p;
+	struct store_list_page p;
 
 	expect_list_fails("");
 	expect_list_fails("hello");
@@ -590,7 +590,7 @@ static void test_list_truncated_document(void **state)
 	size_t len;
 
 	for (len = 0; len < full; len++) {
-		struct s3_list_page p;
+		struct store_list_page p;
 
 		page_poison(&p);
 		assert_int_equal(s3_xml_parse_list(s3rver_page1, len, &p),
@@ -625,7 +625,7 @@ static char *padded_page(size_t len)
 static void test_list_too_big(void **state)
 {
 	size_t limit = (size_t)64 << 20;
-	struct s3_list_page p;
+	struct store_list_page p;
 	char *doc;
 
 	doc = padded_page(limit + 1);
@@ -714,7 +714,7 @@ static void test_list_external_entities(void **state)
 			  "</ListBucketResult>");
 	/* XInclude is not processed: the element is just unknown */
 	{
-		struct s3_list_page p;
+		struct store_list_page p;
 
 		page_poison(&p);
 		assert_int_equal(
@@ -728,7 +728,7 @@ static void test_list_external_entities(void **state)
 		    0);
 		assert_int_equal(p.count, 1);
 		assert_string_equal(p.objects[0].key, "k");
-		s3_list_page_clear(&p);
+		store_list_page_clear(&p);
 	}
 }
 
@@ -754,7 +754,7 @@ static char *nested(unsigned depth, bool close)
 
 static void test_list_nesting(void **state)
 {
-	struct s3_list_page p;
+	struct store_list_page p;
 	char *xml;
 
 	/* 100 levels of well-formed garbage: ignored */
@@ -776,7 +776,7 @@ static void test_list_nesting(void **state)
 static void test_list_many_objects(void **state)
 {
 	struct util_buf b;
-	struct s3_list_page p;
+	struct store_list_page p;
 	char want[32];
 	size_t i;
 
@@ -801,7 +801,7 @@ static void test_list_many_objects(void **state)
 		assert_string_equal(p.objects[i].key, want);
 		assert_true(p.objects[i].size == (uint64_t)i * 1000000007);
 	}
-	s3_list_page_clear(&p);
+	store_list_page_clear(&p);
 	util_buf_free(&b);
 }
 
@@ -1065,19 +1065,19 @@ static void test_classify_table(void **state)
 
 /* ---- s3_error_describe ---- */
 
-static void set_error(struct s3_error *e, long status, const char *code,
+static void set_error(struct store_error *e, long status, const char *code,
 		      int curl, const char *message, const char *url)
 {
 	memset(e, 0, sizeof(*e));
 	e->http_status = status;
-	e->curl_code = curl;
+	s3_error_set_fault(e, curl);
 	snprintf(e->code, sizeof(e->code), "%s", code);
 	snprintf(e->message, sizeof(e->message), "%s", message);
 	snprintf(e->url, sizeof(e->url), "%s", url);
 	e->err = s3_error_classify(status, code, curl, NULL);
 }
 
-static void assert_describe(const struct s3_error *e, const char *bucket,
+static void assert_describe(const struct store_error *e, const char *bucket,
 			    const char *want)
 {
 	char out[1024];
@@ -1091,7 +1091,7 @@ static void assert_describe(const struct s3_error *e, const char *bucket,
 
 static void test_describe(void **state)
 {
-	struct s3_error e;
+	struct store_error e;
 	char want[512];
 
 	set_error(&e, 404, "NoSuchBucket", 0,

@@ -1,5 +1,5 @@
 /*
- * s3 store: the interface between the cache and whatever holds the objects.
+ * store: the interface between the cache and whatever holds the objects.
  *
  * A store lists a bucket's keys a page at a time, tells one object's size
  * and ETag (HEAD) and GETs byte ranges of one object into caller-owned
@@ -16,46 +16,56 @@
  * The types here (objects, pages, errors) are S3's, because S3's namespace
  * (bucket, key, ETag) is what every store serves.
  */
-#ifndef S3PIPE_S3_STORE_H
-#define S3PIPE_S3_STORE_H
+#ifndef S3PIPE_STORE_STORE_H
+#define S3PIPE_STORE_STORE_H
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
-/* What went wrong with a request; err is 0 on success. */
-struct s3_error {
-	int err;	   /* positive errno; see s3_error_classify() */
-	long http_status;  /* 0 when no HTTP response was received */
-	int curl_code;	   /* CURLcode, 0 when none */
-	char code[64];	   /* S3 error code (NoSuchBucket, ...) or "" */
-	char message[256]; /* server or curl message, no secrets */
-	char url[1024];	   /* request URL without query secrets */
+/*
+ * How a request failed below HTTP, whatever the store's transport: the
+ * S3 client maps curl's codes to these, another store its own.
+ */
+enum store_fault {
+	STORE_FAULT_NONE = 0,	   /* an answer came, or none was asked for */
+	STORE_FAULT_TRANSPORT,	   /* connecting, a timeout, a connection cut:
+				      err says which */
+	STORE_FAULT_TLS_VERIFY,	   /* the peer's certificate is not trusted */
+	STORE_FAULT_TLS_HANDSHAKE, /* no TLS handshake (a scheme mismatch?) */
 };
 
-/* One line for users: "bucket 'x' does not exist (NoSuchBucket at URL)". */
-void s3_error_describe(const struct s3_error *err, const char *bucket,
-		       char *out, size_t outlen);
+/* What went wrong with a request; err is 0 on success. */
+struct store_error {
+	int err;		/* positive errno; see s3_error_classify() */
+	long http_status;	/* 0 when no HTTP response was received */
+	enum store_fault fault; /* below HTTP; NONE when the request got that
+				far */
+	char fault_what[96];	/* the transport's short words for it */
+	char code[64];		/* S3 error code (NoSuchBucket, ...) or "" */
+	char message[256];	/* server or transport message, no secrets */
+	char url[1024];		/* request URL without query secrets */
+};
 
-struct s3_object {
+struct store_object {
 	char *key;  /* owned */
 	char *etag; /* owned, as listed (with quotes) */
 	uint64_t size;
 };
 
-struct s3_list_page {
-	struct s3_object *objects; /* owned array of count */
+struct store_list_page {
+	struct store_object *objects; /* owned array of count */
 	size_t count;
 	bool truncated;
 	char *next_token; /* owned; NULL when not truncated */
 };
 
-void s3_list_page_clear(struct s3_list_page *page);
+void store_list_page_clear(struct store_list_page *page);
 
 /* Frees obj's key and etag and zeroes it. */
-void s3_object_clear(struct s3_object *obj);
+void store_object_clear(struct store_object *obj);
 
-struct s3_stats {
+struct store_stats {
 	uint64_t requests; /* attempts started */
 	uint64_t retries;
 	uint64_t failures; /* requests that ended in an error */
@@ -67,28 +77,28 @@ struct s3_stats {
 };
 
 /* One destination of a GET: consecutive buffers take consecutive bytes. */
-struct s3_buffer {
+struct store_buffer {
 	char *dest; /* must stay valid until done runs */
 	size_t len; /* > 0 */
 };
-#define S3_GET_BUFFERS_MAX 64
+#define STORE_GET_BUFFERS_MAX 64
 
-/* s3_get flags */
+/* store_get flags */
 /* a reader waits: to the front of the queue, and no request without this
  * flag starts until the server has begun to answer it */
-#define S3_GET_URGENT 1u
+#define STORE_GET_URGENT 1u
 /* the buffers cover the whole object: no Range header (a cheaper request
  * for servers) unless resuming */
-#define S3_GET_WHOLE 2u
+#define STORE_GET_WHOLE 2u
 
-typedef void s3_get_buffer_fn(void *arg, unsigned index);
-typedef void s3_get_done_fn(void *arg, const struct s3_error *err);
-typedef void s3_list_done_fn(void *arg, struct s3_list_page *page,
-			     const struct s3_error *err);
+typedef void store_get_buffer_fn(void *arg, unsigned index);
+typedef void store_get_done_fn(void *arg, const struct store_error *err);
+typedef void store_list_done_fn(void *arg, struct store_list_page *page,
+				const struct store_error *err);
 
 /*
  * A GET of bucket/key from offset on into buffers[0..nbuffers) (at most
- * S3_GET_BUFFERS_MAX; the store copies the array), so one request can fill
+ * STORE_GET_BUFFERS_MAX; the store copies the array), so one request can fill
  * several cache blocks.  etag (may be NULL) is the version wanted: a store
  * must not deliver another one.  buffer_done(arg, i) (may be NULL) runs as
  * soon as buffer i is full, in order and at most once; then done(arg, NULL)
@@ -96,16 +106,16 @@ typedef void s3_list_done_fn(void *arg, struct s3_list_page *page,
  * are not).  Every pointer needs to live only for the call, except the
  * buffers' memory and arg.
  */
-struct s3_get {
+struct store_get {
 	const char *bucket;
 	const char *key;
 	const char *etag;
 	uint64_t offset;
-	const struct s3_buffer *buffers;
+	const struct store_buffer *buffers;
 	unsigned nbuffers;
 	unsigned flags;
-	s3_get_buffer_fn *buffer_done;
-	s3_get_done_fn *done;
+	store_get_buffer_fn *buffer_done;
+	store_get_done_fn *done;
 	void *arg;
 };
 
@@ -116,13 +126,13 @@ struct s3_get {
  * the prefix); with a token it is ignored, as S3 does.  done receives the
  * page (and then owns its contents) or an error.
  */
-struct s3_list {
+struct store_list {
 	const char *bucket;
 	const char *prefix;
 	const char *token;
 	const char *start_after;
 	unsigned max_keys;
-	s3_list_done_fn *done;
+	store_list_done_fn *done;
 	void *arg;
 };
 
@@ -130,59 +140,59 @@ struct s3_list {
  * the server sent it (with quotes; NULL if it sent none) and size
  * (Content-Length), or done(arg, NULL, err) (ENOENT for a missing key, as
  * for GET).  obj and its strings live only during the call; the request's
- * strings need to live only for the call to s3_head(). */
-typedef void s3_head_done_fn(void *arg, const struct s3_object *obj,
-			     const struct s3_error *err);
+ * strings need to live only for the call to store_head(). */
+typedef void store_head_done_fn(void *arg, const struct store_object *obj,
+				const struct store_error *err);
 
-struct s3_head {
+struct store_head {
 	const char *bucket;
 	const char *key;
-	s3_head_done_fn *done;
+	store_head_done_fn *done;
 	void *arg;
 };
 
-struct s3_store;
+struct store;
 
-struct s3_store_ops {
+struct store_ops {
 	/* 0, or EINVAL / ENOMEM when the request cannot start (then no
 	 * callback runs) */
-	int (*get)(struct s3_store *st, const struct s3_get *req);
-	int (*list)(struct s3_store *st, const struct s3_list *req);
-	int (*head)(struct s3_store *st, const struct s3_head *req);
-	void (*get_stats)(struct s3_store *st, struct s3_stats *out);
+	int (*get)(struct store *st, const struct store_get *req);
+	int (*list)(struct store *st, const struct store_list *req);
+	int (*head)(struct store *st, const struct store_head *req);
+	void (*get_stats)(struct store *st, struct store_stats *out);
 	/* cancels what is still queued or running (each done runs with
 	 * ECANCELED before this returns) and frees the store */
-	void (*destroy)(struct s3_store *st);
+	void (*destroy)(struct store *st);
 };
 
 /* Embedded at the start of each implementation's own struct. */
-struct s3_store {
-	const struct s3_store_ops *ops;
+struct store {
+	const struct store_ops *ops;
 	unsigned max_parallel; /* requests it works on at once, >= 1 */
 };
 
-static inline int s3_get(struct s3_store *st, const struct s3_get *req)
+static inline int store_get(struct store *st, const struct store_get *req)
 {
 	return st->ops->get(st, req);
 }
 
-static inline int s3_list(struct s3_store *st, const struct s3_list *req)
+static inline int store_list(struct store *st, const struct store_list *req)
 {
 	return st->ops->list(st, req);
 }
 
-static inline int s3_head(struct s3_store *st, const struct s3_head *req)
+static inline int store_head(struct store *st, const struct store_head *req)
 {
 	return st->ops->head(st, req);
 }
 
-static inline void s3_store_get_stats(struct s3_store *st, struct s3_stats *out)
+static inline void store_get_stats(struct store *st, struct store_stats *out)
 {
 	st->ops->get_stats(st, out);
 }
 
 /* NULL is fine. */
-static inline void s3_store_destroy(struct s3_store *st)
+static inline void store_destroy(struct store *st)
 {
 	if (st)
 		st->ops->destroy(st);
@@ -190,32 +200,33 @@ static inline void s3_store_destroy(struct s3_store *st)
 
 /* Checks a GET's fields (buffers, lengths, offsets): 0 or EINVAL.  For
  * stores, before they take a request. */
-int s3_get_check(const struct s3_get *req, size_t *total);
+int store_get_check(const struct store_get *req, size_t *total);
 
 /*
- * Blocking s3_list() for start-up checks: one page of bucket under prefix
+ * Blocking store_list() for start-up checks: one page of bucket under prefix
  * after token.  Returns err->err (0, with page filled, which the caller
  * then clears).  Must not run on the store's own thread.
  */
-int s3_list_sync(struct s3_store *st, const char *bucket, const char *prefix,
-		 const char *token, unsigned max_keys,
-		 struct s3_list_page *page, struct s3_error *err);
+int store_list_sync(struct store *st, const char *bucket, const char *prefix,
+		    const char *token, unsigned max_keys,
+		    struct store_list_page *page, struct store_error *err);
 
 /*
- * Blocking s3_head() for start-up: fills out (key and etag owned by the
- * caller: free them, or s3_object_clear; zeroed on error) and returns
+ * Blocking store_head() for start-up: fills out (key and etag owned by the
+ * caller: free them, or store_object_clear; zeroed on error) and returns
  * err->err.  Must not run on the store's own thread.
  */
-int s3_head_sync(struct s3_store *st, const char *bucket, const char *key,
-		 struct s3_object *out, struct s3_error *err);
+int store_head_sync(struct store *st, const char *bucket, const char *key,
+		    struct store_object *out, struct store_error *err);
 
 /*
  * Blocking GET of bytes [0, len) of bucket/key (etag may be NULL) into
  * buf: returns err->err.  For small whole objects at start-up (a manifest
- * after s3_head_sync told its size); len 0 asks the store nothing and
+ * after store_head_sync told its size); len 0 asks the store nothing and
  * returns 0.  Must not run on the store's own thread.
  */
-int s3_get_sync(struct s3_store *st, const char *bucket, const char *key,
-		const char *etag, char *buf, size_t len, struct s3_error *err);
+int store_get_sync(struct store *st, const char *bucket, const char *key,
+		   const char *etag, char *buf, size_t len,
+		   struct store_error *err);
 
 #endif

@@ -8,7 +8,7 @@
  *
  *   offset  size  field
  *   0       8     magic "s3pipeB\n"
- *   8       4     format version (CACHE_DISK_FORMAT)
+ *   8       4     format version (DISK_STORE_FORMAT)
  *   12      4     header length: 56 + the three strings
  *   16      8     block size
  *   24      8     block index
@@ -34,37 +34,37 @@
  *     (removed, waiting for its last pin to go);
  *   - a pinned entry (a read is about to open its file) is never evicted.
  */
-#ifndef S3PIPE_CACHE_DISK_INTERNAL_H
-#define S3PIPE_CACHE_DISK_INTERNAL_H
+#ifndef S3PIPE_STORE_DISK_INTERNAL_H
+#define S3PIPE_STORE_DISK_INTERNAL_H
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
-#include "cache/disk.h"
+#include "store/disk.h"
 
-#define CACHE_DISK_FORMAT	1
-#define CACHE_DISK_MAGIC	"s3pipeB\n"
-#define CACHE_DISK_HEADER_FIXED 56
-#define CACHE_DISK_BUCKET_MAX	255
-#define CACHE_DISK_KEY_MAX	1024
-#define CACHE_DISK_ETAG_MAX	255
-#define CACHE_DISK_HEADER_MAX                                                  \
-	(CACHE_DISK_HEADER_FIXED + CACHE_DISK_BUCKET_MAX +                     \
-	 CACHE_DISK_KEY_MAX + CACHE_DISK_ETAG_MAX)
-#define CACHE_DISK_ID_LEN   16 /* bytes of SHA-256 that name an object */
-#define CACHE_DISK_NAME_MAX 64 /* a file name, with its NUL */
-#define CACHE_DISK_SUBDIR   "s3pipe"
-#define CACHE_DISK_LOCK	    "lock"
+#define DISK_STORE_FORMAT	1
+#define DISK_STORE_MAGIC	"s3pipeB\n"
+#define DISK_STORE_HEADER_FIXED 56
+#define DISK_STORE_BUCKET_MAX	255
+#define DISK_STORE_KEY_MAX	1024
+#define DISK_STORE_ETAG_MAX	255
+#define DISK_STORE_HEADER_MAX                                                  \
+	(DISK_STORE_HEADER_FIXED + DISK_STORE_BUCKET_MAX +                     \
+	 DISK_STORE_KEY_MAX + DISK_STORE_ETAG_MAX)
+#define DISK_STORE_ID_LEN   16 /* bytes of SHA-256 that name an object */
+#define DISK_STORE_NAME_MAX 64 /* a file name, with its NUL */
+#define DISK_STORE_SUBDIR   "s3pipe"
+#define DISK_STORE_LOCK	    "lock"
 
 /* One block as a file knows it. */
-struct cache_disk_key {
+struct disk_store_key {
 	const char *bucket;
 	const char *key;
 	const char *etag;
 	uint64_t block_size;
 	uint64_t index;
-	unsigned char id[CACHE_DISK_ID_LEN]; /* of the first four fields */
+	unsigned char id[DISK_STORE_ID_LEN]; /* of the first four fields */
 };
 
 /* ---- disk_file.c ---- */
@@ -73,43 +73,43 @@ struct cache_disk_key {
  * Fills k (the strings are borrowed) and its id; false when the block
  * cannot be kept (no ETag, or a string past its limit).
  */
-bool cache_disk_key_init(struct cache_disk_key *k, const char *bucket,
+bool disk_store_key_init(struct disk_store_key *k, const char *bucket,
 			 const char *key, const char *etag, uint64_t block_size,
 			 uint64_t index);
 /* Header bytes of k's files. */
-size_t cache_disk_header_len(const struct cache_disk_key *k);
-/* "<id hex>-<index hex>.b<format>" into out (CACHE_DISK_NAME_MAX). */
-void cache_disk_file_name(const unsigned char *id, uint64_t index, char *out);
+size_t disk_store_header_len(const struct disk_store_key *k);
+/* "<id hex>-<index hex>.b<format>" into out (DISK_STORE_NAME_MAX). */
+void disk_store_file_name(const unsigned char *id, uint64_t index, char *out);
 
-enum cache_disk_name_kind {
-	CACHE_DISK_NAME_BLOCK, /* a block file of this format */
-	CACHE_DISK_NAME_TEMP,  /* a block file being written, or left over */
-	CACHE_DISK_NAME_OLD,   /* a block file of another format */
-	CACHE_DISK_NAME_OTHER, /* not the tier's: left alone */
+enum disk_store_name_kind {
+	DISK_STORE_NAME_BLOCK, /* a block file of this format */
+	DISK_STORE_NAME_TEMP,  /* a block file being written, or left over */
+	DISK_STORE_NAME_OLD,   /* a block file of another format */
+	DISK_STORE_NAME_OTHER, /* not the tier's: left alone */
 };
 /* What name is; for blocks, their id and index. */
-enum cache_disk_name_kind
-cache_disk_name_parse(const char *name, unsigned char *id, uint64_t *index);
+enum disk_store_name_kind
+disk_store_name_parse(const char *name, unsigned char *id, uint64_t *index);
 
 /* Checksums of the data (the header's field at 50). */
-#define CACHE_DISK_SUM_CRC32  1 /* zlib's crc32 */
-#define CACHE_DISK_SUM_CRC32C 2 /* CRC-32C (Castagnoli), by the CPU */
+#define DISK_STORE_SUM_CRC32  1 /* zlib's crc32 */
+#define DISK_STORE_SUM_CRC32C 2 /* CRC-32C (Castagnoli), by the CPU */
 
 /* The checksum this host writes: CRC-32C where the CPU has it. */
-unsigned cache_disk_sum_kind(void);
-uint32_t cache_disk_sum(unsigned kind, const void *data, size_t len);
+unsigned disk_store_sum_kind(void);
+uint32_t disk_store_sum(unsigned kind, const void *data, size_t len);
 
 /* Writes the header of k with data_len and its checksum into out
- * (cache_disk_header_len(k) bytes). */
-void cache_disk_header_encode(const struct cache_disk_key *k, uint64_t data_len,
+ * (disk_store_header_len(k) bytes). */
+void disk_store_header_encode(const struct disk_store_key *k, uint64_t data_len,
 			      unsigned kind, uint32_t sum, unsigned char *out);
 /*
  * Checks a header read from a file against k and data_len: 0 with the
  * data's checksum in *kind and *sum, or EBADMSG with what is wrong in
  * *why (also for a checksum this host does not compute).
  */
-int cache_disk_header_check(const unsigned char *hdr, size_t len,
-			    const struct cache_disk_key *k, uint64_t data_len,
+int disk_store_header_check(const unsigned char *hdr, size_t len,
+			    const struct disk_store_key *k, uint64_t data_len,
 			    unsigned *kind, uint32_t *sum, const char **why);
 
 /*
@@ -117,7 +117,7 @@ int cache_disk_header_check(const unsigned char *hdr, size_t len,
  * ends in ".tmp" and tag), then renamed into place.  0 or an errno (the
  * temporary file is gone then).
  */
-int cache_disk_block_write(int dirfd, const struct cache_disk_key *k,
+int disk_store_block_write(int dirfd, const struct disk_store_key *k,
 			   const void *data, size_t len, unsigned tag);
 /*
  * Reads block k (len data bytes) from under dirfd into dest and checks it:
@@ -125,13 +125,13 @@ int cache_disk_block_write(int dirfd, const struct cache_disk_key *k,
  * or names another block (*why says how); another errno when reading
  * failed.  dest holds garbage unless 0.
  */
-int cache_disk_block_read(int dirfd, const struct cache_disk_key *k, void *dest,
+int disk_store_block_read(int dirfd, const struct disk_store_key *k, void *dest,
 			  size_t len, const char **why);
 
 /* ---- disk_index.c ---- */
 
-struct cache_disk_entry {
-	unsigned char id[CACHE_DISK_ID_LEN];
+struct disk_store_entry {
+	unsigned char id[DISK_STORE_ID_LEN];
 	uint64_t index;
 	uint64_t file_size; /* header + data, as on disk */
 	uint64_t cost;	    /* file_size rounded up to the file system's
@@ -139,19 +139,19 @@ struct cache_disk_entry {
 	int64_t mtime;	    /* nanoseconds; the start-up scan's order */
 	unsigned pins;	    /* reads about to open the file */
 	bool removed;	    /* out of the table; freed at the last unpin */
-	struct cache_disk_entry *hash_next;
-	struct cache_disk_entry *lru_prev; /* towards the hot end */
-	struct cache_disk_entry *lru_next; /* towards the cold end */
+	struct disk_store_entry *hash_next;
+	struct disk_store_entry *lru_prev; /* towards the hot end */
+	struct disk_store_entry *lru_next; /* towards the cold end */
 };
 
 /* When full, one block in this many is let in (see admit()). */
-#define CACHE_DISK_ADMIT_FULL_EVERY 16
+#define DISK_STORE_ADMIT_FULL_EVERY 16
 
-struct cache_disk_index {
-	struct cache_disk_entry **table;
+struct disk_store_index {
+	struct disk_store_entry **table;
 	size_t nbuckets; /* power of two */
 	size_t count;
-	struct cache_disk_entry *hot, *cold;
+	struct disk_store_entry *hot, *cold;
 	uint64_t used;
 	uint64_t reserved;
 	uint64_t size;	    /* the budget */
@@ -159,38 +159,38 @@ struct cache_disk_index {
 	unsigned full_seen; /* blocks offered while full */
 };
 
-int cache_disk_index_init(struct cache_disk_index *ix, uint64_t size,
+int disk_store_index_init(struct disk_store_index *ix, uint64_t size,
 			  uint64_t unit);
 /* Frees every entry, pinned or not. */
-void cache_disk_index_free(struct cache_disk_index *ix);
-uint64_t cache_disk_index_cost(const struct cache_disk_index *ix,
+void disk_store_index_free(struct disk_store_index *ix);
+uint64_t disk_store_index_cost(const struct disk_store_index *ix,
 			       uint64_t file_size);
-struct cache_disk_entry *cache_disk_index_find(struct cache_disk_index *ix,
+struct disk_store_entry *disk_store_index_find(struct disk_store_index *ix,
 					       const unsigned char *id,
 					       uint64_t index);
 /* A new entry at the hot end (NULL on ENOMEM); used grows by its cost.
  * The caller has made room (or is the scan). */
-struct cache_disk_entry *cache_disk_index_add(struct cache_disk_index *ix,
+struct disk_store_entry *disk_store_index_add(struct disk_store_index *ix,
 					      const unsigned char *id,
 					      uint64_t index,
 					      uint64_t file_size);
 /* Moves e to the hot end (a hit). */
-void cache_disk_index_touch(struct cache_disk_index *ix,
-			    struct cache_disk_entry *e);
+void disk_store_index_touch(struct disk_store_index *ix,
+			    struct disk_store_entry *e);
 /* Takes e out of the table and the LRU; used drops by its cost.  Freed
  * now, or by the last unpin. */
-void cache_disk_index_remove(struct cache_disk_index *ix,
-			     struct cache_disk_entry *e);
-void cache_disk_index_unpin(struct cache_disk_index *ix,
-			    struct cache_disk_entry *e);
+void disk_store_index_remove(struct disk_store_index *ix,
+			     struct disk_store_entry *e);
+void disk_store_index_unpin(struct disk_store_index *ix,
+			    struct disk_store_entry *e);
 /* The coldest entry that is not pinned, or NULL. */
-struct cache_disk_entry *cache_disk_index_victim(struct cache_disk_index *ix);
+struct disk_store_entry *disk_store_index_victim(struct disk_store_index *ix);
 /*
  * Whether a block of cost bytes should be written, with pending bytes
  * already queued: always while it fits; once the tier is full, one block
- * in CACHE_DISK_ADMIT_FULL_EVERY (see disk_index.c).
+ * in DISK_STORE_ADMIT_FULL_EVERY (see disk_index.c).
  */
-bool cache_disk_index_admit(struct cache_disk_index *ix, uint64_t cost,
+bool disk_store_index_admit(struct disk_store_index *ix, uint64_t cost,
 			    uint64_t pending);
 
 /*
@@ -199,11 +199,11 @@ bool cache_disk_index_admit(struct cache_disk_index *ix, uint64_t cost,
  * and files of other formats.  Returns 0 or an errno (opening the
  * directory for reading failed).
  */
-int cache_disk_index_scan(struct cache_disk_index *ix, int dirfd,
+int disk_store_index_scan(struct disk_store_index *ix, int dirfd,
 			  bool writable);
 /* Evicts the coldest entries (removing their files when writable) until
  * used fits ix->size; returns how many went. */
-uint64_t cache_disk_index_shrink(struct cache_disk_index *ix, int dirfd,
+uint64_t disk_store_index_shrink(struct disk_store_index *ix, int dirfd,
 				 bool writable);
 
 #endif

@@ -1,6 +1,7 @@
 /*
- * cache disk tier: a store (s3/store.h) that keeps blocks in files under a
- * directory and passes the rest on to the store it wraps (the S3 client).
+ * disk store: the disk tier, a store (store/store.h) that keeps blocks in
+ * files under a directory and passes the rest on to the store it wraps
+ * (the S3 client).
  *
  *   cache -> disk tier -> S3 client
  *
@@ -22,20 +23,20 @@
  * daemon on the same DIR runs without the tier) and one file per block,
  * DIR/s3pipe/<32 hex digits>-<16 hex digits>.b<format version>.
  */
-#ifndef S3PIPE_CACHE_DISK_H
-#define S3PIPE_CACHE_DISK_H
+#ifndef S3PIPE_STORE_DISK_H
+#define S3PIPE_STORE_DISK_H
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
-#include "s3/store.h"
+#include "store/store.h"
 
 /* The smallest budget, in blocks: fewer would hold nothing useful. */
-#define CACHE_DISK_MIN_BLOCKS 4
+#define DISK_STORE_MIN_BLOCKS 4
 
-/* The tier's settings; cache_disk_conf_init() writes the defaults. */
-struct cache_disk_conf {
+/* The tier's settings; disk_store_conf_init() writes the defaults. */
+struct disk_store_conf {
 	char *dir;	     /* --cache-dir; owned by who fills it; NULL: off */
 	uint64_t size_bytes; /* --cache-dir-size, bytes; 0 with percent */
 	unsigned size_percent; /* 1-100: that share of the free space at
@@ -47,7 +48,7 @@ struct cache_disk_conf {
 				  4 blocks, whichever is larger */
 };
 
-struct cache_disk_stats {
+struct disk_store_stats {
 	uint64_t hits;		/* blocks read from disk */
 	uint64_t hit_bytes;	/* their bytes */
 	uint64_t misses;	/* blocks asked for and not on disk */
@@ -63,27 +64,26 @@ struct cache_disk_stats {
 	bool writing;		/* false: read-only, locked out or paused */
 };
 
-void cache_disk_conf_init(struct cache_disk_conf *conf);
+void disk_store_conf_init(struct disk_store_conf *conf);
 
 /* The smallest --cache-dir-size for block_size. */
-uint64_t cache_disk_min_size(uint64_t block_size);
+uint64_t disk_store_min_size(uint64_t block_size);
 
 /*
  * A disk tier over inner, with conf copied.  Fails (NULL, one line for
  * users in err) only when conf->dir does not exist or is not a directory,
- * or when the size is below cache_disk_min_size() (a percentage of a small
+ * or when the size is below disk_store_min_size() (a percentage of a small
  * free space); the inner store then still belongs to the caller.  A
  * directory that cannot be written, or that another daemon holds, is not
  * an error: one line is logged and the tier runs read-only, or not at all.
  * On success the returned store owns inner: its destroy finishes the
  * queued writes, cancels its own requests, then destroys inner.
  */
-struct s3_store *cache_disk_create(const struct cache_disk_conf *conf,
-				   struct s3_store *inner, char *err,
-				   size_t errlen);
+struct store *disk_store_create(const struct disk_store_conf *conf,
+				struct store *inner, char *err, size_t errlen);
 
 /* Fills out and returns true when st is a disk tier; false (out zeroed)
  * for any other store. */
-bool cache_disk_get_stats(struct s3_store *st, struct cache_disk_stats *out);
+bool disk_store_get_stats(struct store *st, struct disk_store_stats *out);
 
 #endif

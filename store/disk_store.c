@@ -1,5 +1,5 @@
 /*
- * cache disk tier: the store (see cache/disk.h) and its I/O threads.
+ * cache disk tier: the store (see store/disk.h) and its I/O threads.
  *
  * A GET the tier can keep (an ETag, whole blocks from a block boundary:
  * what the cache asks for) is looked up block by block.  If its first
@@ -16,13 +16,13 @@
  * disk) and the index admits it, before the caller hears of the buffer.
  * The I/O threads take reads before writes, evict to make room and write
  * (disk_file.c).  A write that fails for want of space pauses writing for
- * CACHE_DISK_PAUSE_S seconds; a read-only directory stops it for good;
+ * DISK_STORE_PAUSE_S seconds; a read-only directory stops it for good;
  * both are logged once.  Reads never fail because of the disk: a block
  * that cannot be read from it is asked of the inner store.
  *
  * Locks: d->lock guards the index, the queues, the flags and the counts.
  * It is never held while calling the caller's callbacks (which may call
- * s3_get again, and take the cache's lock), nor during file I/O, nor while
+ * store_get again, and take the cache's lock), nor during file I/O, nor while
  * calling into the inner store.  The cache calls get() without its own
  * lock (a miss goes on to the inner store from the caller's thread, and
  * that store may be slow to take it), and the callbacks into the cache
@@ -30,7 +30,7 @@
  */
 #include "config.h"
 
-#include "cache/disk_internal.h"
+#include "store/disk_internal.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -46,17 +46,17 @@
 
 #include "util/util.h"
 
-#define CACHE_DISK_THREADS	2
-#define CACHE_DISK_THREADS_MAX	8
-#define CACHE_DISK_QUEUE_MIN	(32ULL << 20)
-#define CACHE_DISK_QUEUE_BLOCKS 4
-#define CACHE_DISK_PAUSE_S	30
+#define DISK_STORE_THREADS	2
+#define DISK_STORE_THREADS_MAX	8
+#define DISK_STORE_QUEUE_MIN	(32ULL << 20)
+#define DISK_STORE_QUEUE_BLOCKS 4
+#define DISK_STORE_PAUSE_S	30
 #define NS_PER_S		1000000000ULL
 
 /* A block waiting to be written. */
 struct disk_write {
 	struct disk_write *next;
-	struct cache_disk_key k; /* strings point into strs */
+	struct disk_store_key k; /* strings point into strs */
 	char *data;		 /* a queue buffer */
 	size_t len;
 	char strs[];
@@ -65,11 +65,11 @@ struct disk_write {
 /* A run whose leading blocks are on disk. */
 struct disk_read {
 	struct disk_read *next;
-	struct s3_get req; /* strings into strs, buffers into bufs */
-	struct cache_disk_key k;
+	struct store_get req; /* strings into strs, buffers into bufs */
+	struct disk_store_key k;
 	unsigned nhits; /* entries[0..nhits) pinned */
-	struct cache_disk_entry *entries[S3_GET_BUFFERS_MAX];
-	struct s3_buffer bufs[S3_GET_BUFFERS_MAX];
+	struct disk_store_entry *entries[STORE_GET_BUFFERS_MAX];
+	struct store_buffer bufs[STORE_GET_BUFFERS_MAX];
 	char strs[];
 };
 
@@ -77,27 +77,27 @@ struct disk_read {
  * on. */
 struct disk_fwd {
 	struct cache_disk *d;
-	struct cache_disk_key k; /* k.index: block of bufs[0] */
+	struct disk_store_key k; /* k.index: block of bufs[0] */
 	bool keep;		 /* copy what arrives to the write queue */
 	unsigned shift;
-	s3_get_buffer_fn *buffer_done;
-	s3_get_done_fn *done;
+	store_get_buffer_fn *buffer_done;
+	store_get_done_fn *done;
 	void *arg;
 	unsigned n;
-	struct s3_buffer bufs[S3_GET_BUFFERS_MAX];
+	struct store_buffer bufs[STORE_GET_BUFFERS_MAX];
 	char strs[];
 };
 
 struct cache_disk {
-	struct s3_store store; /* first: what the cache is given */
-	struct s3_store *inner;
-	struct cache_disk_conf conf; /* dir owned (a copy) */
+	struct store store; /* first: what the cache is given */
+	struct store *inner;
+	struct disk_store_conf conf; /* dir owned (a copy) */
 	char *path;		     /* DIR/s3pipe, owned */
 	int dirfd;		     /* -1 when there is none */
 	int lockfd;
 	pthread_mutex_t lock;
 	pthread_cond_t work;
-	struct cache_disk_index ix;
+	struct disk_store_index ix;
 	bool enabled;  /* false: everything passes through */
 	bool writable; /* false: never writes (read-only DIR) */
 	bool closing;
@@ -109,31 +109,31 @@ struct cache_disk {
 	uint64_t queue_max;
 	char **pool; /* free queue buffers of block_size bytes */
 	size_t pool_count, pool_max;
-	pthread_t threads[CACHE_DISK_THREADS_MAX];
+	pthread_t threads[DISK_STORE_THREADS_MAX];
 	unsigned nthreads;
-	struct cache_disk_stats stats;
+	struct disk_store_stats stats;
 };
 
-static const struct s3_store_ops disk_ops;
+static const struct store_ops disk_ops;
 
-void cache_disk_conf_init(struct cache_disk_conf *conf)
+void disk_store_conf_init(struct disk_store_conf *conf)
 {
 	memset(conf, 0, sizeof(*conf));
 }
 
-uint64_t cache_disk_min_size(uint64_t block_size)
+uint64_t disk_store_min_size(uint64_t block_size)
 {
-	return CACHE_DISK_MIN_BLOCKS * block_size;
+	return DISK_STORE_MIN_BLOCKS * block_size;
 }
 
 /* Copies the strings of a key into strs (sized by strings_len()) and
  * points k at them. */
-static size_t strings_len(const struct cache_disk_key *k)
+static size_t strings_len(const struct disk_store_key *k)
 {
 	return strlen(k->bucket) + strlen(k->key) + strlen(k->etag) + 3;
 }
 
-static void strings_copy(struct cache_disk_key *k, char *strs)
+static void strings_copy(struct disk_store_key *k, char *strs)
 {
 	size_t lb = strlen(k->bucket) + 1, lk = strlen(k->key) + 1;
 
@@ -145,9 +145,9 @@ static void strings_copy(struct cache_disk_key *k, char *strs)
 	k->etag = strs + lb + lk;
 }
 
-static uint64_t file_size_of(const struct cache_disk_key *k, size_t len)
+static uint64_t file_size_of(const struct disk_store_key *k, size_t len)
 {
-	return cache_disk_header_len(k) + len;
+	return disk_store_header_len(k) + len;
 }
 
 /* Whether writes may be queued now (lock held). */
@@ -198,24 +198,24 @@ static void queue_release(struct cache_disk *d, char *p, size_t len)
  * queue, if it is not on disk yet, the queue has room and the index lets
  * it in.
  */
-static void queue_write(struct cache_disk *d, const struct cache_disk_key *k,
+static void queue_write(struct cache_disk *d, const struct disk_store_key *k,
 			const char *data, size_t len)
 {
 	uint64_t fsize = file_size_of(k, len);
-	struct cache_disk_entry *e;
+	struct disk_store_entry *e;
 	struct disk_write *w;
 	bool take;
 
 	pthread_mutex_lock(&d->lock);
-	e = cache_disk_index_find(&d->ix, k->id, k->index);
+	e = disk_store_index_find(&d->ix, k->id, k->index);
 	take = writing(d) && !(e && e->file_size == fsize);
 	if (take && d->queued + len > d->queue_max) {
 		d->stats.write_drops++;
 		take = false;
 	}
 	take = take &&
-	       cache_disk_index_admit(
-		   &d->ix, cache_disk_index_cost(&d->ix, fsize), d->queued);
+	       disk_store_index_admit(
+		   &d->ix, disk_store_index_cost(&d->ix, fsize), d->queued);
 	if (take)
 		d->queued += len;
 	pthread_mutex_unlock(&d->lock);
@@ -253,7 +253,7 @@ static void fwd_buffer_done(void *arg, unsigned index)
 	struct disk_fwd *f = arg;
 
 	if (f->keep) {
-		struct cache_disk_key k = f->k;
+		struct disk_store_key k = f->k;
 
 		k.index += index;
 		queue_write(f->d, &k, f->bufs[index].dest, f->bufs[index].len);
@@ -262,7 +262,7 @@ static void fwd_buffer_done(void *arg, unsigned index)
 		f->buffer_done(f->arg, index + f->shift);
 }
 
-static void fwd_done(void *arg, const struct s3_error *err)
+static void fwd_done(void *arg, const struct store_error *err)
 {
 	struct disk_fwd *f = arg;
 
@@ -275,11 +275,11 @@ static void fwd_done(void *arg, const struct s3_error *err)
  * at req->buffers[0]) on to the inner store as one GET.  0 or an errno
  * (then nothing runs).
  */
-static int forward(struct cache_disk *d, const struct s3_get *req,
-		   const struct cache_disk_key *k, unsigned from)
+static int forward(struct cache_disk *d, const struct store_get *req,
+		   const struct disk_store_key *k, unsigned from)
 {
 	struct disk_fwd *f = malloc(sizeof(*f) + strings_len(k));
-	struct s3_get get = *req;
+	struct store_get get = *req;
 	bool keep;
 	int rc;
 
@@ -303,11 +303,11 @@ static int forward(struct cache_disk *d, const struct s3_get *req,
 	get.buffers = f->bufs;
 	get.nbuffers = f->n;
 	if (from)
-		get.flags &= ~S3_GET_WHOLE;
+		get.flags &= ~STORE_GET_WHOLE;
 	get.buffer_done = fwd_buffer_done;
 	get.done = fwd_done;
 	get.arg = f;
-	rc = s3_get(d->inner, &get);
+	rc = store_get(d->inner, &get);
 	if (rc)
 		free(f);
 	return rc;
@@ -315,7 +315,7 @@ static int forward(struct cache_disk *d, const struct s3_get *req,
 
 /* ---- reads ---- */
 
-static void error_of(struct s3_error *e, int err)
+static void error_of(struct store_error *e, int err)
 {
 	memset(e, 0, sizeof(*e));
 	e->err = err;
@@ -327,13 +327,13 @@ static void error_of(struct s3_error *e, int err)
 static void read_failed(struct cache_disk *d, struct disk_read *r, unsigned i,
 			int rc, const char *why)
 {
-	char name[CACHE_DISK_NAME_MAX], msg[128];
+	char name[DISK_STORE_NAME_MAX], msg[128];
 	bool remove_file;
 
-	cache_disk_file_name(r->k.id, r->k.index + i, name);
+	disk_store_file_name(r->k.id, r->k.index + i, name);
 	pthread_mutex_lock(&d->lock);
-	cache_disk_index_remove(&d->ix, r->entries[i]);
-	cache_disk_index_unpin(&d->ix, r->entries[i]);
+	disk_store_index_remove(&d->ix, r->entries[i]);
+	disk_store_index_unpin(&d->ix, r->entries[i]);
 	if (rc != ENOENT)
 		d->stats.bad_files++;
 	remove_file = d->writable && (rc == EBADMSG || rc == EIO);
@@ -354,17 +354,17 @@ static void read_failed(struct cache_disk *d, struct disk_read *r, unsigned i,
  * inner store; with cancel, only ECANCELED. */
 static void do_read(struct cache_disk *d, struct disk_read *r, bool cancel)
 {
-	struct s3_error e;
+	struct store_error e;
 	unsigned i = 0, next_pinned = 0;
 	int rc = 0;
 
 	for (; !cancel && i < r->nhits; i++) {
-		struct cache_disk_key k = r->k;
+		struct disk_store_key k = r->k;
 		const char *why = NULL;
 
 		k.index += i;
 		next_pinned = i + 1;
-		rc = cache_disk_block_read(d->dirfd, &k, r->bufs[i].dest,
+		rc = disk_store_block_read(d->dirfd, &k, r->bufs[i].dest,
 					   r->bufs[i].len, &why);
 		if (rc) {
 			read_failed(d, r, i, rc, why);
@@ -373,15 +373,15 @@ static void do_read(struct cache_disk *d, struct disk_read *r, bool cancel)
 		pthread_mutex_lock(&d->lock);
 		d->stats.hits++;
 		d->stats.hit_bytes += r->bufs[i].len;
-		cache_disk_index_touch(&d->ix, r->entries[i]);
-		cache_disk_index_unpin(&d->ix, r->entries[i]);
+		disk_store_index_touch(&d->ix, r->entries[i]);
+		disk_store_index_unpin(&d->ix, r->entries[i]);
 		pthread_mutex_unlock(&d->lock);
 		if (r->req.buffer_done)
 			r->req.buffer_done(r->req.arg, i);
 	}
 	pthread_mutex_lock(&d->lock);
 	for (unsigned j = next_pinned; j < r->nhits; j++)
-		cache_disk_index_unpin(&d->ix, r->entries[j]);
+		disk_store_index_unpin(&d->ix, r->entries[j]);
 	if (!cancel)
 		d->stats.misses += r->req.nbuffers - i;
 	pthread_mutex_unlock(&d->lock);
@@ -418,13 +418,13 @@ static void write_failed(struct cache_disk *d, int rc)
 	}
 	full = rc == ENOSPC || rc == EDQUOT;
 	logged = full ? &d->full_logged : &d->error_logged;
-	d->pause_until = util_now_ns() + CACHE_DISK_PAUSE_S * NS_PER_S;
+	d->pause_until = util_now_ns() + DISK_STORE_PAUSE_S * NS_PER_S;
 	if (!*logged)
 		util_warn("disk tier: %s %s (%s): no writes for %d s, reads go "
 			  "on from S3",
 			  d->path, full ? "is full" : "cannot be written",
 			  util_strerror(rc, msg, sizeof(msg)),
-			  CACHE_DISK_PAUSE_S);
+			  DISK_STORE_PAUSE_S);
 	*logged = true; /* once each */
 }
 
@@ -436,8 +436,8 @@ static void write_failed(struct cache_disk *d, int rc)
 static bool make_room(struct cache_disk *d, uint64_t cost)
 {
 	for (;;) {
-		struct cache_disk_entry *v;
-		char name[CACHE_DISK_NAME_MAX];
+		struct disk_store_entry *v;
+		char name[DISK_STORE_NAME_MAX];
 		uint64_t vcost;
 
 		pthread_mutex_lock(&d->lock);
@@ -446,14 +446,14 @@ static bool make_room(struct cache_disk *d, uint64_t cost)
 			pthread_mutex_unlock(&d->lock);
 			return true;
 		}
-		v = cache_disk_index_victim(&d->ix);
+		v = disk_store_index_victim(&d->ix);
 		if (!v) {
 			pthread_mutex_unlock(&d->lock);
 			return false;
 		}
-		cache_disk_file_name(v->id, v->index, name);
+		disk_store_file_name(v->id, v->index, name);
 		vcost = v->cost;
-		cache_disk_index_remove(&d->ix, v);
+		disk_store_index_remove(&d->ix, v);
 		d->ix.reserved += vcost;
 		d->stats.evictions++;
 		pthread_mutex_unlock(&d->lock);
@@ -469,34 +469,34 @@ static void do_write(struct cache_disk *d, struct disk_write *w, unsigned tag)
 {
 	uint64_t fsize = file_size_of(&w->k, w->len);
 	uint64_t cost;
-	struct cache_disk_entry *e;
-	char name[CACHE_DISK_NAME_MAX];
+	struct disk_store_entry *e;
+	char name[DISK_STORE_NAME_MAX];
 	bool go;
 	int rc;
 
 	pthread_mutex_lock(&d->lock);
-	cost = cache_disk_index_cost(&d->ix, fsize);
-	e = cache_disk_index_find(&d->ix, w->k.id, w->k.index);
+	cost = disk_store_index_cost(&d->ix, fsize);
+	e = disk_store_index_find(&d->ix, w->k.id, w->k.index);
 	go = d->enabled && d->writable && util_now_ns() >= d->pause_until &&
 	     !(e && (e->file_size == fsize || e->pins));
 	if (go && e) /* another length: replaced */
-		cache_disk_index_remove(&d->ix, e);
+		disk_store_index_remove(&d->ix, e);
 	pthread_mutex_unlock(&d->lock);
 	if (go && e) {
-		cache_disk_file_name(w->k.id, w->k.index, name);
+		disk_store_file_name(w->k.id, w->k.index, name);
 		unlinkat(d->dirfd, name, 0);
 	}
 	if (go && make_room(d, cost)) {
-		rc = cache_disk_block_write(d->dirfd, &w->k, w->data, w->len,
+		rc = disk_store_block_write(d->dirfd, &w->k, w->data, w->len,
 					    tag);
 		pthread_mutex_lock(&d->lock);
 		d->ix.reserved -= cost;
-		e = cache_disk_index_find(&d->ix, w->k.id, w->k.index);
+		e = disk_store_index_find(&d->ix, w->k.id, w->k.index);
 		if (!rc && e) /* written meanwhile by the other thread */
-			cache_disk_index_remove(&d->ix, e);
+			disk_store_index_remove(&d->ix, e);
 		if (rc)
 			write_failed(d, rc);
-		else if (!cache_disk_index_add(&d->ix, w->k.id, w->k.index,
+		else if (!disk_store_index_add(&d->ix, w->k.id, w->k.index,
 					       fsize))
 			rc = ENOMEM;
 		else {
@@ -505,7 +505,7 @@ static void do_write(struct cache_disk *d, struct disk_write *w, unsigned tag)
 		}
 		pthread_mutex_unlock(&d->lock);
 		if (rc == ENOMEM) { /* on disk but unknown: not kept */
-			cache_disk_file_name(w->k.id, w->k.index, name);
+			disk_store_file_name(w->k.id, w->k.index, name);
 			unlinkat(d->dirfd, name, 0);
 		}
 	}
@@ -561,8 +561,8 @@ static void *worker_main(void *arg)
 /* ---- the store ---- */
 
 /* Whether the tier may serve or keep req; fills k for its first block. */
-static bool keepable(const struct cache_disk *d, const struct s3_get *req,
-		     struct cache_disk_key *k)
+static bool keepable(const struct cache_disk *d, const struct store_get *req,
+		     struct disk_store_key *k)
 {
 	const uint64_t bs = d->conf.block_size;
 
@@ -573,14 +573,14 @@ static bool keepable(const struct cache_disk *d, const struct s3_get *req,
 		    (i + 1 < req->nbuffers && req->buffers[i].len != bs))
 			return false;
 	}
-	return cache_disk_key_init(k, req->bucket, req->key, req->etag, bs,
+	return disk_store_key_init(k, req->bucket, req->key, req->etag, bs,
 				   req->offset / bs);
 }
 
 /* A read job for req with its strings and buffers copied; NULL on
  * ENOMEM. */
-static struct disk_read *read_new(const struct s3_get *req,
-				  const struct cache_disk_key *k)
+static struct disk_read *read_new(const struct store_get *req,
+				  const struct disk_store_key *k)
 {
 	struct disk_read *r = malloc(sizeof(*r) + strings_len(k));
 
@@ -599,22 +599,22 @@ static struct disk_read *read_new(const struct s3_get *req,
 	return r;
 }
 
-static int disk_get(struct s3_store *st, const struct s3_get *req)
+static int disk_get(struct store *st, const struct store_get *req)
 {
 	struct cache_disk *d = (struct cache_disk *)st;
-	struct cache_disk_key k;
+	struct disk_store_key k;
 	struct disk_read *r;
-	int rc = s3_get_check(req, NULL);
+	int rc = store_get_check(req, NULL);
 
 	if (rc)
 		return rc;
 	if (!keepable(d, req, &k))
-		return s3_get(d->inner, req);
+		return store_get(d->inner, req);
 	r = read_new(req, &k);
 	pthread_mutex_lock(&d->lock);
 	for (unsigned i = 0; r && !d->closing && i < req->nbuffers; i++) {
-		struct cache_disk_entry *e =
-		    cache_disk_index_find(&d->ix, k.id, k.index + i);
+		struct disk_store_entry *e =
+		    disk_store_index_find(&d->ix, k.id, k.index + i);
 
 		if (!e || e->file_size != file_size_of(&k, req->buffers[i].len))
 			break;
@@ -622,7 +622,7 @@ static int disk_get(struct s3_store *st, const struct s3_get *req)
 		r->entries[r->nhits++] = e;
 	}
 	if (r && r->nhits) {
-		if (req->flags & S3_GET_URGENT || !d->reads) {
+		if (req->flags & STORE_GET_URGENT || !d->reads) {
 			r->next = d->reads;
 			d->reads = r;
 			if (!d->reads_tail)
@@ -641,22 +641,22 @@ static int disk_get(struct s3_store *st, const struct s3_get *req)
 	return forward(d, req, &k, 0);
 }
 
-static int disk_list(struct s3_store *st, const struct s3_list *req)
+static int disk_list(struct store *st, const struct store_list *req)
 {
-	return s3_list(((struct cache_disk *)st)->inner, req);
+	return store_list(((struct cache_disk *)st)->inner, req);
 }
 
-static int disk_head(struct s3_store *st, const struct s3_head *req)
+static int disk_head(struct store *st, const struct store_head *req)
 {
-	return s3_head(((struct cache_disk *)st)->inner, req);
+	return store_head(((struct cache_disk *)st)->inner, req);
 }
 
-static void disk_get_stats(struct s3_store *st, struct s3_stats *out)
+static void disk_get_stats(struct store *st, struct store_stats *out)
 {
-	s3_store_get_stats(((struct cache_disk *)st)->inner, out);
+	store_get_stats(((struct cache_disk *)st)->inner, out);
 }
 
-bool cache_disk_get_stats(struct s3_store *st, struct cache_disk_stats *out)
+bool disk_store_get_stats(struct store *st, struct disk_store_stats *out)
 {
 	struct cache_disk *d = (struct cache_disk *)st;
 
@@ -673,7 +673,7 @@ bool cache_disk_get_stats(struct s3_store *st, struct cache_disk_stats *out)
 	return true;
 }
 
-static void disk_destroy(struct s3_store *st)
+static void disk_destroy(struct store *st)
 {
 	struct cache_disk *d = (struct cache_disk *)st;
 
@@ -683,8 +683,8 @@ static void disk_destroy(struct s3_store *st)
 	pthread_mutex_unlock(&d->lock);
 	for (unsigned i = 0; i < d->nthreads; i++)
 		pthread_join(d->threads[i], NULL);
-	s3_store_destroy(d->inner); /* its callbacks land in the forwards */
-	cache_disk_index_free(&d->ix);
+	store_destroy(d->inner); /* its callbacks land in the forwards */
+	disk_store_index_free(&d->ix);
 	while (d->pool_count)
 		free(d->pool[--d->pool_count]);
 	free(d->pool);
@@ -699,7 +699,7 @@ static void disk_destroy(struct s3_store *st)
 	free(d);
 }
 
-static const struct s3_store_ops disk_ops = {
+static const struct store_ops disk_ops = {
     .get = disk_get,
     .list = disk_list,
     .head = disk_head,
@@ -742,11 +742,11 @@ static void open_dir(struct cache_disk *d)
 			  util_strerror(rc ? rc : errno, msg, sizeof(msg)));
 		return;
 	}
-	d->lockfd = openat(d->dirfd, CACHE_DISK_LOCK,
+	d->lockfd = openat(d->dirfd, DISK_STORE_LOCK,
 			   O_RDWR | O_CREAT | O_CLOEXEC, 0600);
 	if (d->lockfd < 0)
 		d->lockfd =
-		    openat(d->dirfd, CACHE_DISK_LOCK, O_RDONLY | O_CLOEXEC);
+		    openat(d->dirfd, DISK_STORE_LOCK, O_RDONLY | O_CLOEXEC);
 	if (d->lockfd >= 0 && flock(d->lockfd, LOCK_EX | LOCK_NB) != 0 &&
 	    errno == EWOULDBLOCK) {
 		util_warn("disk tier: %s is in use by another s3pipe: running "
@@ -776,10 +776,10 @@ static uint64_t budget_of(const struct cache_disk *d, const struct statvfs *vfs)
 static int start_threads(struct cache_disk *d)
 {
 	unsigned n =
-	    d->conf.io_threads ? d->conf.io_threads : CACHE_DISK_THREADS;
+	    d->conf.io_threads ? d->conf.io_threads : DISK_STORE_THREADS;
 
-	if (n > CACHE_DISK_THREADS_MAX)
-		n = CACHE_DISK_THREADS_MAX;
+	if (n > DISK_STORE_THREADS_MAX)
+		n = DISK_STORE_THREADS_MAX;
 	for (unsigned i = 0; i < n; i++) {
 		struct worker_arg *a = malloc(sizeof(*a));
 
@@ -815,13 +815,12 @@ static int check_dir(const char *dir, char *err, size_t errlen)
 	return 0;
 }
 
-struct s3_store *cache_disk_create(const struct cache_disk_conf *conf,
-				   struct s3_store *inner, char *err,
-				   size_t errlen)
+struct store *disk_store_create(const struct disk_store_conf *conf,
+				struct store *inner, char *err, size_t errlen)
 {
 	struct cache_disk *d = NULL;
 	struct statvfs vfs;
-	uint64_t min = cache_disk_min_size(conf->block_size);
+	uint64_t min = disk_store_min_size(conf->block_size);
 
 	if (!inner || !conf->block_size) {
 		util_fail(err, errlen, EINVAL, "no store or block size");
@@ -830,7 +829,7 @@ struct s3_store *cache_disk_create(const struct cache_disk_conf *conf,
 	if (check_dir(conf->dir, err, errlen))
 		return NULL;
 	d = calloc(1, sizeof(*d));
-	if (!d || asprintf(&d->path, "%s/%s", conf->dir, CACHE_DISK_SUBDIR) < 0)
+	if (!d || asprintf(&d->path, "%s/%s", conf->dir, DISK_STORE_SUBDIR) < 0)
 		goto nomem;
 	d->store.ops = &disk_ops;
 	d->store.max_parallel = inner->max_parallel;
@@ -841,14 +840,14 @@ struct s3_store *cache_disk_create(const struct cache_disk_conf *conf,
 		goto nomem;
 	if (statvfs(conf->dir, &vfs) != 0)
 		memset(&vfs, 0, sizeof(vfs));
-	if (cache_disk_index_init(&d->ix, UINT64_MAX,
+	if (disk_store_index_init(&d->ix, UINT64_MAX,
 				  vfs.f_frsize ? vfs.f_frsize : 4096))
 		goto nomem;
 	pthread_mutex_init(&d->lock, NULL);
 	pthread_cond_init(&d->work, NULL);
 	open_dir(d);
 	if (d->enabled)
-		cache_disk_index_scan(&d->ix, d->dirfd, d->writable);
+		disk_store_index_scan(&d->ix, d->dirfd, d->writable);
 	d->ix.size = budget_of(d, &vfs);
 	if (d->ix.size < min) {
 		util_fail(err, errlen, EINVAL,
@@ -857,17 +856,17 @@ struct s3_store *cache_disk_create(const struct cache_disk_conf *conf,
 			  "MiB): give a larger share or a size",
 			  conf->size_percent, conf->dir,
 			  (unsigned long long)(d->ix.size >> 20),
-			  CACHE_DISK_MIN_BLOCKS,
+			  DISK_STORE_MIN_BLOCKS,
 			  (unsigned long long)(min >> 20));
 		goto fail;
 	}
 	d->stats.evictions +=
-	    cache_disk_index_shrink(&d->ix, d->dirfd, d->writable);
+	    disk_store_index_shrink(&d->ix, d->dirfd, d->writable);
 	d->queue_max = conf->queue_bytes;
 	if (!d->queue_max) {
-		d->queue_max = CACHE_DISK_QUEUE_BLOCKS * conf->block_size;
-		if (d->queue_max < CACHE_DISK_QUEUE_MIN)
-			d->queue_max = CACHE_DISK_QUEUE_MIN;
+		d->queue_max = DISK_STORE_QUEUE_BLOCKS * conf->block_size;
+		if (d->queue_max < DISK_STORE_QUEUE_MIN)
+			d->queue_max = DISK_STORE_QUEUE_MIN;
 	}
 	d->pool_max = (size_t)(d->queue_max / conf->block_size);
 	d->pool = calloc(d->pool_max + 1, sizeof(*d->pool));
@@ -894,7 +893,7 @@ fail:
 			close(d->dirfd);
 		if (d->lockfd >= 0)
 			close(d->lockfd);
-		cache_disk_index_free(&d->ix);
+		disk_store_index_free(&d->ix);
 		free(d->pool);
 		free(d->path);
 		free(d->conf.dir);

@@ -2,7 +2,7 @@
  * cache disk tier: the index of the block files on disk, kept in memory
  * (a hash table on (object id, block index) and an LRU list), the budget,
  * eviction, and the start-up scan that rebuilds it.  See
- * cache/disk_internal.h for the invariants; the tier's lock guards it all.
+ * store/disk_internal.h for the invariants; the tier's lock guards it all.
  *
  * Policy: files are evicted least recently used first (a hit moves a file
  * to the hot end).  Plain LRU alone is defeated by the way training reads:
@@ -10,7 +10,7 @@
  * with a channel larger than the budget each new block would evict the
  * oldest one, which is exactly the one the next epoch needs first, so no
  * epoch would ever hit.  So, once the budget is full, a block from the
- * store is written only one time in CACHE_DISK_ADMIT_FULL_EVERY (evicting
+ * store is written only one time in DISK_STORE_ADMIT_FULL_EVERY (evicting
  * the coldest file); the others are not written at all.  A budget-sized
  * part of the data then stays on disk from one epoch to the next, and a
  * new working set still replaces an old one, at a sixteenth of the rate
@@ -18,7 +18,7 @@
  */
 #include "config.h"
 
-#include "cache/disk_internal.h"
+#include "store/disk_internal.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -28,7 +28,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static size_t hash_of(const struct cache_disk_index *ix,
+static size_t hash_of(const struct disk_store_index *ix,
 		      const unsigned char *id, uint64_t index)
 {
 	uint64_t h;
@@ -39,7 +39,7 @@ static size_t hash_of(const struct cache_disk_index *ix,
 	return (size_t)h & (ix->nbuckets - 1);
 }
 
-int cache_disk_index_init(struct cache_disk_index *ix, uint64_t size,
+int disk_store_index_init(struct disk_store_index *ix, uint64_t size,
 			  uint64_t unit)
 {
 	memset(ix, 0, sizeof(*ix));
@@ -50,12 +50,12 @@ int cache_disk_index_init(struct cache_disk_index *ix, uint64_t size,
 	return ix->table ? 0 : ENOMEM;
 }
 
-void cache_disk_index_free(struct cache_disk_index *ix)
+void disk_store_index_free(struct disk_store_index *ix)
 {
-	struct cache_disk_entry *e = ix->hot;
+	struct disk_store_entry *e = ix->hot;
 
 	while (e) {
-		struct cache_disk_entry *next = e->lru_next;
+		struct disk_store_entry *next = e->lru_next;
 
 		free(e);
 		e = next;
@@ -64,39 +64,39 @@ void cache_disk_index_free(struct cache_disk_index *ix)
 	memset(ix, 0, sizeof(*ix));
 }
 
-uint64_t cache_disk_index_cost(const struct cache_disk_index *ix,
+uint64_t disk_store_index_cost(const struct disk_store_index *ix,
 			       uint64_t file_size)
 {
 	return (file_size + ix->unit - 1) / ix->unit * ix->unit;
 }
 
-struct cache_disk_entry *cache_disk_index_find(struct cache_disk_index *ix,
+struct disk_store_entry *disk_store_index_find(struct disk_store_index *ix,
 					       const unsigned char *id,
 					       uint64_t index)
 {
-	struct cache_disk_entry *e = ix->table[hash_of(ix, id, index)];
+	struct disk_store_entry *e = ix->table[hash_of(ix, id, index)];
 
 	while (e && !(e->index == index &&
-		      memcmp(e->id, id, CACHE_DISK_ID_LEN) == 0))
+		      memcmp(e->id, id, DISK_STORE_ID_LEN) == 0))
 		e = e->hash_next;
 	return e;
 }
 
-static void table_grow(struct cache_disk_index *ix)
+static void table_grow(struct disk_store_index *ix)
 {
 	size_t old = ix->nbuckets;
-	struct cache_disk_entry **t = calloc(old * 2, sizeof(*t));
-	struct cache_disk_entry **prev = ix->table;
+	struct disk_store_entry **t = calloc(old * 2, sizeof(*t));
+	struct disk_store_entry **prev = ix->table;
 
 	if (!t)
 		return; /* longer chains */
 	ix->table = t;
 	ix->nbuckets = old * 2;
 	for (size_t i = 0; i < old; i++) {
-		struct cache_disk_entry *e = prev[i];
+		struct disk_store_entry *e = prev[i];
 
 		while (e) {
-			struct cache_disk_entry *next = e->hash_next;
+			struct disk_store_entry *next = e->hash_next;
 			size_t h = hash_of(ix, e->id, e->index);
 
 			e->hash_next = t[h];
@@ -107,7 +107,7 @@ static void table_grow(struct cache_disk_index *ix)
 	free(prev);
 }
 
-static void lru_unlink(struct cache_disk_index *ix, struct cache_disk_entry *e)
+static void lru_unlink(struct disk_store_index *ix, struct disk_store_entry *e)
 {
 	if (e->lru_prev)
 		e->lru_prev->lru_next = e->lru_next;
@@ -120,8 +120,8 @@ static void lru_unlink(struct cache_disk_index *ix, struct cache_disk_entry *e)
 	e->lru_prev = e->lru_next = NULL;
 }
 
-static void lru_push_hot(struct cache_disk_index *ix,
-			 struct cache_disk_entry *e)
+static void lru_push_hot(struct disk_store_index *ix,
+			 struct disk_store_entry *e)
 {
 	e->lru_prev = NULL;
 	e->lru_next = ix->hot;
@@ -132,20 +132,20 @@ static void lru_push_hot(struct cache_disk_index *ix,
 	ix->hot = e;
 }
 
-struct cache_disk_entry *cache_disk_index_add(struct cache_disk_index *ix,
+struct disk_store_entry *disk_store_index_add(struct disk_store_index *ix,
 					      const unsigned char *id,
 					      uint64_t index,
 					      uint64_t file_size)
 {
-	struct cache_disk_entry *e = calloc(1, sizeof(*e));
+	struct disk_store_entry *e = calloc(1, sizeof(*e));
 	size_t h;
 
 	if (!e)
 		return NULL;
-	memcpy(e->id, id, CACHE_DISK_ID_LEN);
+	memcpy(e->id, id, DISK_STORE_ID_LEN);
 	e->index = index;
 	e->file_size = file_size;
-	e->cost = cache_disk_index_cost(ix, file_size);
+	e->cost = disk_store_index_cost(ix, file_size);
 	if (ix->count >= ix->nbuckets)
 		table_grow(ix);
 	h = hash_of(ix, id, index);
@@ -157,8 +157,8 @@ struct cache_disk_entry *cache_disk_index_add(struct cache_disk_index *ix,
 	return e;
 }
 
-void cache_disk_index_touch(struct cache_disk_index *ix,
-			    struct cache_disk_entry *e)
+void disk_store_index_touch(struct disk_store_index *ix,
+			    struct disk_store_entry *e)
 {
 	if (e->removed || ix->hot == e)
 		return;
@@ -166,10 +166,10 @@ void cache_disk_index_touch(struct cache_disk_index *ix,
 	lru_push_hot(ix, e);
 }
 
-void cache_disk_index_remove(struct cache_disk_index *ix,
-			     struct cache_disk_entry *e)
+void disk_store_index_remove(struct disk_store_index *ix,
+			     struct disk_store_entry *e)
 {
-	struct cache_disk_entry **pp;
+	struct disk_store_entry **pp;
 
 	if (e->removed)
 		return;
@@ -187,57 +187,57 @@ void cache_disk_index_remove(struct cache_disk_index *ix,
 		free(e);
 }
 
-void cache_disk_index_unpin(struct cache_disk_index *ix,
-			    struct cache_disk_entry *e)
+void disk_store_index_unpin(struct disk_store_index *ix,
+			    struct disk_store_entry *e)
 {
 	(void)ix;
 	if (--e->pins == 0 && e->removed)
 		free(e);
 }
 
-struct cache_disk_entry *cache_disk_index_victim(struct cache_disk_index *ix)
+struct disk_store_entry *disk_store_index_victim(struct disk_store_index *ix)
 {
-	struct cache_disk_entry *e = ix->cold;
+	struct disk_store_entry *e = ix->cold;
 
 	while (e && e->pins)
 		e = e->lru_prev;
 	return e;
 }
 
-bool cache_disk_index_admit(struct cache_disk_index *ix, uint64_t cost,
+bool disk_store_index_admit(struct disk_store_index *ix, uint64_t cost,
 			    uint64_t pending)
 {
 	if (cost > ix->size)
 		return false;
 	if (ix->used + ix->reserved + pending + cost <= ix->size)
 		return true;
-	return ++ix->full_seen % CACHE_DISK_ADMIT_FULL_EVERY == 0;
+	return ++ix->full_seen % DISK_STORE_ADMIT_FULL_EVERY == 0;
 }
 
 /* ---- the start-up scan ---- */
 
 static int by_mtime(const void *a, const void *b)
 {
-	const struct cache_disk_entry *x = *(struct cache_disk_entry *const *)a;
-	const struct cache_disk_entry *y = *(struct cache_disk_entry *const *)b;
+	const struct disk_store_entry *x = *(struct disk_store_entry *const *)a;
+	const struct disk_store_entry *y = *(struct disk_store_entry *const *)b;
 
 	return x->mtime < y->mtime ? -1 : x->mtime > y->mtime;
 }
 
 /* Puts the scanned entries es[0..n) in the LRU, oldest coldest. */
-static void order_by_mtime(struct cache_disk_index *ix,
-			   struct cache_disk_entry **es, size_t n)
+static void order_by_mtime(struct disk_store_index *ix,
+			   struct disk_store_entry **es, size_t n)
 {
 	if (n > 1)
 		qsort(es, n, sizeof(*es), by_mtime);
 	for (size_t i = 0; i < n; i++)
-		cache_disk_index_touch(ix, es[i]);
+		disk_store_index_touch(ix, es[i]);
 }
 
-int cache_disk_index_scan(struct cache_disk_index *ix, int dirfd, bool writable)
+int disk_store_index_scan(struct disk_store_index *ix, int dirfd, bool writable)
 {
 	int fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	struct cache_disk_entry **es = NULL;
+	struct disk_store_entry **es = NULL;
 	size_t n = 0, cap = 0;
 	struct dirent *de;
 	DIR *dir;
@@ -252,20 +252,20 @@ int cache_disk_index_scan(struct cache_disk_index *ix, int dirfd, bool writable)
 		return rc;
 	}
 	while ((de = readdir(dir)) != NULL) {
-		unsigned char id[CACHE_DISK_ID_LEN];
+		unsigned char id[DISK_STORE_ID_LEN];
 		uint64_t index;
 		struct stat sb;
-		struct cache_disk_entry *e;
+		struct disk_store_entry *e;
 
-		switch (cache_disk_name_parse(de->d_name, id, &index)) {
-		case CACHE_DISK_NAME_TEMP:
-		case CACHE_DISK_NAME_OLD:
+		switch (disk_store_name_parse(de->d_name, id, &index)) {
+		case DISK_STORE_NAME_TEMP:
+		case DISK_STORE_NAME_OLD:
 			if (writable)
 				unlinkat(dirfd, de->d_name, 0);
 			continue;
-		case CACHE_DISK_NAME_OTHER:
+		case DISK_STORE_NAME_OTHER:
 			continue;
-		case CACHE_DISK_NAME_BLOCK:
+		case DISK_STORE_NAME_BLOCK:
 		default:
 			break;
 		}
@@ -281,7 +281,7 @@ int cache_disk_index_scan(struct cache_disk_index *ix, int dirfd, bool writable)
 			es = p;
 			cap = ncap;
 		}
-		e = cache_disk_index_add(ix, id, index, (uint64_t)sb.st_size);
+		e = disk_store_index_add(ix, id, index, (uint64_t)sb.st_size);
 		if (!e)
 			break;
 		e->mtime = (int64_t)sb.st_mtim.tv_sec * 1000000000 +
@@ -294,21 +294,21 @@ int cache_disk_index_scan(struct cache_disk_index *ix, int dirfd, bool writable)
 	return 0;
 }
 
-uint64_t cache_disk_index_shrink(struct cache_disk_index *ix, int dirfd,
+uint64_t disk_store_index_shrink(struct disk_store_index *ix, int dirfd,
 				 bool writable)
 {
 	uint64_t gone = 0;
 
 	while (ix->used + ix->reserved > ix->size) {
-		struct cache_disk_entry *e = cache_disk_index_victim(ix);
-		char name[CACHE_DISK_NAME_MAX];
+		struct disk_store_entry *e = disk_store_index_victim(ix);
+		char name[DISK_STORE_NAME_MAX];
 
 		if (!e)
 			break;
-		cache_disk_file_name(e->id, e->index, name);
+		disk_store_file_name(e->id, e->index, name);
 		if (writable)
 			unlinkat(dirfd, name, 0);
-		cache_disk_index_remove(ix, e);
+		disk_store_index_remove(ix, e);
 		gone++;
 	}
 	return gone;

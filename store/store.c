@@ -7,19 +7,19 @@
  */
 #include "config.h"
 
-#include "s3/store.h"
+#include "store/store.h"
 
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
-int s3_get_check(const struct s3_get *req, size_t *total)
+int store_get_check(const struct store_get *req, size_t *total)
 {
 	size_t len = 0;
 
 	if (!req->bucket || !req->key || !req->done || !req->buffers ||
-	    req->nbuffers == 0 || req->nbuffers > S3_GET_BUFFERS_MAX)
+	    req->nbuffers == 0 || req->nbuffers > STORE_GET_BUFFERS_MAX)
 		return EINVAL;
 	for (unsigned i = 0; i < req->nbuffers; i++) {
 		size_t n = req->buffers[i].len;
@@ -34,7 +34,7 @@ int s3_get_check(const struct s3_get *req, size_t *total)
 	return 0;
 }
 
-void s3_object_clear(struct s3_object *obj)
+void store_object_clear(struct store_object *obj)
 {
 	if (!obj)
 		return;
@@ -48,11 +48,11 @@ struct sync_wait {
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
 	bool done;
-	struct s3_error *err; /* the caller's */
-	void *out;	      /* the caller's result: a page, an object */
+	struct store_error *err; /* the caller's */
+	void *out;		 /* the caller's result: a page, an object */
 };
 
-static void sync_init(struct sync_wait *w, struct s3_error *err, void *out)
+static void sync_init(struct sync_wait *w, struct store_error *err, void *out)
 {
 	*w = (struct sync_wait){
 	    .lock = PTHREAD_MUTEX_INITIALIZER,
@@ -65,7 +65,7 @@ static void sync_init(struct sync_wait *w, struct s3_error *err, void *out)
 
 /* Store thread: ends w with err (NULL: success; the result is already in
  * w->out) and wakes the caller. */
-static void sync_end(struct sync_wait *w, const struct s3_error *err)
+static void sync_end(struct sync_wait *w, const struct store_error *err)
 {
 	pthread_mutex_lock(&w->lock);
 	if (err)
@@ -92,22 +92,22 @@ static int sync_wait(struct sync_wait *w, int rc)
 	return w->err->err;
 }
 
-static void list_sync_done(void *arg, struct s3_list_page *page,
-			   const struct s3_error *err)
+static void list_sync_done(void *arg, struct store_list_page *page,
+			   const struct store_error *err)
 {
 	struct sync_wait *w = arg;
 
 	if (!err)
-		*(struct s3_list_page *)w->out = *page;
+		*(struct store_list_page *)w->out = *page;
 	sync_end(w, err);
 }
 
-int s3_list_sync(struct s3_store *st, const char *bucket, const char *prefix,
-		 const char *token, unsigned max_keys,
-		 struct s3_list_page *page, struct s3_error *err)
+int store_list_sync(struct store *st, const char *bucket, const char *prefix,
+		    const char *token, unsigned max_keys,
+		    struct store_list_page *page, struct store_error *err)
 {
 	struct sync_wait w;
-	struct s3_list req = {
+	struct store_list req = {
 	    .bucket = bucket,
 	    .prefix = prefix,
 	    .token = token,
@@ -118,22 +118,22 @@ int s3_list_sync(struct s3_store *st, const char *bucket, const char *prefix,
 
 	sync_init(&w, err, page);
 	memset(page, 0, sizeof(*page));
-	return sync_wait(&w, s3_list(st, &req));
+	return sync_wait(&w, store_list(st, &req));
 }
 
-static void head_sync_done(void *arg, const struct s3_object *obj,
-			   const struct s3_error *err)
+static void head_sync_done(void *arg, const struct store_object *obj,
+			   const struct store_error *err)
 {
 	struct sync_wait *w = arg;
-	struct s3_object *out = w->out;
-	struct s3_error nomem;
+	struct store_object *out = w->out;
+	struct store_error nomem;
 
 	if (!err) {
 		out->key = strdup(obj->key);
 		out->etag = obj->etag ? strdup(obj->etag) : NULL;
 		out->size = obj->size;
 		if (!out->key || (obj->etag && !out->etag)) {
-			s3_object_clear(out);
+			store_object_clear(out);
 			memset(&nomem, 0, sizeof(nomem));
 			nomem.err = ENOMEM;
 			err = &nomem;
@@ -142,11 +142,11 @@ static void head_sync_done(void *arg, const struct s3_object *obj,
 	sync_end(w, err);
 }
 
-int s3_head_sync(struct s3_store *st, const char *bucket, const char *key,
-		 struct s3_object *out, struct s3_error *err)
+int store_head_sync(struct store *st, const char *bucket, const char *key,
+		    struct store_object *out, struct store_error *err)
 {
 	struct sync_wait w;
-	struct s3_head req = {
+	struct store_head req = {
 	    .bucket = bucket,
 	    .key = key,
 	    .done = head_sync_done,
@@ -155,29 +155,30 @@ int s3_head_sync(struct s3_store *st, const char *bucket, const char *key,
 
 	sync_init(&w, err, out);
 	memset(out, 0, sizeof(*out));
-	return sync_wait(&w, s3_head(st, &req));
+	return sync_wait(&w, store_head(st, &req));
 }
 
-static void get_sync_done(void *arg, const struct s3_error *err)
+static void get_sync_done(void *arg, const struct store_error *err)
 {
 	sync_end(arg, err);
 }
 
-int s3_get_sync(struct s3_store *st, const char *bucket, const char *key,
-		const char *etag, char *buf, size_t len, struct s3_error *err)
+int store_get_sync(struct store *st, const char *bucket, const char *key,
+		   const char *etag, char *buf, size_t len,
+		   struct store_error *err)
 {
 	struct sync_wait w;
-	struct s3_buffer b = {.dest = buf, .len = len};
-	struct s3_get req = {
+	struct store_buffer b = {.dest = buf, .len = len};
+	struct store_get req = {
 	    .bucket = bucket,
 	    .key = key,
 	    .etag = etag,
 	    .offset = 0,
 	    .buffers = &b,
 	    .nbuffers = 1,
-	    /* someone waits; not S3_GET_WHOLE: len may be less than the
+	    /* someone waits; not STORE_GET_WHOLE: len may be less than the
 	     * object, and a Range keeps the answer to len bytes */
-	    .flags = S3_GET_URGENT,
+	    .flags = STORE_GET_URGENT,
 	    .done = get_sync_done,
 	    .arg = &w,
 	};
@@ -185,5 +186,20 @@ int s3_get_sync(struct s3_store *st, const char *bucket, const char *key,
 	sync_init(&w, err, NULL);
 	if (len == 0) /* nothing to ask: a GET cannot carry an empty range */
 		return 0;
-	return sync_wait(&w, s3_get(st, &req));
+	return sync_wait(&w, store_get(st, &req));
+}
+
+void store_list_page_clear(struct store_list_page *page)
+{
+	size_t i;
+
+	if (!page)
+		return;
+	for (i = 0; i < page->count; i++) {
+		free(page->objects[i].key);
+		free(page->objects[i].etag);
+	}
+	free(page->objects);
+	free(page->next_token);
+	memset(page, 0, sizeof(*page));
 }

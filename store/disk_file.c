@@ -1,5 +1,5 @@
 /*
- * cache disk tier: the block file (see cache/disk_internal.h for the
+ * disk store: the block file (see store/disk_internal.h for the
  * layout).
  *
  * Names: an object version and block size are named by the first 16 bytes
@@ -29,7 +29,7 @@
  */
 #include "config.h"
 
-#include "cache/disk_internal.h"
+#include "store/disk_internal.h"
 #include "util/util.h"
 
 #include <errno.h>
@@ -174,39 +174,39 @@ __attribute__((target("sse4.2"))) static uint32_t crc32c_insn(const void *data,
 }
 #endif
 
-unsigned cache_disk_sum_kind(void)
+unsigned disk_store_sum_kind(void)
 {
 #ifdef HAVE_CRC32C_INSN
 	if (__builtin_cpu_supports("sse4.2"))
-		return CACHE_DISK_SUM_CRC32C;
+		return DISK_STORE_SUM_CRC32C;
 #endif
-	return CACHE_DISK_SUM_CRC32;
+	return DISK_STORE_SUM_CRC32;
 }
 
-uint32_t cache_disk_sum(unsigned kind, const void *data, size_t len)
+uint32_t disk_store_sum(unsigned kind, const void *data, size_t len)
 {
 #ifdef HAVE_CRC32C_INSN
-	if (kind == CACHE_DISK_SUM_CRC32C)
+	if (kind == DISK_STORE_SUM_CRC32C)
 		return crc32c_insn(data, len);
 #endif
 	(void)kind;
 	return zlib_crc(data, len);
 }
 
-bool cache_disk_key_init(struct cache_disk_key *k, const char *bucket,
+bool disk_store_key_init(struct disk_store_key *k, const char *bucket,
 			 const char *key, const char *etag, uint64_t block_size,
 			 uint64_t index)
 {
 	unsigned char md[EVP_MAX_MD_SIZE];
 	unsigned int mdlen = 0;
-	char text[CACHE_DISK_HEADER_MAX + 32];
+	char text[DISK_STORE_HEADER_MAX + 32];
 	int n;
 
 	memset(k, 0, sizeof(*k));
 	if (!bucket || !key || !etag || !etag[0] ||
-	    strlen(bucket) > CACHE_DISK_BUCKET_MAX ||
-	    strlen(key) > CACHE_DISK_KEY_MAX ||
-	    strlen(etag) > CACHE_DISK_ETAG_MAX)
+	    strlen(bucket) > DISK_STORE_BUCKET_MAX ||
+	    strlen(key) > DISK_STORE_KEY_MAX ||
+	    strlen(etag) > DISK_STORE_ETAG_MAX)
 		return false;
 	k->bucket = bucket;
 	k->key = key;
@@ -217,29 +217,29 @@ bool cache_disk_key_init(struct cache_disk_key *k, const char *bucket,
 		     etag, 0, (unsigned long long)block_size);
 	if (n < 0 || (size_t)n >= sizeof(text) ||
 	    !EVP_Digest(text, (size_t)n, md, &mdlen, EVP_sha256(), NULL) ||
-	    mdlen < CACHE_DISK_ID_LEN)
+	    mdlen < DISK_STORE_ID_LEN)
 		return false;
-	memcpy(k->id, md, CACHE_DISK_ID_LEN);
+	memcpy(k->id, md, DISK_STORE_ID_LEN);
 	return true;
 }
 
-size_t cache_disk_header_len(const struct cache_disk_key *k)
+size_t disk_store_header_len(const struct disk_store_key *k)
 {
-	return CACHE_DISK_HEADER_FIXED + strlen(k->bucket) + strlen(k->key) +
+	return DISK_STORE_HEADER_FIXED + strlen(k->bucket) + strlen(k->key) +
 	       strlen(k->etag);
 }
 
-void cache_disk_file_name(const unsigned char *id, uint64_t index, char *out)
+void disk_store_file_name(const unsigned char *id, uint64_t index, char *out)
 {
 	static const char hex[] = "0123456789abcdef";
 	char *p = out;
 
-	for (unsigned i = 0; i < CACHE_DISK_ID_LEN; i++) {
+	for (unsigned i = 0; i < DISK_STORE_ID_LEN; i++) {
 		*p++ = hex[id[i] >> 4];
 		*p++ = hex[id[i] & 15];
 	}
-	snprintf(p, CACHE_DISK_NAME_MAX - (size_t)(p - out), "-%016llx.b%d",
-		 (unsigned long long)index, CACHE_DISK_FORMAT);
+	snprintf(p, DISK_STORE_NAME_MAX - (size_t)(p - out), "-%016llx.b%d",
+		 (unsigned long long)index, DISK_STORE_FORMAT);
 }
 
 static int hex_value(char c)
@@ -254,7 +254,7 @@ static int hex_value(char c)
 /* "<32 hex>-<16 hex>.b" at the start of name: its id and index. */
 static bool parse_stem(const char *name, unsigned char *id, uint64_t *index)
 {
-	const size_t idhex = 2 * CACHE_DISK_ID_LEN;
+	const size_t idhex = 2 * DISK_STORE_ID_LEN;
 	uint64_t v = 0;
 
 	for (size_t i = 0; i < idhex; i += 2) {
@@ -278,26 +278,26 @@ static bool parse_stem(const char *name, unsigned char *id, uint64_t *index)
 	return name[idhex + 17] == '.' && name[idhex + 18] == 'b';
 }
 
-enum cache_disk_name_kind
-cache_disk_name_parse(const char *name, unsigned char *id, uint64_t *index)
+enum disk_store_name_kind
+disk_store_name_parse(const char *name, unsigned char *id, uint64_t *index)
 {
-	const char *ver = name + 2 * CACHE_DISK_ID_LEN + 19;
+	const char *ver = name + 2 * DISK_STORE_ID_LEN + 19;
 	const char *p = ver;
 	unsigned long v = 0;
 
 	if (strnlen(name, (size_t)(ver - name)) < (size_t)(ver - name) ||
 	    !parse_stem(name, id, index))
-		return CACHE_DISK_NAME_OTHER;
+		return DISK_STORE_NAME_OTHER;
 	while (*p >= '0' && *p <= '9' && p - ver < 9)
 		v = v * 10 + (unsigned long)(*p++ - '0');
 	if (p == ver)
-		return CACHE_DISK_NAME_OTHER;
+		return DISK_STORE_NAME_OTHER;
 	if (strncmp(p, ".tmp", 4) == 0)
-		return CACHE_DISK_NAME_TEMP;
+		return DISK_STORE_NAME_TEMP;
 	if (*p)
-		return CACHE_DISK_NAME_OTHER;
-	return v == CACHE_DISK_FORMAT ? CACHE_DISK_NAME_BLOCK
-				      : CACHE_DISK_NAME_OLD;
+		return DISK_STORE_NAME_OTHER;
+	return v == DISK_STORE_FORMAT ? DISK_STORE_NAME_BLOCK
+				      : DISK_STORE_NAME_OLD;
 }
 
 /* The header's crc: bytes 0-51, then the strings. */
@@ -305,20 +305,20 @@ static uint32_t header_crc(const unsigned char *hdr, size_t len)
 {
 	uLong c = zlib_crc(hdr, 52);
 
-	return (uint32_t)crc32_z(c, hdr + CACHE_DISK_HEADER_FIXED,
-				 len - CACHE_DISK_HEADER_FIXED);
+	return (uint32_t)crc32_z(c, hdr + DISK_STORE_HEADER_FIXED,
+				 len - DISK_STORE_HEADER_FIXED);
 }
 
-void cache_disk_header_encode(const struct cache_disk_key *k, uint64_t data_len,
+void disk_store_header_encode(const struct disk_store_key *k, uint64_t data_len,
 			      unsigned kind, uint32_t sum, unsigned char *out)
 {
 	size_t lb = strlen(k->bucket), lk = strlen(k->key),
 	       le = strlen(k->etag);
-	size_t len = CACHE_DISK_HEADER_FIXED + lb + lk + le;
-	unsigned char *s = out + CACHE_DISK_HEADER_FIXED;
+	size_t len = DISK_STORE_HEADER_FIXED + lb + lk + le;
+	unsigned char *s = out + DISK_STORE_HEADER_FIXED;
 
-	memcpy(out, CACHE_DISK_MAGIC, 8);
-	put32(out + 8, CACHE_DISK_FORMAT);
+	memcpy(out, DISK_STORE_MAGIC, 8);
+	put32(out + 8, DISK_STORE_FORMAT);
 	put32(out + 12, (uint32_t)len);
 	put64(out + 16, k->block_size);
 	put64(out + 24, k->index);
@@ -334,19 +334,19 @@ void cache_disk_header_encode(const struct cache_disk_key *k, uint64_t data_len,
 	put32(out + 52, header_crc(out, len));
 }
 
-int cache_disk_header_check(const unsigned char *hdr, size_t len,
-			    const struct cache_disk_key *k, uint64_t data_len,
+int disk_store_header_check(const unsigned char *hdr, size_t len,
+			    const struct disk_store_key *k, uint64_t data_len,
 			    unsigned *kind, uint32_t *sum, const char **why)
 {
 	size_t lb = strlen(k->bucket), lk = strlen(k->key),
 	       le = strlen(k->etag);
-	const unsigned char *s = hdr + CACHE_DISK_HEADER_FIXED;
+	const unsigned char *s = hdr + DISK_STORE_HEADER_FIXED;
 
 	*why = NULL;
-	if (len < CACHE_DISK_HEADER_FIXED ||
-	    memcmp(hdr, CACHE_DISK_MAGIC, 8) != 0)
+	if (len < DISK_STORE_HEADER_FIXED ||
+	    memcmp(hdr, DISK_STORE_MAGIC, 8) != 0)
 		*why = "not a block file";
-	else if (get32(hdr + 8) != CACHE_DISK_FORMAT)
+	else if (get32(hdr + 8) != DISK_STORE_FORMAT)
 		*why = "another format version";
 	else if (get32(hdr + 12) != len || get16(hdr + 44) != lb ||
 		 get16(hdr + 46) != lk || get16(hdr + 48) != le)
@@ -359,8 +359,8 @@ int cache_disk_header_check(const unsigned char *hdr, size_t len,
 		 memcmp(s + lb, k->key, lk) != 0 ||
 		 memcmp(s + lb + lk, k->etag, le) != 0)
 		*why = "names another block";
-	else if (get16(hdr + 50) != CACHE_DISK_SUM_CRC32 &&
-		 get16(hdr + 50) != cache_disk_sum_kind())
+	else if (get16(hdr + 50) != DISK_STORE_SUM_CRC32 &&
+		 get16(hdr + 50) != disk_store_sum_kind())
 		*why = "a checksum this host does not compute";
 	if (*why)
 		return EBADMSG;
@@ -383,20 +383,20 @@ static void iov_advance(struct iovec **iov, int *n, size_t done)
 	}
 }
 
-int cache_disk_block_write(int dirfd, const struct cache_disk_key *k,
+int disk_store_block_write(int dirfd, const struct disk_store_key *k,
 			   const void *data, size_t len, unsigned tag)
 {
-	unsigned char hdr[CACHE_DISK_HEADER_MAX];
-	size_t hlen = cache_disk_header_len(k);
-	char name[CACHE_DISK_NAME_MAX], tmp[CACHE_DISK_NAME_MAX + 16];
+	unsigned char hdr[DISK_STORE_HEADER_MAX];
+	size_t hlen = disk_store_header_len(k);
+	char name[DISK_STORE_NAME_MAX], tmp[DISK_STORE_NAME_MAX + 16];
 	struct iovec iov[2] = {{hdr, hlen}, {(void *)data, len}};
 	int fd, rc;
 
-	cache_disk_file_name(k->id, k->index, name);
+	disk_store_file_name(k->id, k->index, name);
 	snprintf(tmp, sizeof(tmp), "%s.tmp%u", name, tag);
-	unsigned kind = cache_disk_sum_kind();
+	unsigned kind = disk_store_sum_kind();
 
-	cache_disk_header_encode(k, len, kind, cache_disk_sum(kind, data, len),
+	disk_store_header_encode(k, len, kind, disk_store_sum(kind, data, len),
 				 hdr);
 	fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	if (fd < 0)
@@ -430,13 +430,13 @@ static ssize_t read_all(int fd, struct iovec *iov, int n)
 	return total;
 }
 
-int cache_disk_block_read(int dirfd, const struct cache_disk_key *k, void *dest,
+int disk_store_block_read(int dirfd, const struct disk_store_key *k, void *dest,
 			  size_t len, const char **why)
 {
-	unsigned char hdr[CACHE_DISK_HEADER_MAX];
+	unsigned char hdr[DISK_STORE_HEADER_MAX];
 	unsigned char extra;
-	size_t hlen = cache_disk_header_len(k);
-	char name[CACHE_DISK_NAME_MAX];
+	size_t hlen = disk_store_header_len(k);
+	char name[DISK_STORE_NAME_MAX];
 	struct iovec iov[3] = {{hdr, hlen}, {dest, len}, {&extra, 1}};
 	uint32_t sum = 0;
 	unsigned kind = 0;
@@ -444,7 +444,7 @@ int cache_disk_block_read(int dirfd, const struct cache_disk_key *k, void *dest,
 	int fd, rc;
 
 	*why = NULL;
-	cache_disk_file_name(k->id, k->index, name);
+	disk_store_file_name(k->id, k->index, name);
 	fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return errno;
@@ -461,8 +461,8 @@ int cache_disk_block_read(int dirfd, const struct cache_disk_key *k, void *dest,
 		*why = "file too long";
 		return EBADMSG;
 	}
-	rc = cache_disk_header_check(hdr, hlen, k, len, &kind, &sum, why);
-	if (!rc && cache_disk_sum(kind, dest, len) != sum) {
+	rc = disk_store_header_check(hdr, hlen, k, len, &kind, &sum, why);
+	if (!rc && disk_store_sum(kind, dest, len) != sum) {
 		*why = "checksum mismatch";
 		rc = EBADMSG;
 	}
