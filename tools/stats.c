@@ -902,18 +902,10 @@ static void terminal_size(int *cols, int *rows)
 	}
 }
 
+/* stdout may be a closed pipe: what is not written is dropped */
 static void write_all(const char *s, size_t len)
 {
-	while (len) {
-		ssize_t n = write(STDOUT_FILENO, s, len);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return;
-		s += n;
-		len -= (size_t)n;
-	}
+	(void)util_write_all(STDOUT_FILENO, s, len);
 }
 
 /* One screen: home, each line cleared to its end, the rest cleared. */
