@@ -614,11 +614,19 @@ static struct disk_store_stats stats_of(struct store *st)
 	return ds;
 }
 
-/* Waits (5 s at most) until st has written n blocks in all. */
-static void wait_writes(struct store *st, uint64_t n)
+/* Waits (5 s at most) until st has written at least n blocks in all;
+ * fails the test when it has not. */
+static void wait_writes_at_least(struct store *st, uint64_t n)
 {
 	for (int i = 0; i < 500 && stats_of(st).writes < n; i++)
 		usleep(10000);
+	assert_true(stats_of(st).writes >= n);
+}
+
+/* Waits (5 s at most) until st has written n blocks in all. */
+static void wait_writes(struct store *st, uint64_t n)
+{
+	wait_writes_at_least(st, n);
 	assert_true(stats_of(st).writes == n);
 }
 
@@ -761,9 +769,9 @@ static void test_store_size_and_scans(void **state)
 			assert_int_equal(get_blocks(st, "obj", ETAG, b, 1), 0);
 			assert_true(bytes_in_dir() <= size);
 		}
-		/* let the writes land */
-		for (int i = 0; i < 100 && stats_of(st).writes < 4; i++)
-			usleep(10000);
+		/* the writes land (the budget's four at least), and stay
+		 * within it */
+		wait_writes_at_least(st, 4);
 		assert_true(stats_of(st).bytes_on_disk <= size);
 	}
 	hits = stats_of(st).hits;
