@@ -1,5 +1,5 @@
 /*
- * cache disk tier: the index of the block files on disk, kept in memory
+ * disk store: the index of the block files on disk, kept in memory
  * (a hash table on (object id, block index) and an LRU list), the budget,
  * eviction, and the start-up scan that rebuilds it.  See
  * store/disk_internal.h for the invariants; the tier's lock guards it all.

@@ -1,5 +1,5 @@
 /*
- * cache disk tier internals, shared by disk_file.c (the block file
+ * disk store internals, shared by disk_file.c (the block file
  * format), disk_index.c (what is on disk, the budget, eviction, the
  * start-up scan), disk_store.c (the store and its threads) and the unit
  * tests.

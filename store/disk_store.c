@@ -1,5 +1,5 @@
 /*
- * cache disk tier: the store (see store/disk.h) and its I/O threads.
+ * disk store: the store (see store/disk.h) and its I/O threads.
  *
  * A GET the tier can keep (an ETag, whole blocks from a block boundary:
  * what the cache asks for) is looked up block by block.  If its first
@@ -76,7 +76,7 @@ struct disk_read {
 /* A GET passed on to the inner store, as the caller's buffers from shift
  * on. */
 struct disk_fwd {
-	struct cache_disk *d;
+	struct disk_store *d;
 	struct disk_store_key k; /* k.index: block of bufs[0] */
 	bool keep;		 /* copy what arrives to the write queue */
 	unsigned shift;
@@ -88,7 +88,7 @@ struct disk_fwd {
 	char strs[];
 };
 
-struct cache_disk {
+struct disk_store {
 	struct store store; /* first: what the cache is given */
 	struct store *inner;
 	struct disk_store_conf conf; /* dir owned (a copy) */
@@ -151,7 +151,7 @@ static uint64_t file_size_of(const struct disk_store_key *k, size_t len)
 }
 
 /* Whether writes may be queued now (lock held). */
-static bool writing(const struct cache_disk *d)
+static bool writing(const struct disk_store *d)
 {
 	return d->enabled && d->writable && !d->closing &&
 	       util_now_ns() >= d->pause_until;
@@ -165,7 +165,7 @@ static bool writing(const struct cache_disk *d)
  * are: the engine thread that fills a new one then takes a fault per 2
  * MiB, not per 4 KiB.
  */
-static char *queue_buffer(struct cache_disk *d, size_t len)
+static char *queue_buffer(struct disk_store *d, size_t len)
 {
 	const size_t bs = (size_t)d->conf.block_size;
 	const size_t huge = 2u << 20;
@@ -184,7 +184,7 @@ static char *queue_buffer(struct cache_disk *d, size_t len)
 }
 
 /* Gives back a queue buffer of len bytes (lock held). */
-static void queue_release(struct cache_disk *d, char *p, size_t len)
+static void queue_release(struct disk_store *d, char *p, size_t len)
 {
 	if (len > d->conf.block_size / 2 && d->pool_count < d->pool_max)
 		d->pool[d->pool_count++] = p;
@@ -198,7 +198,7 @@ static void queue_release(struct cache_disk *d, char *p, size_t len)
  * queue, if it is not on disk yet, the queue has room and the index lets
  * it in.
  */
-static void queue_write(struct cache_disk *d, const struct disk_store_key *k,
+static void queue_write(struct disk_store *d, const struct disk_store_key *k,
 			const char *data, size_t len)
 {
 	uint64_t fsize = file_size_of(k, len);
@@ -275,7 +275,7 @@ static void fwd_done(void *arg, const struct store_error *err)
  * at req->buffers[0]) on to the inner store as one GET.  0 or an errno
  * (then nothing runs).
  */
-static int forward(struct cache_disk *d, const struct store_get *req,
+static int forward(struct disk_store *d, const struct store_get *req,
 		   const struct disk_store_key *k, unsigned from)
 {
 	struct disk_fwd *f = malloc(sizeof(*f) + strings_len(k));
@@ -324,7 +324,7 @@ static void error_of(struct store_error *e, int err)
 
 /* Block i of r could not be read from disk (rc, why): out of the index,
  * the file removed when it is damaged; logged, unless it was just gone. */
-static void read_failed(struct cache_disk *d, struct disk_read *r, unsigned i,
+static void read_failed(struct disk_store *d, struct disk_read *r, unsigned i,
 			int rc, const char *why)
 {
 	char name[DISK_STORE_NAME_MAX], msg[128];
@@ -352,7 +352,7 @@ static void read_failed(struct cache_disk *d, struct disk_read *r, unsigned i,
 
 /* An I/O thread: r's leading blocks from disk, then the rest from the
  * inner store; with cancel, only ECANCELED. */
-static void do_read(struct cache_disk *d, struct disk_read *r, bool cancel)
+static void do_read(struct disk_store *d, struct disk_read *r, bool cancel)
 {
 	struct store_error e;
 	unsigned i = 0, next_pinned = 0;
@@ -403,7 +403,7 @@ static void do_read(struct cache_disk *d, struct disk_read *r, bool cancel)
 /* ---- writes ---- */
 
 /* A write of w failed with rc (lock held): pause, or stop for good. */
-static void write_failed(struct cache_disk *d, int rc)
+static void write_failed(struct disk_store *d, int rc)
 {
 	char msg[128];
 	bool full, *logged;
@@ -433,7 +433,7 @@ static void write_failed(struct cache_disk *d, int rc)
  * rest is pinned).  Each victim's cost stays reserved until its file is
  * gone, so the files on disk never pass the budget.
  */
-static bool make_room(struct cache_disk *d, uint64_t cost)
+static bool make_room(struct disk_store *d, uint64_t cost)
 {
 	for (;;) {
 		struct disk_store_entry *v;
@@ -465,7 +465,7 @@ static bool make_room(struct cache_disk *d, uint64_t cost)
 }
 
 /* An I/O thread (tag: its number, for the temporary file's name). */
-static void do_write(struct cache_disk *d, struct disk_write *w, unsigned tag)
+static void do_write(struct disk_store *d, struct disk_write *w, unsigned tag)
 {
 	uint64_t fsize = file_size_of(&w->k, w->len);
 	uint64_t cost;
@@ -518,13 +518,13 @@ static void do_write(struct cache_disk *d, struct disk_write *w, unsigned tag)
 /* ---- the I/O threads ---- */
 
 struct worker_arg {
-	struct cache_disk *d;
+	struct disk_store *d;
 	unsigned tag;
 };
 
 static void *worker_main(void *arg)
 {
-	struct cache_disk *d = ((struct worker_arg *)arg)->d;
+	struct disk_store *d = ((struct worker_arg *)arg)->d;
 	unsigned tag = ((struct worker_arg *)arg)->tag;
 
 	free(arg);
@@ -561,7 +561,7 @@ static void *worker_main(void *arg)
 /* ---- the store ---- */
 
 /* Whether the tier may serve or keep req; fills k for its first block. */
-static bool keepable(const struct cache_disk *d, const struct store_get *req,
+static bool keepable(const struct disk_store *d, const struct store_get *req,
 		     struct disk_store_key *k)
 {
 	const uint64_t bs = d->conf.block_size;
@@ -601,7 +601,7 @@ static struct disk_read *read_new(const struct store_get *req,
 
 static int disk_get(struct store *st, const struct store_get *req)
 {
-	struct cache_disk *d = (struct cache_disk *)st;
+	struct disk_store *d = (struct disk_store *)st;
 	struct disk_store_key k;
 	struct disk_read *r;
 	int rc = store_get_check(req, NULL);
@@ -643,22 +643,22 @@ static int disk_get(struct store *st, const struct store_get *req)
 
 static int disk_list(struct store *st, const struct store_list *req)
 {
-	return store_list(((struct cache_disk *)st)->inner, req);
+	return store_list(((struct disk_store *)st)->inner, req);
 }
 
 static int disk_head(struct store *st, const struct store_head *req)
 {
-	return store_head(((struct cache_disk *)st)->inner, req);
+	return store_head(((struct disk_store *)st)->inner, req);
 }
 
 static void disk_get_stats(struct store *st, struct store_stats *out)
 {
-	store_get_stats(((struct cache_disk *)st)->inner, out);
+	store_get_stats(((struct disk_store *)st)->inner, out);
 }
 
 bool disk_store_get_stats(struct store *st, struct disk_store_stats *out)
 {
-	struct cache_disk *d = (struct cache_disk *)st;
+	struct disk_store *d = (struct disk_store *)st;
 
 	memset(out, 0, sizeof(*out));
 	if (!st || st->ops != &disk_ops)
@@ -675,7 +675,7 @@ bool disk_store_get_stats(struct store *st, struct disk_store_stats *out)
 
 static void disk_destroy(struct store *st)
 {
-	struct cache_disk *d = (struct cache_disk *)st;
+	struct disk_store *d = (struct disk_store *)st;
 
 	pthread_mutex_lock(&d->lock);
 	d->closing = true; /* reads queued are cancelled, writes finished */
@@ -711,7 +711,7 @@ static const struct store_ops disk_ops = {
 
 /* Whether files can be created in d's directory (an unnamed file where
  * the file system has them; a full one counts as writable). */
-static int probe_write(const struct cache_disk *d)
+static int probe_write(const struct disk_store *d)
 {
 	int fd = openat(d->dirfd, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, 0600);
 	int rc = fd < 0 ? errno : 0;
@@ -728,7 +728,7 @@ static int probe_write(const struct cache_disk *d)
  * d->lockfd, d->enabled and d->writable, logging one line when the tier
  * cannot run as asked.
  */
-static void open_dir(struct cache_disk *d)
+static void open_dir(struct disk_store *d)
 {
 	char msg[128];
 	int rc = 0;
@@ -765,7 +765,7 @@ static void open_dir(struct cache_disk *d)
 
 /* The budget: conf's size, or its share of the free space (with what the
  * tier holds already). */
-static uint64_t budget_of(const struct cache_disk *d, const struct statvfs *vfs)
+static uint64_t budget_of(const struct disk_store *d, const struct statvfs *vfs)
 {
 	if (!d->conf.size_percent)
 		return d->conf.size_bytes;
@@ -773,7 +773,7 @@ static uint64_t budget_of(const struct cache_disk *d, const struct statvfs *vfs)
 	       d->conf.size_percent;
 }
 
-static int start_threads(struct cache_disk *d)
+static int start_threads(struct disk_store *d)
 {
 	unsigned n =
 	    d->conf.io_threads ? d->conf.io_threads : DISK_STORE_THREADS;
@@ -818,7 +818,7 @@ static int check_dir(const char *dir, char *err, size_t errlen)
 struct store *disk_store_create(const struct disk_store_conf *conf,
 				struct store *inner, char *err, size_t errlen)
 {
-	struct cache_disk *d = NULL;
+	struct disk_store *d = NULL;
 	struct statvfs vfs;
 	uint64_t min = disk_store_min_size(conf->block_size);
 

@@ -1,5 +1,5 @@
 /*
- * s3 store: what every store shares: the checks on a GET before it is
+ * store: what every store shares: the checks on a GET before it is
  * taken, and the blocking list, HEAD and GET used at start-up, built on
  * the store's own asynchronous calls.  Each blocking call waits on one
  * struct sync_wait: the done callback (on the store's thread) writes the
