@@ -128,6 +128,8 @@ void cache_object_put(struct cache *c, struct cache_object *o);
 uint64_t cache_object_size(const struct cache_object *o);
 const char *cache_object_bucket(const struct cache_object *o);
 const char *cache_object_key(const struct cache_object *o);
+/* The ETag as the store gave it (with quotes), or NULL. */
+const char *cache_object_etag(const struct cache_object *o);
 
 /*
  * Asks the store for the size and ETag of bucket/key (a HEAD), without
@@ -290,6 +292,13 @@ uint64_t cache_stream_fault_in(struct cache_stream *s);
  * memory or coming; call again later to top up.
  */
 bool cache_stream_prefetch(struct cache_stream *s, uint64_t bytes);
+/*
+ * Prefetches the whole of o for a reader to come (an open that a sampler's
+ * order says is next), as cache_stream_prefetch() does a stream's head:
+ * prefetch admission, and the blocks stay unread until a reader passes
+ * them.  True when all of o is in memory or coming.
+ */
+bool cache_object_prefetch(struct cache *c, struct cache_object *o);
 /* Call only after every reader of s is destroyed. */
 void cache_stream_destroy(struct cache_stream *s);
 
@@ -319,6 +328,13 @@ struct cache_reader *cache_reader_create(struct cache_stream *s);
 struct cache_reader *cache_reader_create_at(struct cache_stream *s,
 					    uint64_t offset, uint64_t end,
 					    uint64_t window);
+/*
+ * A reader of s read at any offset (each object a file): its window starts
+ * empty, so a read fetches only the blocks it covers; reads that go on
+ * where the last one ended grow it (one block, then doubling up to the
+ * cache's window), and a read elsewhere empties it again.
+ */
+struct cache_reader *cache_reader_create_random(struct cache_stream *s);
 /* Gives up the unread blocks of r's window that no other reader of its
  * stream claims (they become consumed), then frees r. */
 void cache_reader_destroy(struct cache_reader *r);

@@ -2,11 +2,11 @@
  * cache catalog: compact storage of listed objects (see catalog.h).
  *
  * Entries live in chunks of CHUNK_ENTRIES, as arrays per field (key
- * pointer, size, ETag bytes, ETag kind): 33 bytes an entry.  Keys (the
- * part after the prefix) and the ETags that are not plain MD5s go into
- * arenas, one after another, NUL-terminated.  Positions in
- * key order are chunks of 32-bit entry numbers, made only once the order
- * stops being the entries' own.
+ * pointer, size, modified time, ETag bytes, ETag kind): 37 bytes an
+ * entry.  Keys (the part after the prefix) and the ETags that are not
+ * plain MD5s go into arenas, one after another, NUL-terminated.  Positions
+ * in key order are chunks of 32-bit entry numbers, made only once the
+ * order stops being the entries' own.
  *
  * Nothing written is ever moved: the tables of chunk pointers grow into
  * fresh copies, and the old copies are kept until the catalog goes, so a
@@ -52,6 +52,7 @@ enum etag_kind {
 struct entry_chunk {
 	const char *name[CHUNK_ENTRIES]; /* into an arena */
 	uint64_t size[CHUNK_ENTRIES];
+	uint32_t mtime[CHUNK_ENTRIES]; /* seconds since the epoch, clamped */
 	unsigned char md5[CHUNK_ENTRIES][MD5_BYTES];
 	unsigned char kind[CHUNK_ENTRIES]; /* enum etag_kind */
 };
@@ -276,8 +277,19 @@ static bool etag_valid(const char *etag)
 	return n <= CACHE_ETAG_MAX;
 }
 
+/* A time as kept: seconds since the epoch within 32 bits (to 2106). */
+static uint32_t mtime_clamp(int64_t mtime)
+{
+	if (mtime < 0)
+		return 0;
+	if (mtime > (int64_t)UINT32_MAX)
+		return UINT32_MAX;
+	return (uint32_t)mtime;
+}
+
 int cache_catalog_add(struct cache_catalog *cat, const char *key,
-		      const char *etag, uint64_t size, uint32_t *entry)
+		      const char *etag, uint64_t size, int64_t mtime,
+		      uint32_t *entry)
 {
 	size_t n = cat->nentries, name_len, extra_len = 0;
 	unsigned char md5[MD5_BYTES] = {0};
@@ -306,6 +318,7 @@ int cache_catalog_add(struct cache_catalog *cat, const char *key,
 		memcpy(name + name_len, extra, extra_len);
 	chunk->name[n & CHUNK_MASK] = name;
 	chunk->size[n & CHUNK_MASK] = size;
+	chunk->mtime[n & CHUNK_MASK] = mtime_clamp(mtime);
 	memcpy(chunk->md5[n & CHUNK_MASK], md5, MD5_BYTES);
 	chunk->kind[n & CHUNK_MASK] = (unsigned char)kind;
 	*entry = (uint32_t)n;
@@ -408,6 +421,11 @@ uint64_t cache_catalog_size(const struct cache_catalog *cat, uint32_t entry)
 	return entry_chunk(cat, entry)->size[entry & CHUNK_MASK];
 }
 
+int64_t cache_catalog_mtime(const struct cache_catalog *cat, uint32_t entry)
+{
+	return entry_chunk(cat, entry)->mtime[entry & CHUNK_MASK];
+}
+
 const char *cache_catalog_name(const struct cache_catalog *cat, uint32_t entry)
 {
 	return entry_chunk(cat, entry)->name[entry & CHUNK_MASK];
@@ -489,11 +507,14 @@ struct cache_object *cache_catalog_object(struct cache *c,
  * The file: a header (the magic "S3PLIST\n", a version, the time listed
  * in seconds since the epoch, the entry count, the bucket and the
  * prefix), then each entry in key order (its name after the prefix, its
- * size, its ETag's kind and bytes), then a crc32 of all that.  Numbers are
- * little-endian; a name or text is a 16-bit length and its bytes.
+ * size in 8 bytes, its last modified time in 4 (seconds since the epoch,
+ * 0 when unknown), its ETag's kind and bytes), then a crc32 of all that.
+ * Numbers are little-endian; a name or text is a 16-bit length and its
+ * bytes.  Version 1 had no times: such a file is refused like any other
+ * version, and the prefix is listed again.
  */
 #define FILE_MAGIC   "S3PLIST\n"
-#define FILE_VERSION 1u
+#define FILE_VERSION 2u
 
 static int put_bytes(FILE *f, uLong *crc, const void *p, size_t len)
 {
@@ -532,6 +553,8 @@ static int write_entries(const struct cache_catalog *cat, FILE *f, uLong *crc)
 		rc = put_text(f, crc, ch->name[i]);
 		if (!rc)
 			rc = put_u64(f, crc, ch->size[i], 8);
+		if (!rc)
+			rc = put_u64(f, crc, ch->mtime[i], 4);
 		if (!rc)
 			rc = put_u64(f, crc, ch->kind[i], 1);
 		if (!rc &&
@@ -643,13 +666,14 @@ static int read_entries(struct cache_catalog *cat, struct file_reader *r,
 
 	memcpy(key, cat->prefix, plen);
 	for (uint64_t i = 0; i < count; i++) {
-		uint64_t size, kind;
+		uint64_t size, mtime, kind;
 		unsigned char md5[MD5_BYTES];
 		bool has_etag = true;
 		int rc;
 
 		if (!take_text(r, key + plen, sizeof(key) - plen) ||
-		    !take_u64(r, &size, 8) || !take_u64(r, &kind, 1))
+		    !take_u64(r, &size, 8) || !take_u64(r, &mtime, 4) ||
+		    !take_u64(r, &kind, 1))
 			goto bad;
 		switch (kind) {
 		case ETAG_NONE:
@@ -683,7 +707,7 @@ static int read_entries(struct cache_catalog *cat, struct file_reader *r,
 			goto bad;
 		}
 		rc = cache_catalog_add(cat, key, has_etag ? etag : NULL, size,
-				       &entry);
+				       (int64_t)mtime, &entry);
 		if (rc == ENOMEM)
 			return ENOMEM;
 		if (rc)

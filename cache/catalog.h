@@ -2,10 +2,11 @@
  * cache catalog: the objects a listing found, held once and compactly.
  *
  * A catalog holds the objects of one bucket under one prefix: for each its
- * key without the prefix (in arenas of their own), its size and its ETag,
+ * key without the prefix (in arenas of their own), its size, its last
+ * modified time (32-bit seconds since the epoch: up to 2106) and its ETag,
  * as 16 bytes when it is an MD5 in hex (S3's "<32 hex>" and, for multipart
  * uploads, "<32 hex>-N", whose "-N" goes beside the key), else as text
- * beside the key.  That is about 33 bytes an object plus its key: a
+ * beside the key.  That is about 37 bytes an object plus its key: a
  * million keys are a normal dataset, and every epoch's plan refers to
  * entries by number instead of copying them.
  *
@@ -49,14 +50,16 @@ const char *cache_catalog_prefix(const struct cache_catalog *cat);
 
 /*
  * Adds an object whose key starts with the catalog's prefix; etag as
- * listed (with quotes), may be NULL.  *entry gets its number.  0; EINVAL
- * for a key outside the prefix or longer than CACHE_KEY_MAX, an ETag
- * longer than CACHE_ETAG_MAX or holding a control character, or a size
- * past S3's largest object (a hostile listing); EOVERFLOW past
+ * listed (with quotes), may be NULL; mtime in seconds since the epoch (0:
+ * unknown), kept clamped to [0, UINT32_MAX].  *entry gets its number.
+ * 0; EINVAL for a key outside the prefix or longer than CACHE_KEY_MAX, an
+ * ETag longer than CACHE_ETAG_MAX or holding a control character, or a
+ * size past S3's largest object (a hostile listing); EOVERFLOW past
  * CACHE_CATALOG_MAX entries; ENOMEM.
  */
 int cache_catalog_add(struct cache_catalog *cat, const char *key,
-		      const char *etag, uint64_t size, uint32_t *entry);
+		      const char *etag, uint64_t size, int64_t mtime,
+		      uint32_t *entry);
 /* Entries added so far. */
 size_t cache_catalog_entries(const struct cache_catalog *cat);
 /* Forgets the entries from number count on (a page that could not be
@@ -78,6 +81,9 @@ size_t cache_catalog_count(const struct cache_catalog *cat);
 uint32_t cache_catalog_at(const struct cache_catalog *cat, size_t pos);
 
 uint64_t cache_catalog_size(const struct cache_catalog *cat, uint32_t entry);
+/* The last modified time as added (clamped to [0, UINT32_MAX]): seconds
+ * since the epoch, 0 when unknown. */
+int64_t cache_catalog_mtime(const struct cache_catalog *cat, uint32_t entry);
 /* The key without the prefix (valid while the catalog lives). */
 const char *cache_catalog_name(const struct cache_catalog *cat, uint32_t entry);
 /* The whole key into buf (CACHE_KEY_MAX + 1 bytes suffice): its length,

@@ -343,6 +343,9 @@ struct cache_reader {
 	uint64_t window;
 	uint64_t max_window; /* the window's cap */
 	uint64_t end;	     /* reads and prefetch stop here; 0 = never */
+	/* read at any offset (cache_reader_create_random): the window
+	 * starts empty and grows only while reads go on in sequence */
+	bool random;
 	struct cache_reader *next, *prev; /* on stream->readers */
 };
 

@@ -581,7 +581,8 @@ static int range_take(struct cache_lister *l, struct range *r,
 			break;
 		}
 		rc = cache_catalog_add(l->cat, key, page->objects[i].etag,
-				       page->objects[i].size, &entry);
+				       page->objects[i].size,
+				       page->objects[i].mtime, &entry);
 		if (rc) {
 			*why = rc == EINVAL
 				   ? "the listing gave a key outside the "

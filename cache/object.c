@@ -194,6 +194,11 @@ const char *cache_object_key(const struct cache_object *o)
 	return o->key;
 }
 
+const char *cache_object_etag(const struct cache_object *o)
+{
+	return o->etag;
+}
+
 /* At cache_destroy: what is left (leaked references) goes. */
 void cache_object_table_free(struct cache *c)
 {

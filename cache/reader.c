@@ -35,6 +35,14 @@
  *
  * A read at an offset other than the position restarts the cursor there
  * (emulated seek); whether that is allowed is the caller's decision.
+ *
+ * A reader of a file read at any offset (cache_reader_create_random: each
+ * object a file) has no window at first: a read fetches the blocks it
+ * covers and no more.  Each read that starts where the last one ended
+ * grows the window (one block, then doubling up to max_window); a read
+ * anywhere else empties it.  So a reader going forward through a large
+ * file soon has the whole window, and one jumping about costs the blocks
+ * it reads (one, or two where a read straddles a boundary).
  */
 #include "config.h"
 
@@ -290,7 +298,8 @@ prefetch(struct cache_reader *r, uint64_t ahead, bool urgent, bool may_list)
 	struct cache_stream *s = r->stream;
 	struct cache *c = s->cache;
 	const uint64_t window = cache_reader_window(r);
-	uint64_t limit = r->pos + (ahead < window ? ahead : window);
+	/* what a read needs now is fetched whatever the window */
+	uint64_t limit = r->pos + (urgent || ahead < window ? ahead : window);
 	/* consumed blocks are kept for the next epoch only when the whole
 	 * stream is known to fit */
 	uint64_t known;
@@ -421,7 +430,7 @@ static int reposition(struct cache_reader *r, uint64_t offset)
 	}
 	r->pos = offset;
 	r->seg_idx = cache_stream_find(s, offset);
-	r->window = initial_window(r);
+	r->window = r->random ? 0 : initial_window(r);
 	frontier_to_position(r);
 	return 0;
 }
@@ -482,13 +491,14 @@ int cache_reader_read(struct cache_reader *r, uint64_t offset, size_t size,
 	struct cache_stream *s = r->stream;
 	struct cache *c = s->cache;
 	uint64_t bs = c->conf.block_size;
-	bool waited = false, ready;
+	bool waited = false, ready, in_sequence;
 	int rc = 0;
 
 	view->count = 0;
 	view->bytes = 0;
 	pthread_mutex_lock(&c->lock);
-	if (offset != r->pos) {
+	in_sequence = offset == r->pos;
+	if (!in_sequence) {
 		rc = reposition(r, offset);
 		if (rc)
 			goto out;
@@ -568,8 +578,8 @@ int cache_reader_read(struct cache_reader *r, uint64_t offset, size_t size,
 	cache_stream_trim(s);
 	if (rc == ENOSPC)
 		rc = EIO;
-	if (waited && r->window < r->max_window) {
-		r->window *= 2;
+	if (r->random ? in_sequence : waited) {
+		r->window = r->window ? r->window * 2 : bs;
 		if (r->window > r->max_window)
 			r->window = r->max_window;
 	}
@@ -646,4 +656,36 @@ struct cache_reader *cache_reader_create_at(struct cache_stream *s,
 	frontier_to_position(r);
 	pthread_mutex_unlock(&s->cache->lock);
 	return r;
+}
+
+struct cache_reader *cache_reader_create_random(struct cache_stream *s)
+{
+	struct cache_reader *r = cache_reader_create(s);
+
+	if (!r)
+		return NULL;
+	pthread_mutex_lock(&s->cache->lock);
+	r->random = true;
+	r->window = 0;
+	pthread_mutex_unlock(&s->cache->lock);
+	return r;
+}
+
+bool cache_object_prefetch(struct cache *c, struct cache_object *o)
+{
+	/* a stream of o alone, whose prefetch makes the blocks; they belong
+	 * to o, and outlive the stream */
+	struct cache_stream *s = cache_stream_create_plan(c, NULL, NULL);
+	uint64_t size = cache_object_size(o);
+	bool covered;
+
+	if (!s || cache_stream_add_object(s, o, 0, size) != 0) {
+		cache_stream_destroy(s);
+		return false;
+	}
+	cache_stream_set_size(s, size);
+	cache_stream_end(s, 0);
+	covered = cache_stream_prefetch(s, size);
+	cache_stream_destroy(s);
+	return covered;
 }

@@ -115,6 +115,7 @@ struct channel {
 	struct cache_stream *listing;	/* MODE_LISTING */
 	struct cache_catalog *catalog;	/* MODE_PLAN of an S3 prefix */
 	struct channel_entries entries; /* MODE_PLAN of a manifest */
+	struct channel_tree *tree;	/* FastFile: over the catalog */
 	uint64_t listed_bytes;		/* of the entries, while listing */
 	pthread_mutex_t lock;		/* see the top of the file */
 	struct epoch_plan *plans;	/* newest epoch first */
@@ -772,7 +773,8 @@ static void saved_listing_store(const struct channel *ch)
  * byte (the epoch's order needs them all), by key ranges at once
  * (cache/lister.h), with progress in the log.
  */
-static int list_catalog(struct channel *ch, char *err, size_t errlen)
+static int list_catalog(struct channel *ch, const char *why, char *err,
+			size_t errlen)
 {
 	struct cache_lister_conf conf;
 	struct cache_lister_stats st;
@@ -787,9 +789,9 @@ static int list_catalog(struct channel *ch, char *err, size_t errlen)
 		return util_fail(err, errlen, EINVAL, "out of memory");
 	cache_lister_conf_init(&conf);
 	conf.max_listers = ch->conf.max_listers;
-	util_info("channel '%s': listing %s in full (the shuffle needs every "
-		  "key first), %u key ranges at once",
-		  ch->spec->name, ch->spec->uri, conf.max_listers);
+	util_info("channel '%s': listing %s in full (%s), %u key ranges at "
+		  "once",
+		  ch->spec->name, ch->spec->uri, why, conf.max_listers);
 	l = cache_lister_start(ch->cache, ch->catalog, &conf);
 	if (!l)
 		return util_fail(err, errlen, EINVAL, "out of memory");
@@ -874,8 +876,8 @@ static int load_manifest(struct channel *ch, char *err, size_t errlen)
 			       "channel '%s': manifest %s: %s", sp->name,
 			       sp->uri, perr);
 	else
-		util_info("channel '%s': manifest %s has %zu entries", sp->name,
-			  sp->uri, ch->entries.count);
+		util_debug("channel '%s': manifest %s has %zu entries",
+			   sp->name, sp->uri, ch->entries.count);
 out:
 	free(text);
 	cache_object_put(ch->cache, obj);
@@ -952,17 +954,176 @@ struct channel *channel_create(const struct channel_spec *spec,
 	return ch;
 }
 
+/* ---- FastFile: the tree ---- */
+
+/* HEADs of a manifest's keys, at most MANIFEST_HEADS_AT_ONCE at once. */
+#define MANIFEST_HEADS_AT_ONCE 64
+
+struct manifest_heads {
+	pthread_mutex_t lock;
+	pthread_cond_t idle;
+	unsigned in_flight;
+	struct cache_object **objs; /* entry i's, once resolved */
+	size_t failed;		    /* the first entry that failed, or count */
+	struct store_error err;	    /* its error */
+};
+
+struct manifest_head {
+	struct manifest_heads *heads;
+	size_t entry;
+};
+
+static void manifest_head_done(void *arg, struct cache_object *obj,
+			       const struct store_error *err)
+{
+	struct manifest_head *h = arg;
+	struct manifest_heads *hs = h->heads;
+
+	pthread_mutex_lock(&hs->lock);
+	hs->objs[h->entry] = obj;
+	if (!obj && h->entry < hs->failed) {
+		hs->failed = h->entry;
+		hs->err = *err;
+	}
+	hs->in_flight--;
+	pthread_cond_signal(&hs->idle);
+	pthread_mutex_unlock(&hs->lock);
+	free(h);
+}
+
+/*
+ * A manifest's keys into the channel's catalog, for a tree: a manifest
+ * names keys, not sizes, so each is asked for (HEAD), many at once.  A key
+ * that is not there fails the start, named.
+ */
+static int manifest_catalog(struct channel *ch, char *err, size_t errlen)
+{
+	struct channel_entries *es = &ch->entries;
+	struct manifest_heads hs = {.failed = es->count};
+	size_t issued = 0;
+	int rc = 0;
+
+	hs.objs = calloc(es->count ? es->count : 1, sizeof(*hs.objs));
+	ch->catalog = cache_catalog_create(
+	    es->count ? es->entries[0].items[0].bucket : ch->spec->bucket,
+	    es->prefix ? es->prefix : "");
+	if (!hs.objs || !ch->catalog) {
+		free(hs.objs);
+		return util_fail(err, errlen, EINVAL, "out of memory");
+	}
+	pthread_mutex_init(&hs.lock, NULL);
+	pthread_cond_init(&hs.idle, NULL);
+	pthread_mutex_lock(&hs.lock);
+	for (; issued < es->count && hs.failed == es->count; issued++) {
+		const struct channel_item *it = &es->entries[issued].items[0];
+		struct manifest_head *h = malloc(sizeof(*h));
+
+		while (hs.in_flight >= MANIFEST_HEADS_AT_ONCE)
+			pthread_cond_wait(&hs.idle, &hs.lock);
+		if (!h) {
+			rc = ENOMEM;
+			break;
+		}
+		h->heads = &hs;
+		h->entry = issued;
+		hs.in_flight++;
+		pthread_mutex_unlock(&hs.lock);
+		rc = cache_object_resolve(ch->cache, it->bucket, it->key,
+					  manifest_head_done, h);
+		pthread_mutex_lock(&hs.lock);
+		if (rc) {
+			hs.in_flight--;
+			free(h);
+			break;
+		}
+	}
+	while (hs.in_flight)
+		pthread_cond_wait(&hs.idle, &hs.lock);
+	pthread_mutex_unlock(&hs.lock);
+	if (rc) {
+		rc = util_fail(err, errlen, EINVAL, "out of memory");
+	} else if (hs.failed < es->count) {
+		const struct channel_item *it =
+		    &es->entries[hs.failed].items[0];
+
+		if (hs.err.err == ENOENT)
+			rc = util_fail(err, errlen, EINVAL,
+				       "channel '%s': s3://%s/%s (manifest "
+				       "element %zu) does not exist",
+				       ch->spec->name, it->bucket, it->key,
+				       hs.failed + 1);
+		else
+			rc = start_error(ch, &hs.err, it->bucket, err, errlen);
+	}
+	for (size_t i = 0; i < issued; i++) {
+		const struct cache_object *o = hs.objs[i];
+		uint32_t entry;
+
+		if (!rc && o &&
+		    cache_catalog_add(ch->catalog, cache_object_key(o),
+				      cache_object_etag(o),
+				      cache_object_size(o), 0, &entry))
+			rc = util_fail(err, errlen, EINVAL,
+				       "channel '%s': manifest element %zu: "
+				       "out of memory or a key of another "
+				       "prefix",
+				       ch->spec->name, i + 1);
+		cache_object_put(ch->cache, hs.objs[i]);
+	}
+	if (!rc && cache_catalog_order(ch->catalog, 0,
+				       cache_catalog_entries(ch->catalog)))
+		rc = util_fail(err, errlen, EINVAL, "out of memory");
+	pthread_cond_destroy(&hs.idle);
+	pthread_mutex_destroy(&hs.lock);
+	free(hs.objs);
+	/* the catalog holds what the tree needs */
+	channel_entries_free(es);
+	return rc;
+}
+
+/* A FastFile channel's start: every key listed (or a manifest's keys
+ * asked for), then the tree made over them. */
+static int tree_start(struct channel *ch, char *err, size_t errlen)
+{
+	int rc = 0;
+
+	if (ch->spec->data_type == CHANNEL_S3_PREFIX) {
+		if (!saved_listing_load(ch))
+			rc = list_catalog(ch,
+					  "a FastFile channel shows every "
+					  "key",
+					  err, errlen);
+	} else {
+		rc = load_manifest(ch, err, errlen);
+		if (!rc)
+			rc = manifest_catalog(ch, err, errlen);
+	}
+	if (rc)
+		return rc;
+	ch->tree = channel_tree_create(ch->cache, ch->catalog, ch->spec,
+				       &ch->host, err, errlen);
+	return ch->tree ? 0 : EINVAL;
+}
+
+struct channel_tree *channel_tree(struct channel *ch)
+{
+	return ch->tree;
+}
+
 int channel_start(struct channel *ch, char *err, size_t errlen)
 {
 	struct epoch_plan *p;
 	int rc = 0;
 
+	if (ch->spec->input_mode == CHANNEL_INPUT_FASTFILE)
+		return tree_start(ch, err, errlen);
 	if (ch->spec->data_type == CHANNEL_S3_PREFIX && saved_listing_load(ch))
 		ch->mode = MODE_PLAN; /* the catalog is here: no LIST */
 	else if (ch->mode == MODE_LISTING)
 		return start_listing(ch, err, errlen);
 	else if (ch->spec->data_type == CHANNEL_S3_PREFIX)
-		rc = list_catalog(ch, err, errlen);
+		rc = list_catalog(ch, "the shuffle needs every key first", err,
+				  errlen);
 	else
 		rc = load_manifest(ch, err, errlen);
 	if (rc)
@@ -983,6 +1144,8 @@ void channel_fault_in(struct channel *ch)
 {
 	struct epoch_plan *p;
 
+	if (ch->tree)
+		return; /* files are read as they are opened */
 	if (ch->mode == MODE_LISTING) {
 		cache_stream_fault_in(ch->listing);
 		return;
@@ -1073,6 +1236,8 @@ void channel_get_stats(struct channel *ch, struct channel_stats *out)
 		out->objects = ch->entries.count;
 		out->bytes = ch->entries.count * sizeof(struct channel_entry);
 	}
+	if (ch->tree)
+		out->bytes += channel_tree_memory(ch->tree);
 	if (ch->listing) {
 		out->objects = cache_stream_listed_objects(ch->listing);
 		out->bytes += cache_stream_memory(ch->listing);
@@ -1089,6 +1254,7 @@ void channel_destroy(struct channel *ch)
 	if (!ch)
 		return;
 	plans_destroy(ch->plans);
+	channel_tree_destroy(ch->tree);
 	cache_stream_destroy(ch->listing);
 	cache_catalog_destroy(ch->catalog);
 	for (size_t i = 0; i < ch->entries.count; i++) {

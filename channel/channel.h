@@ -34,6 +34,12 @@ enum channel_data_type {
 	CHANNEL_AUGMENTED_MANIFEST_FILE, /* JSON Lines, AttributeNames */
 };
 
+enum channel_input_mode {
+	CHANNEL_INPUT_PIPE = 0, /* one file per epoch: the objects back to
+				   back */
+	CHANNEL_INPUT_FASTFILE, /* a directory tree: each object a file */
+};
+
 enum channel_distribution {
 	CHANNEL_FULLY_REPLICATED = 0, /* every host reads everything */
 	CHANNEL_SHARDED_BY_S3_KEY,    /* host i of n: positions = i mod n */
@@ -98,6 +104,7 @@ struct channel_spec {
 	char *prefix; /* from uri ("" when none); for manifests the key of
 			 the manifest object */
 	enum channel_data_type data_type;
+	enum channel_input_mode input_mode;
 	enum channel_distribution distribution;
 	enum channel_wrapper wrapper;
 	enum channel_compression compression;
@@ -339,6 +346,92 @@ struct channel_stats {
 void channel_get_stats(struct channel *ch, struct channel_stats *out);
 /* Call after the store below the cache is destroyed. */
 void channel_destroy(struct channel *ch);
+
+/* ---- channel/tree.c: a FastFile channel, each object a file ---- */
+
+/*
+ * The directory tree of a FastFile channel (--input-mode fastfile), once
+ * started; NULL for a Pipe channel.  Its nodes are numbers: 0 is the
+ * channel's own directory.  Nothing here asks S3: the tree is an index
+ * over the listing.
+ */
+struct channel_tree *channel_tree(struct channel *ch);
+
+struct channel_tree_attr {
+	bool dir;
+	uint64_t parent; /* a directory's; the channel's own is its own */
+	uint64_t size;	 /* a file's, as listed */
+	int64_t mtime;	 /* a file's LastModified (seconds), 0: unknown */
+};
+
+/* name in directory dir: 0 and *node, ENOENT, or ENOTDIR. */
+int channel_tree_lookup(const struct channel_tree *t, uint64_t dir,
+			const char *name, uint64_t *node);
+/* 0, or ENOENT when there is no such node. */
+int channel_tree_attr(const struct channel_tree *t, uint64_t node,
+		      struct channel_tree_attr *out);
+/*
+ * One entry of a directory: name[0, len) (not NUL-terminated), its node,
+ * and the cookie that resumes the listing after it.  Return false to
+ * stop.
+ */
+typedef bool channel_tree_emit_fn(void *arg, const char *name, size_t len,
+				  uint64_t node, uint64_t next);
+/*
+ * The entries of dir from cookie on (0: the first), in name order, until
+ * emit says stop; cookies stay valid for the life of the tree.  0 or
+ * ENOTDIR.
+ */
+int channel_tree_list(const struct channel_tree *t, uint64_t dir,
+		      uint64_t cookie, channel_tree_emit_fn *emit, void *arg);
+/* Files in the tree. */
+size_t channel_tree_files(const struct channel_tree *t);
+/*
+ * The order file of epoch: every file's path (from the channel's
+ * directory), one a line, in the order epoch reads them (name order,
+ * shuffled with the channel's seed and epoch as Pipe epochs are).  *text
+ * is malloc'd.  From now on the tree follows this order: opens that move
+ * along it have the files after them prefetched.  0 or ENOMEM.
+ */
+int channel_tree_order(struct channel_tree *t, unsigned epoch, char **text,
+		       size_t *len);
+
+struct channel_tree_stats {
+	uint64_t opens;	     /* files opened */
+	/* opens of a file the order followed had prefetched (or started
+	 * to) */
+	uint64_t opens_prefetched;
+	uint64_t orders;     /* order files taken */
+	uint64_t prefetched; /* files prefetched along an order */
+};
+
+void channel_tree_get_stats(struct channel_tree *t,
+			    struct channel_tree_stats *out);
+
+/* A file of a tree, open: reads at any offset. */
+struct channel_file *channel_file_open(struct channel_tree *t, uint64_t node);
+void channel_file_close(struct channel_file *f);
+uint64_t channel_file_size(const struct channel_file *f);
+
+/* Bytes a file read returns, pinned until channel_file_view_release(). */
+struct channel_file_view {
+	const struct iovec *iov; /* count entries, bytes in all */
+	int count;
+	size_t bytes;
+	char *copy; /* owned, when the blocks could not be pinned at once */
+	struct iovec one;
+	struct cache_view cache;
+};
+
+/*
+ * Reads size bytes at offset, all of them unless the file ends first (a
+ * short read would tell a page cache the file is shorter).  0, EIO
+ * (logged), or another errno; the view must be released even on error.
+ */
+int channel_file_read(struct channel_file *f, uint64_t offset, size_t size,
+		      struct channel_file_view *view);
+void channel_file_view_release(struct channel_file *f,
+			       struct channel_file_view *view);
 
 #define CHANNEL_VIEW_MAX 256
 

@@ -56,6 +56,8 @@ struct channel_entries {
 	struct channel_entry *entries; /* owned array */
 	size_t count;
 	size_t cap;
+	char *prefix; /* a ManifestFile's prefix (owned): its keys start
+			 with it; NULL otherwise */
 };
 
 void channel_entries_free(struct channel_entries *e);
@@ -70,9 +72,9 @@ void channel_entries_free(struct channel_entries *e);
  * {"prefix": "s3://bucket/prefix/"} and whose other elements are keys
  * relative to it (strings).  Appends one single-item entry per key, in
  * manifest order; the item's bucket is the prefix's bucket, its key the
- * prefix followed by the relative key.  Returns 0; EINVAL with one line in
- * err (what is wrong and where: "manifest element 3 is not a string");
- * ENOMEM.  On error out is freed.
+ * prefix followed by the relative key; out->prefix gets the prefix.
+ * Returns 0; EINVAL with one line in err (what is wrong and where:
+ * "manifest element 3 is not a string"); ENOMEM.  On error out is freed.
  */
 int channel_manifest_parse(const char *text, size_t len,
 			   struct channel_entries *out, char *err,
@@ -96,6 +98,24 @@ int channel_augmented_parse(const char *text, size_t len,
 			    char *const *attributes, size_t nattributes,
 			    struct channel_entries *out, char *err,
 			    size_t errlen);
+
+/* ---- channel/tree.c ---- */
+
+struct cache_catalog;
+
+/*
+ * The tree of spec's FastFile channel over the listed catalog cat (both
+ * outlive it): this host's share when sharded.  NULL with one line in err
+ * (ENOMEM).
+ */
+struct channel_tree *channel_tree_create(struct cache *cache,
+					 const struct cache_catalog *cat,
+					 const struct channel_spec *spec,
+					 const struct channel_host *host,
+					 char *err, size_t errlen);
+void channel_tree_destroy(struct channel_tree *t);
+/* Bytes the index and the order followed take. */
+uint64_t channel_tree_memory(const struct channel_tree *t);
 
 /* ---- channel/order.c: an epoch's order and this host's share ---- */
 

@@ -267,7 +267,7 @@ int channel_manifest_parse(const char *text, size_t len,
 	}
 	json_decref(root);
 	free(bucket);
-	free(prefix);
+	out->prefix = prefix; /* the entries' keys start with it */
 	return 0;
 fail:
 	json_decref(root);

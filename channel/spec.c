@@ -43,6 +43,10 @@ static const struct channel_setting_value data_types[] = {
     {"augmented+s3://", "AugmentedManifestFile",
      CHANNEL_AUGMENTED_MANIFEST_FILE, "an augmented+s3:// channel", NULL},
 };
+static const struct channel_setting_value input_modes[] = {
+    {"pipe", "Pipe", CHANNEL_INPUT_PIPE, NULL, NULL},
+    {"fastfile", "FastFile", CHANNEL_INPUT_FASTFILE, NULL, NULL},
+};
 static const struct channel_setting_value distributions[] = {
     {NULL, "FullyReplicated", CHANNEL_FULLY_REPLICATED, NULL, NULL},
     {NULL, "ShardedByS3Key", CHANNEL_SHARDED_BY_S3_KEY, "--sharded", NULL},
@@ -84,6 +88,16 @@ const struct channel_setting channel_settings[] = {
      .help = "what the channel's URI names: every object under a prefix, "
 	     "a manifest file, or an augmented manifest file",
      .config_required = true},
+    {.option = "input-mode",
+     .field = "InputMode",
+     .type = CHANNEL_SETTING_ENUM,
+     SPEC_FIELD(input_mode),
+     .values = input_modes,
+     .nvalues = COUNT(input_modes),
+     .default_value = CHANNEL_INPUT_PIPE,
+     .metavar = "MODE",
+     .help = "pipe (one file per epoch, NAME_N, the objects back to back) "
+	     "or fastfile (a directory NAME/ with each object a file)"},
     {.option = "shuffle-seed",
      .field = "ShuffleConfig.Seed",
      .type = CHANNEL_SETTING_INTEGER,
@@ -217,6 +231,19 @@ struct channel_rule {
 
 /* settings are named by option, or by field for config-only ones */
 static const struct channel_rule channel_rules[] = {
+    {"input-mode", VALUES(CHANNEL_INPUT_FASTFILE),
+     "DataSource.S3DataSource.S3DataType",
+     VALUES2(CHANNEL_S3_PREFIX, CHANNEL_MANIFEST_FILE),
+     ": each object becomes a file"},
+    {"input-mode", VALUES(CHANNEL_INPUT_FASTFILE), "record-wrapper",
+     VALUES(CHANNEL_WRAPPER_NONE),
+     ": a file holds its object's bytes as they are"},
+    {"input-mode", VALUES(CHANNEL_INPUT_FASTFILE), "compression",
+     VALUES(CHANNEL_COMPRESSION_NONE),
+     ": a file holds its object's bytes as they are"},
+    {"input-mode", VALUES(CHANNEL_INPUT_FASTFILE), "convert",
+     VALUES(CHANNEL_CONVERT_NONE),
+     ": a file holds its object's bytes as they are"},
     {"csv-label-column", ANY_VALUE, "convert", VALUES(CHANNEL_CONVERT_CSV),
      NULL},
     {"csv-header", ANY_VALUE, "convert", VALUES(CHANNEL_CONVERT_CSV), NULL},
@@ -995,5 +1022,6 @@ void channel_entries_free(struct channel_entries *e)
 		free(en->error);
 	}
 	free(e->entries);
+	free(e->prefix);
 	memset(e, 0, sizeof(*e));
 }

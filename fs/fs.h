@@ -12,6 +12,10 @@
  *
  * The root also has FS_STATS_FILE (fs/stats.h), which lookup finds and
  * readdir does not list: each open of it is one snapshot of the stats.
+ *
+ * A FastFile channel NAME is a directory NAME/ instead, its objects files
+ * (channel_tree()), and FS_ORDER_DIR/NAME_N, found by name and never
+ * listed, is epoch N's order of its files, one path a line.
  */
 #ifndef S3PIPE_FS_FS_H
 #define S3PIPE_FS_FS_H
@@ -24,6 +28,9 @@
 #include "channel/channel.h"
 #include "fs/options.h"
 #include "fs/stats.h"
+
+/* The folder of order files in the mount root, never listed. */
+#define FS_ORDER_DIR ".s3pipe-order"
 
 struct fs_handle;
 

@@ -182,6 +182,8 @@ static void build_stack(struct fs_options *o, struct fs_state *st)
 			die("out of memory");
 		if (channel_start(ch->channel, err, sizeof(err)))
 			die("%s", err);
+		if (channel_tree(ch->channel))
+			ch->visible = 0; /* a directory, no epoch files */
 	}
 	/* the first epoch streams at full speed from its first byte: the
 	 * fresh memory its window takes is faulted in before the mount

@@ -18,6 +18,18 @@
  * files'; lookup finds it, readdir never lists it, each open is a snapshot
  * served at any offset, and its handles are no epoch's (release makes no
  * file appear).  Reads count in the stats before they reply.
+ *
+ * A FastFile channel is a directory NAME/ (channel_tree(): lookup, getattr
+ * and readdir come from its index, never from S3) whose files are opened
+ * through the page cache (their bytes never change while mounted, so the
+ * kernel keeps them, and mmap works) and read at any offset.  FS_ORDER_DIR
+ * holds NAME_N, epoch N's order (channel_tree_order()), found by lookup and
+ * never listed, each open a snapshot like the stats file.
+ *
+ * Inodes: 1 the root; 2 + epoch * nchannels + channel a Pipe channel's
+ * file; top bits 010 a tree's node (channel in bits 48-53), top bits 001
+ * an order file (channel in bits 32-37, the epoch below); the stats file
+ * and FS_ORDER_DIR just below UINT64_MAX.
  */
 #include "config.h"
 
@@ -32,12 +44,22 @@
 
 #define ROOT_INO       1
 #define FIRST_FILE_INO 2
-/* FS_STATS_FILE: far above any channel file's number */
-#define STATS_INO ((fuse_ino_t)UINT64_MAX - 1)
+/* FS_STATS_FILE and FS_ORDER_DIR: far above any channel file's number */
+#define STATS_INO     ((fuse_ino_t)UINT64_MAX - 1)
+#define ORDER_DIR_INO ((fuse_ino_t)UINT64_MAX - 2)
+/* the kind of an inode in its top three bits (below the two above) */
+#define INO_KIND(ino)	 ((uint64_t)(ino) >> 61)
+#define INO_KIND_TREE	 2u
+#define INO_KIND_ORDER	 1u
+#define TREE_NODE_BITS	 48
+#define ORDER_EPOCH_BITS 32
+/* how long the kernel may keep what never changes while mounted */
+#define FOREVER 3600.0
 
 struct fs_handle {
-	struct channel_reader *reader;
-	struct fs_epoch_stats *stats; /* what reads count in; may be NULL */
+	struct channel_reader *reader; /* a Pipe channel's file, or */
+	struct channel_file *file;     /* a FastFile channel's */
+	struct fs_epoch_stats *stats;  /* what reads count in; may be NULL */
 	unsigned channel;
 	unsigned epoch;
 	bool near_end; /* within a window of the end: prefetching the next epoch
@@ -74,6 +96,7 @@ static void handle_free(struct fs_state *st, struct fs_handle *h)
 {
 	fs_stats_epoch_close(st->stats, h->stats);
 	channel_reader_close(h->reader);
+	channel_file_close(h->file);
 	pthread_mutex_destroy(&h->lock);
 	free(h);
 }
@@ -99,6 +122,57 @@ static fuse_ino_t file_ino(const struct fs_state *st, unsigned ch,
 	return FIRST_FILE_INO + (fuse_ino_t)epoch * st->nchannels + ch;
 }
 
+static struct channel_tree *tree_of(const struct fs_state *st, unsigned ch)
+{
+	return channel_tree(st->channels[ch].channel);
+}
+
+static fuse_ino_t tree_ino(unsigned ch, uint64_t node)
+{
+	return ((fuse_ino_t)INO_KIND_TREE << 61) |
+	       ((fuse_ino_t)ch << TREE_NODE_BITS) | node;
+}
+
+static fuse_ino_t order_ino(unsigned ch, unsigned epoch)
+{
+	return ((fuse_ino_t)INO_KIND_ORDER << 61) |
+	       ((fuse_ino_t)ch << ORDER_EPOCH_BITS) | epoch;
+}
+
+/* An inode of kind (a tree's node, an order file): the channel (one of
+ * the trees) and the number below it; false when ino is no such inode. */
+static bool ino_split(const struct fs_state *st, fuse_ino_t ino, unsigned kind,
+		      unsigned bits, unsigned *ch, uint64_t *number)
+{
+	uint64_t c;
+
+	if (ino >= ORDER_DIR_INO || INO_KIND(ino) != kind)
+		return false;
+	c = (ino >> bits) & ((1u << (61 - bits)) - 1);
+	if (c >= st->nchannels || !tree_of(st, (unsigned)c))
+		return false;
+	*ch = (unsigned)c;
+	*number = ino & (((uint64_t)1 << bits) - 1);
+	return true;
+}
+
+static bool ino_tree(const struct fs_state *st, fuse_ino_t ino, unsigned *ch,
+		     uint64_t *node)
+{
+	return ino_split(st, ino, INO_KIND_TREE, TREE_NODE_BITS, ch, node);
+}
+
+static bool ino_order(const struct fs_state *st, fuse_ino_t ino, unsigned *ch,
+		      unsigned *epoch)
+{
+	uint64_t n;
+
+	if (!ino_split(st, ino, INO_KIND_ORDER, ORDER_EPOCH_BITS, ch, &n))
+		return false;
+	*epoch = (unsigned)n;
+	return true;
+}
+
 static bool epoch_visible(struct fs_state *st, unsigned ch, unsigned epoch)
 {
 	bool visible;
@@ -116,7 +190,7 @@ static bool ino_file(struct fs_state *st, fuse_ino_t ino, unsigned *ch,
 {
 	uint64_t n;
 
-	if (ino < FIRST_FILE_INO)
+	if (ino < FIRST_FILE_INO || INO_KIND(ino) != 0)
 		return false;
 	n = ino - FIRST_FILE_INO;
 	if (n / st->nchannels > UINT32_MAX)
@@ -126,9 +200,10 @@ static bool ino_file(struct fs_state *st, fuse_ino_t ino, unsigned *ch,
 	return epoch_visible(st, *ch, *epoch);
 }
 
-/* Parses "NAME_N" (NAME may itself contain '_'). */
-static bool name_file(struct fs_state *st, const char *name, unsigned *ch,
-		      unsigned *epoch)
+/* Parses "NAME_N" (NAME may itself contain '_'), for the channels of one
+ * mode: Pipe files in the root, or FastFile order files. */
+static bool name_file(struct fs_state *st, const char *name, bool tree,
+		      unsigned *ch, unsigned *epoch)
 {
 	const char *us = strrchr(name, '_');
 	uint64_t e;
@@ -143,7 +218,8 @@ static bool name_file(struct fs_state *st, const char *name, unsigned *ch,
 		size_t len = strlen(st->channels[i].name);
 
 		if (len == (size_t)(us - name) &&
-		    memcmp(name, st->channels[i].name, len) == 0) {
+		    memcmp(name, st->channels[i].name, len) == 0 &&
+		    (tree_of(st, i) != NULL) == tree) {
 			*ch = i;
 			*epoch = (unsigned)e;
 			return true;
@@ -152,19 +228,47 @@ static bool name_file(struct fs_state *st, const char *name, unsigned *ch,
 	return false;
 }
 
-/* What every inode has: a read-only regular file (or the root), the
- * mount's owner and time, 1 MiB blocks. */
-static void base_attr(struct fs_state *st, fuse_ino_t ino, struct stat *stbuf)
+/* What every inode has: read-only, a regular file (1 MiB blocks) or a
+ * directory, the mount's owner and time. */
+static void node_attr(struct fs_state *st, fuse_ino_t ino, bool dir,
+		      struct stat *stbuf)
 {
 	memset(stbuf, 0, sizeof(*stbuf));
 	stbuf->st_ino = ino;
-	stbuf->st_mode = ino == ROOT_INO ? S_IFDIR | 0555 : S_IFREG | 0444;
-	stbuf->st_nlink = ino == ROOT_INO ? 2 : 1;
+	stbuf->st_mode = dir ? S_IFDIR | 0555 : S_IFREG | 0444;
+	stbuf->st_nlink = dir ? 2 : 1;
 	stbuf->st_uid = st->uid;
 	stbuf->st_gid = st->gid;
-	if (ino != ROOT_INO)
+	if (!dir)
 		stbuf->st_blksize = 1 << 20;
 	stbuf->st_atim = stbuf->st_mtim = stbuf->st_ctim = st->mount_time;
+}
+
+static void base_attr(struct fs_state *st, fuse_ino_t ino, struct stat *stbuf)
+{
+	node_attr(st, ino, ino == ROOT_INO || ino == ORDER_DIR_INO, stbuf);
+}
+
+/* Attributes of a tree's node (its file's size and time as listed): 0 or
+ * ENOENT. */
+static int tree_attr(struct fs_state *st, unsigned ch, uint64_t node,
+		     struct stat *stbuf)
+{
+	struct channel_tree_attr a;
+
+	if (channel_tree_attr(tree_of(st, ch), node, &a))
+		return ENOENT;
+	node_attr(st, tree_ino(ch, node), a.dir, stbuf);
+	if (a.dir)
+		return 0;
+	stbuf->st_size = (off_t)a.size;
+	stbuf->st_blocks = (blkcnt_t)((a.size + 511) / 512);
+	if (a.mtime > 0) {
+		stbuf->st_mtim.tv_sec = (time_t)a.mtime;
+		stbuf->st_mtim.tv_nsec = 0;
+		stbuf->st_ctim = stbuf->st_mtim;
+	}
+	return 0;
 }
 
 /* Attributes of a file; returns how long they may be cached. */
@@ -179,7 +283,7 @@ static double file_attr(struct fs_state *st, unsigned ch, unsigned epoch,
 	stbuf->st_size = (off_t)size;
 	stbuf->st_blocks = (blkcnt_t)((size + 511) / 512);
 	/* the size is 0 until the listing is complete: do not cache that */
-	return complete ? 3600.0 : 0.0;
+	return complete ? FOREVER : 0.0;
 }
 
 static void op_init(void *userdata, struct fuse_conn_info *conn)
@@ -190,34 +294,79 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 	conn->want &= ~FUSE_CAP_SPLICE_READ;
 }
 
+/* A name in the root: the stats file, FS_ORDER_DIR, a FastFile channel's
+ * directory, or a Pipe channel's visible epoch. */
+static int root_lookup(struct fs_state *st, const char *name,
+		       struct fuse_entry_param *e)
+{
+	unsigned ch, epoch;
+
+	if (strcmp(name, FS_STATS_FILE) == 0) {
+		e->ino = STATS_INO;
+		base_attr(st, STATS_INO,
+			  &e->attr); /* size 0: reads are direct */
+		return 0;
+	}
+	if (strcmp(name, FS_ORDER_DIR) == 0) {
+		e->ino = ORDER_DIR_INO;
+		base_attr(st, ORDER_DIR_INO, &e->attr);
+		return 0;
+	}
+	for (ch = 0; ch < st->nchannels; ch++) {
+		if (tree_of(st, ch) &&
+		    strcmp(name, st->channels[ch].name) == 0) {
+			e->ino = tree_ino(ch, 0);
+			e->attr_timeout = e->entry_timeout = FOREVER;
+			return tree_attr(st, ch, 0, &e->attr);
+		}
+	}
+	if (!name_file(st, name, false, &ch, &epoch) ||
+	    !epoch_visible(st, ch, epoch))
+		return ENOENT;
+	e->ino = file_ino(st, ch, epoch);
+	e->attr_timeout = file_attr(st, ch, epoch, &e->attr);
+	return 0;
+}
+
 static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	struct fs_state *st = state_of(req);
 	struct fuse_entry_param e;
 	unsigned ch, epoch;
+	uint64_t node;
+	int rc;
 
-	if (parent != ROOT_INO) {
-		fuse_reply_err(req, ENOTDIR);
-		return;
-	}
 	memset(&e, 0, sizeof(e));
-	if (strcmp(name, FS_STATS_FILE) == 0) {
-		e.ino = STATS_INO;
-		base_attr(st, STATS_INO,
-			  &e.attr); /* size 0: reads are direct */
-		e.entry_timeout = 1.0;
-		fuse_reply_entry(req, &e);
-		return;
-	}
-	if (!name_file(st, name, &ch, &epoch) ||
-	    !epoch_visible(st, ch, epoch)) {
-		fuse_reply_err(req, ENOENT);
-		return;
-	}
-	e.ino = file_ino(st, ch, epoch);
-	e.attr_timeout = file_attr(st, ch, epoch, &e.attr);
 	e.entry_timeout = 1.0;
-	fuse_reply_entry(req, &e);
+	if (parent == ROOT_INO) {
+		rc = root_lookup(st, name, &e);
+	} else if (parent == ORDER_DIR_INO) {
+		rc = name_file(st, name, true, &ch, &epoch) ? 0 : ENOENT;
+		if (!rc) {
+			e.ino = order_ino(ch, epoch);
+			base_attr(st, e.ino, &e.attr); /* size 0: direct */
+		}
+	} else if (ino_tree(st, parent, &ch, &node)) {
+		/* a name that is not there is known not to be, for good */
+		e.entry_timeout = FOREVER;
+		rc = channel_tree_lookup(tree_of(st, ch), node, name, &node);
+		if (!rc) {
+			e.ino = tree_ino(ch, node);
+			e.attr_timeout = FOREVER;
+			rc = tree_attr(st, ch, node, &e.attr);
+		}
+		if (rc == ENOENT) {
+			/* a negative entry: the kernel asks no more */
+			e.ino = 0;
+			rc = 0;
+		}
+	} else {
+		rc = ENOTDIR;
+	}
+	if (rc)
+		fuse_reply_err(req, rc);
+	else
+		fuse_reply_entry(req, &e);
 }
 
 static void op_getattr(fuse_req_t req, fuse_ino_t ino,
@@ -226,14 +375,18 @@ static void op_getattr(fuse_req_t req, fuse_ino_t ino,
 	struct fs_state *st = state_of(req);
 	struct stat stbuf;
 	unsigned ch, epoch;
-	double timeout;
+	uint64_t node;
+	double timeout = 1.0;
 
-	if (ino == ROOT_INO) {
-		base_attr(st, ROOT_INO, &stbuf);
-		timeout = 1.0;
-	} else if (ino == STATS_INO) {
-		base_attr(st, STATS_INO, &stbuf);
-		timeout = 1.0;
+	if (ino == ROOT_INO || ino == STATS_INO || ino == ORDER_DIR_INO ||
+	    ino_order(st, ino, &ch, &epoch)) {
+		base_attr(st, ino, &stbuf);
+	} else if (ino_tree(st, ino, &ch, &node)) {
+		if (tree_attr(st, ch, node, &stbuf)) {
+			fuse_reply_err(req, ENOENT);
+			return;
+		}
+		timeout = FOREVER;
 	} else if (ino_file(st, ino, &ch, &epoch)) {
 		timeout = file_attr(st, ch, epoch, &stbuf);
 	} else {
@@ -262,49 +415,110 @@ static bool add_dirent(fuse_req_t req, char *buf, size_t size, size_t *used,
 	return true;
 }
 
+/* A directory reply being filled. */
+struct dir_reply {
+	fuse_req_t req;
+	char *buf;
+	size_t size, used;
+	unsigned ch;  /* a tree's */
+	off_t offset; /* a tree's entries: cookie + offset */
+};
+
+/* A tree's entry into the reply (channel_tree_emit_fn). */
+static bool emit_tree_entry(void *arg, const char *name, size_t len,
+			    uint64_t node, uint64_t next)
+{
+	struct dir_reply *d = arg;
+	struct fs_state *st = state_of(d->req);
+	struct channel_tree_attr a;
+	char buf[256];
+
+	if (len >= sizeof(buf))
+		return true; /* (not reached: the tree leaves those out) */
+	memcpy(buf, name, len);
+	buf[len] = '\0';
+	if (channel_tree_attr(tree_of(st, d->ch), node, &a))
+		return true;
+	return add_dirent(d->req, d->buf, d->size, &d->used, buf,
+			  tree_ino(d->ch, node), a.dir ? S_IFDIR : S_IFREG,
+			  (off_t)next + d->offset);
+}
+
 /*
- * Entries in a fixed order, entry i at offset i + 1: ".", "..", then every
- * visible file, epoch by epoch, channel by channel.  Files only ever get
- * added at the end of that order, so offsets stay valid between calls.
+ * Entries in a fixed order, entry i at offset i + 1: ".", "..", then the
+ * FastFile channels' directories, then every visible Pipe file, epoch by
+ * epoch, channel by channel.  Files only ever get added at the end of
+ * that order, so offsets stay valid between calls.  A tree's directory:
+ * ".", "..", then its entries, whose offsets are their cookies + 2.
+ * FS_ORDER_DIR lists nothing: its files are found by name.
  */
 static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		       struct fuse_file_info *fi)
 {
 	struct fs_state *st = state_of(req);
-	unsigned max_visible = 0;
+	unsigned max_visible = 0, ch;
 	char name[FS_CHANNEL_NAME_MAX + 16];
-	char *buf = NULL;
-	size_t used = 0;
+	struct dir_reply d = {.req = req, .size = size, .offset = 2};
+	fuse_ino_t parent = ROOT_INO;
 	off_t index = 2;
+	uint64_t node = 0;
+	bool tree = false;
 
-	if (ino != ROOT_INO) {
+	if (ino_tree(st, ino, &ch, &node)) {
+		struct channel_tree_attr a;
+
+		if (channel_tree_attr(tree_of(st, ch), node, &a) || !a.dir) {
+			fuse_reply_err(req, ENOTDIR);
+			return;
+		}
+		tree = true;
+		d.ch = ch;
+		if (node != a.parent)
+			parent = tree_ino(ch, a.parent);
+	} else if (ino != ROOT_INO && ino != ORDER_DIR_INO) {
 		fuse_reply_err(req, ENOTDIR);
 		return;
 	}
-	buf = malloc(size);
-	if (!buf) {
+	d.buf = malloc(size);
+	if (!d.buf) {
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
 	if (off < 1 &&
-	    !add_dirent(req, buf, size, &used, ".", ROOT_INO, S_IFDIR, 1))
+	    !add_dirent(req, d.buf, size, &d.used, ".", ino, S_IFDIR, 1))
 		goto reply;
 	if (off < 2 &&
-	    !add_dirent(req, buf, size, &used, "..", ROOT_INO, S_IFDIR, 2))
+	    !add_dirent(req, d.buf, size, &d.used, "..", parent, S_IFDIR, 2))
 		goto reply;
+	if (tree) {
+		channel_tree_list(tree_of(st, ch), node,
+				  off > 2 ? (uint64_t)off - 2 : 0,
+				  emit_tree_entry, &d);
+		goto reply;
+	}
+	if (ino == ORDER_DIR_INO)
+		goto reply;
+	for (ch = 0; ch < st->nchannels; ch++) {
+		if (!tree_of(st, ch) || index++ < off)
+			continue;
+		if (!add_dirent(req, d.buf, size, &d.used,
+				st->channels[ch].name, tree_ino(ch, 0), S_IFDIR,
+				index))
+			goto reply;
+	}
 	pthread_mutex_lock(&st->lock);
-	for (unsigned ch = 0; ch < st->nchannels; ch++)
+	for (ch = 0; ch < st->nchannels; ch++)
 		if (st->channels[ch].visible > max_visible)
 			max_visible = st->channels[ch].visible;
 	for (unsigned epoch = 0; epoch < max_visible; epoch++) {
-		for (unsigned ch = 0; ch < st->nchannels; ch++) {
+		for (ch = 0; ch < st->nchannels; ch++) {
 			if (epoch >= st->channels[ch].visible)
 				continue;
 			if (index++ < off)
 				continue;
 			snprintf(name, sizeof(name), "%s_%u",
 				 st->channels[ch].name, epoch);
-			if (!add_dirent(req, buf, size, &used, name,
+			if (!add_dirent(req, d.buf, size, &d.used, name,
 					file_ino(st, ch, epoch), S_IFREG,
 					index))
 				goto unlock;
@@ -313,21 +527,18 @@ static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 unlock:
 	pthread_mutex_unlock(&st->lock);
 reply:
-	fuse_reply_buf(req, buf, used);
-	free(buf);
+	fuse_reply_buf(req, d.buf, d.used);
+	free(d.buf);
 }
 
-/* An open of the stats file: a snapshot for this handle.  Not an epoch:
- * it makes no file appear. */
-static void stats_open(fuse_req_t req, struct fuse_file_info *fi)
+/*
+ * An open of a snapshot file (the stats, an order): the text made now,
+ * for this handle, or the error that stopped it (f NULL, errno).  Not an
+ * epoch: it makes no file appear.
+ */
+static void snapshot_open(fuse_req_t req, struct fuse_file_info *fi,
+			  struct fs_snapshot *f)
 {
-	struct fs_stats_file *f;
-
-	if ((fi->flags & O_ACCMODE) != O_RDONLY) {
-		fuse_reply_err(req, EACCES);
-		return;
-	}
-	f = fs_stats_file_open(state_of(req)->stats);
 	if (!f) {
 		fuse_reply_err(req, errno ? errno : ENOMEM);
 		return;
@@ -337,22 +548,94 @@ static void stats_open(fuse_req_t req, struct fuse_file_info *fi)
 	fi->keep_cache = 0;
 	fi->nonseekable = 0;
 	if (fuse_reply_open(req, fi) != 0)
-		fs_stats_file_close(f);
+		fs_snapshot_close(f);
 }
 
-static void stats_read(fuse_req_t req, size_t size, off_t off,
-		       struct fuse_file_info *fi)
+/* Epoch's order file of a tree channel: taking it starts the prefetch
+ * along that order. */
+static struct fs_snapshot *order_take(struct fs_state *st, unsigned ch,
+				      unsigned epoch)
 {
-	struct fs_stats_file *f = (struct fs_stats_file *)(uintptr_t)fi->fh;
+	char *text = NULL;
+	size_t len = 0;
+	int rc = channel_tree_order(tree_of(st, ch), epoch, &text, &len);
+
+	if (rc) {
+		errno = rc;
+		return NULL;
+	}
+	util_debug("open %s/%s_%u", FS_ORDER_DIR, st->channels[ch].name, epoch);
+	return fs_snapshot_take(text, len);
+}
+
+static void snapshot_read(fuse_req_t req, size_t size, off_t off,
+			  struct fuse_file_info *fi)
+{
+	struct fs_snapshot *f = (struct fs_snapshot *)(uintptr_t)fi->fh;
 	size_t left;
 
 	/* the reply is written with the lock held: the release that may
-	 * follow at once waits for it (fs_stats_file_close) */
+	 * follow at once waits for it (fs_snapshot_close) */
 	pthread_mutex_lock(&f->lock);
 	left = off < 0 || (uint64_t)off >= f->len ? 0 : f->len - (size_t)off;
 	fuse_reply_buf(req, left ? f->data + off : NULL,
 		       size < left ? size : left);
 	pthread_mutex_unlock(&f->lock);
+}
+
+/* An open of a tree's file: its own reader, through the page cache (the
+ * bytes never change while mounted). */
+static void tree_open(fuse_req_t req, unsigned ch, uint64_t node,
+		      struct fuse_file_info *fi)
+{
+	struct fs_state *st = state_of(req);
+	struct fs_handle *h = calloc(1, sizeof(*h));
+
+	if (!h) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	h->file = channel_file_open(tree_of(st, ch), node);
+	if (!h->file) {
+		free(h);
+		fuse_reply_err(req, errno ? errno : ENOMEM);
+		return;
+	}
+	h->channel = ch;
+	pthread_mutex_init(&h->lock, NULL);
+	fi->fh = (uint64_t)(uintptr_t)h;
+	fi->direct_io = 0;
+	fi->keep_cache = 1;
+	fi->nonseekable = 0;
+	handle_link(st, h);
+	if (fuse_reply_open(req, fi) != 0) {
+		handle_unlink(st, h);
+		handle_free(st, h);
+	}
+}
+
+static void tree_read(fuse_req_t req, struct fs_handle *h, size_t size,
+		      off_t off)
+{
+	struct channel_file_view view;
+	char msg[128];
+	int rc;
+
+	pthread_mutex_lock(&h->lock);
+	rc = channel_file_read(h->file, off < 0 ? UINT64_MAX : (uint64_t)off,
+			       size, &view);
+	if (rc) {
+		util_debug("read of a file of channel '%s' at %lld: %s",
+			   state_of(req)->channels[h->channel].name,
+			   (long long)off, util_strerror(rc, msg, sizeof(msg)));
+		fuse_reply_err(req, EIO);
+	} else if (view.count) {
+		fuse_reply_iov(req, view.iov, view.count);
+	} else {
+		fuse_reply_buf(req, NULL, 0);
+	}
+	channel_file_view_release(h->file, &view);
+	pthread_mutex_unlock(&h->lock);
 }
 
 static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
@@ -361,20 +644,30 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	struct fs_handle *h = NULL;
 	unsigned ch, epoch;
 
-	if (ino == ROOT_INO) {
+	uint64_t node;
+
+	if (ino == ROOT_INO || ino == ORDER_DIR_INO) {
 		fuse_reply_err(req, EISDIR);
-		return;
-	}
-	if (ino == STATS_INO) {
-		stats_open(req, fi);
-		return;
-	}
-	if (!ino_file(st, ino, &ch, &epoch)) {
-		fuse_reply_err(req, ENOENT);
 		return;
 	}
 	if ((fi->flags & O_ACCMODE) != O_RDONLY) {
 		fuse_reply_err(req, EACCES);
+		return;
+	}
+	if (ino == STATS_INO) {
+		snapshot_open(req, fi, fs_stats_file_open(st->stats));
+		return;
+	}
+	if (ino_order(st, ino, &ch, &epoch)) {
+		snapshot_open(req, fi, order_take(st, ch, epoch));
+		return;
+	}
+	if (ino_tree(st, ino, &ch, &node)) {
+		tree_open(req, ch, node, fi);
+		return;
+	}
+	if (!ino_file(st, ino, &ch, &epoch)) {
+		fuse_reply_err(req, ENOENT);
 		return;
 	}
 	h = calloc(1, sizeof(*h));
@@ -437,8 +730,12 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	char msg[128];
 	int rc;
 
-	if (ino == STATS_INO) {
-		stats_read(req, size, off, fi);
+	if (ino == STATS_INO || INO_KIND(ino) == INO_KIND_ORDER) {
+		snapshot_read(req, size, off, fi);
+		return;
+	}
+	if (h->file) {
+		tree_read(req, h, size, off);
 		return;
 	}
 	pthread_mutex_lock(&h->lock);
@@ -485,8 +782,17 @@ static void op_release(fuse_req_t req, fuse_ino_t ino,
 	struct fs_channel *chan;
 	unsigned limit = st->opts->epochs, ch, epoch;
 
-	if (ino == STATS_INO) {
-		fs_stats_file_close((struct fs_stats_file *)(uintptr_t)fi->fh);
+	if (ino == STATS_INO || INO_KIND(ino) == INO_KIND_ORDER) {
+		fs_snapshot_close((struct fs_snapshot *)(uintptr_t)fi->fh);
+		fuse_reply_err(req, 0);
+		return;
+	}
+	if (h->file) {
+		/* a read that has already replied may still hold the lock */
+		pthread_mutex_lock(&h->lock);
+		pthread_mutex_unlock(&h->lock);
+		handle_unlink(st, h);
+		handle_free(st, h);
 		fuse_reply_err(req, 0);
 		return;
 	}

@@ -45,7 +45,10 @@
  *        "state" (open, done, error, closed), "handles",
  *        "bytes_delivered", "bytes_served", "total" (or null),
  *        "bytes_per_second", "opened_at", "done_at" (s since the mount, or
- *        null), "read_errors"}, ...]}, ...]}
+ *        null), "read_errors"}, ...], "tree": null for a Pipe channel,
+ *        for a FastFile one {"files", "opens", "opens_prefetched" (opens
+ *        of a file the order followed had prefetched), "orders" (order
+ *        files taken), "prefetched" (files prefetched along them)}}, ...]}
  *
  * --stats-interval: a thread started once the mount serves and stopped
  * before teardown logs one line per interval in which something was read
@@ -512,6 +515,25 @@ static json_t *counts_json(const struct count *counts, size_t n)
 
 #define COUNT_OF(a) (sizeof(a) / sizeof((a)[0]))
 
+/* A FastFile channel's counts (channel_tree_get_stats()); JSON null for a
+ * Pipe channel. */
+static json_t *tree_json(struct fs_state *st, unsigned ch)
+{
+	struct channel_tree *t = channel_tree(st->channels[ch].channel);
+	struct channel_tree_stats ts;
+
+	if (!t)
+		return json_null();
+	channel_tree_get_stats(t, &ts);
+	return counts_json(
+	    (const struct count[]){{"files", channel_tree_files(t)},
+				   {"opens", ts.opens},
+				   {"opens_prefetched", ts.opens_prefetched},
+				   {"orders", ts.orders},
+				   {"prefetched", ts.prefetched}},
+	    5);
+}
+
 /* One channel's object, with the copies of its records (n of them). */
 static json_t *channel_json(struct fs_stats *s, unsigned ch,
 			    struct epoch_copy *copies, size_t n)
@@ -538,7 +560,7 @@ static json_t *channel_json(struct fs_stats *s, unsigned ch,
 		counts_json((const struct count[]){{"objects", cs.objects},
 						   {"bytes", cs.bytes}},
 			    2)) &&
-	    put(o, "epochs", epochs))
+	    put(o, "epochs", epochs) && put(o, "tree", tree_json(st, ch)))
 		return o;
 	json_decref(o);
 	return NULL;
@@ -649,11 +671,26 @@ static json_t *snapshot(struct fs_stats *s)
 	return NULL;
 }
 
-struct fs_stats_file *fs_stats_file_open(struct fs_stats *s)
+struct fs_snapshot *fs_snapshot_take(char *data, size_t len)
 {
-	struct fs_stats_file *f = NULL;
+	struct fs_snapshot *f = calloc(1, sizeof(*f));
+
+	if (!f) {
+		free(data);
+		errno = ENOMEM;
+		return NULL;
+	}
+	f->data = data;
+	f->len = len;
+	pthread_mutex_init(&f->lock, NULL);
+	return f;
+}
+
+struct fs_snapshot *fs_stats_file_open(struct fs_stats *s)
+{
 	json_t *root = NULL;
-	char *text = NULL;
+	char *text = NULL, *data = NULL;
+	size_t len = 0;
 
 	if (!s) {
 		errno = ENOMEM;
@@ -662,26 +699,24 @@ struct fs_stats_file *fs_stats_file_open(struct fs_stats *s)
 	root = snapshot(s);
 	text = root ? json_dumps(root, JSON_INDENT(2) | JSON_REAL_PRECISION(6))
 		    : NULL;
-	f = text ? calloc(1, sizeof(*f)) : NULL;
-	if (f) {
-		f->len = strlen(text);
-		f->data = malloc(f->len + 1);
+	if (text) {
+		len = strlen(text);
+		data = malloc(len + 1);
 	}
-	if (!f || !f->data) {
-		free(f);
-		f = NULL;
-		errno = ENOMEM;
-	} else {
-		memcpy(f->data, text, f->len);
-		f->data[f->len++] = '\n';
-		pthread_mutex_init(&f->lock, NULL);
+	if (data) {
+		memcpy(data, text, len);
+		data[len++] = '\n';
 	}
 	free(text);
 	json_decref(root);
-	return f;
+	if (!data) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	return fs_snapshot_take(data, len);
 }
 
-void fs_stats_file_close(struct fs_stats_file *f)
+void fs_snapshot_close(struct fs_snapshot *f)
 {
 	if (!f)
 		return;

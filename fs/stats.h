@@ -59,10 +59,13 @@ void fs_stats_epoch_read(struct fs_epoch_stats *e, uint64_t offset,
 /* A read failed. */
 void fs_stats_epoch_error(struct fs_epoch_stats *e);
 
-/* ---- the snapshot file ---- */
+/* ---- snapshot files ---- */
 
-/* One open of FS_STATS_FILE: the JSON taken at open time. */
-struct fs_stats_file {
+/*
+ * One open of a file whose text is made at open time (FS_STATS_FILE, an
+ * order file): served at any offset, the same for the life of the open.
+ */
+struct fs_snapshot {
 	char *data; /* owned, len bytes */
 	size_t len;
 	/* held by a read until its reply is written: the release may come
@@ -70,10 +73,12 @@ struct fs_stats_file {
 	pthread_mutex_t lock;
 };
 
-/* A snapshot now; NULL and errno on failure.  Free with
- * fs_stats_file_close(). */
-struct fs_stats_file *fs_stats_file_open(struct fs_stats *s);
-void fs_stats_file_close(struct fs_stats_file *f);
+/* A snapshot of data[0, len) (malloc'd; taken over, freed on failure);
+ * NULL and errno on failure. */
+struct fs_snapshot *fs_snapshot_take(char *data, size_t len);
+/* The stats as JSON now; NULL and errno on failure. */
+struct fs_snapshot *fs_stats_file_open(struct fs_stats *s);
+void fs_snapshot_close(struct fs_snapshot *f);
 
 /* ---- for the unit tests (UNITTEST functions of fs/stats.c) ---- */
 

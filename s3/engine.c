@@ -12,7 +12,9 @@
  * it starts (s3/request.c), and finishes them from curl_multi_info_read(),
  * where s3/error.c judges the outcome.  A HEAD is a GET without a body
  * (CURLOPT_NOBODY, set for every attempt since easy handles are reused):
- * its answer is the ETag and Content-Length headers.  GET bodies are
+ * its answer is the ETag, Content-Length and Last-Modified headers (the
+ * last one read leniently: a form other than IMF-fixdate, or none, is an
+ * mtime of 0, not an error).  GET bodies are
  * written straight into the caller's buffers (one request may fill
  * several, reporting each as it completes); a failed attempt is retried
  * after an exponential backoff with jitter and resumes at the byte where
@@ -109,6 +111,7 @@ struct s3_request {
 	char resp_etag[128];
 	uint64_t resp_size; /* Content-Length, when resp_size_known */
 	bool resp_size_known;
+	int64_t resp_mtime;   /* Last-Modified; 0 when none parsed */
 	int fd;		      /* the connection's socket once curl named it */
 	unsigned lowat;	      /* SO_RCVLOWAT on fd: 1 (the default) or raised */
 	struct util_buf body; /* LIST body, or an error body */
@@ -391,6 +394,41 @@ static bool parse_length(const char *v, size_t len, uint64_t *out)
 	return true;
 }
 
+/*
+ * A Last-Modified value in RFC 7231's IMF-fixdate ("Wed, 21 Oct 2015
+ * 07:28:00 GMT", case-sensitive, always GMT) as seconds since the epoch,
+ * or 0.  It is rewritten as ISO 8601 for s3_creds_parse_time(), which
+ * checks the digits and the ranges of every field; the weekday must be one
+ * but is not checked against the date.  The obsolete RFC 850 and asctime
+ * forms (which S3 does not send) are 0 too.
+ */
+static int64_t parse_http_date(const char *v, size_t len)
+{
+	static const char days[] = "MonTueWedThuFriSatSun";
+	static const char months[] = "JanFebMarAprMayJunJulAugSepOctNovDec";
+	int day = -1, month = -1;
+	char iso[32];
+	time_t t;
+
+	/* "Www, DD Mmm YYYY HH:MM:SS GMT" */
+	if (len != 29 || memcmp(v + 3, ", ", 2) != 0 || v[7] != ' ' ||
+	    v[11] != ' ' || v[16] != ' ' || memcmp(v + 25, " GMT", 4) != 0)
+		return 0;
+	for (int i = 0; i < 7; i++)
+		if (memcmp(v, days + 3 * i, 3) == 0)
+			day = i;
+	for (int i = 0; i < 12; i++)
+		if (memcmp(v + 8, months + 3 * i, 3) == 0)
+			month = i + 1;
+	if (day < 0 || month < 0)
+		return 0;
+	snprintf(iso, sizeof(iso), "%.4s-%02d-%.2sT%.8sZ", v + 12, month, v + 5,
+		 v + 17);
+	if (s3_creds_parse_time(iso, &t) != 0)
+		return 0;
+	return (int64_t)t;
+}
+
 static size_t on_header(char *buf, size_t size, size_t nitems, void *userdata)
 {
 	struct s3_request *r = userdata;
@@ -401,6 +439,7 @@ static size_t on_header(char *buf, size_t size, size_t nitems, void *userdata)
 		note_answered(r);
 		r->resp_etag[0] = '\0';
 		r->resp_size_known = false;
+		r->resp_mtime = 0;
 		r->status_known = false;
 		return n;
 	}
@@ -413,8 +452,13 @@ static size_t on_header(char *buf, size_t size, size_t nitems, void *userdata)
 		return n;
 	}
 	v = header_value(buf, n, "content-length:", &len);
-	if (v)
+	if (v) {
 		r->resp_size_known = parse_length(v, len, &r->resp_size);
+		return n;
+	}
+	v = header_value(buf, n, "last-modified:", &len);
+	if (v)
+		r->resp_mtime = parse_http_date(v, len);
 	return n;
 }
 
@@ -476,6 +520,7 @@ static void complete(struct s3_client *c, struct s3_request *r,
 	    .key = r->key,
 	    .etag = r->resp_etag[0] ? r->resp_etag : NULL,
 	    .size = r->resp_size,
+	    .mtime = r->resp_mtime,
 	};
 	struct store_error perr;
 
@@ -626,6 +671,7 @@ static void start_request(struct s3_client *c, struct s3_request *r)
 	r->resp_etag[0] = '\0';
 	r->resp_size = 0;
 	r->resp_size_known = false;
+	r->resp_mtime = 0;
 	r->fd = -1; /* (the last attempt forgot its socket in detach) */
 	r->lowat = 1;
 	r->curl_error[0] = '\0';

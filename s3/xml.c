@@ -15,6 +15,10 @@
  * With EncodingType "url" keys are decoded as AWS encodes them
  * (application/x-www-form-urlencoded: %XX, and '+' for a space), the way
  * botocore (unquote_plus) and the AWS SDK for Java decode them.
+ * LastModified is read with the credentials' ISO 8601 parser
+ * (s3_creds_parse_time(): fields range-checked, no locale, no time zone),
+ * and leniently: S3-compatible servers vary, so a missing, malformed or
+ * repeated one leaves the object's mtime 0 and never fails the page.
  *
  * Error bodies are parsed in recovery mode: s3rver writes HTML named entities
  * (&eacute;) into them, which are not XML, and the code must still come out.
@@ -38,6 +42,7 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <libxml/SAX2.h>
 #include <libxml/parser.h>
@@ -303,7 +308,8 @@ static int xml_read_root(const char *body, size_t len, bool recover,
  * of a million keys does on the client.  The rules are the tree's: the
  * root must be ListBucketResult; its direct children IsTruncated (once),
  * NextContinuationToken and EncodingType (at most once each) and Contents;
- * each Contents' direct children Key, ETag and Size, once each; an
+ * each Contents' direct children Key, ETag and Size, once each, and
+ * LastModified, which may be missing, malformed or repeated (mtime 0); an
  * element's text is all the text inside it, nested elements included.
  */
 enum list_field {
@@ -314,6 +320,7 @@ enum list_field {
 	FIELD_KEY,
 	FIELD_ETAG,
 	FIELD_SIZE,
+	FIELD_MODIFIED,
 };
 
 struct list_sax {
@@ -326,6 +333,7 @@ struct list_sax {
 	unsigned field_depth;  /* the depth of its element */
 	struct util_buf text;
 	struct store_object obj; /* the <Contents> being read */
+	bool saw_modified;	 /* it has had a <LastModified> */
 	char *size;
 	char *truncated;
 	char *encoding;
@@ -373,6 +381,7 @@ static void list_start(void *user, const xmlChar *localname,
 	    {"Key", FIELD_KEY, true},
 	    {"ETag", FIELD_ETAG, true},
 	    {"Size", FIELD_SIZE, true},
+	    {"LastModified", FIELD_MODIFIED, true},
 	};
 
 	(void)prefix;
@@ -427,6 +436,21 @@ static int list_take_text(struct list_sax *st, char **dst)
 	return *dst ? 0 : ENOMEM;
 }
 
+/* The gathered LastModified into the object being read: its time, or 0
+ * when it does not parse or is not the first of its <Contents> (never an
+ * error). */
+static void list_take_mtime(struct list_sax *st)
+{
+	time_t t = 0;
+
+	if (!st->saw_modified && st->text.data &&
+	    s3_creds_parse_time(xml_trim(st->text.data), &t) == 0)
+		st->obj.mtime = (int64_t)t;
+	else
+		st->obj.mtime = 0;
+	st->saw_modified = true;
+}
+
 /* The <Contents> just closed joins the page. */
 static int list_add_object(struct list_sax *st)
 {
@@ -460,11 +484,13 @@ static int list_add_object(struct list_sax *st)
 fail:
 	free(st->size);
 	st->size = NULL;
+	st->saw_modified = false;
 	store_object_clear(o);
 	return rc;
 }
 
-/* Where each field's text goes, in struct list_sax. */
+/* Where each field's text goes, in struct list_sax (LastModified's goes
+ * through list_take_mtime()). */
 static const size_t field_offset[] = {
     [FIELD_TRUNCATED] = offsetof(struct list_sax, truncated),
     [FIELD_TOKEN] = offsetof(struct list_sax, page.next_token),
@@ -486,7 +512,10 @@ static void list_end(void *user, const xmlChar *localname,
 	(void)uri;
 	if (st->rc)
 		return;
-	if (st->field != FIELD_NONE && st->depth == st->field_depth) {
+	if (st->field == FIELD_MODIFIED && st->depth == st->field_depth) {
+		list_take_mtime(st);
+		st->field = FIELD_NONE;
+	} else if (st->field != FIELD_NONE && st->depth == st->field_depth) {
 		rc = list_take_text(
 		    st, (char **)((char *)st + field_offset[st->field]));
 		st->field = FIELD_NONE;

@@ -4,9 +4,10 @@
  * - InputDataConfig (the Channel array CreateTrainingJob takes) becomes
  *   channel specs.  Each element is read in a fixed order: ChannelName
  *   first, so every later message names the channel; then InputMode, so a
- *   File channel is refused as such; then DataSource.S3DataSource; then
- *   every row of channel_settings[] that has a field, in the table's order
- *   (a dotted field is looked up through its objects); then S3Uri, which
+ *   File channel is refused as such (Pipe and FastFile are the table's);
+ *   then DataSource.S3DataSource; then every row of channel_settings[]
+ *   that has a field, in the table's order (a dotted field is looked up
+ *   through its objects); then S3Uri, which
  *   the data type decides how to read; last channel_spec_check(), which
  *   checks the settings together.  Unknown fields are ignored; a known
  *   field that is JSON null counts as absent.  A spec is built on the
@@ -462,10 +463,10 @@ static int read_channel(struct parse *p, json_t *el, size_t pos,
 		       (int)(sizeof(input_modes) / sizeof(input_modes[0])), &k);
 	if (rc)
 		return rc;
-	if (k > 0)
+	if (k == 1)
 		return bad(p,
 			   "InputMode %s is not supported: s3pipe serves Pipe "
-			   "channels",
+			   "and FastFile channels",
 			   input_modes[k]);
 	rc = check_source(p, el);
 	for (unsigned i = 0; !rc && i < channel_settings_count; i++)
@@ -738,9 +739,10 @@ fail:
 }
 
 /*
- * spec as the container sees it: {"TrainingInputMode": "Pipe", ...}.  A
- * converted channel holds protobuf RecordIO whatever its objects hold, so
- * that is its ContentType, and its RecordWrapperType is None.
+ * spec as the container sees it: {"TrainingInputMode": "Pipe" (or
+ * "FastFile"), ...}.  A converted channel holds protobuf RecordIO whatever
+ * its objects hold, so that is its ContentType, and its RecordWrapperType
+ * is None.
  */
 static int container_channel(const struct channel_spec *s, json_t **out,
 			     char *err, size_t errlen)
@@ -760,7 +762,10 @@ static int container_channel(const struct channel_spec *s, json_t **out,
 	ch = json_object();
 	if (!ch)
 		goto no_mem;
-	if (json_object_set_new(ch, "TrainingInputMode", json_string("Pipe")))
+	if (json_object_set_new(
+		ch, "TrainingInputMode",
+		json_string(s->input_mode == CHANNEL_INPUT_FASTFILE ? "FastFile"
+								    : "Pipe")))
 		goto no_mem;
 	if (json_object_set_new(
 		ch, "S3DistributionType",

@@ -21,8 +21,8 @@
 
 /*
  * Parses an InputDataConfig from text[0..len) into specs[*n ..max),
- * advancing *n.  Pipe channels (InputMode "Pipe" or absent) become specs;
- * unknown fields are ignored.  Returns 0; or EINVAL with one line in err
+ * advancing *n.  Pipe and FastFile channels (InputMode "Pipe" or absent,
+ * "FastFile") become specs; "File" is refused; unknown fields are ignored.  Returns 0; or EINVAL with one line in err
  * naming the channel and the field ("channel 'train': CompressionType must
  * be None or Gzip (got 'zip')"), or ENOMEM.  On error the specs added are
  * freed and *n is as it was.  err: lowercase, no "s3pipe:" prefix, no
@@ -48,7 +48,7 @@ int sagemaker_resource_config_load(const char *path, struct channel_host *host,
 
 /*
  * Writes dir/inputdataconfig.json: an object keyed by channel name, each
- * {"TrainingInputMode": "Pipe", "S3DistributionType": ...,
+ * {"TrainingInputMode": "Pipe" or "FastFile", "S3DistributionType": ...,
  * "RecordWrapperType": ..., "ContentType": ... (when set)}; a converted
  * channel is written as what its reader gets: ContentType
  * application/x-recordio-protobuf, RecordWrapperType None.  Written to a

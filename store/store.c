@@ -132,6 +132,7 @@ static void head_sync_done(void *arg, const struct store_object *obj,
 		out->key = strdup(obj->key);
 		out->etag = obj->etag ? strdup(obj->etag) : NULL;
 		out->size = obj->size;
+		out->mtime = obj->mtime;
 		if (!out->key || (obj->etag && !out->etag)) {
 			store_object_clear(out);
 			memset(&nomem, 0, sizeof(nomem));

@@ -51,6 +51,9 @@ struct store_object {
 	char *key;  /* owned */
 	char *etag; /* owned, as listed (with quotes) */
 	uint64_t size;
+	int64_t mtime; /* last modified, seconds since the epoch (UTC): 0
+			  when the listing or HEAD gave none, or none that
+			  parsed (or one before 1970) */
 };
 
 struct store_list_page {
@@ -137,10 +140,11 @@ struct store_list {
 };
 
 /* HEAD of bucket/key: done(arg, obj, NULL) with the object's key, ETag as
- * the server sent it (with quotes; NULL if it sent none) and size
- * (Content-Length), or done(arg, NULL, err) (ENOENT for a missing key, as
- * for GET).  obj and its strings live only during the call; the request's
- * strings need to live only for the call to store_head(). */
+ * the server sent it (with quotes; NULL if it sent none), size
+ * (Content-Length) and mtime (Last-Modified), or done(arg, NULL, err)
+ * (ENOENT for a missing key, as for GET).  obj and its strings live only
+ * during the call; the request's strings need to live only for the call
+ * to store_head(). */
 typedef void store_head_done_fn(void *arg, const struct store_object *obj,
 				const struct store_error *err);
 

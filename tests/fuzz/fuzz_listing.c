@@ -3,7 +3,7 @@
  * its last 4 bytes replaced by the crc32 of the rest (else nearly every
  * input would stop at the checksum), is written to a file and loaded as
  * a listing of bucket "b", prefix "p/".  A catalog that loads is walked
- * (keys, sizes, ETags) so that bad pointers show up under ASan.
+ * (keys, sizes, times, ETags) so that bad pointers show up under ASan.
  */
 #include "config.h"
 
@@ -55,6 +55,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				sink +=
 				    cache_catalog_key(cat, e, key, sizeof(key));
 				sink += cache_catalog_size(cat, e);
+				if (cache_catalog_mtime(cat, e) < 0 ||
+				    cache_catalog_mtime(cat, e) > UINT32_MAX)
+					__builtin_trap(); /* 32 bits kept */
+				sink += (size_t)cache_catalog_mtime(cat, e);
 				if (cache_catalog_etag(cat, e, etag,
 						       sizeof(etag)))
 					sink += strlen(etag);

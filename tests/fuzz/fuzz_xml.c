@@ -26,6 +26,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			sink += strlen(page.objects[i].key);
 			sink += strlen(page.objects[i].etag);
 			sink += (size_t)page.objects[i].size;
+			if (page.objects[i].mtime < 0)
+				__builtin_trap(); /* 0 or a time after 1970 */
 		}
 		if (page.next_token)
 			sink += strlen(page.next_token);

@@ -48,36 +48,22 @@ assert_eq "$N" "$(wc -l <"$TEST_TMP/keys.tsv")" "keys in the synthetic bucket"
 # non-empty objects in key order, shuffled as s3pipe(1) specifies when a
 # seed is given ("-" for none), then positions p mod COUNT == INDEX.
 expect() {
-	/usr/bin/env python3 - "$TEST_TMP/keys.tsv" "$@" <<'PY'
+	/usr/bin/env python3 - "$S3PIPE_SRCDIR/tests" "$TEST_TMP/keys.tsv" "$@" <<'PY'
 import hashlib, sys, urllib.parse
-tsv, out = sys.argv[1], sys.argv[2]
-seed = sys.argv[3] if len(sys.argv) > 3 else "-"
-epoch = int(sys.argv[4]) if len(sys.argv) > 4 else 0
-index, count = (int(sys.argv[5]), int(sys.argv[6])) if len(sys.argv) > 6 else (0, 1)
+tests, tsv, out = sys.argv[1], sys.argv[2], sys.argv[3]
+seed = sys.argv[4] if len(sys.argv) > 4 else "-"
+epoch = int(sys.argv[5]) if len(sys.argv) > 5 else 0
+index, count = (int(sys.argv[6]), int(sys.argv[7])) if len(sys.argv) > 7 else (0, 1)
 items = []
 with open(tsv) as f:
     for line in f:
         k, size = line.rstrip("\n").split("\t")[:2]
         if int(size) > 0:
             items.append((urllib.parse.unquote(k), int(size)))
-M = (1 << 64) - 1
-def mix(z):
-    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & M
-    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & M
-    return z ^ (z >> 31)
+sys.path.insert(0, tests)
+from epoch_order import shuffle
 if seed != "-":
-    state = mix(mix(int(seed) & M) ^ epoch)
-    def below(m):
-        global state
-        rem = (1 << 64) % m
-        while True:
-            state = (state + 0x9E3779B97F4A7C15) & M
-            r = mix(state)
-            if r < (1 << 64) - rem:
-                return r % m
-    for i in range(len(items) - 1, 0, -1):
-        j = below(i + 1)
-        items[i], items[j] = items[j], items[i]
+    shuffle(items, seed, epoch)
 items = items[index::count]
 with open(out, "wb") as f:
     for k, size in items:

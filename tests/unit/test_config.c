@@ -839,15 +839,43 @@ static void test_input_mode_file_refused(void **state)
 {
 	expect_error_is(CH(", 'InputMode': 'File'"),
 			"channel 'train': InputMode File is not supported: "
-			"s3pipe serves Pipe channels");
-	expect_error_is(CH(", 'InputMode': 'FastFile'"),
-			"channel 'train': InputMode FastFile is not supported: "
-			"s3pipe serves Pipe channels");
+			"s3pipe serves Pipe and FastFile channels");
 	/* refused as such even when the rest is not an S3 source */
 	expect_error_is("[{'ChannelName': 'fs', 'InputMode': 'File', "
 			"'DataSource': {'FileSystemDataSource': {}}}]",
 			"channel 'fs': InputMode File is not supported: s3pipe "
-			"serves Pipe channels");
+			"serves Pipe and FastFile channels");
+	/* FastFile takes no stage that changes the bytes */
+	expect_error_is(CH(", 'InputMode': 'FastFile', "
+			   "'CompressionType': 'Gzip'"),
+			"channel 'train': InputMode FastFile needs "
+			"CompressionType None: a file holds its object's bytes "
+			"as they are");
+}
+
+static void test_input_mode_fastfile(void **state)
+{
+	struct channel_spec specs[NSPECS];
+	char err[ERRLEN];
+	unsigned n = 0;
+
+	memset(specs, 0, sizeof(specs));
+	assert_int_equal(parse("[{'ChannelName': 'a', 'InputMode': 'FastFile', "
+			       "'DataSource': {'S3DataSource': {'S3DataType': "
+			       "'S3Prefix', 'S3Uri': 's3://bucket/p/'}}}, "
+			       "{'ChannelName': 'b', 'DataSource': "
+			       "{'S3DataSource': {'S3DataType': 'S3Prefix', "
+			       "'S3Uri': 's3://bucket/p/'}}}]",
+			       specs, NSPECS, &n, err),
+			 0);
+	assert_int_equal(n, 2);
+	assert_int_equal(specs[0].input_mode, CHANNEL_INPUT_FASTFILE);
+	assert_int_equal(specs[1].input_mode, CHANNEL_INPUT_PIPE);
+	free_specs(specs, n);
+	/* SageMaker's spelling only */
+	expect_error_is(CH(", 'InputMode': 'fastfile'"),
+			"channel 'train': InputMode must be Pipe, File or "
+			"FastFile (got 'fastfile')");
 }
 
 static void test_input_mode_bad(void **state)
@@ -2219,6 +2247,7 @@ int main(void)
 	    cmocka_unit_test(test_channel_name_invalid),
 	    cmocka_unit_test(test_duplicate_names),
 	    cmocka_unit_test(test_input_mode_file_refused),
+	    cmocka_unit_test(test_input_mode_fastfile),
 	    cmocka_unit_test(test_input_mode_bad),
 	    cmocka_unit_test(test_data_source_missing),
 	    cmocka_unit_test(test_data_source_wrong_type),

@@ -8,10 +8,10 @@
  * mid-body).  It records each request's line and its Range and If-Match
  * headers, so a test can check what the engine asked for: a resumed GET's
  * range, a retry after a 503, the If-Match it sends, a HEAD's method, and
- * what reaches the caller (bytes, buffer callbacks, a HEAD's size and
- * ETag, the error), and how the concurrency limit follows throttling.
- * Also the credential refresh rule (s3_refresh_due).  Nothing leaves
- * 127.0.0.1.
+ * what reaches the caller (bytes, buffer callbacks, a HEAD's size, ETag
+ * and Last-Modified time, the error), and how the concurrency limit
+ * follows throttling.  Also the credential refresh rule (s3_refresh_due).
+ * Nothing leaves 127.0.0.1.
  */
 #include "config.h"
 
@@ -522,7 +522,7 @@ static void test_list_page(void **state)
 }
 
 /* A HEAD through the blocking helper: the method and URL, no Range or
- * If-Match, and the size (past 4 GiB) and ETag from the headers. */
+ * If-Match, and the size (past 4 GiB), ETag and time from the headers. */
 static void test_head(void **state)
 {
 	struct server sv = {0};
@@ -532,12 +532,16 @@ static void test_head(void **state)
 	struct store_stats stats;
 
 	/* announces 5 TiB, sends no body: a HEAD's answer */
-	add_step(&sv, 200, "ETag: \"e1\"\r\n", NULL, 5497558138880ull, 0);
+	add_step(&sv, 200,
+		 "ETag: \"e1\"\r\n"
+		 "Last-Modified: Wed, 21 Oct 2015 07:28:00 GMT\r\n",
+		 NULL, 5497558138880ull, 0);
 	server_start(&sv);
 	st = client_for(&sv, 0);
 	assert_int_equal(store_head_sync(st, "bucket", "dir/obj", &obj, &err),
 			 0);
 	assert_int_equal(err.err, 0);
+	assert_int_equal(obj.mtime, 1445412480);
 	assert_string_equal(sv.seen[0].line, "HEAD /bucket/dir/obj HTTP/1.1");
 	assert_string_equal(sv.seen[0].range, "");
 	assert_string_equal(sv.seen[0].if_match, "");
@@ -553,6 +557,108 @@ static void test_head(void **state)
 	assert_int_equal(stats.bytes_received, 0);
 	store_destroy(st);
 	server_stop(&sv);
+}
+
+/* HEADs answered with the headers of each of cases (at most MAX_STEPS):
+ * the mtime of each into out. */
+static void head_mtimes(const char *const *cases, size_t n, int64_t *out)
+{
+	struct server sv = {0};
+	struct store_object obj;
+	struct store_error err;
+	struct store *st;
+
+	for (size_t i = 0; i < n; i++)
+		add_step(&sv, 200, cases[i], NULL, 1, 0);
+	server_start(&sv);
+	st = client_for(&sv, 0);
+	for (size_t i = 0; i < n; i++) {
+		assert_int_equal(
+		    store_head_sync(st, "bucket", "dir/obj", &obj, &err), 0);
+		assert_string_equal(obj.etag, "\"e\"");
+		out[i] = obj.mtime;
+		store_object_clear(&obj);
+	}
+	store_destroy(st);
+	server_stop(&sv);
+}
+
+/* Last-Modified in IMF-fixdate is the HEAD's mtime; any other form, an
+ * impossible date or none is 0, and the HEAD still succeeds.  (Expected
+ * values: Python's calendar.timegm of the same fields.) */
+static void test_head_last_modified(void **state)
+{
+	static const struct {
+		const char *headers;
+		int64_t mtime;
+	} cases[] = {
+	    {"ETag: \"e\"\r\nLast-Modified: Fri, 27 Nov 2026 17:00:00 GMT\r\n",
+	     1795798800},
+	    /* the name in any case, blanks around the value */
+	    {"last-modified:   Thu, 29 Feb 2024 12:00:00 GMT  \r\n"
+	     "ETag: \"e\"\r\n",
+	     1709208000},
+	    /* the weekday is not checked against the date */
+	    {"ETag: \"e\"\r\nLast-Modified: Mon, 21 Oct 2015 07:28:00 GMT\r\n",
+	     1445412480},
+	    {"ETag: \"e\"\r\n", 0}, /* none */
+	    /* the obsolete forms, which S3 never sends */
+	    {"ETag: \"e\"\r\nLast-Modified: Wednesday, 21-Oct-15 07:28:00 "
+	     "GMT\r\n",
+	     0},
+	    {"ETag: \"e\"\r\nLast-Modified: Wed Oct 21 07:28:00 2015\r\n", 0},
+	    /* not GMT, not a date, not IMF-fixdate's case */
+	    {"ETag: \"e\"\r\nLast-Modified: Wed, 21 Oct 2015 07:28:00 UTC\r\n",
+	     0},
+	    {"ETag: \"e\"\r\nLast-Modified: 2015-10-21T07:28:00Z\r\n", 0},
+	    {"ETag: \"e\"\r\nLast-Modified: wed, 21 oct 2015 07:28:00 GMT\r\n",
+	     0},
+	    /* out of range fields */
+	    {"ETag: \"e\"\r\nLast-Modified: Wed, 31 Nov 2015 07:28:00 GMT\r\n",
+	     0},
+	    {"ETag: \"e\"\r\nLast-Modified: Wed, 29 Feb 2015 07:28:00 GMT\r\n",
+	     0},
+	    {"ETag: \"e\"\r\nLast-Modified: Wed, 21 Oct 2015 24:00:00 GMT\r\n",
+	     0},
+	    {"ETag: \"e\"\r\nLast-Modified: Wed, 21 Oct 2015 07:60:00 GMT\r\n",
+	     0},
+	    {"ETag: \"e\"\r\nLast-Modified: Wed, 21 Oct 2015 07:28:60 GMT\r\n",
+	     0},
+	    {"ETag: \"e\"\r\nLast-Modified: Wed, 00 Oct 2015 07:28:00 GMT\r\n",
+	     0},
+	    {"ETag: \"e\"\r\nLast-Modified: Xyz, 21 Oct 2015 07:28:00 GMT\r\n",
+	     0},
+	    {"ETag: \"e\"\r\nLast-Modified: Wed, 21 Okt 2015 07:28:00 GMT\r\n",
+	     0},
+	    {"ETag: \"e\"\r\nLast-Modified: Wed, 21 Oct 2015 7:28:00 GMT\r\n",
+	     0},
+	    {"ETag: \"e\"\r\nLast-Modified: Wed, 21 Oct 2015 07:28:00 GMT "
+	     "x\r\n",
+	     0},
+	    {"ETag: \"e\"\r\nLast-Modified: Thu, 01 Jan 1970 00:00:00 GMT\r\n",
+	     0},
+	    {"ETag: \"e\"\r\nLast-Modified: Wed, 31 Dec 1969 23:59:59 GMT\r\n",
+	     0},
+	    {"ETag: \"e\"\r\nLast-Modified:\r\n", 0},
+	};
+	size_t n = sizeof(cases) / sizeof(cases[0]);
+	const char *headers[MAX_STEPS];
+	int64_t got[MAX_STEPS];
+
+	(void)state;
+	for (size_t first = 0; first < n; first += MAX_STEPS) {
+		size_t k = n - first < MAX_STEPS ? n - first : MAX_STEPS;
+
+		for (size_t i = 0; i < k; i++)
+			headers[i] = cases[first + i].headers;
+		head_mtimes(headers, k, got);
+		for (size_t i = 0; i < k; i++)
+			if (got[i] != cases[first + i].mtime)
+				fail_msg("%s: mtime %lld, not %lld",
+					 cases[first + i].headers,
+					 (long long)got[i],
+					 (long long)cases[first + i].mtime);
+	}
 }
 
 /* A HEAD's 404 and 403 (no body: the status decides) are ENOENT and
@@ -598,7 +704,10 @@ static void test_head_retried(void **state)
 	struct store_error err;
 	struct store_stats stats;
 
-	add_step(&sv, 503, "ETag: \"old\"\r\n", NULL, 99, 0);
+	add_step(&sv, 503,
+		 "ETag: \"old\"\r\n"
+		 "Last-Modified: Wed, 21 Oct 2015 07:28:00 GMT\r\n",
+		 NULL, 99, 0);
 	add_step(&sv, 200, "ETag: \"e2\"\r\n", NULL, BODY_LEN, 0);
 	server_start(&sv);
 	st = client_for(&sv, 2);
@@ -606,6 +715,7 @@ static void test_head_retried(void **state)
 			 0);
 	assert_string_equal(obj.etag, "\"e2\"");
 	assert_int_equal(obj.size, BODY_LEN);
+	assert_int_equal(obj.mtime, 0); /* the 503's time is not the object's */
 	store_object_clear(&obj);
 	assert_int_equal(sv.nseen, 2);
 	assert_string_equal(sv.seen[0].line, "HEAD /bucket/dir/obj HTTP/1.1");
@@ -730,6 +840,7 @@ int main(void)
 	    cmocka_unit_test(test_head),
 	    cmocka_unit_test(test_head_errors),
 	    cmocka_unit_test(test_head_retried),
+	    cmocka_unit_test(test_head_last_modified),
 	    cmocka_unit_test(test_head_then_get_sync),
 	    cmocka_unit_test(test_destroy_cancels),
 	};

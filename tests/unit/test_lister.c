@@ -1,6 +1,8 @@
 /*
- * test_lister: the catalog (compact entries, ETags kept exactly, key
- * order apart from arrival order) and the parallel lister: split keys
+ * test_lister: the catalog (compact entries, ETags and modified times kept
+ * exactly, times clamped to 32 bits, key order apart from arrival order)
+ * and the saved listing (times round-trip, an old version is refused) and
+ * the parallel lister (listed times reach the catalog): split keys
  * strictly between their ends, valid UTF-8 and increasing; listings of
  * uniform, skewed and adversarial key sets with 1, 4 and 32 listers that
  * give exactly the keys, in order, each once; fewer round trips in a row
@@ -75,6 +77,9 @@ struct key_store {
 	bool serial;
 };
 
+/* The modified time the store lists for its key number i. */
+#define KS_MTIME(i) ((int64_t)1700000000 + (int64_t)(i)*3)
+
 static size_t first_after(const struct key_store *ks, const char *after)
 {
 	size_t lo = 0, hi = ks->n;
@@ -129,6 +134,7 @@ static void answer(struct key_store *ks, struct queued *q, unsigned number)
 		page.objects[page.count].etag = strdup("\"0123456789abcdef"
 						       "0123456789abcdef\"");
 		page.objects[page.count].size = 1 + i % 7;
+		page.objects[page.count].mtime = KS_MTIME(i);
 		page.count++;
 	}
 	if (ks->hostile == OUT_OF_ORDER && page.count >= 2) {
@@ -436,6 +442,9 @@ static struct outcome list_and_check(struct keys k, const char *prefix,
 			    cache_catalog_key(cat, cache_catalog_at(cat, pos),
 					      key, sizeof(key)) > 0);
 			assert_string_equal(key, ks->keys[i]);
+			assert_int_equal(cache_catalog_mtime(
+					     cat, cache_catalog_at(cat, pos)),
+					 KS_MTIME(i));
 			pos++;
 			expect++;
 		}
@@ -472,8 +481,9 @@ static void test_catalog_entries(void **state)
 		char key[64];
 
 		snprintf(key, sizeof(key), "pre/k%u", i);
-		assert_int_equal(
-		    cache_catalog_add(cat, key, etags[i], 1000 + i, &e), 0);
+		assert_int_equal(cache_catalog_add(cat, key, etags[i], 1000 + i,
+						   1700000000 + i, &e),
+				 0);
 		assert_int_equal(e, i);
 	}
 	for (unsigned i = 0; i < 6; i++) {
@@ -482,6 +492,7 @@ static void test_catalog_entries(void **state)
 		assert_int_equal(has, etags[i] != NULL);
 		assert_string_equal(buf, etags[i] ? etags[i] : "");
 		assert_int_equal(cache_catalog_size(cat, i), 1000 + i);
+		assert_int_equal(cache_catalog_mtime(cat, i), 1700000000 + i);
 		assert_true(cache_catalog_key(cat, i, buf, sizeof(buf)) > 0);
 		snprintf(buf + 100, 64, "pre/k%u", i);
 		assert_string_equal(buf, buf + 100);
@@ -489,20 +500,21 @@ static void test_catalog_entries(void **state)
 	/* a buffer too small for the key */
 	assert_int_equal(cache_catalog_key(cat, 0, buf, 5), 0);
 	/* hostile entries */
-	assert_int_equal(cache_catalog_add(cat, "other/k", NULL, 1, &e),
+	assert_int_equal(cache_catalog_add(cat, "other/k", NULL, 1, 0, &e),
 			 EINVAL);
 	assert_int_equal(cache_catalog_add(cat, "pre/huge", NULL,
-					   CACHE_OBJECT_SIZE_MAX + 1, &e),
+					   CACHE_OBJECT_SIZE_MAX + 1, 0, &e),
 			 EINVAL);
 	/* an ETag goes into a header: no CR or LF */
 	assert_int_equal(
-	    cache_catalog_add(cat, "pre/x", "\"a\"\r\nX-Evil: 1", 1, &e),
+	    cache_catalog_add(cat, "pre/x", "\"a\"\r\nX-Evil: 1", 1, 0, &e),
 	    EINVAL);
 	memset(buf, 'x', sizeof(buf));
 	memcpy(buf, "pre/", 4);
 	buf[CACHE_KEY_MAX + 0] = '\0'; /* 1024 bytes: allowed */
-	assert_int_equal(cache_catalog_add(cat, buf, NULL, 1, &e), 0);
+	assert_int_equal(cache_catalog_add(cat, buf, NULL, 1, 0, &e), 0);
 	assert_int_equal(cache_catalog_entries(cat), 7);
+	assert_int_equal(cache_catalog_mtime(cat, 6), 0);
 	cache_catalog_truncate(cat, 6);
 	assert_int_equal(cache_catalog_entries(cat), 6);
 	/* no positions until given */
@@ -520,8 +532,8 @@ static void test_catalog_order(void **state)
 		char key[32];
 
 		snprintf(key, sizeof(key), "%05u", i);
-		assert_int_equal(cache_catalog_add(cat, key, NULL, i + 1, &e),
-				 0);
+		assert_int_equal(
+		    cache_catalog_add(cat, key, NULL, i + 1, i * 1000, &e), 0);
 	}
 	/* in arrival order first: no memory for positions */
 	assert_int_equal(cache_catalog_order(cat, 0, 100), 0);
@@ -536,14 +548,96 @@ static void test_catalog_order(void **state)
 	assert_int_equal(cache_catalog_at(cat, 5099), 9999);
 	assert_int_equal(cache_catalog_at(cat, 5100), 100);
 	assert_int_equal(cache_catalog_at(cat, 9999), 4999);
-	/* about 33 bytes an entry plus the key, positions 4 */
+	assert_int_equal(cache_catalog_mtime(cat, cache_catalog_at(cat, 100)),
+			 5000 * 1000);
+	/* about 37 bytes an entry plus the key, positions 4 */
 	assert_true(cache_catalog_memory(cat) < 10000 * 48 + (2u << 20));
+	cache_catalog_destroy(cat);
+}
+
+/* Times are kept as 32 bits of seconds: negative ones are 0, those past
+ * 2106-02-07T06:28:15Z are UINT32_MAX; and they cost 4 bytes an entry. */
+static void test_catalog_mtime(void **state)
+{
+	static const struct {
+		int64_t in, kept;
+	} cases[] = {
+	    {0, 0},
+	    {1, 1},
+	    {1795798800, 1795798800},	  /* 2026-11-27T17:00:00Z */
+	    {2147483648LL, 2147483648LL}, /* past 2038: unsigned */
+	    {(int64_t)UINT32_MAX - 1, (int64_t)UINT32_MAX - 1},
+	    {(int64_t)UINT32_MAX, (int64_t)UINT32_MAX},
+	    {(int64_t)UINT32_MAX + 1, (int64_t)UINT32_MAX},
+	    {(int64_t)1 << 40, (int64_t)UINT32_MAX},
+	    {INT64_MAX, (int64_t)UINT32_MAX},
+	    {-1, 0},
+	    {-1795798800, 0},
+	    {INT64_MIN, 0},
+	};
+	size_t n = sizeof(cases) / sizeof(cases[0]);
+	struct cache_catalog *cat = cache_catalog_create("bkt", "pre/");
+	uint64_t before, grown;
+	uint32_t e;
+	size_t added;
+
+	(void)state;
+	assert_non_null(cat);
+	for (size_t i = 0; i < n; i++) {
+		char key[32];
+
+		snprintf(key, sizeof(key), "pre/%02zu", i);
+		assert_int_equal(
+		    cache_catalog_add(cat, key, NULL, i, cases[i].in, &e), 0);
+	}
+	for (size_t i = 0; i < n; i++)
+		if (cache_catalog_mtime(cat, (uint32_t)i) != cases[i].kept)
+			fail_msg(
+			    "%lld kept as %lld, not %lld",
+			    (long long)cases[i].in,
+			    (long long)cache_catalog_mtime(cat, (uint32_t)i),
+			    (long long)cases[i].kept);
+	cache_catalog_destroy(cat);
+
+	/* the memory of one chunk of entries, over the entries it holds:
+	 * keys equal to the prefix (one byte of arena each) and no ETags */
+	cat = cache_catalog_create("bkt", "pre/");
+	assert_non_null(cat);
+	assert_int_equal(cache_catalog_add(cat, "pre/", NULL, 1, 1, &e), 0);
+	before = cache_catalog_memory(cat);
+	for (added = 1; cache_catalog_memory(cat) == before; added++)
+		assert_int_equal(cache_catalog_add(cat, "pre/", NULL, 1, 1, &e),
+				 0);
+	grown = cache_catalog_memory(cat) - before;
+	/* the entry that grew the catalog starts the second chunk */
+	added--;
+	if (grown > (uint64_t)added * 37)
+		fail_msg("%llu bytes for %zu entries: more than 37 an entry",
+			 (unsigned long long)grown, added);
+	assert_true(grown >= (uint64_t)added * 37);
 	cache_catalog_destroy(cat);
 }
 
 /* ---- tests: the saved listing ---- */
 
 static char saved_dir[64];
+
+/* The modified time mixed_catalog() gives entry i, and the one it keeps. */
+static int64_t mixed_mtime(size_t i)
+{
+	if (i % 5 == 4)
+		return 0; /* unknown */
+	if (i == 1)
+		return INT64_MAX;
+	if (i == 3)
+		return -7;
+	return 1700000000 + (int64_t)i * 61;
+}
+
+static int64_t mixed_mtime_kept(size_t i)
+{
+	return i == 1 ? (int64_t)UINT32_MAX : i == 3 ? 0 : mixed_mtime(i);
+}
 
 /* A catalog of n keys of every ETag kind, in an order of its own (the
  * file keeps key order, not arrival order). */
@@ -564,8 +658,10 @@ static struct cache_catalog *mixed_catalog(size_t n)
 
 		snprintf(key, sizeof(key), "pre/%s/%06zu", i % 2 ? "b" : "a",
 			 i);
-		assert_int_equal(
-		    cache_catalog_add(cat, key, etags[i % 4], i * 7, &e), 0);
+		assert_int_equal(cache_catalog_add(cat, key, etags[i % 4],
+						   i * 7, mixed_mtime(i), &e),
+				 0);
+		assert_int_equal(e, i);
 	}
 	/* key order: the "a" keys (even entries), then the "b" keys */
 	for (size_t i = 0; i < n; i += 2)
@@ -614,6 +710,10 @@ static void test_saved_roundtrip(void **state)
 		assert_string_equal(a, b);
 		assert_int_equal(cache_catalog_size(cat, ea),
 				 cache_catalog_size(back, eb));
+		assert_int_equal(cache_catalog_mtime(cat, ea),
+				 mixed_mtime_kept(ea));
+		assert_int_equal(cache_catalog_mtime(back, eb),
+				 mixed_mtime_kept(ea));
 		ha = cache_catalog_etag(cat, ea, a, sizeof(a));
 		hb = cache_catalog_etag(back, eb, b, sizeof(b));
 		assert_int_equal(ha, hb);
@@ -641,6 +741,80 @@ static void test_saved_roundtrip(void **state)
 	assert_int_equal(
 	    cache_catalog_load(path, "bkt", "pre/", 1010, 60, &back, &at, &why),
 	    ENOENT);
+}
+
+/* zlib's crc32 (the saved listing's), bit by bit. */
+static uint32_t crc32_ref(const unsigned char *p, size_t n)
+{
+	uint32_t c = 0xFFFFFFFFu;
+
+	for (size_t i = 0; i < n; i++) {
+		c ^= p[i];
+		for (int k = 0; k < 8; k++)
+			c = c & 1 ? (c >> 1) ^ 0xEDB88320u : c >> 1;
+	}
+	return c ^ 0xFFFFFFFFu;
+}
+
+/* The saved file's bytes, with the version at byte 8 set to version and
+ * the checksum made right again, written back over path. */
+static void rewrite_version(const char *path, unsigned version)
+{
+	unsigned char data[4096];
+	size_t len;
+	uint32_t crc;
+	FILE *f = fopen(path, "rb");
+
+	assert_non_null(f);
+	len = fread(data, 1, sizeof(data), f);
+	fclose(f);
+	assert_true(len > 16 && len < sizeof(data));
+	assert_memory_equal(data, "S3PLIST\n", 8);
+	/* the file was written with the current version and a right crc */
+	assert_int_equal(data[8], 2);
+	crc = crc32_ref(data, len - 4);
+	assert_int_equal(data[len - 4] | data[len - 3] << 8 |
+			     data[len - 2] << 16 |
+			     (uint32_t)data[len - 1] << 24,
+			 crc);
+	data[8] = (unsigned char)version;
+	crc = crc32_ref(data, len - 4);
+	for (int i = 0; i < 4; i++)
+		data[len - 4 + (size_t)i] = (unsigned char)(crc >> (8 * i));
+	f = fopen(path, "wb");
+	assert_non_null(f);
+	assert_int_equal(fwrite(data, 1, len, f), len);
+	fclose(f);
+}
+
+/* A listing saved by a version without times (1) is not read: the prefix
+ * is listed again. */
+static void test_saved_old_version(void **state)
+{
+	struct cache_catalog *cat = mixed_catalog(10), *back = NULL;
+	char path[128];
+	const char *why;
+	int64_t at;
+
+	(void)state;
+	saved_path(path, sizeof(path));
+	assert_int_equal(cache_catalog_save(cat, path, 5), 0);
+	/* rewritten as version 2 (what it is): still read */
+	rewrite_version(path, 2);
+	assert_int_equal(
+	    cache_catalog_load(path, "bkt", "pre/", 5, 1, &back, &at, &why), 0);
+	assert_int_equal(cache_catalog_count(back), 10);
+	assert_int_equal(cache_catalog_mtime(back, 0), mixed_mtime_kept(0));
+	cache_catalog_destroy(back);
+	back = NULL;
+	rewrite_version(path, 1);
+	assert_int_equal(
+	    cache_catalog_load(path, "bkt", "pre/", 5, 1, &back, &at, &why),
+	    EINVAL);
+	assert_null(back);
+	assert_string_equal(why, "it is not a listing of this version");
+	cache_catalog_destroy(cat);
+	unlink(path);
 }
 
 /* Every byte flipped, and every length cut, is refused, never crashes. */
@@ -1002,7 +1176,9 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_catalog_entries),
 	    cmocka_unit_test(test_catalog_order),
+	    cmocka_unit_test(test_catalog_mtime),
 	    cmocka_unit_test(test_saved_roundtrip),
+	    cmocka_unit_test(test_saved_old_version),
 	    cmocka_unit_test(test_saved_corrupt),
 	    cmocka_unit_test(test_split_keys),
 	    cmocka_unit_test(test_list_uniform),

@@ -1,6 +1,7 @@
 /*
- * Unit tests for s3/xml.c (ListObjectsV2 pages, <Error> bodies, hostile
- * XML) and s3/error.c (classification table, user-facing lines).
+ * Unit tests for s3/xml.c (ListObjectsV2 pages, their LastModified times,
+ * <Error> bodies, hostile XML) and s3/error.c (classification table,
+ * user-facing lines).
  *
  * The s3rver documents below were captured from s3rver 3.7.1 on this
  * machine; the AWS ones follow the ListObjectsV2 API reference.
@@ -181,10 +182,13 @@ static void test_list_aws_documented(void **state)
 	assert_string_equal(p.objects[0].etag,
 			    "\"fba9dede5f27731c9771645a39863328\"");
 	assert_true(p.objects[0].size == 434234);
+	/* 2009-10-12T17:50:30.000Z */
+	assert_int_equal(p.objects[0].mtime, 1255369830);
 	assert_string_equal(p.objects[1].key, "my-third-image.jpg");
 	assert_string_equal(p.objects[1].etag,
 			    "\"1b2cf535f27731c974343645a3985328\"");
 	assert_true(p.objects[1].size == 64994);
+	assert_int_equal(p.objects[1].mtime, 1255369830);
 	store_list_page_clear(&p);
 	assert_page_empty(&p);
 	/* clearing twice (and NULL) is harmless */
@@ -292,6 +296,9 @@ static void test_list_s3rver_pages(void **state)
 	assert_string_equal(p.objects[1].etag,
 			    "\"b1946ac92492d2347c6235b4d2611184\"");
 	assert_true(p.objects[1].size == 6);
+	/* 2026-11-21T16:14:14.000Z */
+	assert_int_equal(p.objects[0].mtime, 1795277654);
+	assert_int_equal(p.objects[1].mtime, 1795277654);
 	store_list_page_clear(&p);
 
 	page_poison(&p);
@@ -489,6 +496,165 @@ static void test_list_sizes(void **state)
 	assert_int_equal(parse_size("0x10", &size), EPROTO);
 	assert_int_equal(parse_size("1 2", &size), EPROTO);
 	assert_int_equal(parse_size("", &size), EPROTO);
+}
+
+/*
+ * A page with one object whose <Contents> holds Key, ETag and Size, with
+ * before and after around them: returns the parse's rc and the object's
+ * mtime (-1 when the parse failed).
+ */
+static int parse_mtime(const char *before, const char *after, int64_t *mtime)
+{
+	struct store_list_page p;
+	char xml[1024];
+	int rc;
+
+	*mtime = -1;
+	snprintf(xml, sizeof(xml),
+		 "<ListBucketResult><IsTruncated>false</IsTruncated>"
+		 "<Contents>%s<Key>k</Key><ETag>\"e\"</ETag><Size>1</Size>%s"
+		 "</Contents></ListBucketResult>",
+		 before, after);
+	page_poison(&p);
+	rc = parse(xml, &p);
+	if (rc) {
+		assert_page_empty(&p);
+		return rc;
+	}
+	assert_int_equal(p.count, 1);
+	assert_string_equal(p.objects[0].key, "k");
+	*mtime = p.objects[0].mtime;
+	store_list_page_clear(&p);
+	return 0;
+}
+
+/* One <LastModified> of text: the object's mtime (the page must parse). */
+static int64_t mtime_of(const char *text)
+{
+	char elem[512];
+	int64_t mtime;
+
+	snprintf(elem, sizeof(elem), "<LastModified>%s</LastModified>", text);
+	assert_int_equal(parse_mtime("", elem, &mtime), 0);
+	return mtime;
+}
+
+/* LastModified: ISO 8601 in UTC to seconds since the epoch; anything
+ * missing, malformed or repeated is 0 and never fails the page.  (The
+ * expected values are Python's calendar.timegm of the same fields.) */
+static void test_list_last_modified(void **state)
+{
+	static const char *const refused[] = {
+	    "",
+	    "garbage",
+	    "2026-11-27",
+	    "2026-11-27T17:00:00",	/* no zone */
+	    "2026-11-27 17:00:00Z",	/* no T */
+	    "2026-11-27T17:00Z",	/* no seconds */
+	    "2026-11-27T17:00:00.Z",	/* empty fraction */
+	    "2026-11-27T17:00:00,5Z",	/* comma */
+	    "2026-11-27T17:00:00Zjunk", /* trailing bytes */
+	    "2026-13-01T00:00:00Z",	/* month 13 */
+	    "2026-00-01T00:00:00Z",	/* month 0 */
+	    "2026-11-00T00:00:00Z",	/* day 0 */
+	    "2026-11-31T00:00:00Z",	/* November has 30 */
+	    "2025-02-29T00:00:00Z",	/* not a leap year */
+	    "2100-02-29T00:00:00Z",	/* nor is 2100 */
+	    "2026-11-27T24:00:00Z",	/* hour 24 */
+	    "2026-11-27T17:60:00Z",	/* minute 60 */
+	    "2026-11-27T17:00:60Z",	/* second 60 */
+	    "2026-11-27T17:00:99Z",
+	    "26-11-27T17:00:00Z",
+	    "+2026-11-27T17:00:00Z",
+	    "2026-1-27T17:00:00Z",
+	    "1969-12-31T23:59:59Z", /* before the epoch */
+	    "1970-01-01T00:00:00Z", /* the epoch itself: 0 anyway */
+	    "\xef\xbc\x92"
+	    "026-11-27T17:00:00Z", /* a fullwidth digit */
+	};
+	int64_t mtime;
+
+	(void)state;
+	/* 2026-11-27T17:00:00Z, with and without a fraction */
+	assert_int_equal(mtime_of("2026-11-27T17:00:00.000Z"), 1795798800);
+	assert_int_equal(mtime_of("2026-11-27T17:00:00Z"), 1795798800);
+	assert_int_equal(mtime_of("2026-11-27T17:00:00.999999999Z"),
+			 1795798800);
+	assert_int_equal(mtime_of("2026-11-27T17:00:00.5Z"), 1795798800);
+	/* blanks around it, as an indenting server writes it */
+	assert_int_equal(mtime_of("\n   2026-11-27T17:00:00.000Z\n  "),
+			 1795798800);
+	/* an offset is honoured */
+	assert_int_equal(mtime_of("2026-11-27T19:00:00+02:00"), 1795798800);
+	assert_int_equal(mtime_of("2024-02-29T12:00:00Z"), 1709208000);
+	assert_int_equal(mtime_of("1970-01-01T00:00:01Z"), 1);
+	/* past 32 bits of seconds: kept whole here (the catalog clamps) */
+	assert_int_equal(mtime_of("2106-02-07T06:28:16Z"), 4294967296LL);
+	assert_int_equal(mtime_of("2038-01-19T03:14:08Z"), 2147483648LL);
+	/* before the Key, as AWS sends it after it: any place in Contents */
+	assert_int_equal(
+	    parse_mtime("<LastModified>2015-10-21T07:28:00Z</LastModified>", "",
+			&mtime),
+	    0);
+	assert_int_equal(mtime, 1445412480);
+
+	/* missing */
+	assert_int_equal(parse_mtime("", "", &mtime), 0);
+	assert_int_equal(mtime, 0);
+	assert_int_equal(parse_mtime("", "<LastModified/>", &mtime), 0);
+	assert_int_equal(mtime, 0);
+	/* malformed or out of range */
+	for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
+		mtime = mtime_of(refused[i]);
+		if (mtime != 0)
+			fail_msg("'%s' gave %lld", refused[i],
+				 (long long)mtime);
+	}
+	/* repeated: neither is trusted, the page still parses */
+	assert_int_equal(
+	    parse_mtime("<LastModified>2026-11-27T17:00:00Z</LastModified>",
+			"<LastModified>2026-11-27T18:00:00Z</LastModified>",
+			&mtime),
+	    0);
+	assert_int_equal(mtime, 0);
+	/* nested one level too deep: not the object's */
+	assert_int_equal(parse_mtime("",
+				     "<Owner><LastModified>2026-11-27T17:00:"
+				     "00Z</LastModified></Owner>",
+				     &mtime),
+			 0);
+	assert_int_equal(mtime, 0);
+}
+
+/* Each object has its own time: none carries over to the next. */
+static void test_list_last_modified_objects(void **state)
+{
+	static const char xml[] =
+	    "<ListBucketResult><IsTruncated>false</IsTruncated>"
+	    "<LastModified>2026-11-27T17:00:00Z</LastModified>"
+	    "<Contents><Key>a</Key><ETag>e</ETag><Size>1</Size>"
+	    "<LastModified>2026-11-27T17:00:00Z</LastModified>"
+	    "<LastModified>2026-11-27T17:00:00Z</LastModified></Contents>"
+	    "<Contents><Key>b</Key><ETag>e</ETag><Size>1</Size>"
+	    "<LastModified>2015-10-21T07:28:00.000Z</LastModified></Contents>"
+	    "<Contents><Key>c</Key><ETag>e</ETag><Size>1</Size></Contents>"
+	    "<Contents><Key>d</Key><ETag>e</ETag><Size>1</Size>"
+	    "<LastModified>bad</LastModified></Contents>"
+	    "<Contents><Key>e</Key><ETag>e</ETag><Size>1</Size>"
+	    "<LastModified>2024-02-29T12:00:00Z</LastModified></Contents>"
+	    "</ListBucketResult>";
+	struct store_list_page p;
+
+	(void)state;
+	page_poison(&p);
+	assert_int_equal(parse(xml, &p), 0);
+	assert_int_equal(p.count, 5);
+	assert_int_equal(p.objects[0].mtime, 0); /* repeated */
+	assert_int_equal(p.objects[1].mtime, 1445412480);
+	assert_int_equal(p.objects[2].mtime, 0); /* none */
+	assert_int_equal(p.objects[3].mtime, 0); /* malformed */
+	assert_int_equal(p.objects[4].mtime, 1709208000);
+	store_list_page_clear(&p);
 }
 
 static void test_list_bad_contents(void **state)
@@ -786,8 +952,10 @@ static void test_list_many_objects(void **state)
 		assert_int_equal(
 		    util_buf_printf(&b,
 				    "<Contents><Key>k%05zu</Key><ETag>\"%zu\""
-				    "</ETag><Size>%zu</Size></Contents>",
-				    i, i, i * 1000000007),
+				    "</ETag><Size>%zu</Size><LastModified>"
+				    "2026-11-27T17:%02zu:%02zu.000Z"
+				    "</LastModified></Contents>",
+				    i, i, i * 1000000007, i / 60 % 60, i % 60),
 		    0);
 	assert_int_equal(util_buf_append_str(&b,
 					     "<IsTruncated>false</IsTruncated>"
@@ -800,6 +968,9 @@ static void test_list_many_objects(void **state)
 		snprintf(want, sizeof(want), "k%05zu", i);
 		assert_string_equal(p.objects[i].key, want);
 		assert_true(p.objects[i].size == (uint64_t)i * 1000000007);
+		assert_int_equal(p.objects[i].mtime,
+				 1795798800 + (int64_t)(i / 60 % 60) * 60 +
+				     (int64_t)(i % 60));
 	}
 	store_list_page_clear(&p);
 	util_buf_free(&b);
@@ -1233,6 +1404,8 @@ int main(void)
 	    cmocka_unit_test(test_list_key_entities),
 	    cmocka_unit_test(test_list_etag_quotes),
 	    cmocka_unit_test(test_list_sizes),
+	    cmocka_unit_test(test_list_last_modified),
+	    cmocka_unit_test(test_list_last_modified_objects),
 	    cmocka_unit_test(test_list_bad_contents),
 	    cmocka_unit_test(test_list_wrong_root),
 	    cmocka_unit_test(test_list_not_xml),
