@@ -130,6 +130,9 @@ const char *cache_object_bucket(const struct cache_object *o);
 const char *cache_object_key(const struct cache_object *o);
 /* The ETag as the store gave it (with quotes), or NULL. */
 const char *cache_object_etag(const struct cache_object *o);
+/* LastModified (seconds since the epoch) once a resolve's HEAD gave it
+ * (cache_object_resolve()); 0: unknown. */
+int64_t cache_object_mtime(const struct cache_object *o);
 
 /*
  * Asks the store for the size and ETag of bucket/key (a HEAD), without

@@ -90,6 +90,7 @@ struct cache_object {
 	char *key;    /* owned */
 	char *etag;   /* owned, may be NULL */
 	uint64_t size;
+	int64_t mtime; /* LastModified, when a HEAD said it; 0: unknown */
 	uint64_t hash;
 	unsigned long refs;
 	struct cache_object *hash_next;

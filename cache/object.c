@@ -199,6 +199,11 @@ const char *cache_object_etag(const struct cache_object *o)
 	return o->etag;
 }
 
+int64_t cache_object_mtime(const struct cache_object *o)
+{
+	return o->mtime;
+}
+
 /* At cache_destroy: what is left (leaked references) goes. */
 void cache_object_table_free(struct cache *c)
 {
@@ -264,6 +269,11 @@ static void head_done(void *arg, const struct store_object *head,
 		if (!o) {
 			not_interned(&nomem, head->size);
 			err = &nomem;
+		} else {
+			pthread_mutex_lock(&c->lock);
+			if (!o->mtime)
+				o->mtime = head->mtime;
+			pthread_mutex_unlock(&c->lock);
 		}
 	}
 	rs->done(rs->arg, o, o ? NULL : err);

@@ -39,10 +39,11 @@
  * A reader of a file read at any offset (cache_reader_create_random: each
  * object a file) has no window at first: a read fetches the blocks it
  * covers and no more.  Each read that starts where the last one ended
- * grows the window (one block, then doubling up to max_window); a read
- * anywhere else empties it.  So a reader going forward through a large
- * file soon has the whole window, and one jumping about costs the blocks
- * it reads (one, or two where a read straddles a boundary).
+ * (within a block: a kernel's readahead sends neighbouring reads at once,
+ * in any order) grows the window (one block, then doubling up to
+ * max_window); a read anywhere else empties it.  So a reader going forward
+ * through a large file soon has the whole window, and one jumping about costs
+ * the blocks it reads (one, or two where a read straddles a boundary).
  */
 #include "config.h"
 
@@ -497,11 +498,19 @@ int cache_reader_read(struct cache_reader *r, uint64_t offset, size_t size,
 	view->count = 0;
 	view->bytes = 0;
 	pthread_mutex_lock(&c->lock);
-	in_sequence = offset == r->pos;
-	if (!in_sequence) {
+	/* a random reader's reads are in sequence when they start within a
+	 * block of where the last one ended: a kernel's readahead sends
+	 * neighbouring reads at once, and they may come in any order */
+	in_sequence = offset == r->pos || (r->random && offset + bs >= r->pos &&
+					   offset <= r->pos + bs);
+	if (offset != r->pos) {
+		uint64_t window = r->window;
+
 		rc = reposition(r, offset);
 		if (rc)
 			goto out;
+		if (in_sequence)
+			r->window = window;
 	}
 	if (r->end) {
 		if (r->pos >= r->end)

@@ -1060,9 +1060,9 @@ static int manifest_catalog(struct channel *ch, char *err, size_t errlen)
 		uint32_t entry;
 
 		if (!rc && o &&
-		    cache_catalog_add(ch->catalog, cache_object_key(o),
-				      cache_object_etag(o),
-				      cache_object_size(o), 0, &entry))
+		    cache_catalog_add(
+			ch->catalog, cache_object_key(o), cache_object_etag(o),
+			cache_object_size(o), cache_object_mtime(o), &entry))
 			rc = util_fail(err, errlen, EINVAL,
 				       "channel '%s': manifest element %zu: "
 				       "out of memory or a key of another "

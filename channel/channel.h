@@ -378,9 +378,10 @@ int channel_tree_attr(const struct channel_tree *t, uint64_t node,
 typedef bool channel_tree_emit_fn(void *arg, const char *name, size_t len,
 				  uint64_t node, uint64_t next);
 /*
- * The entries of dir from cookie on (0: the first), in name order, until
- * emit says stop; cookies stay valid for the life of the tree.  0 or
- * ENOTDIR.
+ * The entries of dir from cookie on (0: the first) until emit says stop,
+ * in the byte order of the paths under dir (a folder comes where its first
+ * file does: "sub-x" before "sub", whose files are "sub/..."); cookies
+ * stay valid for the life of the tree.  0 or ENOTDIR.
  */
 int channel_tree_list(const struct channel_tree *t, uint64_t dir,
 		      uint64_t cookie, channel_tree_emit_fn *emit, void *arg);

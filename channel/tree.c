@@ -614,6 +614,17 @@ int channel_tree_order(struct channel_tree *t, unsigned epoch, char **text,
 	}
 	out[at] = '\0';
 	pthread_mutex_lock(&t->lock);
+	t->stats.orders++;
+	if (t->follow.active && t->follow.epoch == epoch) {
+		/* taken again (another reader of the same epoch): the
+		 * following goes on where it is */
+		pthread_mutex_unlock(&t->lock);
+		free(order);
+		free(position);
+		*text = out;
+		*len = at;
+		return 0;
+	}
 	free(t->follow.order);
 	free(t->follow.position);
 	t->follow = (struct tree_follow){
@@ -622,7 +633,6 @@ int channel_tree_order(struct channel_tree *t, unsigned epoch, char **text,
 	    .order = order,
 	    .position = position,
 	};
-	t->stats.orders++;
 	pthread_mutex_unlock(&t->lock);
 	util_debug("channel '%s': following the order of epoch %u",
 		   t->spec->name, epoch);

@@ -36,9 +36,13 @@
 #include "fs/fs.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "util/util.h"
 
@@ -55,6 +59,8 @@
 #define ORDER_EPOCH_BITS 32
 /* how long the kernel may keep what never changes while mounted */
 #define FOREVER 3600.0
+/* the kernel's readahead for FastFile files, in KiB (readahead_raise) */
+#define FS_READAHEAD_KB "1024"
 
 struct fs_handle {
 	struct channel_reader *reader; /* a Pipe channel's file, or */
@@ -583,6 +589,77 @@ static void snapshot_read(fuse_req_t req, size_t size, off_t off,
 	pthread_mutex_unlock(&f->lock);
 }
 
+/* mountinfo's escaping of a path (octal for space, tab, newline and
+ * backslash) into out: false when it does not fit. */
+static bool mountinfo_escape(const char *path, char *out, size_t size)
+{
+	size_t n = 0;
+
+	for (; *path; path++) {
+		bool esc = strchr(" \t\n\\", *path) != NULL;
+
+		if (n + (esc ? 4 : 1) >= size)
+			return false;
+		if (esc)
+			n += (size_t)snprintf(out + n, size - n, "\\%03o",
+					      (unsigned char)*path);
+		else
+			out[n++] = *path;
+	}
+	out[n] = '\0';
+	return true;
+}
+
+/*
+ * The kernel's readahead for the mount (its bdi's read_ahead_kb) raised to
+ * FS_READAHEAD_KB, once, at the first open of a tree's file (the INIT
+ * reply, which caps it at the 128 KiB default, is long done by then): a
+ * file read in sequence then comes in reads of up to 1 MiB instead of
+ * 128 KiB.  Random reads are not read ahead by the kernel either way.
+ * Needs root; otherwise the default stays (logged at debug level).
+ */
+static void readahead_raise(struct fs_state *st)
+{
+	char want[PATH_MAX + 64], line[2 * PATH_MAX], path[128];
+	unsigned major, minor;
+	char *real = NULL;
+	bool done, found = false;
+	FILE *f;
+	int fd;
+
+	pthread_mutex_lock(&st->lock);
+	done = st->readahead_raised;
+	st->readahead_raised = true;
+	pthread_mutex_unlock(&st->lock);
+	if (done)
+		return;
+	real = realpath(st->opts->mountpoint, NULL);
+	f = fopen("/proc/self/mountinfo", "r");
+	if (real && f && mountinfo_escape(real, want, sizeof(want))) {
+		/* "ID PARENT MAJOR:MINOR ROOT MOUNTPOINT ..." */
+		while (!found && fgets(line, sizeof(line), f)) {
+			char mp[sizeof(line)];
+
+			found = sscanf(line, "%*u %*u %u:%u %*s %s", &major,
+				       &minor, mp) == 3 &&
+				strcmp(mp, want) == 0;
+		}
+	}
+	if (f)
+		fclose(f);
+	free(real);
+	if (!found)
+		return;
+	snprintf(path, sizeof(path), "/sys/class/bdi/%u:%u/read_ahead_kb",
+		 major, minor);
+	fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0 || write(fd, FS_READAHEAD_KB, strlen(FS_READAHEAD_KB)) < 0)
+		util_debug("cannot raise %s: the kernel reads ahead 128 KiB",
+			   path);
+	if (fd >= 0)
+		close(fd);
+}
+
 /* An open of a tree's file: its own reader, through the page cache (the
  * bytes never change while mounted). */
 static void tree_open(fuse_req_t req, unsigned ch, uint64_t node,
@@ -591,6 +668,7 @@ static void tree_open(fuse_req_t req, unsigned ch, uint64_t node,
 	struct fs_state *st = state_of(req);
 	struct fs_handle *h = calloc(1, sizeof(*h));
 
+	readahead_raise(st);
 	if (!h) {
 		fuse_reply_err(req, ENOMEM);
 		return;

@@ -188,6 +188,12 @@ printf 'd sub\nd sub/deep\nf big.bin 2500000\nf sub/deep/obj-000000.bin 1000\nf 
 tree_of "$MP/m" >"$TEST_TMP/m.out"
 assert_file_eq "$TEST_TMP/m.exp" "$TEST_TMP/m.out" "the manifest's tree"
 cmp -s "$LOCAL/big.bin" "$MP/m/big.bin" || fail "m/big.bin differs from the object"
+# its time is the one HEAD gives (Last-Modified), the listing's to the second
+listed=$(s3_curl -sS -f "$S3_URL/data?list-type=2&prefix=tree/big.bin" |
+	python3 -c 'import calendar, re, sys, time
+m = re.search(r"<LastModified>([^<.]*)", sys.stdin.read())
+print(calendar.timegm(time.strptime(m.group(1), "%Y-%m-%dT%H:%M:%S")))')
+assert_eq "$listed" "$(stat -c %Y "$MP/m/big.bin")" "a manifest file's time"
 unmount "$MP"
 printf '[{"prefix": "s3://data/tree/"}, "sub/obj-000001.bin", "nope.bin"]' >"$TEST_TMP/m2.json"
 s3_put data manifests/m2.json "$TEST_TMP/m2.json"
