@@ -72,6 +72,10 @@ struct view_channel {
 	uint64_t catalog_objects, catalog_bytes; /* 0 from older daemons */
 	struct view_epoch *epochs;		 /* owned, nepochs */
 	size_t nepochs;
+	/* a FastFile channel's counts ("tree"; none from Pipe channels and
+	 * older daemons) */
+	bool tree;
+	uint64_t files, opens, opens_prefetched, orders;
 };
 
 struct tools_stats_view {
@@ -225,7 +229,7 @@ static size_t get_list(struct parse *p, json_t *obj, const char *key,
 
 static void parse_channel(struct parse *p, json_t *o, struct view_channel *c)
 {
-	json_t *epochs, *catalog;
+	json_t *epochs, *catalog, *tree;
 	void *items = NULL;
 	size_t first;
 
@@ -235,6 +239,14 @@ static void parse_channel(struct parse *p, json_t *o, struct view_channel *c)
 	}
 	get_string(p, o, "name", c->name, sizeof(c->name));
 	c->visible = get_u64(p, o, "visible");
+	tree = json_object_get(o, "tree");
+	if (json_is_object(tree)) {
+		c->tree = true;
+		c->files = get_u64(p, tree, "files");
+		c->opens = get_u64(p, tree, "opens");
+		c->opens_prefetched = get_u64(p, tree, "opens_prefetched");
+		c->orders = get_u64(p, tree, "orders");
+	}
 	catalog = get_object(p, o, "catalog");
 	c->catalog_objects = get_u64(p, catalog, "objects");
 	c->catalog_bytes = get_u64(p, catalog, "bytes");
@@ -604,6 +616,16 @@ static void render_watch(struct frame *f, const struct tools_stats_view *v)
 		const struct view_channel *c = &v->channels[i];
 		bool shown = false;
 
+		if (c->tree) {
+			line(f,
+			     "%s/  %llu files  %llu opened, %llu found "
+			     "prefetched  %llu order files taken",
+			     c->name, (unsigned long long)c->files,
+			     (unsigned long long)c->opens,
+			     (unsigned long long)c->opens_prefetched,
+			     (unsigned long long)c->orders);
+			continue;
+		}
 		for (size_t j = 0; j < c->nepochs; j++) {
 			if (c->epochs[j].handles) {
 				watch_epoch(f, &c->epochs[j], namew);
@@ -649,6 +671,21 @@ static void render_table(struct frame *f, const struct tools_stats_view *v)
 		int w = (int)name_width(v);
 
 		line(f, "%s", "");
+		if (c->tree) {
+			line(f,
+			     "channel %s: FastFile, %llu files in %s/, %llu "
+			     "objects listed (%s outside the cache)",
+			     c->name, (unsigned long long)c->files, c->name,
+			     (unsigned long long)c->catalog_objects,
+			     tools_fmt_bytes(c->catalog_bytes, a, sizeof(a)));
+			line(f,
+			     "  %llu opened, %llu of them found prefetched; "
+			     "%llu order files taken",
+			     (unsigned long long)c->opens,
+			     (unsigned long long)c->opens_prefetched,
+			     (unsigned long long)c->orders);
+			continue;
+		}
 		line(f,
 		     "channel %s: %llu file(s) listed, %llu objects (%s "
 		     "outside the cache)",

@@ -145,6 +145,11 @@ for seed in 11 -3; do
 		assert_eq "$files" "$(tree_stat 'channels[0].tree.opens_prefetched')" \
 			"opens that found their file prefetched"
 		assert_eq "$files" "$(tree_stat 'channels[0].tree.files')" "files counted"
+		"$S3PIPE" stats "$MP" >"$TEST_TMP/stats.txt" || fail "s3pipe stats failed"
+		assert_match "channel train: FastFile, $files files in train/" \
+			"$(cat "$TEST_TMP/stats.txt")" "s3pipe stats"
+		assert_match "$files opened, $files of them found prefetched" \
+			"$(cat "$TEST_TMP/stats.txt")" "s3pipe stats"
 	fi
 	unmount "$MP"
 done
