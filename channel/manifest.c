@@ -267,7 +267,8 @@ int channel_manifest_parse(const char *text, size_t len,
 	}
 	json_decref(root);
 	free(bucket);
-	out->prefix = prefix; /* the entries' keys start with it */
+	free(out->prefix); /* (appending to an earlier manifest's entries) */
+	out->prefix = prefix; /* the new entries' keys start with it */
 	return 0;
 fail:
 	json_decref(root);
