@@ -37,10 +37,10 @@
  *   KEPT      yes   any       (the scan-resistant set)  demand only, last
  *
  *   - used_bytes is the sum of cap over all allocated blocks plus the
- *     pooled buffers, and never exceeds budget_bytes.  Buffers of a whole
- *     block are pooled on eviction and reused, so steady streaming touches
- *     no new pages (no page faults, no kernel zeroing); cache_stream_fault_in
- *     fills the pool before the first reader, so it need not either.
+ *     pooled and spare buffers, and never exceeds budget_bytes.  Buffers of a
+ * whole block are pooled on eviction and reused, so steady streaming touches no
+ * new pages (no page faults, no kernel zeroing); cache_stream_fault_in fills
+ * the pool before the first reader, so it need not either.
  *   - prefetch (and recycling) may only evict SPENT, then TRAILING blocks;
  *     a demand read may evict any idle block: SPENT, TRAILING, AHEAD, then
  *     KEPT.  Recycling (CACHE_ADMIT_RECYCLE) reuses only SPENT buffers.
@@ -149,6 +149,9 @@ struct cache_block {
 	pthread_cond_t ready;
 };
 
+/* mapped small buffers kept free for reuse, at most (block.c) */
+#define CACHE_SPARE_MAX 64
+
 struct cache {
 	struct cache_conf conf; /* with the derived values filled in */
 	struct store *store;
@@ -176,6 +179,12 @@ struct cache {
 	char **pool; /* free buffers of block_size bytes, kept to reuse */
 	size_t pool_count;
 	size_t pool_max;
+	/* free mapped buffers of small objects (block.c), kept for the next
+	 * of the same size and counted in used_bytes like the pool */
+	char *spare[CACHE_SPARE_MAX];
+	size_t spare_cap[CACHE_SPARE_MAX];
+	unsigned nspare;
+	uint64_t spare_bytes;
 	unsigned run_max;    /* blocks per prefetch GET */
 	uint64_t lent_bytes; /* buffers lent to stages (cache_buffer_get) */
 	struct cache_stats stats;
@@ -283,6 +292,10 @@ bool cache_block_room(struct cache *c, size_t len, bool demand);
  * evictions (a run of blocks). */
 bool cache_block_room_run(struct cache *c, uint64_t bytes);
 
+/* Frees a block buffer of cap bytes (buffer_cap()'s) as it was made. */
+void cache_buffer_free(char *data, size_t cap);
+/* Frees the spare buffers (the cache going away). */
+void cache_spares_free(struct cache *c);
 /* Frees b's memory (its buffer may go to the pool); b must be out of the
  * table and the LRU, or the whole cache going away. */
 void cache_block_free(struct cache *c, struct cache_block *b);

@@ -396,9 +396,12 @@ size_t channel_tree_files(const struct channel_tree *t);
  */
 int channel_tree_order(struct channel_tree *t, unsigned epoch, char **text,
 		       size_t *len);
+/* The size of every epoch's order file (the same files, in another
+ * order). */
+uint64_t channel_tree_order_size(const struct channel_tree *t);
 
 struct channel_tree_stats {
-	uint64_t opens;	     /* files opened */
+	uint64_t opens; /* files opened */
 	/* opens of a file the order followed had prefetched (or started
 	 * to) */
 	uint64_t opens_prefetched;

@@ -87,6 +87,7 @@ struct channel_tree {
 	const struct channel_spec *spec;
 	uint32_t *files; /* catalog entries, in name order */
 	size_t nfiles;
+	uint64_t order_bytes; /* an order file's size (every epoch's) */
 	struct tree_dir *dirs;
 	size_t ndirs, dirs_cap;
 	pthread_mutex_t lock;
@@ -360,6 +361,8 @@ struct channel_tree *channel_tree_create(struct cache *cache,
 			  "longer than 255 bytes or a newline, a name given "
 			  "twice, or a file's name that is also a folder's",
 			  spec->name, left_out);
+	for (size_t i = 0; i < t->nfiles; i++)
+		t->order_bytes += strlen(file_name(t, i)) + 1;
 	util_info("channel '%s': %zu files in %zu folders", spec->name,
 		  t->nfiles, t->ndirs);
 	return t;
@@ -480,6 +483,11 @@ int channel_tree_list(const struct channel_tree *t, uint64_t dir,
 size_t channel_tree_files(const struct channel_tree *t)
 {
 	return t->nfiles;
+}
+
+uint64_t channel_tree_order_size(const struct channel_tree *t)
+{
+	return t->order_bytes;
 }
 
 void channel_tree_get_stats(struct channel_tree *t,

@@ -255,6 +255,18 @@ static void base_attr(struct fs_state *st, fuse_ino_t ino, struct stat *stbuf)
 	node_attr(st, ino, ino == ROOT_INO || ino == ORDER_DIR_INO, stbuf);
 }
 
+/* An order file's: every epoch's is as long (reads are direct all the
+ * same). */
+static void order_attr(struct fs_state *st, unsigned ch, fuse_ino_t ino,
+		       struct stat *stbuf)
+{
+	uint64_t size = channel_tree_order_size(tree_of(st, ch));
+
+	base_attr(st, ino, stbuf);
+	stbuf->st_size = (off_t)size;
+	stbuf->st_blocks = (blkcnt_t)((size + 511) / 512);
+}
+
 /* Attributes of a tree's node (its file's size and time as listed): 0 or
  * ENOENT. */
 static int tree_attr(struct fs_state *st, unsigned ch, uint64_t node,
@@ -350,7 +362,8 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 		rc = name_file(st, name, true, &ch, &epoch) ? 0 : ENOENT;
 		if (!rc) {
 			e.ino = order_ino(ch, epoch);
-			base_attr(st, e.ino, &e.attr); /* size 0: direct */
+			order_attr(st, ch, e.ino, &e.attr);
+			e.attr_timeout = e.entry_timeout = FOREVER;
 		}
 	} else if (ino_tree(st, parent, &ch, &node)) {
 		/* a name that is not there is known not to be, for good */
@@ -384,9 +397,11 @@ static void op_getattr(fuse_req_t req, fuse_ino_t ino,
 	uint64_t node;
 	double timeout = 1.0;
 
-	if (ino == ROOT_INO || ino == STATS_INO || ino == ORDER_DIR_INO ||
-	    ino_order(st, ino, &ch, &epoch)) {
+	if (ino == ROOT_INO || ino == STATS_INO || ino == ORDER_DIR_INO) {
 		base_attr(st, ino, &stbuf);
+	} else if (ino_order(st, ino, &ch, &epoch)) {
+		order_attr(st, ch, ino, &stbuf);
+		timeout = FOREVER;
 	} else if (ino_tree(st, ino, &ch, &node)) {
 		if (tree_attr(st, ch, node, &stbuf)) {
 			fuse_reply_err(req, ENOENT);

@@ -125,6 +125,8 @@ for seed in 11 -3; do
 			fail "reading .s3pipe-order/train_$epoch failed"
 		assert_file_eq "$TEST_TMP/order.exp" "$TEST_TMP/order.out" \
 			"the order of epoch $epoch with seed $seed"
+		assert_eq "$(stat -c %s "$TEST_TMP/order.exp")" \
+			"$(stat -c %s "$MP/.s3pipe-order/train_$epoch")" "the order file's size"
 	done
 	cmp -s "$TEST_TMP/order.out" <(expect_order - 0) &&
 		fail "seed $seed's order is the byte order"

@@ -1469,15 +1469,30 @@ static void test_fault_in_within_budget_and_max(void **state)
 	destroy_cache(d);
 }
 
+/* small objects' buffers take what they need: their bytes below 64 KiB,
+ * whole pages from there (a mapping of their own), a whole block past
+ * half a block */
 static void test_small_blocks_exact(void **state)
 {
 	struct cache *c = new_cache(4 * BS, BS);
-	const size_t lens[] = {1, 4096, BS / 2 - 1, BS / 2, BS / 2 + 1, BS};
+	const size_t lens[] = {1,	 4096,		 (64 << 10) - 1,
+			       64 << 10, (64 << 10) + 1, BS / 2 - 1,
+			       BS / 2,	 BS / 2 + 1,	 BS};
+	const size_t caps[] = {1,
+			       4096,
+			       (64 << 10) - 1,
+			       64 << 10,
+			       (64 << 10) + 4096,
+			       BS / 2,
+			       BS / 2,
+			       BS,
+			       BS};
 	uint64_t used = 0;
 
+	assert_true(BS / 2 > (64 << 10) + 4096);
 	for (size_t i = 0; i < sizeof(lens) / sizeof(lens[0]); i++) {
 		struct cache_block *b = create(c, obj(c, 0), i, lens[i], true);
-		size_t want = lens[i] <= BS / 2 ? lens[i] : BS;
+		size_t want = caps[i];
 
 		assert_non_null(b);
 		assert_int_equal(b->cap, want);
@@ -1497,6 +1512,58 @@ static void test_small_blocks_exact(void **state)
 		assert_int_equal(stats(c).used_bytes, used - 1);
 		assert_int_equal(c->pool_count, 0);
 	}
+	destroy_cache(c);
+}
+
+/* a small object's mapping freed by eviction is kept and reused by the
+ * next buffer of its size; one of another size gives it back when the
+ * budget needs the room */
+static void test_spare_buffers(void **state)
+{
+	const size_t len = 100 << 10;
+	struct cache *c = new_cache(4 * len + 16384, BS);
+	struct cache_block *b;
+	char *data;
+
+	(void)state;
+	b = create(c, obj(c, 0), 0, len, true);
+	assert_non_null(b);
+	data = b->data;
+	complete(b);
+	consume(c, b);
+	pthread_mutex_lock(&c->lock);
+	assert_true(evict_one(c, false));
+	assert_int_equal(c->nspare, 1);
+	assert_int_equal(c->spare_bytes, len);
+	pthread_mutex_unlock(&c->lock);
+	/* the memory is still counted: it is held */
+	assert_int_equal(stats(c).used_bytes, len);
+	b = create(c, obj(c, 0), 1, len, true);
+	assert_non_null(b);
+	assert_ptr_equal(b->data, data);
+	assert_int_equal(c->nspare, 0);
+	assert_int_equal(stats(c).used_bytes, len);
+	complete(b);
+	/* three more fill the budget; evicting one makes a spare that a
+	 * larger buffer cannot use: it is given back for the room */
+	for (unsigned i = 2; i < 5; i++) {
+		b = create(c, obj(c, 0), i, len, true);
+		assert_non_null(b);
+		complete(b);
+	}
+	assert_int_equal(stats(c).used_bytes, 4 * len);
+	b = lookup(c, obj(c, 0), 2);
+	consume(c, b);
+	pthread_mutex_lock(&c->lock);
+	assert_true(evict_one(c, false));
+	pthread_mutex_unlock(&c->lock);
+	assert_int_equal(c->nspare, 1);
+	b = create(c, obj(c, 1), 1, len + 8192, true);
+	assert_non_null(b);
+	assert_int_equal(c->nspare, 0);
+	assert_int_equal(c->spare_bytes, 0);
+	assert_int_equal(stats(c).used_bytes, 4 * len + 8192);
+	complete(b);
 	destroy_cache(c);
 }
 
@@ -2025,6 +2092,7 @@ int main(void)
 	    cmocka_unit_test(test_fault_in_counts_pooled_blocks_only),
 	    cmocka_unit_test(test_fault_in_within_budget_and_max),
 	    cmocka_unit_test(test_small_blocks_exact),
+	    cmocka_unit_test(test_spare_buffers),
 	    cmocka_unit_test(test_block_larger_than_budget_refused),
 	    cmocka_unit_test(test_block_over_block_size_refused),
 	    cmocka_unit_test(test_table_growth),
