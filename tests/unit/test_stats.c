@@ -309,7 +309,11 @@ static const char good_doc[] =
     "   {\"epoch\": 0, \"file\": \"validation_0\", \"state\": \"open\", "
     "\"handles\": 1, \"bytes_delivered\": 12582912, \"total\": null, "
     "\"bytes_per_second\": 40100000}]},"
-    "  {\"name\": \"test\", \"visible\": 1, \"epochs\": []}]}";
+    "  {\"name\": \"test\", \"visible\": 1, \"epochs\": []},"
+    "  {\"name\": \"images\", \"visible\": 0, \"catalog\": {\"objects\": "
+    "20000, \"bytes\": 1400000}, \"epochs\": [], \"tree\": {\"files\": "
+    "20000, \"opens\": 1500, \"opens_prefetched\": 1490, \"orders\": 1, "
+    "\"prefetched\": 2100}}]}";
 
 /* Every line of text at most width characters, no more than rows lines,
  * no escape or other control character but '\n'. */
@@ -366,6 +370,11 @@ static void test_parse_and_render(void **state)
 	assert_non_null(strstr(text, "120.0 MiB in use of 256.0 MiB"));
 	assert_non_null(strstr(text, "train_1       open"));
 	assert_non_null(strstr(text, "180.3 MB/s"));
+	/* a FastFile channel: its files and opens, no epochs */
+	assert_non_null(strstr(text, "channel images: FastFile, 20000 files "
+				     "in images/, 20000 objects listed"));
+	assert_non_null(strstr(text, "1500 opened, 1490 of them found "
+				     "prefetched; 1 order files taken"));
 	free(text);
 
 	text = render(good_doc, true, 99, 29);
@@ -381,6 +390,8 @@ static void test_parse_and_render(void **state)
 	assert_non_null(strstr(text, "validation_0  12.0 MiB  40.1 MB/s\n"));
 	assert_non_null(strstr(text, "test          waiting for a reader of "
 				     "test_0"));
+	assert_non_null(strstr(text, "images/  20000 files  1500 opened, 1490 "
+				     "found prefetched  1 order files taken"));
 	/* a done epoch is not shown while another of its channel is open */
 	assert_null(strstr(text, "train_0"));
 	free(text);
