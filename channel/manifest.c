@@ -267,7 +267,7 @@ int channel_manifest_parse(const char *text, size_t len,
 	}
 	json_decref(root);
 	free(bucket);
-	free(out->prefix); /* (appending to an earlier manifest's entries) */
+	free(out->prefix);    /* (appending to an earlier manifest's entries) */
 	out->prefix = prefix; /* the new entries' keys start with it */
 	return 0;
 fail:

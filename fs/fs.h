@@ -51,7 +51,7 @@ struct fs_state {
 	struct timespec mount_time;
 	pthread_mutex_t lock; /* guards visible counts, seek_warned, handles */
 	bool seek_warned;
-	bool readahead_raised; /* readahead_raise() was tried */
+	bool readahead_raised;	   /* readahead_raise() was tried */
 	struct fs_handle *handles; /* open files */
 	struct fs_stats *stats;	   /* owned by the state's owner; may be NULL */
 };

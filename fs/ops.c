@@ -707,6 +707,19 @@ static void tree_open(fuse_req_t req, unsigned ch, uint64_t node,
 	}
 }
 
+/* A read's reply: EIO when it failed (rc), else its bytes, or the end of
+ * the file when there are none. */
+static void reply_read(fuse_req_t req, int rc, const struct iovec *iov,
+		       int count)
+{
+	if (rc)
+		fuse_reply_err(req, EIO);
+	else if (count)
+		fuse_reply_iov(req, iov, count);
+	else
+		fuse_reply_buf(req, NULL, 0);
+}
+
 static void tree_read(fuse_req_t req, struct fs_handle *h, size_t size,
 		      off_t off)
 {
@@ -717,16 +730,11 @@ static void tree_read(fuse_req_t req, struct fs_handle *h, size_t size,
 	pthread_mutex_lock(&h->lock);
 	rc = channel_file_read(h->file, off < 0 ? UINT64_MAX : (uint64_t)off,
 			       size, &view);
-	if (rc) {
+	if (rc)
 		util_debug("read of a file of channel '%s' at %lld: %s",
 			   state_of(req)->channels[h->channel].name,
 			   (long long)off, util_strerror(rc, msg, sizeof(msg)));
-		fuse_reply_err(req, EIO);
-	} else if (view.count) {
-		fuse_reply_iov(req, view.iov, view.count);
-	} else {
-		fuse_reply_buf(req, NULL, 0);
-	}
+	reply_read(req, rc, view.iov, view.count);
 	channel_file_view_release(h->file, &view);
 	pthread_mutex_unlock(&h->lock);
 }
@@ -847,16 +855,11 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		fs_stats_epoch_error(h->stats);
 	else if (size)
 		fs_stats_epoch_read(h->stats, (uint64_t)off, view.bytes);
-	if (rc) {
+	if (rc)
 		util_debug("read %s_%u at %lld: %s",
 			   st->channels[h->channel].name, h->epoch,
 			   (long long)off, util_strerror(rc, msg, sizeof(msg)));
-		fuse_reply_err(req, EIO);
-	} else if (view.count) {
-		fuse_reply_iov(req, view.iov, view.count);
-	} else {
-		fuse_reply_buf(req, NULL, 0);
-	}
+	reply_read(req, rc, view.iov, view.count);
 	/* The reply is written: the kernel may already be releasing the
 	 * file, but op_release waits for h->lock before freeing h. */
 	channel_view_release(h->reader, &view);

@@ -22,9 +22,10 @@
 /*
  * Parses an InputDataConfig from text[0..len) into specs[*n ..max),
  * advancing *n.  Pipe and FastFile channels (InputMode "Pipe" or absent,
- * "FastFile") become specs; "File" is refused; unknown fields are ignored.  Returns 0; or EINVAL with one line in err
- * naming the channel and the field ("channel 'train': CompressionType must
- * be None or Gzip (got 'zip')"), or ENOMEM.  On error the specs added are
+ * "FastFile") become specs; "File" is refused; unknown fields are ignored.
+ * Returns 0; or EINVAL with one line in err naming the channel and the
+ * field ("channel 'train': CompressionType must be None or Gzip (got
+ * 'zip')"), or ENOMEM.  On error the specs added are
  * freed and *n is as it was.  err: lowercase, no "s3pipe:" prefix, no
  * trailing period, no control characters.
  */
