@@ -42,7 +42,8 @@ struct fs_channel {
 
 struct fs_state {
 	const struct fs_options *opts;
-	struct store *store; /* under the cache; owned by the state's owner */
+	char *mountpoint_real; /* the mountpoint's realpath(), or NULL */
+	struct store *store;   /* under the cache; owned by the state's owner */
 	struct cache *cache;
 	struct fs_channel *channels;
 	unsigned nchannels;

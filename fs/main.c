@@ -158,6 +158,8 @@ static void build_stack(struct fs_options *o, struct fs_state *st)
 	store = disk_tier(o, store);
 	memset(st, 0, sizeof(*st));
 	st->opts = o;
+	/* before the daemon leaves the directory a relative one names */
+	st->mountpoint_real = realpath(o->mountpoint, NULL);
 	st->store = store;
 	st->cache = cache_create(&o->cache, store);
 	st->nchannels = o->nchannels;
@@ -247,6 +249,7 @@ static void teardown_stack(struct fs_state *st)
 		channel_destroy(st->channels[i].channel);
 	cache_destroy(st->cache);
 	free(st->channels);
+	free(st->mountpoint_real);
 	pthread_mutex_destroy(&st->lock);
 }
 

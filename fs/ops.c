@@ -637,7 +637,7 @@ static void readahead_raise(struct fs_state *st)
 {
 	char want[PATH_MAX + 64], line[2 * PATH_MAX], path[128];
 	unsigned major, minor;
-	char *real = NULL;
+	const char *real;
 	bool done, found = false;
 	FILE *f;
 	int fd;
@@ -648,7 +648,7 @@ static void readahead_raise(struct fs_state *st)
 	pthread_mutex_unlock(&st->lock);
 	if (done)
 		return;
-	real = realpath(st->opts->mountpoint, NULL);
+	real = st->mountpoint_real;
 	f = fopen("/proc/self/mountinfo", "r");
 	if (real && f && mountinfo_escape(real, want, sizeof(want))) {
 		/* "ID PARENT MAJOR:MINOR ROOT MOUNTPOINT ..." */
@@ -662,7 +662,6 @@ static void readahead_raise(struct fs_state *st)
 	}
 	if (f)
 		fclose(f);
-	free(real);
 	if (!found)
 		return;
 	snprintf(path, sizeof(path), "/sys/class/bdi/%u:%u/read_ahead_kb",
