@@ -303,12 +303,16 @@ struct channel_tree *channel_tree_create(struct cache *cache,
 	size_t count = cache_catalog_count(cat), n = 0, left_out = 0;
 	bool sorted = true;
 
-	if (!t || !(t->files = malloc((count ? count : 1) * sizeof(uint32_t))))
+	if (!t)
+		goto nomem;
+	/* first: channel_tree_destroy() destroys it whatever fails after */
+	pthread_mutex_init(&t->lock, NULL);
+	t->files = malloc((count ? count : 1) * sizeof(uint32_t));
+	if (!t->files)
 		goto nomem;
 	t->cache = cache;
 	t->cat = cat;
 	t->spec = spec;
-	pthread_mutex_init(&t->lock, NULL);
 	for (size_t pos = 0; pos < count; pos++) {
 		uint32_t e = cache_catalog_at(cat, pos);
 		const char *name = cache_catalog_name(cat, e);
