@@ -167,6 +167,8 @@ void cache_get_stats(struct cache *c, struct cache_stats *out)
 	pthread_mutex_lock(&c->lock);
 	*out = c->stats;
 	out->kept_bytes = c->kept_bytes;
+	out->objects = c->nobjects;
+	out->segments = c->nsegments;
 	pthread_mutex_unlock(&c->lock);
 }
 

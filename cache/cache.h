@@ -97,6 +97,11 @@ struct cache_stats {
 	uint64_t kept_bytes; /* in the kept set now */
 	uint64_t kept_stale; /* kept blocks that went stale (unkept) */
 	uint64_t claimed;    /* consumed blocks a reader behind took back */
+	/* what the cache holds outside the budget now, a record each: the
+	 * objects named by blocks, segments or holders, and the segments of
+	 * every stream (with the pages being framed) */
+	uint64_t objects;
+	uint64_t segments;
 };
 
 /*
@@ -240,14 +245,26 @@ void cache_stream_set_size(struct cache_stream *s, uint64_t bytes);
  * name are shared). */
 uint64_t cache_stream_memory(const struct cache_stream *s);
 /*
- * Lets a plan stream drop the segments every reader has passed (their
- * objects go too once no block holds them): for owners that can build
- * the same stream again.  Readers of it cannot go back: creating one on a
+ * Lets a stream drop the segments every reader has passed (their objects
+ * go too once no block holds them): for owners that can build the same
+ * stream again (a plan again, a listing listed again).  Readers of it cannot go back: creating one on a
  * stream that dropped segments, or a read before them, fails with ESTALE.
  */
 void cache_stream_set_trim(struct cache_stream *s);
 /* Whether s dropped segments. */
 bool cache_stream_trimmed(const struct cache_stream *s);
+/*
+ * A hold on a trimmed stream: the segments from its index on are kept
+ * while it is there, for an owner that reads segments by index itself
+ * (gunzip's jobs) rather than through one reader.  NULL and errno ESTALE
+ * when segment idx was dropped already, ENOMEM.  The hold is the
+ * caller's: move it forward as the segments before an index are no
+ * longer needed, release it before the stream goes.
+ */
+struct cache_hold;
+struct cache_hold *cache_hold_create(struct cache_stream *s, size_t idx);
+void cache_hold_move(struct cache_hold *h, size_t idx);
+void cache_hold_release(struct cache_hold *h);
 /* Segments added so far. */
 size_t cache_stream_count(const struct cache_stream *s);
 
@@ -324,7 +341,8 @@ struct cache_view {
 struct cache_reader *cache_reader_create(struct cache_stream *s);
 /*
  * A reader of bytes [offset, end) of s only (offset must be listed
- * already): reads stop at end, and so does its prefetch, whose window is
+ * already; NULL and ESTALE when a trimmed stream dropped it): reads stop
+ * at end, and so does its prefetch, whose window is
  * at most window bytes (0: the cache's).  For stages that work on one
  * object at a time.
  */

@@ -163,6 +163,7 @@ struct cache {
 	struct cache_object **objects; /* the object table */
 	size_t nobject_buckets;	       /* power of two */
 	size_t nobjects;
+	size_t nsegments; /* alive in every stream, pending ones included */
 	struct cache_lru_list lru[LRU_LISTS];
 	uint64_t kept_quota; /* the kept set's bytes, at most */
 	uint64_t kept_bytes; /* caps of the kept blocks */
@@ -227,6 +228,7 @@ struct cache_stream {
 	size_t npending, pending_cap;
 	uint64_t pending_bytes;
 	struct cache_reader *readers; /* alive on this stream */
+	struct cache_hold *holds;     /* (cache_hold_create) */
 	pthread_cond_t grown;	      /* segments added, complete, or error */
 };
 
@@ -339,6 +341,13 @@ static inline uint64_t cache_segment_block(const struct cache *c,
 {
 	return (seg->obj_offset + (off - seg->start)) / c->conf.block_size;
 }
+
+/* A hold's mark on its stream (cache_hold_create). */
+struct cache_hold {
+	struct cache_stream *stream;
+	size_t idx;			/* segments from here on are kept */
+	struct cache_hold *next, *prev; /* on stream->holds */
+};
 
 /* ---- reader.c ---- */
 

@@ -63,7 +63,11 @@ static uint64_t initial_window(const struct cache_reader *r)
 	return w < r->max_window ? w : r->max_window;
 }
 
-struct cache_reader *cache_reader_create(struct cache_stream *s)
+/* A reader of s at offset, on the stream's list; NULL with errno ESTALE
+ * when a trimmed stream dropped the segment holding offset (its owner
+ * makes another stream), ENOMEM. */
+static struct cache_reader *reader_attach(struct cache_stream *s,
+					  uint64_t offset)
 {
 	struct cache_reader *r = calloc(1, sizeof(*r));
 	struct cache *c = s->cache;
@@ -76,13 +80,16 @@ struct cache_reader *cache_reader_create(struct cache_stream *s)
 	r->window = c->conf.max_window;
 	r->max_window = r->window;
 	pthread_mutex_lock(&c->lock);
-	if (s->base > 0) {
-		/* its start was dropped: the owner makes another stream */
+	if (s->base > 0 && offset < s->base_offset) {
 		pthread_mutex_unlock(&c->lock);
 		free(r);
 		errno = ESTALE;
 		return NULL;
 	}
+	r->pos = offset;
+	r->seg_idx = offset ? cache_stream_find(s, offset) : s->base;
+	/* on the list from here, it keeps its segments from going */
+	r->hold = r->seg_idx;
 	r->next = s->readers;
 	if (s->readers)
 		s->readers->prev = r;
@@ -90,6 +97,11 @@ struct cache_reader *cache_reader_create(struct cache_stream *s)
 	c->nreaders++;
 	pthread_mutex_unlock(&c->lock);
 	return r;
+}
+
+struct cache_reader *cache_reader_create(struct cache_stream *s)
+{
+	return reader_attach(s, 0);
 }
 
 uint64_t cache_reader_window(const struct cache_reader *r)
@@ -648,20 +660,14 @@ struct cache_reader *cache_reader_create_at(struct cache_stream *s,
 					    uint64_t offset, uint64_t end,
 					    uint64_t window)
 {
-	struct cache_reader *r = cache_reader_create(s);
+	struct cache_reader *r = reader_attach(s, offset);
 
 	if (!r)
 		return NULL;
-	/* (cache_reader_create refused a stream that dropped segments, and
-	 * this reader, at its start, keeps any more from going; it is on the
-	 * stream's list, where other readers look at its window) */
 	pthread_mutex_lock(&s->cache->lock);
 	if (window && window < r->max_window)
 		r->window = r->max_window = window;
-	r->pos = offset;
 	r->end = end;
-	r->seg_idx = cache_stream_find(s, offset);
-	r->hold = r->seg_idx;
 	frontier_to_position(r);
 	pthread_mutex_unlock(&s->cache->lock);
 	return r;

@@ -20,11 +20,13 @@
  *
  * Segments are never moved (the array holds pointers), so a reader may hold
  * a segment pointer while it is at or before it.  A stream its owner marks
- * trimmed (cache_stream_set_trim: a plan whose segments it can make again)
- * drops, in batches, the segments every reader has passed, so that a pass
- * over a million objects does not keep a million segments and the objects
- * they name; a reader that would go back to them (a new reader, a seek
- * backwards) fails with ESTALE, and the owner starts another stream.
+ * trimmed (cache_stream_set_trim: a plan whose segments it can make again,
+ * a listing it can list again) drops, in batches, the segments every
+ * reader and every hold (cache_hold_create: an owner that reads segments
+ * by index) has passed, so that a pass over a million objects does not
+ * keep a million segments and the objects they name; a reader that would
+ * go back to them (a new reader, a seek backwards) fails with ESTALE, and
+ * the owner starts another stream.
  */
 #include "config.h"
 
@@ -97,6 +99,7 @@ uint64_t cache_stream_listed_objects(const struct cache_stream *s)
 
 static void segment_free(struct cache *c, struct cache_segment *seg)
 {
+	c->nsegments--;
 	cache_object_unref(c, seg->obj);
 	free(seg->bytes);
 	free(seg);
@@ -172,7 +175,16 @@ static struct cache_segment *segment_new(struct cache_stream *s, uint64_t size,
 		return NULL;
 	}
 	seg->size = size;
+	s->cache->nsegments++;
 	return seg;
+}
+
+/* Frees a segment segment_new() made that was never added (lock held). */
+static void segment_discard(struct cache_stream *s, struct cache_segment *seg)
+{
+	s->cache->nsegments--;
+	free(seg->bytes);
+	free(seg);
 }
 
 /* Room for need pointers in the array *segs of *cap (lock held), which
@@ -257,7 +269,7 @@ int cache_stream_add_object(struct cache_stream *s, struct cache_object *obj,
 		seg->obj_offset = offset;
 		rc = segment_add(s, seg);
 		if (rc)
-			free(seg);
+			segment_discard(s, seg);
 		else
 			cache_object_ref(obj);
 	}
@@ -280,10 +292,8 @@ int cache_stream_add_bytes(struct cache_stream *s, const void *bytes,
 		if (seg->bytes)
 			memcpy(seg->bytes, bytes, len);
 		rc = seg->bytes ? segment_add(s, seg) : ENOMEM;
-		if (rc) {
-			free(seg->bytes);
-			free(seg);
-		}
+		if (rc)
+			segment_discard(s, seg);
 	}
 	pthread_mutex_unlock(&s->cache->lock);
 	return rc;
@@ -299,7 +309,7 @@ int cache_stream_add_mark(struct cache_stream *s)
 	if (seg) {
 		rc = segment_add(s, seg);
 		if (rc)
-			free(seg);
+			segment_discard(s, seg);
 	}
 	pthread_mutex_unlock(&s->cache->lock);
 	return rc;
@@ -374,6 +384,9 @@ void cache_stream_trim(struct cache_stream *s)
 	for (const struct cache_reader *r = s->readers; r; r = r->next)
 		if (r->hold < low)
 			low = r->hold;
+	for (const struct cache_hold *h = s->holds; h; h = h->next)
+		if (h->idx < low)
+			low = h->idx;
 	if (low < s->base + TRIM_BATCH)
 		return;
 	s->base_offset =
@@ -383,6 +396,57 @@ void cache_stream_trim(struct cache_stream *s)
 	keep = s->count - low;
 	memmove(s->segs, s->segs + (low - s->base), keep * sizeof(*s->segs));
 	s->base = low;
+}
+
+struct cache_hold *cache_hold_create(struct cache_stream *s, size_t idx)
+{
+	struct cache_hold *h = calloc(1, sizeof(*h));
+
+	if (!h) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	pthread_mutex_lock(&s->cache->lock);
+	if (idx < s->base) {
+		pthread_mutex_unlock(&s->cache->lock);
+		free(h);
+		errno = ESTALE;
+		return NULL;
+	}
+	h->stream = s;
+	h->idx = idx;
+	h->next = s->holds;
+	if (s->holds)
+		s->holds->prev = h;
+	s->holds = h;
+	pthread_mutex_unlock(&s->cache->lock);
+	return h;
+}
+
+void cache_hold_move(struct cache_hold *h, size_t idx)
+{
+	pthread_mutex_lock(&h->stream->cache->lock);
+	if (idx > h->idx)
+		h->idx = idx;
+	pthread_mutex_unlock(&h->stream->cache->lock);
+}
+
+void cache_hold_release(struct cache_hold *h)
+{
+	struct cache_stream *s;
+
+	if (!h)
+		return;
+	s = h->stream;
+	pthread_mutex_lock(&s->cache->lock);
+	if (h->prev)
+		h->prev->next = h->next;
+	else
+		s->holds = h->next;
+	if (h->next)
+		h->next->prev = h->prev;
+	pthread_mutex_unlock(&s->cache->lock);
+	free(h);
 }
 
 size_t cache_stream_count(const struct cache_stream *s)

@@ -3,12 +3,12 @@
  *
  * An epoch is served one of two ways:
  *
- *   listing  an S3 prefix in key order: one listing stream serves every
- *            epoch, and the listing goes on page by page as readers need
- *            it, so the first byte waits for one page.  With
- *            ShardedByS3Key its framer keeps this host's share as pages
- *            arrive (the objects whose ordinal is index mod count), so a
- *            sharded channel in key order streams too;
+ *   listing  an S3 prefix in key order: each epoch's stream is a listing
+ *            of its own, which goes on page by page as readers need it,
+ *            so the first byte waits for one page.  With ShardedByS3Key
+ *            its framer keeps this host's share as pages arrive (the
+ *            objects whose ordinal is index mod count), so a sharded
+ *            channel in key order streams too;
  *   plan     a shuffle or a manifest: the channel's entries are put in
  *            the epoch's order (channel/order.c), this host's share is
  *            kept, and a plan stream of the cache is filled in that order,
@@ -31,6 +31,17 @@
  * conversion of CSV or LibSVM rows to protobuf RecordIO
  * (channel/convert.c), after gunzip when both are asked for: each reader
  * has a stack of stages (channel/stage.h), put together in stack_open().
+ *
+ * Memory does not grow with the keys an epoch has read: every stream is
+ * trimmed (cache_stream_set_trim), dropping the segments (and so the
+ * objects) that all its readers passed, and gunzip holds its place in the
+ * stream like a reader.  What a stream dropped is made again by a stream
+ * of its own: the same plan again for a plan, a new listing for a
+ * listing (reader_restream(): a reader that opens an epoch others are well
+ * into, or seeks back).  A listing is not kept from one epoch to the next
+ * for the same reason: each epoch lists again, one page ahead of its
+ * readers, as the first did.  The next epoch's listing starts when it is
+ * prefetched, before the epoch before it ends.
  *
  * Plans of recent epochs are kept (for their sizes) while KEEP_PLANS newer
  * ones do not exist; a plan with readers is always kept.
@@ -85,14 +96,14 @@
 #define CHANNEL_LISTING_DIR "s3pipe-listings"
 
 enum channel_mode {
-	MODE_LISTING, /* one listing stream for every epoch */
+	MODE_LISTING, /* a listing stream per epoch */
 	MODE_PLAN,    /* a plan stream per epoch */
 };
 
 struct epoch_plan {
 	struct channel *ch;
 	unsigned epoch;
-	struct cache_stream *stream;
+	struct cache_stream *stream; /* a listing (MODE_LISTING): no entries */
 	uint32_t *order; /* catalog entries, or indices of the channel's
 			    entries: this host's share, in order */
 	size_t n;
@@ -112,11 +123,9 @@ struct channel {
 	struct cache *cache;
 	enum channel_mode mode;
 	bool framed;			/* RecordIO segments in the streams */
-	struct cache_stream *listing;	/* MODE_LISTING */
 	struct cache_catalog *catalog;	/* MODE_PLAN of an S3 prefix */
 	struct channel_entries entries; /* MODE_PLAN of a manifest */
 	struct channel_tree *tree;	/* FastFile: over the catalog */
-	uint64_t listed_bytes;		/* of the entries, while listing */
 	pthread_mutex_t lock;		/* see the top of the file */
 	struct epoch_plan *plans;	/* newest epoch first */
 	/* items whose HEAD is to start once the lock is dropped */
@@ -433,6 +442,8 @@ static void plan_top_up(struct epoch_plan *p)
 	struct channel *ch = p->ch;
 	size_t end = p->next + ch->conf.resolve_ahead;
 
+	if (ch->mode == MODE_LISTING)
+		return; /* the listing asks for its own pages */
 	if (end > p->n)
 		end = p->n;
 	if (p->asked < p->next)
@@ -490,6 +501,22 @@ static size_t catalog_items(const struct cache_catalog *cat, uint32_t *order)
 	return n;
 }
 
+/* A key-order epoch's plan: a listing stream of its own, which lists
+ * as readers need it (the first page once one reads, or prefetches). */
+static struct epoch_plan *listing_plan_create(struct channel *ch,
+					      struct epoch_plan *p)
+{
+	p->stream =
+	    cache_stream_create(ch->cache, ch->spec->bucket, ch->spec->prefix);
+	if (!p->stream) {
+		free(p);
+		return NULL;
+	}
+	cache_stream_set_framer(p->stream, frame_listed, ch);
+	cache_stream_set_trim(p->stream);
+	return p;
+}
+
 /* A plan for epoch, not yet linked (no lock: the order is computed here). */
 static struct epoch_plan *plan_create(struct channel *ch, unsigned epoch)
 {
@@ -502,6 +529,8 @@ static struct epoch_plan *plan_create(struct channel *ch, unsigned epoch)
 		return NULL;
 	p->ch = ch;
 	p->epoch = epoch;
+	if (ch->mode == MODE_LISTING)
+		return listing_plan_create(ch, p);
 	p->order = malloc((n ? n : 1) * sizeof(*p->order));
 	p->stream = cache_stream_create_plan(ch->cache, plan_want, p);
 	if (!p->order || !p->stream) {
@@ -535,14 +564,11 @@ static struct epoch_plan *plan_create(struct channel *ch, unsigned epoch)
 		}
 		if (known)
 			cache_stream_set_size(p->stream, bytes);
-		/* its segments can be made again from the catalog: the ones
-		 * every reader passed go, so that reading an epoch does not
-		 * keep a record of each object (stages keep positions of
-		 * their own in the stream: not for them) */
-		if (ch->spec->compression == CHANNEL_COMPRESSION_NONE &&
-		    ch->spec->convert.format == CHANNEL_CONVERT_NONE)
-			cache_stream_set_trim(p->stream);
 	}
+	/* its segments can be made again from the catalog or the entries:
+	 * the ones every reader passed go, so that reading an epoch does not
+	 * keep a record of each object */
+	cache_stream_set_trim(p->stream);
 	return p;
 }
 
@@ -677,17 +703,20 @@ static int start_error(struct channel *ch, const struct store_error *serr,
 			 ch->spec->name, ch->spec->uri, desc);
 }
 
+/* Epoch 0's listing, its first page asked for now: the check that the
+ * bucket answers. */
 static int start_listing(struct channel *ch, char *err, size_t errlen)
 {
+	struct epoch_plan *p = plan_create(ch, 0);
 	struct store_error serr;
 
-	ch->listing =
-	    cache_stream_create(ch->cache, ch->spec->bucket, ch->spec->prefix);
-	if (!ch->listing)
+	if (!p)
 		return util_fail(err, errlen, EINVAL, "out of memory");
-	cache_stream_set_framer(ch->listing, frame_listed, ch);
-	if (cache_stream_start(ch->listing, &serr))
+	if (cache_stream_start(p->stream, &serr)) {
+		plan_destroy(p);
 		return start_error(ch, &serr, ch->spec->bucket, err, errlen);
+	}
+	plan_put(ch, plan_get(ch, 0, true, p));
 	return 0;
 }
 
@@ -1146,10 +1175,6 @@ void channel_fault_in(struct channel *ch)
 
 	if (ch->tree)
 		return; /* files are read as they are opened */
-	if (ch->mode == MODE_LISTING) {
-		cache_stream_fault_in(ch->listing);
-		return;
-	}
 	p = plan_get(ch, 0, false, NULL);
 	if (p)
 		cache_stream_fault_in(p->stream);
@@ -1165,8 +1190,6 @@ bool channel_epoch_size(struct channel *ch, unsigned epoch, uint64_t *size)
 	if (ch->spec->compression != CHANNEL_COMPRESSION_NONE ||
 	    ch->spec->convert.format != CHANNEL_CONVERT_NONE)
 		return false; /* known only once read */
-	if (ch->mode == MODE_LISTING)
-		return cache_stream_size(ch->listing, size);
 	/* a plan is made for the newest epochs only: an old one's is gone */
 	pthread_mutex_lock(&ch->lock);
 	create = !ch->plans || epoch > ch->plans->epoch;
@@ -1206,14 +1229,10 @@ void channel_prefetch_epoch(struct channel *ch, unsigned epoch)
 	pthread_mutex_unlock(&ch->lock);
 	if (needless)
 		return;
-	if (ch->mode == MODE_LISTING) {
-		s = ch->listing;
-	} else {
-		p = plan_get(ch, epoch, true, NULL);
-		if (!p)
-			return;
-		s = p->stream;
-	}
+	p = plan_get(ch, epoch, true, NULL);
+	if (!p)
+		return;
+	s = p->stream;
 	covered = cache_stream_prefetch(s, epoch_prefetch_bytes(ch));
 	pthread_mutex_lock(&ch->lock);
 	if (covered && !epoch_prefetch_needless(ch, epoch)) {
@@ -1238,14 +1257,15 @@ void channel_get_stats(struct channel *ch, struct channel_stats *out)
 	}
 	if (ch->tree)
 		out->bytes += channel_tree_memory(ch->tree);
-	if (ch->listing) {
-		out->objects = cache_stream_listed_objects(ch->listing);
-		out->bytes += cache_stream_memory(ch->listing);
-	}
 	pthread_mutex_lock(&ch->lock);
-	for (struct epoch_plan *p = ch->plans; p; p = p->older)
+	for (struct epoch_plan *p = ch->plans; p; p = p->older) {
 		out->bytes +=
 		    p->n * sizeof(*p->order) + cache_stream_memory(p->stream);
+		/* a listing's objects: the most any epoch listed so far */
+		if (ch->mode == MODE_LISTING &&
+		    cache_stream_listed_objects(p->stream) > out->objects)
+			out->objects = cache_stream_listed_objects(p->stream);
+	}
 	pthread_mutex_unlock(&ch->lock);
 }
 
@@ -1255,7 +1275,6 @@ void channel_destroy(struct channel *ch)
 		return;
 	plans_destroy(ch->plans);
 	channel_tree_destroy(ch->tree);
-	cache_stream_destroy(ch->listing);
 	cache_catalog_destroy(ch->catalog);
 	for (size_t i = 0; i < ch->entries.count; i++) {
 		struct channel_entry *e = &ch->entries.entries[i];
@@ -1273,68 +1292,82 @@ void channel_destroy(struct channel *ch)
 /* ---- readers ---- */
 
 /*
- * The epoch's stream dropped the segments readers passed (plans of a
- * catalog read with no stage trim theirs) and this reader needs them: a
- * new reader of an epoch others are well into, or a seek back.  It gets a
- * plan of its own for the epoch, the same entries in the same order, and
- * the stack is opened again over it.  0, or ENOMEM.
- */
-static int reader_restream(struct channel_reader *r)
-{
-	struct epoch_plan *own = plan_create(r->ch, r->epoch);
-	struct channel_stage *top =
-	    own ? channel_cache_stage_create(r->ch->cache, own->stream) : NULL;
-
-	if (!top) {
-		/* the reader keeps what it had */
-		plan_destroy(own);
-		return ENOMEM;
-	}
-	channel_stack_destroy(r->top);
-	plan_destroy(r->own);
-	r->own = own;
-	r->stream = own->stream;
-	r->top = top;
-	return 0;
-}
-
-/*
  * The reader's stack over its stream, from the stream's start: the one
  * place stages are put together.  The bottom reads the stream (gunzip,
  * which reads several objects at once, or a cache reader); conversion
- * goes on top.  0 or ENOMEM.
+ * goes on top.  0, ESTALE when the stream dropped its start, or ENOMEM;
+ * on failure r->top is what it was.
  */
-static int stack_open(struct channel_reader *r)
+static int stack_build(struct channel_reader *r)
 {
 	const struct channel *ch = r->ch;
 	struct channel_stage *bottom;
 	struct channel_converter *cv;
 
-	if (ch->spec->compression == CHANNEL_COMPRESSION_GZIP) {
+	if (ch->spec->compression == CHANNEL_COMPRESSION_GZIP)
 		bottom = channel_gzip_create(
 		    ch->cache, r->stream, ch->spec->name,
 		    ch->spec->wrapper == CHANNEL_WRAPPER_RECORDIO
 			? ch->conf.recordio_part_max
 			: 0,
 		    ch->conf.inflate_threads);
-	} else {
+	else
 		bottom = channel_cache_stage_create(ch->cache, r->stream);
-		if (!bottom && errno == ESTALE)
-			return reader_restream(r); /* (no stage above: see
-						       plan_create) */
-	}
 	if (!bottom)
-		return ENOMEM;
-	r->top = bottom;
-	if (ch->spec->convert.format == CHANNEL_CONVERT_NONE)
+		return errno == ESTALE ? ESTALE : ENOMEM;
+	if (ch->spec->convert.format == CHANNEL_CONVERT_NONE) {
+		r->top = bottom;
 		return 0;
+	}
 	cv = channel_converter_create(&ch->spec->convert, bottom, r->label,
 				      ch->conf.convert_threads);
-	if (!cv)
-		return errno;
+	if (!cv) {
+		int rc = errno;
+
+		channel_stack_destroy(bottom);
+		return rc ? rc : ENOMEM;
+	}
 	r->top = channel_converter_stage(cv);
 	r->top->below = bottom;
 	return 0;
+}
+
+/*
+ * The epoch's stream dropped what this reader needs (every stream is
+ * trimmed): a new reader of an epoch others are well into, or a seek back.
+ * It gets a plan of its own for the epoch, the same entries in the same
+ * order (or a listing of its own), and its stack is built again over it.
+ * 0, or an errno (the reader keeps what it had).
+ */
+static int reader_restream(struct channel_reader *r)
+{
+	struct epoch_plan *own = plan_create(r->ch, r->epoch);
+	struct channel_stage *old = r->top;
+	struct cache_stream *old_stream = r->stream;
+	int rc;
+
+	if (!own)
+		return ENOMEM;
+	r->stream = own->stream;
+	rc = stack_build(r);
+	if (rc) {
+		r->stream = old_stream;
+		plan_destroy(own);
+		return rc;
+	}
+	channel_stack_destroy(old);
+	plan_destroy(r->own);
+	r->own = own;
+	return 0;
+}
+
+/* The reader's stack from its stream's start, over a stream of its own
+ * when the epoch's dropped its start.  0 or an errno. */
+static int stack_open(struct channel_reader *r)
+{
+	int rc = stack_build(r);
+
+	return rc == ESTALE ? reader_restream(r) : rc;
 }
 
 static void stack_close(struct channel_reader *r)
@@ -1386,7 +1419,6 @@ static int stack_seek(struct channel_reader *r, uint64_t offset)
 struct channel_reader *channel_reader_open(struct channel *ch, unsigned epoch)
 {
 	struct channel_reader *r = calloc(1, sizeof(*r));
-	struct cache_stream *s;
 
 	if (!r)
 		goto nomem;
@@ -1397,15 +1429,10 @@ struct channel_reader *channel_reader_open(struct channel *ch, unsigned epoch)
 		ch->opened = epoch;
 	ch->any_opened = true;
 	pthread_mutex_unlock(&ch->lock);
-	if (ch->mode == MODE_LISTING) {
-		s = ch->listing;
-	} else {
-		r->plan = plan_get(ch, epoch, true, NULL);
-		if (!r->plan)
-			goto nomem;
-		s = r->plan->stream;
-	}
-	r->stream = s;
+	r->plan = plan_get(ch, epoch, true, NULL);
+	if (!r->plan)
+		goto nomem;
+	r->stream = r->plan->stream;
 	snprintf(r->label, sizeof(r->label), "channel '%s'", ch->spec->name);
 	if (stack_open(r))
 		goto nomem;

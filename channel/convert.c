@@ -14,6 +14,9 @@
  * it, for the header rule (each object's first line dropped by the feeder)
  * and for messages.  The CSV field count every row must have is taken from
  * the first row that is not blank before the first batch is queued.
+ * Pieces name their objects with copies of their own (struct origin_text):
+ * the stream below drops what its reader passed, objects included, while
+ * batches behind it wait to be converted.
  *
  * Worker threads (one per core by default) convert the oldest queued batch
  * (channel_rows_convert()), count the line ends of each piece, and free the
@@ -53,16 +56,23 @@
 #define POOL_MAX	8	   /* spare buffers kept */
 #define POOL_BUFFER_MAX (4u << 20) /* and none larger than this */
 
+/* An object's name for messages, shared by the pieces of its bytes. */
+struct origin_text {
+	unsigned long refs; /* atomic: the feeder adds, the reader drops */
+	uint64_t index;	    /* the origin's index */
+	char name[];	    /* "s3://BUCKET/KEY" */
+};
+
 /* Where one object's bytes start in a batch. */
 struct piece {
-	size_t start; /* offset in the batch's text */
-	struct channel_origin origin;
-	bool object_start;     /* the object's first bytes (after its
-				  header) */
-	uint64_t lines_before; /* the object's lines dropped before it: its
-				  header */
-	uint64_t lines;	       /* line ends in the piece (the worker) */
-	uint64_t first_line;   /* the line it starts on (the reader) */
+	size_t start;		    /* offset in the batch's text */
+	struct origin_text *origin; /* a reference */
+	bool object_start;	    /* the object's first bytes (after its
+				       header) */
+	uint64_t lines_before;	    /* the object's lines dropped before it: its
+				       header */
+	uint64_t lines;		    /* line ends in the piece (the worker) */
+	uint64_t first_line;	    /* the line it starts on (the reader) */
 };
 
 enum batch_state {
@@ -118,14 +128,41 @@ struct channel_converter {
 	bool failed; /* EIO from here on */
 };
 
-static const char *origin_name(const struct channel_origin *o, char *buf,
-			       size_t len)
+/* A name of o's own (one reference), or NULL on ENOMEM. */
+static struct origin_text *origin_text_make(const struct channel_origin *o)
 {
+	const char *key = o->key ? o->key : "(literal bytes)";
+	size_t len = (o->bucket ? strlen(o->bucket) + 6 : 0) + strlen(key) + 1;
+	struct origin_text *t = malloc(sizeof(*t) + len);
+
+	if (!t)
+		return NULL;
+	t->refs = 1;
+	t->index = o->index;
 	if (o->bucket)
-		snprintf(buf, len, "s3://%s/%s", o->bucket, o->key);
+		snprintf(t->name, len, "s3://%s/%s", o->bucket, key);
 	else
-		snprintf(buf, len, "%s", o->key ? o->key : "(literal bytes)");
-	return buf;
+		snprintf(t->name, len, "%s", key);
+	return t;
+}
+
+static struct origin_text *origin_text_ref(struct origin_text *t)
+{
+	__atomic_add_fetch(&t->refs, 1, __ATOMIC_RELAXED);
+	return t;
+}
+
+static void origin_text_unref(struct origin_text *t)
+{
+	if (t && __atomic_sub_fetch(&t->refs, 1, __ATOMIC_ACQ_REL) == 0)
+		free(t);
+}
+
+/* Drops b's pieces from n on. */
+static void pieces_truncate(struct batch *b, size_t n)
+{
+	while (b->npieces > n)
+		origin_text_unref(b->pieces[--b->npieces].origin);
 }
 
 /* ---- buffers (lock held, or no other thread left) ---- */
@@ -170,13 +207,13 @@ static void batch_free(struct batch *b, struct channel_converter *cv)
 	if (b->out)
 		channel_chunk_unref(NULL, b->out); /* (not the cache's) */
 	buffer_put(cv, b->text, b->text_cap);
+	pieces_truncate(b, 0);
 	free(b->pieces);
 	free(b);
 }
 
-static int piece_add(struct batch *b, size_t start,
-		     const struct channel_origin *o, bool object_start,
-		     uint64_t lines_before)
+static int piece_add(struct batch *b, size_t start, struct origin_text *o,
+		     bool object_start, uint64_t lines_before)
 {
 	struct piece *p;
 
@@ -192,7 +229,7 @@ static int piece_add(struct batch *b, size_t start,
 	p = &b->pieces[b->npieces++];
 	memset(p, 0, sizeof(*p));
 	p->start = start;
-	p->origin = *o;
+	p->origin = origin_text_ref(o);
 	p->object_start = object_start;
 	p->lines_before = lines_before;
 	return 0;
@@ -202,10 +239,9 @@ static int piece_add(struct batch *b, size_t start,
 
 struct feed {
 	struct channel_converter *cv;
-	struct util_buf text; /* the batch being filled */
-	struct batch *b;      /* its pieces */
-	struct channel_origin origin;
-	bool have_origin;
+	struct util_buf text;	    /* the batch being filled */
+	struct batch *b;	    /* its pieces */
+	struct origin_text *origin; /* the current object's (a reference) */
 	bool in_header;	 /* dropping the current object's first line */
 	size_t retry_at; /* no whole row in the text when it was this long
 			    / 2: look again at this length (a long row is
@@ -284,17 +320,17 @@ static int cut(struct feed *f, bool final)
 	for (i = 0; !rc && i < b->npieces && b->pieces[i].start < at; i++)
 		;
 	if (!rc && i > 0 && (i == b->npieces || b->pieces[i].start > at))
-		rc = piece_add(nb, 0, &b->pieces[i - 1].origin, false, 0);
+		rc = piece_add(nb, 0, b->pieces[i - 1].origin, false, 0);
 	for (size_t j = i; !rc && j < b->npieces; j++)
-		rc = piece_add(nb, b->pieces[j].start - at,
-			       &b->pieces[j].origin, b->pieces[j].object_start,
+		rc = piece_add(nb, b->pieces[j].start - at, b->pieces[j].origin,
+			       b->pieces[j].object_start,
 			       b->pieces[j].lines_before);
 	if (rc) {
 		util_buf_free(&rest);
 		batch_free(nb, cv);
 		return rc;
 	}
-	b->npieces = i;
+	pieces_truncate(b, i);
 	b->len = at;
 	b->text_cap = f->text.cap;
 	b->text = util_buf_take(&f->text);
@@ -326,7 +362,13 @@ static int feed_bytes(struct feed *f, const struct channel_origin *o,
 	struct channel_converter *cv = f->cv;
 	int rc;
 
-	if (!f->have_origin || o->index != f->origin.index) {
+	if (!f->origin || o->index != f->origin->index) {
+		struct origin_text *t = origin_text_make(o);
+
+		if (!t)
+			return ENOMEM;
+		origin_text_unref(f->origin);
+		f->origin = t;
 		/* a new object: with headers it is a file of its own, whose
 		 * end ended its last row */
 		if (cv->conf.header_skip && f->text.len &&
@@ -335,12 +377,10 @@ static int feed_bytes(struct feed *f, const struct channel_origin *o,
 			if (rc)
 				return rc;
 		}
-		rc = piece_add(f->b, f->text.len, o, true,
+		rc = piece_add(f->b, f->text.len, f->origin, true,
 			       cv->conf.header_skip ? 1 : 0);
 		if (rc)
 			return rc;
-		f->origin = *o;
-		f->have_origin = true;
 		f->in_header = cv->conf.header_skip;
 	}
 	if (f->in_header) {
@@ -359,7 +399,7 @@ static void *feeder_main(void *arg)
 {
 	struct channel_converter *cv = arg;
 	struct feed f = {.cv = cv};
-	char why[1400], where[1024];
+	char why[1400];
 	int rc = 0;
 
 	util_buf_init(&f.text, 0);
@@ -401,9 +441,9 @@ static void *feeder_main(void *arg)
 			 "%sa row that starts in %s is longer than %u MiB: "
 			 "rows that long do not convert",
 			 cv->name,
-			 origin_name(f.b->npieces ? &f.b->pieces[0].origin
-						  : &f.origin,
-				     where, sizeof(where)),
+			 f.b->npieces ? f.b->pieces[0].origin->name
+			 : f.origin   ? f.origin->name
+				      : "(literal bytes)",
 			 CHANNEL_ROW_MAX >> 20);
 		feed_fail(cv, EIO, why);
 	} else if (rc == ENOMEM) {
@@ -415,6 +455,7 @@ static void *feeder_main(void *arg)
 	}
 	util_buf_free(&f.text);
 	batch_free(f.b, cv);
+	origin_text_unref(f.origin);
 	pthread_mutex_lock(&cv->lock);
 	cv->fed = true;
 	pthread_cond_broadcast(&cv->changed);
@@ -666,8 +707,6 @@ static const char *header_hint(const struct channel_converter *cv,
  * log a skipped row (lock held). */
 static void batch_count(struct channel_converter *cv, struct batch *b)
 {
-	char where[1024];
-
 	for (size_t i = 0; i < b->npieces; i++) {
 		struct piece *p = &b->pieces[i];
 
@@ -686,8 +725,7 @@ static void batch_count(struct channel_converter *cv, struct batch *b)
 
 		cv->logged++;
 		util_warn("%s%s, line %llu: %s: row skipped%s%s", cv->name,
-			  origin_name(&p->origin, where, sizeof(where)),
-			  (unsigned long long)line, b->res.why,
+			  p->origin->name, (unsigned long long)line, b->res.why,
 			  header_hint(cv, line, b->res.why),
 			  cv->logged == BAD_ROWS_LOGGED
 			      ? " (further bad rows are counted, not logged)"
@@ -698,7 +736,7 @@ static void batch_count(struct channel_converter *cv, struct batch *b)
 /* The conversion stops at b (lock held): say why, once. */
 static void batch_fail(struct channel_converter *cv, struct batch *b)
 {
-	char where[1024], msg[128];
+	char msg[128];
 
 	cv->failed = true;
 	if (b->rc == EINVAL && b->bad_piece < b->npieces) {
@@ -707,10 +745,8 @@ static void batch_fail(struct channel_converter *cv, struct batch *b)
 
 		util_warn("%s%s, line %llu: %s%s: the conversion stops "
 			  "there (--on-bad-row skip skips bad rows)",
-			  cv->name,
-			  origin_name(&p->origin, where, sizeof(where)),
-			  (unsigned long long)line, b->res.why,
-			  header_hint(cv, line, b->res.why));
+			  cv->name, p->origin->name, (unsigned long long)line,
+			  b->res.why, header_hint(cv, line, b->res.why));
 	} else {
 		util_warn("%sconverting rows failed: %s", cv->name,
 			  util_strerror(b->rc, msg, sizeof(msg)));

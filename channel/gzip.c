@@ -29,6 +29,10 @@
  * before it and then EIO, and the log names the object's place in the
  * stream.  The consumer side (channel_gzip_read) returns iovecs into the
  * chunks, each chunk reference-counted by the pieces and the views.
+ *
+ * The stage reads segments by index, so it holds its place in a trimmed
+ * stream (cache_hold_create) at its head job's segment: what it passed
+ * may go, what its jobs name stays.
  */
 #include "config.h"
 
@@ -80,6 +84,7 @@ struct channel_gzip {
 				       returns */
 	struct cache *cache;
 	struct cache_stream *stream;
+	struct cache_hold *hold; /* at the head job's segment */
 	const char *name;
 	uint64_t part_max;  /* 0: no framing */
 	uint64_t window;    /* each job's prefetch window */
@@ -732,6 +737,16 @@ struct channel_stage *channel_gzip_create(struct cache *c,
 		g->window = 2 * cache_buffer_size(c);
 	pthread_mutex_init(&g->lock, NULL);
 	pthread_cond_init(&g->changed, NULL);
+	/* (ESTALE when the stream dropped its start: its owner makes another)
+	 */
+	g->hold = cache_hold_create(s, 0);
+	if (!g->hold) {
+		int rc = errno;
+
+		gzip_destroy(&g->stage);
+		errno = rc;
+		return NULL;
+	}
 	for (unsigned i = 0; i < threads; i++) {
 		if (pthread_create(&g->threads[i], NULL, worker_main, g) != 0)
 			break;
@@ -767,6 +782,7 @@ static void gzip_destroy(struct channel_stage *st)
 		g->jobs = j->next;
 		job_free(g, j);
 	}
+	cache_hold_release(g->hold);
 	pthread_cond_destroy(&g->changed);
 	pthread_mutex_destroy(&g->lock);
 	free(g);
@@ -794,6 +810,7 @@ static void pop_head(struct channel_gzip *g)
 		g->jobs_tail = NULL;
 	g->njobs--;
 	job_free(g, j);
+	cache_hold_move(g->hold, g->jobs ? g->jobs->seg : g->next_seg);
 	if (g->jobs)
 		g->ahead_held -= g->jobs->held;
 	pthread_cond_broadcast(&g->changed);

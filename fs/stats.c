@@ -30,7 +30,9 @@
  *   {"version", "pid", "mountpoint", "uptime" (s), "stats_interval",
  *    "memory": {"budget", "in_use", "peak"},
  *    "cache": {"hits", "misses", "prefetched", "evictions", "kept_bytes"
- *              (held by the kept set, cache/internal.h)},
+ *              (held by the kept set, cache/internal.h), "objects" and
+ *              "segments" (records the cache holds now, outside the
+ *              budget: they stay flat through an epoch)},
  *    "s3": {"requests", "gets_in_flight", "concurrency", "retries",
  *           "failures", "throttled", "bytes_received",
  *           "credential_refreshes"},
@@ -603,7 +605,9 @@ static bool put_counts(json_t *root, const struct cache_stats *cs,
 				      {"misses", cs->misses},
 				      {"prefetched", cs->prefetched},
 				      {"evictions", cs->evictions},
-				      {"kept_bytes", cs->kept_bytes}};
+				      {"kept_bytes", cs->kept_bytes},
+				      {"objects", cs->objects},
+				      {"segments", cs->segments}};
 	const struct count s3[] = {
 	    {"requests", ss->requests},
 	    {"gets_in_flight", ss->gets_in_flight},

@@ -198,4 +198,89 @@ static inline void recs_free(struct recs *r)
 	buf_free(&r->data);
 }
 
+/* ---- what a read epoch leaves behind ---- */
+
+#include <malloc.h>
+
+/* What a reader holds outside the block budget at one moment: the cache's
+ * records (segments of every stream, objects) and the heap in use
+ * (mallinfo2; 0 where a sanitizer or valgrind owns the heap). */
+struct held {
+	uint64_t segments, objects;
+	size_t heap;
+};
+
+static inline void held_now(struct cache *c, struct held *h)
+{
+	struct cache_stats st;
+	struct mallinfo2 mi = mallinfo2();
+
+	cache_get_stats(c, &st);
+	h->segments = st.segments;
+	h->objects = st.objects;
+	h->heap = mi.uordblks;
+}
+
+/*
+ * Reads epoch of ch to its end in 64 KiB reads (the reader in *live while
+ * open), with want its bytes (NULL:
+ * not known here),
+ * sampling what the cache holds after every read: nothing may grow with
+ * the keys read.  The cache's records stay below keys / 4 all the way
+ * (on a stream that kept a segment and an object a key they reach keys),
+ * and the heap at the end is at most 16 bytes a key above what it was
+ * after the first read, besides budget (what the blocks may take).
+ */
+static inline void read_flat(struct cache *c, struct channel *ch,
+			     unsigned epoch, const struct buf *want,
+			     size_t keys, uint64_t budget,
+			     struct channel_reader **live)
+{
+	struct channel_reader *r = channel_reader_open(ch, epoch);
+	struct held first = {0}, now, most = {0};
+	struct channel_view v;
+	struct buf got = {0};
+	uint64_t pos = 0;
+	size_t n;
+	bool started = false;
+
+	assert_non_null(r);
+	*live = r; /* (the teardown closes it after a failed assertion) */
+	for (;;) {
+		memset(&v, 0, sizeof(v));
+		assert_int_equal(channel_reader_read(r, pos, 65536, &v), 0);
+		for (int k = 0; k < v.count; k++)
+			buf_add(&got, v.iov[k].iov_base, v.iov[k].iov_len);
+		n = v.bytes;
+		pos += n;
+		channel_view_release(r, &v);
+		held_now(c, &now);
+		if (!started)
+			first = now;
+		started = true;
+		if (now.segments > most.segments)
+			most.segments = now.segments;
+		if (now.objects > most.objects)
+			most.objects = now.objects;
+		if (!n)
+			break;
+	}
+	*live = NULL;
+	channel_reader_close(r);
+	if (want)
+		assert_same_bytes(&got, want);
+	else
+		assert_true(got.len > 0); /* (converted: checked elsewhere) */
+	buf_free(&got);
+	held_now(c, &now);
+	print_message("%zu keys: at most %llu segments and %llu objects held; "
+		      "heap %zu bytes after the first read, %zu at the end\n",
+		      keys, (unsigned long long)most.segments,
+		      (unsigned long long)most.objects, first.heap, now.heap);
+	assert_true(most.segments < keys / 4);
+	assert_true(most.objects < keys / 4);
+	if (first.heap && now.heap > first.heap)
+		assert_true(now.heap - first.heap <= budget + 16 * keys);
+}
+
 #endif

@@ -463,9 +463,11 @@ static void test_listing_plain(void **state)
 	check_epoch_size_unknown(ch, 0);
 	check_epoch(ch, 0, &want);
 	check_epoch_size(ch, 0, want.len);
-	check_epoch_size(ch, 7, want.len);
-	/* every epoch of a listing channel is the same bytes */
+	/* every epoch of a listing channel is the same bytes; each lists
+	 * again, and its size is known once its listing is */
 	check_epoch(ch, 1, &want);
+	check_epoch_size(ch, 1, want.len);
+	check_epoch_size_unknown(ch, 7);
 	assert_int_equal(read_epoch(ch, 2, SZ(sz_one), &got), 0);
 	assert_same_bytes(&got, &want);
 
@@ -888,6 +890,96 @@ static struct channel *trim_channel(struct fx *f, int64_t seed, bool framed,
 	if (framed)
 		sp->wrapper = CHANNEL_WRAPPER_RECORDIO;
 	return fx_channel(f, sp, NULL);
+}
+
+/*
+ * Reading an epoch holds nothing per key: FLAT_OBJS objects of 1 to 2 KB
+ * (12 MB) through a 512 KiB budget, read in key order (a listing), shuffled
+ * (a plan), and converted from CSV; read_flat() samples the cache's
+ * records and the heap as it goes.
+ */
+#define FLAT_OBJS   8000
+#define FLAT_BUDGET (512 * KIB)
+
+static struct channel_spec *flat_channel_spec(struct fx *f, bool csv,
+					      struct buf *want)
+{
+	static char data[2048];
+	char key[32];
+
+	fx_init(f, FLAT_BUDGET, 64 * KIB, 100);
+	for (size_t i = 0; i < FLAT_OBJS; i++) {
+		/* CSV: rows "1,2,3\n" */
+		size_t size = csv ? 996 + i % 1000 / 6 * 6 : 1000 + i % 1000;
+
+		snprintf(key, sizeof(key), "f/%05zu", i);
+		for (size_t b = 0; b < size; b++)
+			data[b] = csv ? "1,2,3\n"[b % 6]
+				      : (char)test_store_byte(key, b);
+		test_store_put(f->ts, key, "\"v1\"", data, size);
+		if (want)
+			buf_add(want, data, size);
+	}
+	return fx_spec(f, CHANNEL_S3_PREFIX, "f/");
+}
+
+static void test_flat_listing(void **state)
+{
+	static struct fx f; /* outlives a failed assertion */
+	struct buf want = {0};
+	struct channel_spec *sp;
+	struct channel *ch;
+
+	(void)state;
+	sp = flat_channel_spec(&f, false, &want);
+	ch = fx_channel(&f, sp, NULL);
+	read_flat(f.c, ch, 0, &want, FLAT_OBJS, FLAT_BUDGET, &live_reader);
+	/* the next epoch lists again, as flat */
+	read_flat(f.c, ch, 1, &want, FLAT_OBJS, FLAT_BUDGET, &live_reader);
+	buf_free(&want);
+	fx_fini(&f);
+}
+
+static void test_flat_shuffled(void **state)
+{
+	static struct fx f; /* outlives a failed assertion */
+	static uint32_t order[FLAT_OBJS];
+	struct buf all = {0}, want = {0};
+	struct channel_spec *sp;
+	struct channel *ch;
+
+	(void)state;
+	sp = flat_channel_spec(&f, false, &all);
+	sp->shuffle = true;
+	sp->seed = 9;
+	ch = fx_channel(&f, sp, NULL);
+	channel_order(order, FLAT_OBJS, true, 9, 0);
+	for (size_t i = 0; i < FLAT_OBJS; i++) {
+		size_t at = 0, k = order[i];
+
+		/* object k starts after the sizes of those before it */
+		for (size_t j = 0; j < k; j++)
+			at += 1000 + j % 1000;
+		buf_add(&want, all.p + at, 1000 + k % 1000);
+	}
+	read_flat(f.c, ch, 0, &want, FLAT_OBJS, FLAT_BUDGET, &live_reader);
+	buf_free(&all);
+	buf_free(&want);
+	fx_fini(&f);
+}
+
+static void test_flat_converted(void **state)
+{
+	static struct fx f; /* outlives a failed assertion */
+	struct channel_spec *sp;
+	struct channel *ch;
+
+	(void)state;
+	sp = flat_channel_spec(&f, true, NULL);
+	channel_convert_conf_init(&sp->convert, CHANNEL_CONVERT_CSV);
+	ch = fx_channel(&f, sp, NULL);
+	read_flat(f.c, ch, 0, NULL, FLAT_OBJS, FLAT_BUDGET, &live_reader);
+	fx_fini(&f);
 }
 
 static void test_plan_trims(void **state)
@@ -1531,6 +1623,12 @@ static void epoch_prefetch_case(bool shuffle, int64_t seed)
 	channel_prefetch_epoch(ch, 0);
 	assert_int_equal(settled_bytes(&f), b0);
 	channel_prefetch_epoch(ch, 1);
+	if (!shuffle) {
+		/* epoch 1 lists again: the first call asks for its first
+		 * page, the next one fetches */
+		(void)settled_bytes(&f);
+		channel_prefetch_epoch(ch, 1);
+	}
 	b1 = settled_bytes(&f);
 	assert_int_equal(b1, b0 + 256 * KIB);
 	channel_prefetch_epoch(ch, 1); /* done already */
@@ -1647,6 +1745,12 @@ int main(int argc, char **argv)
 	    cmocka_unit_test_setup_teardown(test_plan_shard_key_order, watchdog,
 					    teardown),
 	    cmocka_unit_test_setup_teardown(test_plan_trims, watchdog,
+					    teardown),
+	    cmocka_unit_test_setup_teardown(test_flat_listing, watchdog,
+					    teardown),
+	    cmocka_unit_test_setup_teardown(test_flat_shuffled, watchdog,
+					    teardown),
+	    cmocka_unit_test_setup_teardown(test_flat_converted, watchdog,
 					    teardown),
 	    cmocka_unit_test_setup_teardown(test_plan_trims_framed, watchdog,
 					    teardown),

@@ -921,6 +921,42 @@ static void test_gzip_missing_key(void **state)
 }
 
 /* A shuffled gzip channel: the epoch's order is channel_order()'s. */
+/*
+ * Gunzipping an epoch in key order holds nothing per key: FLAT_OBJS gzip
+ * objects through a 512 KiB budget (read_flat(): the cache's records and
+ * the heap, sampled after every read); gunzip holds its place in the
+ * trimmed listing, not the listing's start.
+ */
+#define FLAT_OBJS   4000
+#define FLAT_BUDGET (512 * KIB)
+
+static void test_gzip_flat(void **state)
+{
+	static struct fx f; /* outlives a failed assertion */
+	struct buf want = {0}, gz = {0};
+	unsigned char payload[1600];
+	struct channel *ch;
+
+	(void)state;
+	fx_init(&f, FLAT_BUDGET, 64 * KIB);
+	for (size_t i = 0; i < FLAT_OBJS; i++) {
+		char key[32];
+		size_t len = 600 + i % 1000;
+
+		snprintf(key, sizeof(key), "g/%05zu", i);
+		fill_text(payload, len, i);
+		gz.len = 0;
+		gz_member(&gz, payload, len, 6);
+		test_store_put(f.ts, key, "\"v1\"", gz.p, gz.len);
+		buf_add(&want, payload, len);
+	}
+	ch = fx_channel(&f, fx_spec(&f, CHANNEL_S3_PREFIX, "g/", false), 2, 0);
+	read_flat(f.c, ch, 0, &want, FLAT_OBJS, FLAT_BUDGET, &live_reader);
+	buf_free(&gz);
+	buf_free(&want);
+	fx_fini(&f);
+}
+
 static void test_gzip_shuffle(void **state)
 {
 	const struct gzobj *objs[6];
@@ -1059,6 +1095,7 @@ int main(int argc, char **argv)
 					    watchdog, teardown),
 	    cmocka_unit_test_setup_teardown(test_gzip_missing_key, watchdog,
 					    teardown),
+	    cmocka_unit_test_setup_teardown(test_gzip_flat, watchdog, teardown),
 	    cmocka_unit_test_setup_teardown(test_gzip_shuffle, watchdog,
 					    teardown),
 	    cmocka_unit_test_setup_teardown(test_gzip_seek, watchdog, teardown),
