@@ -229,6 +229,87 @@ static int frame_listed(void *arg, struct cache_stream *s,
 	return add_item(ch, s, obj, NULL, cache_object_size(obj));
 }
 
+/* ---- a manifest item's object, kept as its size and ETag ---- */
+
+static int hex_digit(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	return -1;
+}
+
+/* The parts count of a multipart ETag's "-<parts>\"" tail (1 to 65535),
+ * or 0 when tail is not one. */
+static uint16_t etag_parts(const char *tail)
+{
+	unsigned long n = 0;
+	size_t i = 1;
+
+	if (tail[0] != '-' || tail[1] < '1' || tail[1] > '9')
+		return 0;
+	for (; tail[i] >= '0' && tail[i] <= '9' && n <= 65535; i++)
+		n = n * 10 + (unsigned long)(tail[i] - '0');
+	return tail[i] == '"' && tail[i + 1] == '\0' && n <= 65535 ? (uint16_t)n
+								   : 0;
+}
+
+/* What a HEAD told of its object (its size and ETag): 0 or ENOMEM. */
+static int item_learn(struct channel_item *it, const struct cache_object *obj)
+{
+	const char *etag = cache_object_etag(obj);
+	size_t len = etag ? strlen(etag) : 0, i = 0;
+
+	free(it->etag);
+	it->etag = NULL;
+	it->parts = 0;
+	/* an MD5 ETag ("<32 lowercase hex>", and "-<parts>" for a multipart
+	 * upload) takes no memory of its own */
+	if (len >= 34 && etag[0] == '"' &&
+	    (len == 34 ? etag[33] == '"'
+		       : (it->parts = etag_parts(etag + 33)))) {
+		for (i = 0; i < 16; i++) {
+			int hi = hex_digit(etag[1 + 2 * i]);
+			int lo = hex_digit(etag[2 + 2 * i]);
+
+			if (hi < 0 || lo < 0)
+				break;
+			it->md5[i] = (unsigned char)(hi << 4 | lo);
+		}
+	}
+	if (etag && i < 16) {
+		it->parts = 0;
+		it->etag = strdup(etag);
+		if (!it->etag)
+			return ENOMEM;
+	}
+	it->size = cache_object_size(obj);
+	it->known = true;
+	return 0;
+}
+
+/* The item's object, interned again from what it keeps (a reference for
+ * the caller), or NULL on ENOMEM. */
+static struct cache_object *item_object(const struct channel *ch,
+					const struct channel_item *it)
+{
+	char md5[48];
+
+	if (!it->etag) {
+		md5[0] = '"';
+		for (size_t i = 0; i < 16; i++)
+			snprintf(md5 + 1 + 2 * i, 3, "%02x", it->md5[i]);
+		if (it->parts)
+			snprintf(md5 + 33, sizeof(md5) - 33, "-%u\"",
+				 (unsigned)it->parts);
+		else
+			snprintf(md5 + 33, sizeof(md5) - 33, "\"");
+	}
+	return cache_object_get(ch->cache, it->bucket, it->key,
+				it->etag ? it->etag : md5, it->size);
+}
+
 static int add_entry(struct channel *ch, struct cache_stream *s,
 		     const struct channel_entry *e)
 {
@@ -236,12 +317,15 @@ static int add_entry(struct channel *ch, struct cache_stream *s,
 
 	for (unsigned i = 0; i < e->nitems && !rc; i++) {
 		const struct channel_item *it = &e->items[i];
+		struct cache_object *obj;
 
-		if (it->obj)
-			rc = add_item(ch, s, it->obj, NULL,
-				      cache_object_size(it->obj));
-		else
+		if (!it->key) {
 			rc = add_item(ch, s, NULL, it->text, it->text_len);
+			continue;
+		}
+		obj = item_object(ch, it);
+		rc = obj ? add_item(ch, s, obj, NULL, it->size) : ENOMEM;
+		cache_object_put(ch->cache, obj);
 	}
 	return rc;
 }
@@ -313,7 +397,10 @@ static void plan_advance(struct epoch_plan *p)
 		plan_fill(p);
 		return;
 	}
-	while (!p->ended && p->next < p->n) {
+	/* up to the window plan_top_up() asked for: the next want asks for
+	 * more, so that HEADs, and the segments they let in, never run
+	 * further ahead of the readers */
+	while (!p->ended && p->next < p->n && p->next < p->asked) {
 		struct channel_entry *e =
 		    &ch->entries.entries[p->order[p->next]];
 
@@ -325,7 +412,7 @@ static void plan_advance(struct epoch_plan *p)
 			struct channel_item *it = &e->items[i];
 			char msg[128];
 
-			if (!it->key || it->obj)
+			if (!it->key || it->known)
 				continue;
 			if (!it->resolving && !it->error)
 				resolve_start(ch, it);
@@ -373,9 +460,11 @@ static void resolved(void *arg, struct cache_object *obj,
 	}
 	pthread_mutex_lock(&ch->lock);
 	it->resolving = false;
-	it->obj = obj;
 	if (!obj)
 		it->error = err->err ? err->err : EIO;
+	else if (item_learn(it, obj))
+		it->error = ENOMEM;
+	cache_object_put(ch->cache, obj);
 	for (struct epoch_plan *p = ch->plans; p; p = p->older)
 		plan_advance(p);
 	pthread_mutex_unlock(&ch->lock);
@@ -455,7 +544,8 @@ static void plan_top_up(struct epoch_plan *p)
 		for (unsigned i = 0; i < e->nitems; i++) {
 			struct channel_item *it = &e->items[i];
 
-			if (it->key && !it->obj && !it->resolving && !it->error)
+			if (it->key && !it->known && !it->resolving &&
+			    !it->error)
 				resolve_start(ch, it);
 		}
 	}
@@ -621,11 +711,42 @@ static void plans_destroy(struct epoch_plan *list)
 	}
 }
 
+/* A manifest plan whose entries are all known already (an earlier epoch
+ * resolved them) gets its size now, as a catalog's plan does (lock
+ * held). */
+static void plan_size_entries(struct channel *ch, struct epoch_plan *p)
+{
+	uint64_t bytes = 0;
+
+	for (size_t i = 0; i < p->n; i++) {
+		const struct channel_entry *e =
+		    &ch->entries.entries[p->order[i]];
+
+		if (e->error)
+			return;
+		for (unsigned j = 0; j < e->nitems; j++) {
+			const struct channel_item *it = &e->items[j];
+			uint64_t b;
+
+			if (it->key && !it->known)
+				return;
+			b = item_bytes(ch, it->key ? it->size : it->text_len);
+			if (b > (uint64_t)INT64_MAX - bytes)
+				return;
+			bytes += b;
+		}
+	}
+	cache_stream_set_size(p->stream, bytes);
+}
+
 /* Links a fresh plan and starts filling it (lock held).  Objects that
  * failed for a passing reason (not a missing key) are tried again. */
 static void plan_link(struct channel *ch, struct epoch_plan *p)
 {
 	struct epoch_plan **pp = &ch->plans;
+
+	if (!ch->catalog && ch->mode == MODE_PLAN)
+		plan_size_entries(ch, p);
 
 	for (size_t i = 0; !ch->catalog && i < p->n; i++) {
 		struct channel_entry *e = &ch->entries.entries[p->order[i]];
@@ -926,10 +1047,11 @@ static int check_first_object(struct channel *ch, struct epoch_plan *p,
 			struct channel_item *it = &e->items[j];
 			struct cache_object *obj = NULL;
 			struct store_error serr;
+			int rc;
 
 			if (!it->key)
 				continue;
-			if (it->obj)
+			if (it->known)
 				return 0;
 			if (cache_object_resolve_sync(ch->cache, it->bucket,
 						      it->key, &obj, &serr)) {
@@ -944,8 +1066,12 @@ static int check_first_object(struct channel *ch, struct epoch_plan *p,
 				return start_error(ch, &serr, it->bucket, err,
 						   errlen);
 			}
-			it->obj = obj; /* (no plan is linked yet) */
-			return 0;
+			/* (no plan is linked yet) */
+			rc = item_learn(it, obj);
+			cache_object_put(ch->cache, obj);
+			return rc ? util_fail(err, errlen, EINVAL,
+					      "out of memory")
+				  : 0;
 		}
 	}
 	return 0;
@@ -1276,14 +1402,6 @@ void channel_destroy(struct channel *ch)
 	plans_destroy(ch->plans);
 	channel_tree_destroy(ch->tree);
 	cache_catalog_destroy(ch->catalog);
-	for (size_t i = 0; i < ch->entries.count; i++) {
-		struct channel_entry *e = &ch->entries.entries[i];
-
-		for (unsigned j = 0; j < e->nitems; j++) {
-			cache_object_put(ch->cache, e->items[j].obj);
-			e->items[j].obj = NULL;
-		}
-	}
 	channel_entries_free(&ch->entries);
 	pthread_mutex_destroy(&ch->lock);
 	free(ch);

@@ -27,11 +27,16 @@ struct channel_item {
 			 stream's purposes, though a NUL follows); NULL for
 			 an object */
 	size_t text_len;
-	/* channel.c, under the channel's lock: the object once its size and
-	 * ETag are known (a reference, put before the entries are freed),
-	 * whether a HEAD for it is queued or in flight (the queue's next),
-	 * and how that failed */
-	struct cache_object *obj;
+	/* channel.c, under the channel's lock: the object's size and ETag
+	 * once a HEAD told them (kept here, not as an object, so that an
+	 * epoch read holds no object a key: the stream interns one while
+	 * its segment lives), whether a HEAD for it is queued or in flight
+	 * (the queue's next), and how that failed */
+	bool known;
+	uint64_t size;
+	unsigned char md5[16]; /* the ETag, when it is "<32 hex digits>" */
+	uint16_t parts;	       /* and "-<parts>" after them (multipart) */
+	char *etag;	       /* owned: any other ETag, else NULL */
 	bool resolving;
 	int error;
 	struct channel_item *resolve_next;

@@ -1017,6 +1017,7 @@ void channel_entries_free(struct channel_entries *e)
 			free(en->items[j].bucket);
 			free(en->items[j].key);
 			free(en->items[j].text);
+			free(en->items[j].etag);
 		}
 		free(en->items);
 		free(en->error);

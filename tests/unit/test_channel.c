@@ -905,7 +905,7 @@ static struct channel_spec *flat_channel_spec(struct fx *f, bool csv,
 					      struct buf *want)
 {
 	static char data[2048];
-	char key[32];
+	char key[32], etag[48];
 
 	fx_init(f, FLAT_BUDGET, 64 * KIB, 100);
 	for (size_t i = 0; i < FLAT_OBJS; i++) {
@@ -916,7 +916,12 @@ static struct channel_spec *flat_channel_spec(struct fx *f, bool csv,
 		for (size_t b = 0; b < size; b++)
 			data[b] = csv ? "1,2,3\n"[b % 6]
 				      : (char)test_store_byte(key, b);
-		test_store_put(f->ts, key, "\"v1\"", data, size);
+		/* ETags as S3 makes them: 32 hex digits, a multipart
+		 * upload's with "-<parts>" */
+		snprintf(etag, sizeof(etag),
+			 i % 3 ? "\"%032zx\"" : "\"%032zx-%zu\"", i * 7919,
+			 1 + i % 9999);
+		test_store_put(f->ts, key, etag, data, size);
 		if (want)
 			buf_add(want, data, size);
 	}
@@ -979,6 +984,35 @@ static void test_flat_converted(void **state)
 	channel_convert_conf_init(&sp->convert, CHANNEL_CONVERT_CSV);
 	ch = fx_channel(&f, sp, NULL);
 	read_flat(f.c, ch, 0, NULL, FLAT_OBJS, FLAT_BUDGET, &live_reader);
+	fx_fini(&f);
+}
+
+/* A manifest naming the FLAT_OBJS keys in key order: its entries keep
+ * each object's size and ETag, not the object. */
+static void test_flat_manifest(void **state)
+{
+	static struct fx f; /* outlives a failed assertion */
+	struct buf want = {0}, text = {0};
+	struct channel_spec *sp;
+	struct channel *ch;
+	char name[32];
+
+	(void)state;
+	flat_channel_spec(&f, false, &want);
+	buf_add(&text, "[{\"prefix\": \"s3://bucket/f/\"}", 29);
+	for (size_t i = 0; i < FLAT_OBJS; i++) {
+		snprintf(name, sizeof(name), ", \"%05zu\"", i);
+		buf_add(&text, name, strlen(name));
+	}
+	buf_add(&text, "]", 2); /* with its NUL */
+	fx_put_text(&f, "manifests/flat.json", (const char *)text.p);
+	sp = fx_spec(&f, CHANNEL_MANIFEST_FILE, "manifests/flat.json");
+	ch = fx_channel(&f, sp, NULL);
+	read_flat(f.c, ch, 0, &want, FLAT_OBJS, FLAT_BUDGET, &live_reader);
+	/* the second epoch: every entry resolved, objects interned again */
+	read_flat(f.c, ch, 1, &want, FLAT_OBJS, FLAT_BUDGET, &live_reader);
+	buf_free(&text);
+	buf_free(&want);
 	fx_fini(&f);
 }
 
@@ -1749,6 +1783,8 @@ int main(int argc, char **argv)
 	    cmocka_unit_test_setup_teardown(test_flat_listing, watchdog,
 					    teardown),
 	    cmocka_unit_test_setup_teardown(test_flat_shuffled, watchdog,
+					    teardown),
+	    cmocka_unit_test_setup_teardown(test_flat_manifest, watchdog,
 					    teardown),
 	    cmocka_unit_test_setup_teardown(test_flat_converted, watchdog,
 					    teardown),
