@@ -222,15 +222,6 @@ static char *arena_take(struct cache_catalog *cat, size_t len)
 	return a->data + a->used - len;
 }
 
-static int hex_value(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	return -1; /* upper case too: it would not print back the same */
-}
-
 /* How etag is kept: its kind, the 16 bytes of an MD5 and the text that
  * goes beside the key (*extra, NULL when none). */
 static enum etag_kind etag_split(const char *etag, unsigned char md5[MD5_BYTES],
@@ -247,8 +238,8 @@ static enum etag_kind etag_split(const char *etag, unsigned char md5[MD5_BYTES],
 		bool hex = true;
 
 		for (int i = 0; i < MD5_BYTES && hex; i++) {
-			int hi = hex_value(etag[1 + 2 * i]);
-			int lo = hex_value(etag[2 + 2 * i]);
+			int hi = util_hex_digit(etag[1 + 2 * i]);
+			int lo = util_hex_digit(etag[2 + 2 * i]);
 
 			hex = hi >= 0 && lo >= 0;
 			if (hex)

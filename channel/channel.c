@@ -231,15 +231,6 @@ static int frame_listed(void *arg, struct cache_stream *s,
 
 /* ---- a manifest item's object, kept as its size and ETag ---- */
 
-static int hex_digit(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	return -1;
-}
-
 /* The parts count of a multipart ETag's "-<parts>\"" tail (1 to 65535),
  * or 0 when tail is not one. */
 static uint16_t etag_parts(const char *tail)
@@ -270,8 +261,8 @@ static int item_learn(struct channel_item *it, const struct cache_object *obj)
 	    (len == 34 ? etag[33] == '"'
 		       : (it->parts = etag_parts(etag + 33)))) {
 		for (i = 0; i < 16; i++) {
-			int hi = hex_digit(etag[1 + 2 * i]);
-			int lo = hex_digit(etag[2 + 2 * i]);
+			int hi = util_hex_digit(etag[1 + 2 * i]);
+			int lo = util_hex_digit(etag[2 + 2 * i]);
 
 			if (hi < 0 || lo < 0)
 				break;

@@ -242,15 +242,6 @@ void disk_store_file_name(const unsigned char *id, uint64_t index, char *out)
 		 (unsigned long long)index, DISK_STORE_FORMAT);
 }
 
-static int hex_value(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	return -1;
-}
-
 /* "<32 hex>-<16 hex>.b" at the start of name: its id and index. */
 static bool parse_stem(const char *name, unsigned char *id, uint64_t *index)
 {
@@ -258,8 +249,8 @@ static bool parse_stem(const char *name, unsigned char *id, uint64_t *index)
 	uint64_t v = 0;
 
 	for (size_t i = 0; i < idhex; i += 2) {
-		int hi = hex_value(name[i]);
-		int lo = hi < 0 ? -1 : hex_value(name[i + 1]);
+		int hi = util_hex_digit(name[i]);
+		int lo = hi < 0 ? -1 : util_hex_digit(name[i + 1]);
 
 		if (lo < 0)
 			return false;
@@ -268,7 +259,7 @@ static bool parse_stem(const char *name, unsigned char *id, uint64_t *index)
 	if (name[idhex] != '-')
 		return false;
 	for (size_t i = idhex + 1; i < idhex + 17; i++) {
-		int d = hex_value(name[i]);
+		int d = util_hex_digit(name[i]);
 
 		if (d < 0)
 			return false;

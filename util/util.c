@@ -164,6 +164,15 @@ static size_t utf8_seq(const unsigned char *s, uint32_t *cp)
 	return len;
 }
 
+int util_hex_digit(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	return -1;
+}
+
 bool util_utf8_valid(const char *s)
 {
 	const unsigned char *p = (const unsigned char *)s;

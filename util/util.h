@@ -65,6 +65,9 @@ void util_clean_line(char *s);
 
 /* Whether s is well-formed UTF-8 (RFC 3629). */
 bool util_utf8_valid(const char *s);
+/* The value of a lowercase hex digit, or -1 (upper case too: it would not
+ * print back the same). */
+int util_hex_digit(char c);
 
 /*
  * Writes one line for users into err (when err and errlen are set), cleaned
