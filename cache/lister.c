@@ -65,7 +65,7 @@
 #define PACE_SLOWER 1.5
 /* how many more pages a second than the round before a round must answer
  * for the listers to go on doubling once requests take longer */
-#define PACE_FASTER 1.25
+#define PACE_FASTER 1.15
 
 struct run {
 	uint32_t first; /* catalog entry */
