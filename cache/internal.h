@@ -385,14 +385,39 @@ enum cache_prefetch_stop {
 
 /* ---- lister.c ---- */
 
-#define CACHE_ALPHABET_POSITIONS 48 /* the last stands for the rest */
-#define CACHE_ALPHABET_MAX	 96
+/* digits a number's value counts at most, and its largest span */
+#define NUMBER_POSITIONS 40
+#define NUMBER_SPAN	 ((unsigned __int128)1 << 100)
+/* where a range's groups may start after its last key, at most: the
+ * other digits at the level, the rest of each digit before it, the rest
+ * of the number */
+#define BOUNDS_MAX  (62 + NUMBER_POSITIONS + 1)
+#define SPLIT_PARTS (BOUNDS_MAX + 1)
 
-/* The characters seen at each position of keys (after the listing's
- * prefix) so far, sorted: the digits of the key space (see lister.c). */
-struct cache_alphabet {
-	uint32_t cp[CACHE_ALPHABET_POSITIONS][CACHE_ALPHABET_MAX];
-	unsigned char n[CACHE_ALPHABET_POSITIONS];
+/*
+ * The number a range's last key counts in (see lister.c): the bytes
+ * [start, end) of key, digits of one class (and separators between
+ * them), read as a value in radix ndigits; level: the byte where the
+ * keys of its page differ.  digits NULL: the keys differ at a character
+ * of no class.
+ */
+struct lister_number {
+	const char *key; /* not owned */
+	size_t start, level, end;
+	const char *digits; /* the class, in byte order */
+	unsigned ndigits;
+	bool numeric;		/* separators join digits */
+	unsigned positions;	/* digits counted in the value */
+	unsigned __int128 span; /* ndigits ^ positions */
+	double density;		/* keys a unit of value; 0: not known */
+};
+
+/* One of the parts a split shares a range's keys among. */
+struct lister_part {
+	char *after; /* its keys come after this one (owned); NULL: the
+			range's own part */
+	double keys; /* estimated; -1: not known */
+	bool guess;  /* the estimate is a guess past the keys seen */
 };
 
 /* the UNITTEST functions (util/util.h) of the cache's sources */
@@ -406,10 +431,11 @@ void kept_expire(struct cache *c);
 /* stream.c (lock not held) */
 int take_page(struct cache_stream *s, struct store_list_page *page);
 /* lister.c */
-void alphabet_add_key(struct cache_alphabet *a, const char *s);
-unsigned split_keys(const struct cache_alphabet *alpha, size_t fixed,
-		    const char *first, const char *a, const char *b, unsigned k,
-		    char **out);
+bool number_init(struct lister_number *nb, size_t fixed, const char *first,
+		 const char *last, const char *seen);
+void number_density(struct lister_number *nb, const char *from, uint64_t count);
+unsigned split_plan(const struct lister_number *nb, const char *until,
+		    unsigned room, double min_keys, struct lister_part *parts);
 /* reader.c */
 void frontier_to_position(struct cache_reader *r);
 enum cache_prefetch_stop prefetch(struct cache_reader *r, uint64_t ahead,

@@ -9,20 +9,29 @@
  * a new range; the keys the old one already has are never given away, so
  * every key is listed exactly once.
  *
- * Where to split.  A range with no end (the last) is split where the
- * groups its last key belongs to end, the coarsest first: after
- * "img/n01/0000999" come "img/n02", "img/n01/1", "img/n01/01", ... (the
- * rest of each folder or number block), each a part, skipping the
- * positions where the last key's character is the last one seen there.
- * A range with an end is split evenly between its last key and its end
- * in a window of the key space read as a number whose digits at each
- * position are the characters seen there so far (plus "the key ended"
- * and "past the last"): keys numbered 0000000 to 0699999 split among the
- * digits, not among all of Unicode.  It is split only when the density of
- * what it listed so far says it has SPLIT_PAGES pages a part left, and
- * ranges with an end get the room to split before a range with no end
- * makes more.  Split keys are kept only when strictly between their
- * neighbours, so every key is listed once whatever the estimates say.
+ * Where to split: where the keys are.  After each page, the range's last
+ * key is read as a number (struct lister_number): the characters around
+ * the position where the page's keys differ (the level), all of one
+ * class (decimal, hex, letters) with separators between digits
+ * (2024/01/31), the class chosen by the characters seen there.  Its
+ * value (the digits in the class's radix) and the keys the range listed
+ * in it give a density, keys per unit.  The keys left are shared among
+ * parts that start where the number's groups start: each other digit
+ * at the level; before it, each other digit where the range's end
+ * differs (a group it holds whole), and, finer than that, one part for
+ * the rest of each digit (a guess: after shard-0000999 come 0001, 001,
+ * 01 and 1, and only the keys can tell which exist); last, one part
+ * past the number's class, whose keys nothing tells: a search, split in
+ * turn by its own first page.  A listing follows folders and numbers
+ * with one search a group, not one request per empty folder level: the
+ * server skips what is empty.  Parts the density says hold fewer than
+ * SPLIT_PAGES pages join a neighbour, the closest join while there are
+ * more than the room for listers, and while there are fewer the largest
+ * part that is no guess is halved by value: a sub-prefix that holds most
+ * keys splits as finely as a flat bucket.  In a dense number a part
+ * ends at its last key, so that its last page says it is done.  Split
+ * keys are kept only when strictly between their neighbours, so every
+ * key is listed once whatever the estimates say.
  *
  * Threads: pages arrive on the store's thread; the lister's own lock
  * guards the ranges (the catalog is written only there).  Requests are
@@ -42,21 +51,21 @@
 #include "util/util.h"
 
 /* parts one answer may split its range into, besides itself */
-#define SPLIT_MAX 15
+#define SPLIT_MAX 31
 /* pages a part should have ahead of it, at least, by the estimate */
 #define SPLIT_PAGES 8
-/* keys in the first page of a range made by a split: most such ranges
- * turn out empty in the initial search, and then a small page costs
- * little (its keys are past the range's end) */
-#define SPLIT_FIRST_KEYS 100
+/* keys of a page whose characters where the page's keys differ choose
+ * the class of its number */
+#define CLASS_SAMPLES 16
 /* listers at the start; pages a round of the pace counts, at least; how
  * much longer than in the first round requests may take for the listers
  * to go on doubling */
 #define PACE_START  2
 #define PACE_ROUND  4
 #define PACE_SLOWER 1.5
-/* keys of each page whose characters join the alphabet (and its last) */
-#define ALPHABET_SAMPLES 16
+/* how many more pages a second than the round before a round must answer
+ * for the listers to go on doubling once requests take longer */
+#define PACE_FASTER 1.15
 
 struct run {
 	uint32_t first; /* catalog entry */
@@ -73,7 +82,6 @@ struct range {
 	bool done;
 	unsigned next_keys; /* keys to ask for next; 0 = a full page */
 	uint64_t sent_ns;   /* when its request went out */
-	bool hungry;	    /* counted in the lister's hungry */
 	unsigned depth;	    /* requests in a row that led to this one */
 	struct run *runs;
 	size_t nruns, cap, emitted;
@@ -99,17 +107,17 @@ struct cache_lister {
 	bool failed;
 	bool complete;
 	struct store_error error;
-	struct cache_alphabet alpha;
 	struct cache_lister_stats stats;
 	unsigned depth_max;
+	uint64_t flight_at; /* when in_flight last changed */
 	/* the pace (pace()): ranges listed at once now, at most max_listers */
 	unsigned allowed;
 	bool settled;	       /* more did not pay: allowed stays */
 	uint64_t round_wait;   /* ns requests of this round took, in all */
 	unsigned round_pages;  /* pages answered in this round */
 	uint64_t base_latency; /* a request's time in the first round */
-	unsigned hungry;       /* ranges with an end and pages to hand out that
-				  found no room: ranges with no end wait */
+	uint64_t round_start;  /* when this round started */
+	double round_rate;     /* pages a second in the round before */
 };
 
 void cache_lister_conf_init(struct cache_lister_conf *conf)
@@ -161,15 +169,6 @@ static uint32_t utf8_next(const char **s)
 	return cp;
 }
 
-/* Bytes of the character at s (1 for a byte that starts none). */
-static size_t utf8_len(const char *s)
-{
-	const char *p = s;
-
-	utf8_next(&p);
-	return (size_t)(p - s);
-}
-
 /* Appends cp (valid, not 0) as UTF-8; returns the bytes written. */
 static int utf8_put(char *out, uint32_t cp)
 {
@@ -204,152 +203,6 @@ static uint32_t next_char(uint32_t cp)
 	return cp > 0x10FFFF ? 0 : cp;
 }
 
-static unsigned column(size_t position)
-{
-	return position < CACHE_ALPHABET_POSITIONS
-		   ? (unsigned)position
-		   : CACHE_ALPHABET_POSITIONS - 1;
-}
-
-/* Index in column col of the first character not below cp. */
-static unsigned alphabet_find(const struct cache_alphabet *a, unsigned col,
-			      uint32_t cp)
-{
-	unsigned lo = 0, hi = a->n[col];
-
-	while (lo < hi) {
-		unsigned mid = (lo + hi) / 2;
-
-		if (a->cp[col][mid] < cp)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
-}
-
-UNITTEST void alphabet_add_key(struct cache_alphabet *a, const char *name)
-{
-	for (size_t pos = 0; *name; pos++) {
-		uint32_t cp = utf8_next(&name);
-		unsigned col = column(pos), n = a->n[col], at;
-
-		if (cp == 0xFFFFFFFF)
-			return;
-		at = alphabet_find(a, col, cp);
-		if ((at < n && a->cp[col][at] == cp) || n == CACHE_ALPHABET_MAX)
-			continue;
-		memmove(&a->cp[col][at + 1], &a->cp[col][at],
-			(n - at) * sizeof(a->cp[0][0]));
-		a->cp[col][at] = cp;
-		a->n[col]++;
-	}
-}
-
-/*
- * A window of the key space: the characters at positions [pos, pos +
- * width) of keys that share their first `shared` bytes, read as one
- * number in mixed radix, each position's digits being 0 ("the key ended"),
- * 1..n for the n characters seen there, and n + 1 for any past them.
- * Positions are counted in characters from the end of the listing's
- * prefix.  The window is as wide as 120 bits allow.
- */
-struct key_window {
-	const struct cache_alphabet *alpha;
-	size_t shared; /* bytes */
-	size_t pos;    /* characters after the prefix */
-	unsigned width;
-	unsigned __int128 span; /* the product of the radices */
-};
-
-static unsigned radix_at(const struct key_window *w, unsigned i)
-{
-	return w->alpha->n[column(w->pos + i)] + 2u;
-}
-
-static void window_init(struct key_window *w,
-			const struct cache_alphabet *alpha, size_t fixed,
-			const char *key, size_t shared)
-{
-	const char *s = key + fixed;
-
-	w->alpha = alpha;
-	w->shared = shared;
-	w->pos = 0;
-	while (s < key + shared) {
-		utf8_next(&s);
-		w->pos++;
-	}
-	w->span = 1;
-	for (w->width = 0; w->width < 40; w->width++) {
-		unsigned r = radix_at(w, w->width);
-
-		if (w->span > ((unsigned __int128)1 << 120) / r)
-			break;
-		w->span *= r;
-	}
-}
-
-/* key's digits in the window (key shares its first w->shared bytes):
- * a character that was not seen counts as the one seen below it. */
-static unsigned __int128 window_value(const struct key_window *w,
-				      const char *key)
-{
-	const char *s = key + w->shared;
-	unsigned __int128 v = 0;
-
-	for (unsigned i = 0; i < w->width; i++) {
-		unsigned col = column(w->pos + i), n = w->alpha->n[col];
-		unsigned digit = 0;
-
-		if (*s) {
-			uint32_t cp = utf8_next(&s);
-			unsigned at = alphabet_find(w->alpha, col, cp);
-
-			if (cp == 0xFFFFFFFF || at == n)
-				digit = n + 1;
-			else if (w->alpha->cp[col][at] == cp)
-				digit = at + 1;
-			else
-				digit = at; /* between: the one below */
-		}
-		v = v * radix_at(w, i) + digit;
-		if (digit == 0)
-			s = ""; /* ended */
-	}
-	return v;
-}
-
-/* The key whose digits are v (< w->span) after prefix's first w->shared
- * bytes, malloc'd; NULL on ENOMEM or when a digit cannot be written. */
-static char *window_key(const struct key_window *w, const char *prefix,
-			unsigned __int128 v)
-{
-	unsigned digits[40];
-	char *key = malloc(w->shared + 4 * w->width + 1);
-	size_t len = w->shared;
-
-	if (!key)
-		return NULL;
-	for (unsigned i = w->width; i-- > 0;) {
-		digits[i] = (unsigned)(v % radix_at(w, i));
-		v /= radix_at(w, i);
-	}
-	memcpy(key, prefix, w->shared);
-	for (unsigned i = 0; i < w->width && digits[i]; i++) {
-		unsigned col = column(w->pos + i), n = w->alpha->n[col];
-		uint32_t cp = digits[i] <= n ? w->alpha->cp[col][digits[i] - 1]
-			      : n ? next_char(w->alpha->cp[col][n - 1])
-				  : 0;
-
-		if (!cp)
-			break;
-		len += (size_t)utf8_put(key + len, cp);
-	}
-	key[len] = '\0';
-	return key;
-}
-
 /* Bytes a and b share, cut back to a character boundary (at least
  * fixed). */
 static size_t shared_bytes(const char *a, const char *b, size_t fixed)
@@ -363,107 +216,488 @@ static size_t shared_bytes(const char *a, const char *b, size_t fixed)
 	return n;
 }
 
-/* Keeps key in out[] when it lies strictly between a and b (b NULL: no
- * end) and after the last kept; frees it otherwise. */
-static void keep_between(char *key, const char *a, const char *b, char **out,
-			 unsigned *made)
+/* ---- the number a range's keys count in ---- */
+
+/*
+ * The classes of digits a number is read in, the smallest first: the
+ * class of a number is the first that holds every character seen where
+ * the keys differ and after it (hex only with a decimal digit among
+ * them: "bad" is a word).  In the first three, separators between digits
+ * belong to the number (2024/01/31, 00/1f/001fa3).
+ */
+static const char *const number_classes[] = {
+    "0123456789",
+    "0123456789abcdef",
+    "0123456789ABCDEF",
+    "abcdefghijklmnopqrstuvwxyz",
+    "ABCDEFGHIJKLMNOPQRSTUVWXYZ",
+    "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz",
+};
+#define CLASSES		(sizeof(number_classes) / sizeof(number_classes[0]))
+#define CLASSES_NUMERIC 3
+
+static bool is_separator(unsigned char c)
 {
-	if (key && strcmp(key, a) > 0 && (!b || strcmp(key, b) < 0) &&
-	    (*made == 0 || strcmp(key, out[*made - 1]) > 0))
-		out[(*made)++] = key;
-	else
-		free(key);
+	return c == '/' || c == '-' || c == '_' || c == '.';
+}
+
+/* Index of c among the number's digits, or -1. */
+static int digit_of(const struct lister_number *nb, unsigned char c)
+{
+	const char *p = c ? memchr(nb->digits, c, nb->ndigits) : NULL;
+
+	return p ? (int)(p - nb->digits) : -1;
+}
+
+static bool in_number(const struct lister_number *nb, const char *key, size_t p)
+{
+	unsigned char c = (unsigned char)key[p];
+
+	if (digit_of(nb, c) >= 0)
+		return true;
+	return nb->numeric && is_separator(c) && p > 0 &&
+	       digit_of(nb, (unsigned char)key[p - 1]) >= 0 &&
+	       digit_of(nb, (unsigned char)key[p + 1]) >= 0;
+}
+
+/* Whether name's path segments up to its extension are hex digits of one
+ * case, a decimal digit among them. */
+static bool hex_names(const char *name)
+{
+	bool digit = false, lower = false, upper = false;
+
+	for (; *name && *name != '.'; name++) {
+		unsigned char c = (unsigned char)*name;
+
+		if (c >= '0' && c <= '9')
+			digit = true;
+		else if (c >= 'a' && c <= 'f')
+			lower = true;
+		else if (c >= 'A' && c <= 'F')
+			upper = true;
+		else if (c != '/')
+			return false;
+	}
+	return digit && !(lower && upper);
+}
+
+static bool is_alnum(unsigned char c)
+{
+	return (c >= '0' && c <= '9') || (c >= 'A' && c <= 'Z') ||
+	       (c >= 'a' && c <= 'z');
+}
+
+/* Adds c to set when some class holds it; false otherwise. */
+static bool class_add(bool set[128], unsigned char c)
+{
+	if (!is_alnum(c))
+		return false;
+	set[c] = true;
+	return true;
 }
 
 /*
- * Up to k keys strictly between a and b (b NULL: no end), increasing,
- * each valid UTF-8 and malloc'd into out[]; fixed: the bytes of the
- * listing's prefix, which every key here starts with.
- *
- * With an end, the keys divide the window from a to b evenly.  With no
- * end, they are where the groups of keys that a shares its first
- * characters with end (a = "img/n01/0000999" gives "img/n01/0001",
- * "img/n01/001", "img/n01/01", "img/n01/1", "img/n02", ...): one part
- * each for the rest of ever larger groups, the way keys are laid out in
- * folders and numbers, from the group of the first character where a
- * differs from first (the first key of the page a ends) on.  Returns how
- * many (0 when the ends are not valid UTF-8).
+ * The number of last in a page whose first key is first (first < last,
+ * both starting with the same fixed bytes, valid UTF-8); seen: more
+ * characters the page's keys have where first and last differ (NULL:
+ * none).  False when last is no key after first.  A number with no
+ * class (nb->digits NULL: the keys differ at a character of none) is
+ * one position whose digits are not known.
  */
-UNITTEST unsigned split_keys(const struct cache_alphabet *seen, size_t fixed,
-			     const char *first, const char *a, const char *b,
-			     unsigned k, char **out)
+UNITTEST bool number_init(struct lister_number *nb, size_t fixed,
+			  const char *first, const char *last, const char *seen)
 {
-	struct cache_alphabet copy, *alpha = &copy;
-	unsigned made = 0;
+	bool set[128] = {false};
+	size_t level = shared_bytes(first, last, fixed), p;
+	unsigned cls;
+	bool ok, digit = false;
 
-	if (strlen(a) < fixed || !util_utf8_valid(a + fixed) ||
-	    (b && !util_utf8_valid(b)) || strlen(first) < fixed ||
-	    strncmp(first, a, fixed) != 0)
-		return 0;
-	/* the ends' own characters are digits of the window, so that they
-	 * are read exactly */
-	copy = *seen;
-	alphabet_add_key(alpha, first + fixed);
-	alphabet_add_key(alpha, a + fixed);
-	if (b && strlen(b) >= fixed)
-		alphabet_add_key(alpha, b + fixed);
-	if (b) {
-		struct key_window w;
-		unsigned __int128 va, vb;
+	memset(nb, 0, sizeof(*nb));
+	nb->key = last;
+	nb->level = nb->start = nb->end = level;
+	if (strlen(last) < fixed || strcmp(first, last) >= 0 || !last[level])
+		return false;
+	ok = class_add(set, (unsigned char)last[level]) &&
+	     (!first[level] || class_add(set, (unsigned char)first[level]));
+	for (const char *s = seen ? seen : ""; ok && *s; s++)
+		ok = class_add(set, (unsigned char)*s);
+	/* and what follows in both ends, up to a separator */
+	for (p = level + 1;
+	     ok && last[p - 1] && is_alnum((unsigned char)last[p]); p++)
+		class_add(set, (unsigned char)last[p]);
+	for (p = level + 1;
+	     ok && first[p - 1] && is_alnum((unsigned char)first[p]); p++)
+		class_add(set, (unsigned char)first[p]);
+	/* letters of hex digits alone are hex where the key's names from
+	 * there on are hex digits with a decimal one among them (dd/70/
+	 * dd70d802ebcf): so a page of hashed names differing in a letter */
+	for (p = level; p > fixed && is_alnum((unsigned char)last[p - 1]);)
+		p--;
+	digit = hex_names(last + p);
+	for (unsigned c = '0'; c <= '9'; c++)
+		digit = digit || set[c];
+	for (cls = 0; ok && cls < CLASSES; cls++) {
+		bool all = true;
 
-		window_init(&w, alpha, fixed, a, shared_bytes(a, b, fixed));
-		va = window_value(&w, a);
-		vb = window_value(&w, b);
-		for (unsigned j = 1; j <= k && vb > va; j++)
-			keep_between(
-			    window_key(&w, a, va + (vb - va) * j / (k + 1)), a,
-			    b, out, &made);
-		return made;
+		for (unsigned c = 0; c < 128 && all; c++)
+			all = !set[c] || strchr(number_classes[cls], (int)c);
+		if (all && (digit || (cls != 1 && cls != 2)))
+			break;
 	}
-	/* the ends of the groups: a cut after each of its characters up to
-	 * the first that differs from first, that character stepped; the
-	 * coarsest first (the largest parts), then reversed */
-	{
-		size_t cut = shared_bytes(first, a, fixed), pos = 0;
-		const char *p = a + fixed;
-
-		if (a[cut])
-			cut += utf8_len(a + cut);
-		while (made < k && p < a + cut) {
-			size_t start = (size_t)(p - a);
-			uint32_t cp = utf8_next(&p), next;
-			unsigned col = column(pos++), n = alpha->n[col];
-			unsigned at = alphabet_find(alpha, col, cp);
-			char *key;
-
-			/* where several characters were seen and a's is the
-			 * last of them, the group most likely has no keys
-			 * left: it stays with the next larger one */
-			if (cp == 0xFFFFFFFF ||
-			    (n >= 2 &&
-			     at + (at < n && alpha->cp[col][at] == cp) >= n))
+	if (!ok || cls == CLASSES)
+		return true;
+	nb->digits = number_classes[cls];
+	nb->ndigits = (unsigned)strlen(nb->digits);
+	nb->numeric = cls < CLASSES_NUMERIC;
+	if (digit_of(nb, (unsigned char)last[level]) < 0) {
+		nb->digits = NULL;
+		return true;
+	}
+	/* back to where the number starts, then its digits while the value
+	 * holds them (a number too long for it starts at the level) */
+	for (p = level; p > fixed && in_number(nb, last, p - 1);)
+		p--;
+	while (digit_of(nb, (unsigned char)last[p]) < 0)
+		p++;
+	for (int pass = 0; pass < 2; pass++) {
+		nb->start = p;
+		nb->span = 1;
+		nb->positions = 0;
+		for (; last[p] && in_number(nb, last, p); p++) {
+			if (digit_of(nb, (unsigned char)last[p]) < 0)
 				continue;
-			next = next_char(cp);
-			key = next ? malloc(start + 5) : NULL;
-			if (!key)
-				continue;
-			memcpy(key, a, start);
-			key[start + (size_t)utf8_put(key + start, next)] = '\0';
-			/* coarse to fine: each smaller than the one before */
-			if (strcmp(key, a) > 0 &&
-			    (made == 0 || strcmp(key, out[made - 1]) < 0))
-				out[made++] = key;
-			else
-				free(key);
+			if (nb->positions == NUMBER_POSITIONS ||
+			    nb->span > NUMBER_SPAN / nb->ndigits)
+				break;
+			nb->span *= nb->ndigits;
+			nb->positions++;
+			nb->end = p + 1;
 		}
-		for (unsigned i = 0; i < made / 2; i++) {
-			char *t = out[i];
+		if (nb->end > level)
+			break;
+		p = level;
+	}
+	return true;
+}
 
-			out[i] = out[made - 1 - i];
-			out[made - 1 - i] = t;
+/*
+ * key's value in the number: its digits in radix ndigits, separators
+ * read as the number's own; where key ends or has a character of no
+ * digit, the value is the largest below it (the smallest, 0, when there
+ * is none).  Keys that do not start as the number's key are 0 (before
+ * it) or span (after it).  Never decreasing with the key.
+ */
+static unsigned __int128 number_value(const struct lister_number *nb,
+				      const char *key)
+{
+	unsigned __int128 v = 0;
+	int state = 0; /* 0: the same so far; -1: below; 1: above */
+	bool ended = false;
+	int c = strncmp(key, nb->key, nb->start);
+
+	if (c)
+		return c < 0 ? 0 : nb->span;
+	for (size_t p = nb->start; p < nb->end; p++) {
+		unsigned char want = (unsigned char)nb->key[p];
+		unsigned char k = ended ? 0 : (unsigned char)key[p];
+		unsigned digit = 0;
+		int d;
+
+		ended = !k;
+		if (digit_of(nb, want) < 0) { /* a separator */
+			if (!state && k != want)
+				state = k < want ? -1 : 1;
+			continue;
+		}
+		d = digit_of(nb, k);
+		if (state)
+			digit = state < 0 ? 0 : nb->ndigits - 1;
+		else if (d >= 0)
+			digit = (unsigned)d;
+		else {
+			while (k && digit < nb->ndigits &&
+			       (unsigned char)nb->digits[digit] < k)
+				digit++;
+			state = digit ? 1 : -1;
+			digit -= digit > 0;
+		}
+		v = v * nb->ndigits + digit;
+	}
+	return v;
+}
+
+/* The smallest key whose value is v (< span), malloc'd (NULL on
+ * ENOMEM): the number's key up to the number, then v's digits. */
+static char *number_key(const struct lister_number *nb, unsigned __int128 v)
+{
+	unsigned digits[NUMBER_POSITIONS], i;
+	char *key = malloc(nb->end + 1);
+	size_t len = nb->start;
+
+	if (!key)
+		return NULL;
+	for (i = nb->positions; i-- > 0;) {
+		digits[i] = (unsigned)(v % nb->ndigits);
+		v /= nb->ndigits;
+	}
+	memcpy(key, nb->key, nb->start);
+	i = 0;
+	for (size_t p = nb->start; p < nb->end; p++)
+		key[len++] = digit_of(nb, (unsigned char)nb->key[p]) < 0
+				 ? nb->key[p]
+				 : nb->digits[digits[i++]];
+	key[len] = '\0';
+	return key;
+}
+
+/* The number's density: count keys listed from `from` up to its key. */
+UNITTEST void number_density(struct lister_number *nb, const char *from,
+			     uint64_t count)
+{
+	unsigned __int128 a = number_value(nb, from);
+	unsigned __int128 b = number_value(nb, nb->key);
+
+	nb->density = nb->digits && b > a && count > 1
+			  ? (double)(count - 1) / (double)(b - a)
+			  : 0;
+}
+
+/* Appends a part whose keys come after key[0, len) + cp to parts[] when
+ * that is after the last one there and after key (so that they
+ * increase); guess: its keys are a guess. */
+static void bound_add(const char *key, size_t len, uint32_t cp, bool guess,
+		      struct lister_part *parts, unsigned *n)
+{
+	char *b = cp ? malloc(len + 5) : NULL;
+
+	if (!b)
+		return;
+	memcpy(b, key, len);
+	b[len + (size_t)utf8_put(b + len, cp)] = '\0';
+	if (strcmp(b, key) > 0 &&
+	    (*n == 1 || strcmp(b, parts[*n - 1].after) > 0)) {
+		parts[*n].after = b;
+		parts[*n].keys = -1;
+		parts[*n].guess = guess;
+		(*n)++;
+	} else {
+		free(b);
+	}
+}
+
+/*
+ * The parts the keys after the number's key fall into, where its groups
+ * start, into parts[1...] (parts[0]: the range's own): the other digits
+ * at the level (when the density is known); before the level, the other
+ * digits where until differs from the key (the digits of a group whose
+ * end is known), and the rest of each digit finer than that, one part
+ * each (0001, 001, 01, 1 after 0000999: a guess); and the rest of the
+ * number's class (*rest: the last, past which nothing is known).
+ * Returns how many parts, parts[0] included.
+ */
+static unsigned number_bounds(const struct lister_number *nb, const char *until,
+			      struct lister_part *parts, bool *rest)
+{
+	const char *key = nb->key;
+	size_t at = SIZE_MAX;
+	unsigned n = 1;
+
+	/* where until ends a group of digits, read as the value after it
+	 * (split_plan() may end parts at their last key): the rest of the
+	 * number's class (a search's start) is no such end */
+	if (until && nb->digits) {
+		unsigned __int128 v = number_value(nb, until);
+		char *next = v + 1 < nb->span ? number_key(nb, v + 1) : NULL;
+
+		if (next)
+			at = shared_bytes(key, next, 0);
+		free(next);
+	}
+
+	parts[0] = (struct lister_part){NULL, -1, false};
+	*rest = false;
+	if (!nb->digits) {
+		const char *s = key + nb->level;
+		uint32_t cp = utf8_next(&s);
+
+		if (cp != 0xFFFFFFFF)
+			bound_add(key, nb->level, next_char(cp), true, parts,
+				  &n);
+		*rest = n > 1;
+		return n;
+	}
+	if (nb->density > 0) {
+		int d = digit_of(nb, (unsigned char)key[nb->level]);
+
+		for (unsigned i = (unsigned)d + 1; i < nb->ndigits; i++)
+			bound_add(key, nb->level, (unsigned char)nb->digits[i],
+				  false, parts, &n);
+		for (size_t p = nb->level; p-- > nb->start;) {
+			d = digit_of(nb, (unsigned char)key[p]);
+			if (d < 0)
+				continue;
+			for (unsigned i = (unsigned)d + 1;
+			     i < (p == at ? nb->ndigits : (unsigned)d + 2) &&
+			     i < nb->ndigits;
+			     i++)
+				bound_add(key, p, (unsigned char)nb->digits[i],
+					  p != at, parts, &n);
+			if (p == at)
+				break;
 		}
 	}
-	return made;
+	bound_add(key, nb->start,
+		  (unsigned char)nb->digits[nb->ndigits - 1] + 1u, true, parts,
+		  &n);
+	*rest = true;
+	return n;
+}
+
+/* Merges part i + 1 into part i. */
+static void part_merge(struct lister_part *parts, unsigned *n, unsigned i)
+{
+	free(parts[i + 1].after);
+	parts[i].keys = parts[i].keys < 0 || parts[i + 1].keys < 0
+			    ? -1
+			    : parts[i].keys + parts[i + 1].keys;
+	parts[i].guess = parts[i].guess || parts[i + 1].guess;
+	memmove(&parts[i + 1], &parts[i + 2], (*n - i - 2) * sizeof(*parts));
+	(*n)--;
+}
+
+/* A part's keys, those not known counted as the most. */
+static double part_weight(const struct lister_part *p)
+{
+	return p->keys < 0 ? 1e300 : p->keys;
+}
+
+/*
+ * How the keys after the number's key up to until (NULL: no end) are
+ * shared among the range that listed them (parts[0], after NULL) and at
+ * most room new ranges, each listing the keys after its part's key (in
+ * parts[], increasing, malloc'd).  The parts start where the number's
+ * groups do (number_bounds()), with the keys the density gives them
+ * (keys -1: not known, past the number: a search).  Parts with fewer
+ * than min_keys go to their smaller neighbour, the fewest first; the two
+ * closest parts are joined while there are more than room + 1; while
+ * there are fewer, the largest part whose keys are not a guess is halved
+ * at the middle of its values if it holds 2 * min_keys.  Returns how
+ * many parts (1: no split).
+ */
+UNITTEST unsigned split_plan(const struct lister_number *nb, const char *until,
+			     unsigned room, double min_keys,
+			     struct lister_part *parts)
+{
+	bool rest;
+	unsigned n = number_bounds(nb, until, parts, &rest);
+
+	while (n > 1 && until && strcmp(parts[n - 1].after, until) >= 0) {
+		free(parts[--n].after);
+		rest = false;
+	}
+	for (unsigned i = 0; i < n; i++) {
+		const char *from = i ? parts[i].after : nb->key;
+		const char *to = i + 1 < n ? parts[i + 1].after : until;
+
+		if (nb->density > 0 && to && !(rest && i + 1 == n))
+			parts[i].keys =
+			    nb->density * (double)(number_value(nb, to) -
+						   number_value(nb, from));
+		else
+			parts[i].guess = true;
+	}
+	/* too small: to the smaller known neighbour */
+	for (;;) {
+		unsigned at = n;
+
+		for (unsigned i = 0; i < n; i++)
+			if (parts[i].keys >= 0 && parts[i].keys < min_keys &&
+			    ((i && parts[i - 1].keys >= 0) ||
+			     (i + 1 < n && parts[i + 1].keys >= 0)) &&
+			    (at == n || parts[i].keys < parts[at].keys))
+				at = i;
+		if (at == n)
+			break;
+		if (at && parts[at - 1].keys >= 0 &&
+		    (at + 1 == n || part_weight(&parts[at - 1]) <=
+					part_weight(&parts[at + 1])))
+			part_merge(parts, &n, at - 1);
+		else
+			part_merge(parts, &n, at);
+	}
+	/* too many: the closest two together */
+	while (n > room + 1) {
+		unsigned at = 0;
+
+		for (unsigned i = 1; i + 1 < n; i++)
+			if (part_weight(&parts[i]) +
+				part_weight(&parts[i + 1]) <
+			    part_weight(&parts[at]) +
+				part_weight(&parts[at + 1]))
+				at = i;
+		part_merge(parts, &n, at);
+	}
+	/* room left: the largest part known to hold keys in two */
+	while (n < room + 1 && n < SPLIT_PARTS) {
+		unsigned at = n;
+		const char *from, *to;
+		unsigned __int128 a, b;
+		char *mid;
+
+		for (unsigned i = 0; i < n; i++)
+			if (!parts[i].guess && parts[i].keys >= 2 * min_keys &&
+			    (at == n || parts[i].keys > parts[at].keys))
+				at = i;
+		if (at == n)
+			break;
+		from = at ? parts[at].after : nb->key;
+		to = at + 1 < n ? parts[at + 1].after : until;
+		a = number_value(nb, from);
+		b = number_value(nb, to);
+		mid = number_key(nb, a + (b - a) / 2);
+		if (!mid || strcmp(mid, from) <= 0 || strcmp(mid, to) >= 0) {
+			free(mid);
+			parts[at].guess = true; /* (not to be halved) */
+			continue;
+		}
+		memmove(&parts[at + 2], &parts[at + 1],
+			(n - at - 1) * sizeof(*parts));
+		parts[at + 1] =
+		    (struct lister_part){mid, parts[at].keys / 2, false};
+		parts[at].keys /= 2;
+		n++;
+	}
+	/* keys numbered densely fill parts in multiples of a page: a part
+	 * ends at its last key (the one before its group's start, with the
+	 * number's key's own ending), so that a page that ends with it ends
+	 * the part (without that, it comes back full and needs one more
+	 * request to see the next key past it) */
+	if (nb->density >= 0.5)
+		for (unsigned i = 1; i < n; i++) {
+			unsigned __int128 v = number_value(nb, parts[i].after);
+			const char *from = i > 1 ? parts[i - 1].after : nb->key;
+			const char *tail = nb->key + nb->end;
+			char *b = parts[i].keys >= 0 && v
+				      ? number_key(nb, v - 1)
+				      : NULL;
+			char *last =
+			    b ? malloc(strlen(b) + strlen(tail) + 1) : NULL;
+
+			if (last) {
+				memcpy(last, b, strlen(b));
+				memcpy(last + strlen(b), tail,
+				       strlen(tail) + 1);
+			}
+			if (last && strcmp(last, from) > 0 &&
+			    strcmp(last, parts[i].after) < 0) {
+				free(parts[i].after);
+				parts[i].after = last;
+			} else {
+				free(last);
+			}
+			free(b);
+		}
+	return n;
 }
 
 /* ---- ranges (lock held) ---- */
@@ -480,6 +714,22 @@ static void range_free(struct range *r)
 
 static void page_arrived(void *arg, struct store_list_page *page,
 			 const struct store_error *err);
+
+/* The requests in flight go from l->in_flight to that + delta: the time
+ * since the last change is counted in the stats. */
+static void flight_change(struct cache_lister *l, int delta)
+{
+	uint64_t now = util_now_ns(),
+		 dt = l->flight_at ? now - l->flight_at : 0;
+
+	if (l->in_flight)
+		l->stats.busy_ns += dt;
+	if (l->in_flight >= CACHE_LISTERS_WIDE)
+		l->stats.wide_ns += dt;
+	l->stats.flight_ns += dt * l->in_flight;
+	l->flight_at = now;
+	l->in_flight = (unsigned)((int)l->in_flight + delta);
+}
 
 /* Asks for r's next page; false (and the listing failed) when the
  * request cannot be made. */
@@ -512,7 +762,7 @@ static bool range_request(struct cache_lister *l, struct range *r)
 	}
 	r->in_flight = true;
 	r->sent_ns = util_now_ns();
-	l->in_flight++;
+	flight_change(l, 1);
 	if (l->in_flight > l->stats.in_flight_max)
 		l->stats.in_flight_max = l->in_flight;
 	return true;
@@ -597,11 +847,9 @@ static int range_take(struct cache_lister *l, struct range *r,
 		if (n++ == 0)
 			first = entry;
 		prev = key;
-		if (i % (page->count / ALPHABET_SAMPLES + 1) == 0 ||
-		    i + 1 == page->count)
-			alphabet_add_key(
-			    &l->alpha,
-			    key + strlen(cache_catalog_prefix(l->cat)));
+		/* its last key: nothing more to list */
+		if (r->until && strcmp(key, r->until) == 0)
+			r->done = true;
 	}
 	if (!rc && n && r->nruns == r->cap) {
 		size_t cap = r->cap ? r->cap * 2 : 4;
@@ -668,142 +916,106 @@ static int emit_positions(struct cache_lister *l)
 	return 0;
 }
 
-/* The first key of r's last page, into buf; a when there is none. */
-static const char *page_first(const struct cache_lister *l,
-			      const struct range *r, char *buf, size_t len)
-{
-	if (!r->nruns ||
-	    !cache_catalog_key(l->cat, r->runs[r->nruns - 1].first, buf, len))
-		return r->last ? r->last : r->after;
-	return buf;
-}
-
 /*
- * The keys between key and r's end at the density of the keys r listed
- * from first to key (count of them), in the key window they share with
- * the end; 0 when the window cannot tell.
+ * The number r's last page counts in (number_init()), with its density
+ * from every key r listed in it: the last page's and those of the pages
+ * before that start as the number does.  False when there is none.
  */
-static double keys_left(const struct cache_lister *l, const struct range *r,
-			uint32_t first, uint64_t count)
+static bool range_number(const struct cache_lister *l, const struct range *r,
+			 struct lister_number *nb, char *first, size_t len)
 {
-	size_t fixed = strlen(cache_catalog_prefix(l->cat));
-	char start[CACHE_KEY_MAX + 1];
-	unsigned __int128 vs, va, vb;
-	struct key_window w;
+	size_t fixed = strlen(cache_catalog_prefix(l->cat)), level;
+	const struct run *page;
+	char seen[CLASS_SAMPLES + 1];
+	unsigned nseen = 0;
+	uint64_t count;
+	size_t i;
 
-	if (!cache_catalog_key(l->cat, first, start, sizeof(start)))
-		return 0;
-	window_init(&w, &l->alpha, fixed, r->last,
-		    shared_bytes(start, r->until, fixed));
-	vs = window_value(&w, start);
-	va = window_value(&w, r->last);
-	vb = window_value(&w, r->until);
-	if (vb <= va || va <= vs)
-		return 0;
-	return (double)count * (double)(vb - va) / (double)(va - vs);
-}
-
-/*
- * The keys r has left, estimated by the density of all it listed so far
- * and by that of its last page, whichever says more: a range's first keys
- * may be a sparse group before a dense one (then its last page knows
- * better), and one page of keys numbered under folders is a sliver of one
- * folder (then all of it knows better).  UINT64_MAX for a range with no
- * end (it may hold anything), 0 when nothing is known.
- */
-static uint64_t range_left(const struct cache_lister *l, const struct range *r)
-{
-	uint64_t listed = 0;
-	double all, last;
-
-	if (!r->until)
-		return UINT64_MAX;
 	if (!r->last || !r->nruns)
+		return false;
+	page = &r->runs[r->nruns - 1];
+	if (!cache_catalog_key(l->cat, page->first, first, len))
+		return false;
+	/* the characters the page's keys have where they differ */
+	level = shared_bytes(first, r->last, fixed);
+	for (i = 0; i < CLASS_SAMPLES; i++) {
+		const char *name = cache_catalog_name(
+		    l->cat,
+		    page->first + (uint32_t)(i * page->count / CLASS_SAMPLES));
+
+		if (strlen(name) > level - fixed)
+			seen[nseen++] = name[level - fixed];
+	}
+	seen[nseen] = '\0';
+	if (!number_init(nb, fixed, first, r->last, seen))
+		return false;
+	count = page->count;
+	for (i = r->nruns - 1; i-- > 0;) {
+		const char *name = cache_catalog_name(l->cat, r->runs[i].first);
+
+		if (strncmp(name, r->last + fixed, nb->start - fixed) != 0 ||
+		    !cache_catalog_key(l->cat, r->runs[i].first, first, len))
+			break;
+		count += r->runs[i].count;
+	}
+	number_density(nb, first, count);
+	return true;
+}
+
+/* The keys to ask for in a range's next page when it has left keys
+ * left by the estimate (< 0: not known): 0 (a full page) unless that is
+ * less than half a page, then what is left and a margin. */
+static unsigned keys_to_ask(const struct cache_lister *l, double left)
+{
+	if (left < 0 || left >= l->conf.page_keys / 2.0)
 		return 0;
-	for (size_t i = 0; i < r->nruns; i++)
-		listed += r->runs[i].count;
-	all = keys_left(l, r, r->runs[0].first, listed);
-	last = keys_left(l, r, r->runs[r->nruns - 1].first,
-			 r->runs[r->nruns - 1].count);
-	if (last > all)
-		all = last;
-	return all >= 1e18 ? UINT64_MAX : (uint64_t)all;
+	return left + left / 4 < 48 ? 64 : (unsigned)(left + left / 4 + 16);
 }
 
-/* How many more parts r is worth splitting into, besides itself: one for
- * every SPLIT_PAGES pages it has left. */
-static unsigned range_parts(const struct cache_lister *l, uint64_t left)
-{
-	uint64_t parts = left / ((uint64_t)l->conf.page_keys * SPLIT_PAGES);
-
-	(void)l;
-	return parts >= SPLIT_MAX ? SPLIT_MAX : (unsigned)parts;
-}
-
-/* Splits what r has left among new ranges while there is room for more
- * listers and r has far to go, and starts them. */
-/* Whether r waits for room to split (lock held). */
-static void set_hungry(struct cache_lister *l, struct range *r, bool hungry)
-{
-	if (r->hungry != hungry)
-		l->hungry += hungry ? 1 : -1;
-	r->hungry = hungry;
-}
-
+/*
+ * After each page: what r has left is shared among new ranges where its
+ * keys are (split_plan()), as far as there is room for more listers, and
+ * they start at once; near its end, r asks for what it has left (and a
+ * margin) rather than a full page whose tail would be past its end.
+ */
 static void range_split(struct cache_lister *l, struct range *r)
 {
-	char buf[CACHE_KEY_MAX + 1];
-	const char *first = page_first(l, r, buf, sizeof(buf));
-	uint64_t left = range_left(l, r);
-	char *keys[SPLIT_MAX];
-	unsigned room, n, parts;
-
-	/* near its end, ask for what is left (and a margin) rather than a
-	 * full page whose tail would be past the end; a short page that
-	 * came back full (the estimate was off) is followed by a full one */
+	char first[CACHE_KEY_MAX + 1];
+	struct lister_part parts[SPLIT_PARTS];
+	struct lister_number nb;
+	double page = l->conf.page_keys;
+	unsigned room, n;
+	/* a short page that came back full (the estimate was off) is
+	 * followed by a full one */
 	bool short_was_full = r->next_keys && r->nruns &&
 			      r->runs[r->nruns - 1].count >= r->next_keys;
 
 	r->next_keys = 0;
-	if (left && left < l->conf.page_keys / 2 && !short_was_full)
-		r->next_keys =
-		    (unsigned)(left + left / 4 < 48 ? 64
-						    : left + left / 4 + 16);
-	/* ranges with keys to hand out go first: a range with no end only
-	 * finds more ranges */
-	if (!r->until && l->hungry)
+	if (!range_number(l, r, &nb, first, sizeof(first)))
 		return;
 	room =
 	    l->in_flight + 1 < l->allowed ? l->allowed - l->in_flight - 1 : 0;
-	parts = range_parts(l, left);
-	set_hungry(l, r, r->until && parts && !room);
-	if (parts < room)
-		room = parts;
-	if (room == 0)
-		return;
-	n = split_keys(&l->alpha, strlen(cache_catalog_prefix(l->cat)), first,
-		       r->last ? r->last : r->after, r->until, room, keys);
+	if (room > SPLIT_MAX)
+		room = SPLIT_MAX;
+	n = split_plan(&nb, r->until, room, SPLIT_PAGES * page, parts);
+	if (!short_was_full)
+		r->next_keys = keys_to_ask(l, parts[0].keys);
 	/* from the far end, so each new range takes r's end before r
 	 * gives it up */
-	for (unsigned i = n; i-- > 0;) {
-		struct range *fresh = range_new(l, keys[i], r->until, r->depth);
+	for (unsigned i = n; i-- > 1;) {
+		struct range *fresh =
+		    range_new(l, parts[i].after, r->until, r->depth);
 
 		if (fresh) {
-			/* the ends of groups past a range with no end are
-			 * a search (most hold nothing); the parts of a
-			 * range with an end hold its keys */
-			fresh->next_keys = SPLIT_FIRST_KEYS;
-			alphabet_add_key(
-			    &l->alpha,
-			    keys[i] + strlen(cache_catalog_prefix(l->cat)));
+			fresh->next_keys = keys_to_ask(l, parts[i].keys);
 			free(r->until);
-			r->until = keys[i];
-			keys[i] = NULL;
+			r->until = parts[i].after;
+			parts[i].after = NULL;
 			fresh->next = r->next;
 			r->next = fresh;
 			range_request(l, fresh);
 		}
-		free(keys[i]);
+		free(parts[i].after);
 	}
 }
 
@@ -814,22 +1026,29 @@ static void range_split(struct cache_lister *l, struct range *r)
  * slowed by more, and every range split costs a request.  Listers start
  * at PACE_START and double after each round (as many pages answered as
  * listers allowed, at least PACE_ROUND) whose requests took on average at
- * most PACE_SLOWER times as long as in the first round; once they take
- * longer (they queue at the server, which is then as busy as it gets)
- * the listers stay as many.
+ * most PACE_SLOWER times as long as in the first round, or that answered
+ * PACE_FASTER times the pages a second of the round before: requests that
+ * take longer queue at the server, but a server that has the time to
+ * answer more at once still answers more a second (one that waits tens
+ * of milliseconds a page and needs a few of CPU for it).  Once neither
+ * holds (the server is as busy as it gets), the listers stay as many.
  */
 static void pace(struct cache_lister *l, uint64_t waited)
 {
-	uint64_t mean;
+	uint64_t mean, now = util_now_ns();
+	double rate;
 
 	l->round_wait += waited;
 	if (l->settled || ++l->round_pages < l->allowed ||
 	    l->round_pages < PACE_ROUND)
 		return;
 	mean = l->round_wait / l->round_pages;
+	rate = (double)l->round_pages * 1e9 /
+	       (double)(now > l->round_start ? now - l->round_start : 1);
 	if (!l->base_latency)
 		l->base_latency = mean ? mean : 1;
-	if (mean <= l->base_latency * PACE_SLOWER) {
+	if (mean <= l->base_latency * PACE_SLOWER ||
+	    rate >= l->round_rate * PACE_FASTER) {
 		l->allowed = l->allowed * 2 < l->conf.max_listers
 				 ? l->allowed * 2
 				 : l->conf.max_listers;
@@ -840,6 +1059,8 @@ static void pace(struct cache_lister *l, uint64_t waited)
 	l->stats.listers = l->allowed;
 	l->round_wait = 0;
 	l->round_pages = 0;
+	l->round_start = now;
+	l->round_rate = rate;
 }
 
 /*
@@ -857,9 +1078,7 @@ static void restart(struct cache_lister *l)
 		range_free(l->ranges);
 		l->ranges = next;
 	}
-	l->hungry = 0;
 	cache_catalog_clear(l->cat);
-	memset(&l->alpha, 0, sizeof(l->alpha));
 	util_warn("listing %s/%s: the server does not list keys in order "
 		  "from a start-after: listing again, one page after another",
 		  cache_catalog_bucket(l->cat), cache_catalog_prefix(l->cat));
@@ -887,7 +1106,7 @@ static void page_arrived(void *arg, struct store_list_page *page,
 
 	pthread_mutex_lock(&l->lock);
 	r->in_flight = false;
-	l->in_flight--;
+	flight_change(l, -1);
 	r->depth++;
 	if (r->depth > l->depth_max)
 		l->depth_max = r->depth;
@@ -901,10 +1120,9 @@ static void page_arrived(void *arg, struct store_list_page *page,
 		rc = range_take(l, r, page, &why);
 		if (!rc && r->done && empty && !r->last)
 			l->stats.empty++;
+
 		if (!rc)
 			rc = emit_positions(l);
-		if (r->done)
-			set_hungry(l, r, false);
 		if (rc == EAGAIN)
 			l->restart = true; /* out of order: see restart() */
 		else if (rc)
@@ -958,6 +1176,7 @@ struct cache_lister *cache_lister_start(struct cache *c,
 			 ? PACE_START
 			 : l->conf.max_listers;
 	l->settled = !l->conf.paced;
+	l->round_start = util_now_ns();
 	l->stats.listers = l->allowed;
 	pthread_mutex_init(&l->lock, NULL);
 	pthread_cond_init(&l->changed, NULL);

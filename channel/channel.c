@@ -949,15 +949,21 @@ static int list_catalog(struct channel *ch, const char *why, char *err,
 	cache_lister_destroy(l);
 	if (rc == EIO)
 		return start_error(ch, &serr, ch->spec->bucket, err, errlen);
-	util_info(
-	    "channel '%s': listed %zu objects in %.1f s (%llu pages "
-	    "over %llu key ranges, %llu of them empty, %u at once, %u "
-	    "round trips in a row; catalog %llu KiB)",
-	    ch->spec->name, cache_catalog_count(ch->catalog),
-	    (double)(util_now_ns() - t0) / 1e9, (unsigned long long)st.pages,
-	    (unsigned long long)st.ranges, (unsigned long long)st.empty,
-	    st.listers, st.depth,
-	    (unsigned long long)(cache_catalog_memory(ch->catalog) >> 10));
+	util_info("channel '%s': listed %zu objects in %.1f s (%llu pages "
+		  "over %llu key ranges, %llu of them empty, %u at once, %u "
+		  "round trips in a row; catalog %llu KiB; %llu keys answered "
+		  "twice; in flight %u at most, %.1f on average, %u or more "
+		  "%.0f%% of the time)",
+		  ch->spec->name, cache_catalog_count(ch->catalog),
+		  (double)(util_now_ns() - t0) / 1e9,
+		  (unsigned long long)st.pages, (unsigned long long)st.ranges,
+		  (unsigned long long)st.empty, st.listers, st.depth,
+		  (unsigned long long)(cache_catalog_memory(ch->catalog) >> 10),
+		  (unsigned long long)st.discarded, st.in_flight_max,
+		  st.busy_ns ? (double)st.flight_ns / (double)st.busy_ns : 0.0,
+		  CACHE_LISTERS_WIDE,
+		  st.busy_ns ? 100.0 * (double)st.wide_ns / (double)st.busy_ns
+			     : 0.0);
 	saved_listing_store(ch);
 	return 0;
 }

@@ -10,8 +10,8 @@
 //       [--credentials-port PORT] [--credential-lifetime SECONDS]
 //       [--container-token VALUE] [--web-identity-token VALUE]
 //       [--key-store FILE]
-//       [--synthetic BUCKET=N]... [--synthetic-delay-ms MS] [--synthetic-size MIN:MAX]
-//       [--synthetic-page-keys N]
+//       [--synthetic BUCKET=N[:LAYOUT]]... [--synthetic-layout LAYOUT]
+//       [--synthetic-delay-ms MS] [--synthetic-size MIN:MAX] [--synthetic-page-keys N]
 //
 // Prints exactly one line on stdout once it is listening (port 0 or none =
 // a free port), nothing else on stdout, and exits 0 on SIGTERM/SIGINT:
@@ -134,7 +134,7 @@
 // requests being served when it arrived, itself included. Faults, fault
 // stats and auth stats live in memory: a restart starts them afresh.
 //
-// ---- synthetic buckets (--synthetic BUCKET=N, repeatable) ----
+// ---- synthetic buckets (--synthetic BUCKET=N[:LAYOUT], repeatable) ----
 // BUCKET serves N generated keys (10 million and more: no file per object,
 // no per-key memory; s3rver never sees these requests, other buckets go to
 // s3rver unchanged). Requests still pass SigV4 verification and fault
@@ -144,15 +144,31 @@
 // a form, so a prefix with a '+' must send %2B, as SDKs and s3pipe do).
 //   Keys: all under data/, strictly increasing in UTF-8 byte order (S3's
 //   order), computed from an index: groups of prefix + zero-padded number +
-//   suffix, sorted by prefix bytes; shares per mille of N (largest
-//   remainder, every group at least one key once N allows):
+//   suffix (or a sparse name, below), sorted by prefix bytes; shares per
+//   mille of N (largest remainder, every group at least one key once N
+//   allows). LAYOUT (per bucket, else --synthetic-layout, else uneven)
+//   picks the groups. uneven:
 //     data/img-x/NNNN.JPEG 10, data/img/train/n01/NNNNNN.JPEG 700 (the skew),
 //     data/img/train/n02/NNNNNN.JPEG 50, data/img/val/NNNNNN.JPEG 30,
 //     data/meta-NNNNNN.json 40, data/a/b/c/d/e/f/g/NNNNN.bin 10,
 //     "data/with space+plus/NNNNN copy+1.bin" 20, data/ñ/NNNNN.txt 30,
 //     data/ÿ/NNNNN.bin 30, data/日本/NNNNN.txt 30, data/ｶﾀｶﾅ/NNNNN.txt 20
 //     (UTF-8 before the emoji, UTF-16 after it), data/😀/NNNNN.png 30;
-//   plus, for N >= 100 and counted in N, the literal keys data/ext/k,
+//   skewed (real datasets' shards: one run of sequential names holds most
+//   keys, the rest is deep, sparse or unicode):
+//     data/train/shard-NNNNNNN.tar 700 (the run), data/val/shard-NNNNNN.tar 30,
+//     data/logs/YYYY/MM/DD/HH/MMSS-XXXXXXXX.log 60 (sparse times from
+//     2023-01-01, hex suffix), data/features/XX/XX/XXXXXXXXXXXX.npy 100
+//     (sparse hex, as hashed names), data/users/LLLLLLLLL/profile.json 40
+//     (sparse lowercase letters), data/ckpt/epoch-EEE/step-SSSSSSSSSSSS/
+//     rank-R.pt 20 (sparse steps, 8 ranks a step), data/a/b/.../k/NNNNN.bin
+//     10 (deep), data/manifest-NNNNNN.json 5, "data/with space+plus/NNNNN
+//     copy+1.bin" 5, data/ñ/NNNNN.txt 10,
+//     data/日本語/NNNNN.txt 10, data/ｶﾀｶﾅ/NNNNN.txt 5, data/😀/NNNNN.png 5.
+//     A sparse name is the index's own slot of the name space (the space
+//     divided by the group's keys) plus a hash within the slot: increasing
+//     and computed, like the numbers.
+//   Both: plus, for N >= 100 and counted in N, the literal keys data/ext/k,
 //   data/ext/k0, data/ext/k00, data/last/a, data/last/b, data/dir/ (a
 //   folder marker) and data/dir/inside. GET /__synthetic lists the groups.
 //   Sizes: a folder marker 0; otherwise from a hash of the key: mostly
@@ -182,7 +198,7 @@
 //   HEAD /BUCKET/KEY  the same headers, no body (404 without a body)
 //   HEAD /BUCKET, GET /BUCKET?location
 // Control (S3 port, not authenticated, not counted in /__fault/stats):
-//   GET    /__synthetic           {buckets:{NAME:{keys, groups:[{prefix,
+//   GET    /__synthetic           {buckets:{NAME:{keys, layout, groups:[{prefix,
 //                                 keys, first}]}}, delay, size, stats:{lists,
 //                                 listKeys, gets, heads}} (synthetic requests)
 //   POST   /__synthetic?delay=MS  the LIST delay from now on
@@ -247,8 +263,8 @@ function usage(msg) {
       '         [--key AKID:SECRET]... [--no-verify] [--tls-cert FILE --tls-key FILE]\n' +
       '         [--credentials-port PORT] [--credential-lifetime SECONDS]\n' +
       '         [--container-token VALUE] [--web-identity-token VALUE] [--key-store FILE]\n' +
-      '         [--synthetic BUCKET=N]... [--synthetic-delay-ms MS] [--synthetic-size MIN:MAX]\n' +
-      '         [--synthetic-page-keys N]\n',
+      '         [--synthetic BUCKET=N[:LAYOUT]]... [--synthetic-layout uneven|skewed]\n' +
+      '         [--synthetic-delay-ms MS] [--synthetic-size MIN:MAX] [--synthetic-page-keys N]\n',
   );
   process.exit(2);
 }
@@ -268,7 +284,8 @@ function parseArgs(argv) {
     containerToken: null,
     webIdentityToken: null,
     keyStore: null,
-    synthetic: [], // [[bucket, N]]
+    synthetic: [], // [[bucket, N, layout or null]]
+    syntheticLayout: 'uneven', // for buckets named without one
     syntheticDelayMs: 0,
     syntheticSize: null, // [MIN, MAX] or null for the uneven default
     syntheticPageKeys: 1000, // keys a LIST page holds at most
@@ -339,15 +356,30 @@ function parseArgs(argv) {
         opts.keyStore = need();
         break;
       case '--synthetic': {
-        // BUCKET=N: the value itself holds an '=', so split on the last one
+        // BUCKET=N[:LAYOUT]: the value itself holds an '=', so split on the last one
         const v = need();
         const e = v.lastIndexOf('=');
         const name = e > 0 ? v.slice(0, e) : '';
-        const n = e > 0 ? v.slice(e + 1) : '';
-        if (!/^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/.test(name) || !/^\d+$/.test(n) || Number(n) > 1e12)
-          usage(`--synthetic takes BUCKET=N (a bucket name, N keys), not '${v}'`);
+        const [n, layout, extra] = (e > 0 ? v.slice(e + 1) : '').split(':');
+        if (
+          !/^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/.test(name) ||
+          !/^\d+$/.test(n) ||
+          Number(n) > 1e12 ||
+          extra !== undefined ||
+          (layout !== undefined && !SYNTH_LAYOUTS[layout])
+        )
+          usage(
+            `--synthetic takes BUCKET=N[:LAYOUT] (a bucket name, N keys, ` +
+              `${Object.keys(SYNTH_LAYOUTS).join(' or ')}), not '${v}'`,
+          );
         if (opts.synthetic.some(([b]) => b === name)) usage(`synthetic bucket '${name}' given twice`);
-        opts.synthetic.push([name, Number(n)]);
+        opts.synthetic.push([name, Number(n), layout || null]);
+        break;
+      }
+      case '--synthetic-layout': {
+        const v = need();
+        if (!SYNTH_LAYOUTS[v]) usage(`--synthetic-layout takes ${Object.keys(SYNTH_LAYOUTS).join(' or ')}, not '${v}'`);
+        opts.syntheticLayout = v;
         break;
       }
       case '--synthetic-delay-ms': {
@@ -1695,6 +1727,67 @@ const SYNTH_GROUPS = [
   { prefix: 'data/\uff76\uff80\uff76\uff85/', share: 20, width: 5, suffix: '.txt' },
   { prefix: 'data/\u{1f600}/', share: 30, width: 5, suffix: '.png' }, // 😀: 4 bytes
 ];
+
+// The skewed layout: what real datasets look like. One run of sequential
+// shard names holds 70 % of the keys; the rest sits in deep folders and in
+// sparse names (times, hashed hex, letters) that a key-range splitter must
+// not mistake for dense ones; a few unicode folders. fmt(j, count) gives
+// the name after the prefix of the group's key j of count, increasing in j
+// (fixed width, so byte order is numeric order); without it the group is
+// counted like the uneven layout's.
+const SYNTH_SKEWED_GROUPS = [
+  { prefix: 'data/train/shard-', share: 700, width: 7, suffix: '.tar' }, // the run
+  { prefix: 'data/val/shard-', share: 30, width: 6, suffix: '.tar' },
+  { prefix: 'data/logs/', share: 60, fmt: synthLogName },
+  { prefix: 'data/features/', share: 100, fmt: synthFeatureName },
+  { prefix: 'data/users/', share: 40, fmt: synthUserName },
+  { prefix: 'data/ckpt/', share: 20, fmt: synthCheckpointName },
+  { prefix: 'data/a/b/c/d/e/f/g/h/i/j/k/', share: 10, width: 5, suffix: '.bin' }, // deep
+  { prefix: 'data/manifest-', share: 5, width: 6, suffix: '.json' },
+  { prefix: 'data/with space+plus/', share: 5, width: 5, suffix: ' copy+1.bin' },
+  { prefix: 'data/\u00f1/', share: 10, width: 5, suffix: '.txt' }, // ñ
+  { prefix: 'data/\u65e5\u672c\u8a9e/', share: 10, width: 5, suffix: '.txt' }, // 日本語
+  { prefix: 'data/\uff76\uff80\uff76\uff85/', share: 5, width: 5, suffix: '.txt' }, // ｶﾀｶﾅ
+  { prefix: 'data/\u{1f600}/', share: 5, width: 5, suffix: '.png' }, // 😀
+];
+const SYNTH_LAYOUTS = { uneven: SYNTH_GROUPS, skewed: SYNTH_SKEWED_GROUPS };
+
+// Key j of count spread over [0, space): its own slot of space / count
+// values, and a hash of j within the slot, so that names are sparse and
+// uneven yet strictly increasing.
+function synthSparse(j, count, space) {
+  const slot = Math.max(1, Math.floor(space / Math.max(count, 1)));
+  return j * slot + (mix32((j ^ 0x5bd1e995) >>> 0) % slot);
+}
+const synthPad = (v, width) => String(v).padStart(width, '0');
+// logs/YYYY/MM/DD/HH/MMSS-XXXXXXXX.log: a time in seconds from 2023-01-01
+// over three years (or a second a key, when there are more keys)
+function synthLogName(j, count) {
+  const t = new Date(Date.UTC(2023, 0, 1) + synthSparse(j, count, Math.max(3 * 365 * 86400, count)) * 1000);
+  return (
+    `${synthPad(t.getUTCFullYear(), 4)}/${synthPad(t.getUTCMonth() + 1, 2)}/${synthPad(t.getUTCDate(), 2)}/` +
+    `${synthPad(t.getUTCHours(), 2)}/${synthPad(t.getUTCMinutes(), 2)}${synthPad(t.getUTCSeconds(), 2)}-` +
+    `${mix32(j >>> 0).toString(16).padStart(8, '0')}.log`
+  );
+}
+// features/XX/XX/XXXXXXXXXXXX.npy: 12 hex digits, as names made of hashes
+function synthFeatureName(j, count) {
+  const h = synthSparse(j, count, 16 ** 12).toString(16).padStart(12, '0');
+  return `${h.slice(0, 2)}/${h.slice(2, 4)}/${h}.npy`;
+}
+// users/LLLLLLLLL/profile.json: 9 lowercase letters
+function synthUserName(j, count) {
+  let v = synthSparse(j, count, 26 ** 9);
+  let name = '';
+  for (let k = 0; k < 9; k++, v = Math.floor(v / 26)) name = String.fromCharCode(97 + (v % 26)) + name;
+  return `${name}/profile.json`;
+}
+// ckpt/epoch-EEE/step-SSSSSSSSSSSS/rank-R.pt: 8 ranks a step, steps sparse
+// in [0, 10^12), the epoch the step's first three digits
+function synthCheckpointName(j, count) {
+  const step = synthSparse(Math.floor(j / 8), Math.ceil(count / 8), 1e12);
+  return `epoch-${synthPad(Math.floor(step / 1e9), 3)}/step-${synthPad(step, 12)}/rank-${j % 8}.pt`;
+}
 // Literal keys (a group of one key each), present whenever N >= 100 and
 // counted in N: a key and its extensions, keys differing only in their last
 // byte, a folder marker (size 0) with one object inside it.
@@ -1758,21 +1851,22 @@ function s3UrlEncode(s) {
 
 // One bucket's key space: N keys, key(i) strictly increasing in UTF-8 byte
 // order. Nothing per key is stored.
-function createKeySpace(name, n, sizeRange) {
+function createKeySpace(name, n, sizeRange, layout) {
+  const table = SYNTH_LAYOUTS[layout];
   const literals = n >= SYNTH_MIN_FOR_LITERALS ? SYNTH_LITERALS.length : 0;
   const rest = n - literals;
   // Largest remainder: floor of each share, then the keys left over to the
   // largest fractions (ties in table order), so the counts sum to exactly
   // `rest`. Once there are enough keys, every group gets at least one, taken
   // from the biggest group.
-  const total = SYNTH_GROUPS.reduce((a, g) => a + g.share, 0);
-  const counts = SYNTH_GROUPS.map(g => Math.floor((rest * g.share) / total));
+  const total = table.reduce((a, g) => a + g.share, 0);
+  const counts = table.map(g => Math.floor((rest * g.share) / total));
   let left = rest - counts.reduce((a, c) => a + c, 0);
-  const order = SYNTH_GROUPS.map((g, k) => k).sort(
-    (a, b) => ((rest * SYNTH_GROUPS[b].share) % total) - ((rest * SYNTH_GROUPS[a].share) % total) || a - b,
+  const order = table.map((g, k) => k).sort(
+    (a, b) => ((rest * table[b].share) % total) - ((rest * table[a].share) % total) || a - b,
   );
   for (let k = 0; left > 0; k = (k + 1) % order.length, left--) counts[order[k]]++;
-  if (rest >= SYNTH_GROUPS.length) {
+  if (rest >= table.length) {
     const big = counts.indexOf(Math.max(...counts));
     for (let k = 0; k < counts.length; k++)
       if (counts[k] === 0) {
@@ -1781,11 +1875,12 @@ function createKeySpace(name, n, sizeRange) {
       }
   }
 
-  const all = SYNTH_GROUPS.map((g, k) => ({
+  const all = table.map((g, k) => ({
     prefix: g.prefix,
     pbuf: Buffer.from(g.prefix, 'utf8'),
-    width: Math.max(g.width, String(Math.max(counts[k] - 1, 0)).length),
-    suffix: g.suffix,
+    width: g.fmt ? 0 : Math.max(g.width, String(Math.max(counts[k] - 1, 0)).length),
+    suffix: g.fmt ? '' : g.suffix,
+    fmt: g.fmt || null,
     count: counts[k],
     literal: false,
     start: 0,
@@ -1795,6 +1890,7 @@ function createKeySpace(name, n, sizeRange) {
       pbuf: Buffer.from(k, 'utf8'),
       width: 0,
       suffix: '',
+      fmt: null,
       count: literals ? 1 : 0,
       literal: true,
       start: 0,
@@ -1833,6 +1929,7 @@ function createKeySpace(name, n, sizeRange) {
   function key(i) {
     const g = groupOf(i);
     if (g.literal) return g.prefix;
+    if (g.fmt) return g.prefix + g.fmt(i - g.start, g.count);
     return g.prefix + String(i - g.start).padStart(g.width, '0') + g.suffix;
   }
 
@@ -1850,12 +1947,15 @@ function createKeySpace(name, n, sizeRange) {
   }
 
   // Index of the key with these bytes, or -1: parse the group prefix and the
-  // digits, then check that key(index) gives back the very same bytes.
+  // digits (a sparse name: search), then check that key(index) gives back
+  // the very same bytes.
   function indexOf(buf) {
     const s = buf.toString('utf8');
     for (const g of groups) {
       let i = -1;
-      if (g.literal) {
+      if (g.fmt) {
+        if (s.startsWith(g.prefix)) i = Math.min(lowerBound(buf, false), n - 1);
+      } else if (g.literal) {
         if (s === g.prefix) i = g.start;
       } else if (
         s.length === g.prefix.length + g.width + g.suffix.length &&
@@ -1909,10 +2009,20 @@ function createKeySpace(name, n, sizeRange) {
     const b = Buffer.from(key(groups[g].start), 'utf8');
     if (Buffer.compare(a, b) >= 0) throw new Error(`synthetic keys out of order at '${a}' / '${b}'`);
   }
+  // sparse names are increasing by construction: checked on a sample of
+  // neighbours in each such group (their last keys, where widths could
+  // overflow, included)
+  for (const g of groups)
+    for (let k = 1; g.fmt && k < g.count; k = k < 64 ? k + 1 : k < g.count - 64 ? g.count - 64 : k + 1) {
+      const a = Buffer.from(key(g.start + k - 1), 'utf8');
+      const b = Buffer.from(key(g.start + k), 'utf8');
+      if (Buffer.compare(a, b) >= 0) throw new Error(`synthetic keys out of order at '${a}' / '${b}'`);
+    }
 
   return {
     name,
     n,
+    layout,
     key,
     lowerBound,
     indexOf,
@@ -1989,7 +2099,8 @@ function newSynthStats() {
 
 function createSynthetic(opts, log) {
   const spaces = new Map();
-  for (const [name, n] of opts.synthetic) spaces.set(name, createKeySpace(name, n, opts.syntheticSize));
+  for (const [name, n, layout] of opts.synthetic)
+    spaces.set(name, createKeySpace(name, n, opts.syntheticSize, layout || opts.syntheticLayout));
   let delay = opts.syntheticDelayMs;
   let stats = newSynthStats();
 
@@ -2014,7 +2125,7 @@ function createSynthetic(opts, log) {
 
   function state() {
     const buckets = {};
-    for (const [name, s] of spaces) buckets[name] = { keys: s.n, groups: s.groups() };
+    for (const [name, s] of spaces) buckets[name] = { keys: s.n, layout: s.layout, groups: s.groups() };
     return { buckets, delay, size: opts.syntheticSize, stats };
   }
 

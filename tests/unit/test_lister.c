@@ -6,7 +6,9 @@
  * strictly between their ends, valid UTF-8 and increasing; listings of
  * uniform, skewed and adversarial key sets with 1, 4 and 32 listers that
  * give exactly the keys, in order, each once; fewer round trips in a row
- * with more listers; failed and hostile pages.
+ * with more listers; a million shards (one dense run, sparse names under
+ * deep folders, unicode) within 1.1 requests a page of 1,000 keys;
+ * failed and hostile pages.
  *
  * The store here is the test's own: a sorted array of keys served by one
  * thread, one queued request after another, answering start-after and
@@ -368,6 +370,83 @@ static struct keys skewed_keys(size_t n)
 	return k;
 }
 
+/* A hash of j, to place sparse names (splitmix64's finalizer). */
+static uint64_t mix64(uint64_t x)
+{
+	x += 0x9e3779b97f4a7c15ULL;
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+	return x ^ (x >> 31);
+}
+
+/* Name j of count spread over [0, space): its own slot, a hash within. */
+static uint64_t sparse(size_t j, size_t count, uint64_t space)
+{
+	uint64_t slot = space / (count ? count : 1);
+
+	slot = slot ? slot : 1;
+	return (uint64_t)j * slot + mix64(j) % slot;
+}
+
+/*
+ * A dataset's shards, as the test server's skewed layout has them: 70 %
+ * one run of sequential names, the rest in sparse names (times, hashed
+ * hex, letters) under deep folders, a deep fixed folder, and unicode.
+ */
+static struct keys shard_keys(size_t n)
+{
+	static const char *const unicode[] = {"ñ", "日本語", "ｶﾀｶﾅ", "😀"};
+	struct keys k = {0};
+	size_t run = n * 7 / 10, per = n / 100;
+
+	for (size_t i = 0; i < run; i++)
+		add_key(&k, "data/train/shard-%07zu.tar", i);
+	for (size_t i = 0; i < 3 * per; i++)
+		add_key(&k, "data/val/shard-%06zu.tar", i);
+	for (size_t i = 0; i < 6 * per; i++) {
+		time_t t = (time_t)(1672531200 +
+				    sparse(i, 6 * per, 3 * 365 * 86400ULL));
+		struct tm tm;
+		char when[32];
+
+		gmtime_r(&t, &tm);
+		strftime(when, sizeof(when), "%Y/%m/%d/%H/%M%S", &tm);
+		add_key(&k, "data/logs/%s-%08x.log", when,
+			(unsigned)(mix64(i) >> 32));
+	}
+	for (size_t i = 0; i < 10 * per; i++) {
+		unsigned long long h = sparse(i, 10 * per, 1ULL << 48);
+
+		add_key(&k, "data/features/%02llx/%02llx/%012llx.npy", h >> 40,
+			h >> 32 & 0xff, h);
+	}
+	for (size_t i = 0; i < 4 * per; i++) {
+		uint64_t v = sparse(i, 4 * per, 5429503678976ULL); /* 26^9 */
+		char name[10] = {0};
+
+		for (int c = 8; c >= 0; c--, v /= 26)
+			name[c] = (char)('a' + v % 26);
+		add_key(&k, "data/users/%s/profile.json", name);
+	}
+	for (size_t i = 0; i < 2 * per; i++) {
+		unsigned long long step =
+		    sparse(i / 8, 2 * per / 8 + 1, 1000000000000ULL);
+
+		add_key(&k, "data/ckpt/epoch-%03llu/step-%012llu/rank-%zu.pt",
+			step / 1000000000ULL, step, i % 8);
+	}
+	for (size_t i = 0; i < per; i++)
+		add_key(&k, "data/a/b/c/d/e/f/g/h/i/j/k/%05zu.bin", i);
+	for (size_t i = 0; i < per / 2; i++) {
+		add_key(&k, "data/manifest-%06zu.json", i);
+		add_key(&k, "data/with space+plus/%05zu copy+1.bin", i);
+	}
+	for (size_t u = 0; u < 4; u++)
+		for (size_t i = 0; i < per / (u < 2 ? 1 : 2); i++)
+			add_key(&k, "data/%s/%05zu.txt", unicode[u], i);
+	return k;
+}
+
 /* keys that differ only in their last byte, and chains of extensions */
 static struct keys adversarial_keys(void)
 {
@@ -405,13 +484,17 @@ struct outcome {
 	int rc;
 	struct store_error err;
 	unsigned start_after_requests;
+	unsigned requests;
+	size_t keys;	     /* the store's */
 	struct cache *cache; /* over this store, for the lister */
 };
 
-/* Lists prefix of the keys with max_listers and checks the catalog holds
- * exactly the keys under prefix, in order, each once. */
-static struct outcome list_and_check(struct keys k, const char *prefix,
-				     unsigned max_listers, unsigned page_keys)
+/* Lists prefix of the keys with max_listers from a store that answers
+ * after latency_ms, side by side, and checks the catalog holds exactly
+ * the keys under prefix, in order, each once. */
+static struct outcome list_and_check_at(struct keys k, const char *prefix,
+					unsigned max_listers,
+					unsigned page_keys, unsigned latency_ms)
 {
 	struct key_store *ks = key_store_new(k.v, k.n);
 	struct cache_catalog *cat = cache_catalog_create("b", prefix);
@@ -423,6 +506,7 @@ static struct outcome list_and_check(struct keys k, const char *prefix,
 
 	assert_non_null(cat);
 	memset(&out, 0, sizeof(out));
+	ks->latency_ms = latency_ms;
 	cache_lister_conf_init(&conf);
 	conf.max_listers = max_listers;
 	conf.page_keys = page_keys;
@@ -455,8 +539,16 @@ static struct outcome list_and_check(struct keys k, const char *prefix,
 	cache_lister_destroy(l);
 	cache_catalog_destroy(cat);
 	out.start_after_requests = ks->start_after_requests;
+	out.requests = ks->requests;
+	out.keys = ks->n;
 	ks_destroy(&ks->store);
 	return out;
+}
+
+static struct outcome list_and_check(struct keys k, const char *prefix,
+				     unsigned max_listers, unsigned page_keys)
+{
+	return list_and_check_at(k, prefix, max_listers, page_keys, 0);
 }
 
 /* ---- tests: the catalog ---- */
@@ -870,70 +962,113 @@ static void test_saved_corrupt(void **state)
 
 /* ---- tests: split keys ---- */
 
-static void check_split(const struct cache_alphabet *alpha, const char *a,
-			const char *b, unsigned k, bool want_some)
+/*
+ * Plans the split of a range that listed count keys of a page from first
+ * to last, up to until, with room; checks the parts' keys lie strictly
+ * between last and until, increasing, valid UTF-8 under "data/"; returns
+ * how many parts (the range's own included) and the number's class.
+ */
+static unsigned check_plan(const char *first, const char *last, uint64_t count,
+			   const char *until, unsigned room,
+			   const char **digits)
 {
-	char *out[16];
-	unsigned n = split_keys(alpha, 5, a, a, b, k, out);
+	struct lister_part parts[SPLIT_PARTS];
+	struct lister_number nb;
+	unsigned n;
 
-	assert_true(n <= k);
-	if (want_some && n == 0)
-		fail_msg("no split between '%s' and '%s'", a, b ? b : "(none)");
-	for (unsigned i = 0; i < n; i++) {
-		assert_true(strcmp(out[i], a) > 0);
-		if (b)
-			assert_true(strcmp(out[i], b) < 0);
-		if (i)
-			assert_true(strcmp(out[i], out[i - 1]) > 0);
-		assert_true(util_utf8_valid(out[i]));
-		assert_memory_equal(out[i], "data/", 5);
+	*digits = NULL;
+	if (!number_init(&nb, 5, first, last, NULL))
+		return 0;
+	number_density(&nb, first, count);
+	*digits = nb.digits;
+	n = split_plan(&nb, until, room, 8000, parts);
+	assert_true(n >= 1 && n <= room + 1);
+	assert_null(parts[0].after);
+	for (unsigned i = 1; i < n; i++) {
+		assert_true(strcmp(parts[i].after,
+				   i > 1 ? parts[i - 1].after : last) > 0);
+		if (until)
+			assert_true(strcmp(parts[i].after, until) < 0);
+		assert_true(util_utf8_valid(parts[i].after));
+		assert_memory_equal(parts[i].after, "data/", 5);
 	}
-	for (unsigned i = 0; i < n; i++)
-		free(out[i]);
+	for (unsigned i = 1; i < n; i++)
+		free(parts[i].after);
+	return n;
 }
 
 static void test_split_keys(void **state)
 {
-	struct cache_alphabet alpha = {0};
+	static const char *const ends[][2] = {
+	    /* a key and its extension; keys that differ in their last byte */
+	    {"data/k", "data/k0"},
+	    {"data/k", "data/k00000"},
+	    {"data/x/a", "data/x/b"},
+	    {"data/x/a", "data/x/c"},
+	    {"data/k", "data/k\x01"},
+	    /* unicode ends, and ends sharing a multi-byte character's lead */
+	    {"data/日本/00001", "data/日本/99999"},
+	    {"data/日", "data/旧"},
+	    {"data/😀/1", NULL},
+	    {"data/\xf4\x8f\xbf\xbe", NULL},
+	    {"data/ñ/00001.txt", "data/日本語/00001.txt"},
+	};
+	const char *digits;
 
 	(void)state;
-	/* no characters seen: no split */
-	check_split(&alpha, "data/x", NULL, 4, false);
-	alphabet_add_key(&alpha, "img-0123456789.jpg");
-	alphabet_add_key(&alpha, "ñ日本😀");
-	check_split(&alpha, "data/img-0000999.jpg", NULL, 15, true);
-	check_split(&alpha, "data/img-0000999.jpg", "data/img-0500000.jpg", 15,
-		    true);
-	/* a key and its extension: only what sorts between */
-	check_split(&alpha, "data/k", "data/k0", 8, false);
-	check_split(&alpha, "data/k", "data/k00000", 8, false);
-	/* keys that differ in their last byte */
-	check_split(&alpha, "data/x/a", "data/x/b", 8, false);
-	check_split(&alpha, "data/x/a", "data/x/c", 8, false);
-	/* nothing between a key and its immediate successor */
-	{
-		char *out[4];
-
-		assert_int_equal(split_keys(&alpha, 5, "data/k", "data/k",
-					    "data/k\x01", 4, out),
-				 0);
-	}
-	/* unicode ends, and ends sharing a multi-byte character's lead */
-	check_split(&alpha, "data/日本/00001", "data/日本/99999", 8, true);
-	check_split(&alpha, "data/日", "data/旧", 8, false);
-	check_split(&alpha, "data/😀/1", NULL, 8, true);
-	check_split(&alpha, "data/\xf4\x8f\xbf\xbe", NULL, 8, false);
-	/* a start that is not valid UTF-8: no split */
-	{
-		char *out[4];
-
-		assert_int_equal(split_keys(&alpha, 5, "data/\xff", "data/\xff",
-					    NULL, 4, out),
-				 0);
-		/* shorter than the prefix */
-		assert_int_equal(split_keys(&alpha, 5, "", "", NULL, 4, out),
-				 0);
-	}
+	/* one dense run of shards: decimal digits; the other digits of the
+	 * level, one part for each digit before it, one search past them */
+	assert_true(check_plan("data/train/shard-0000000.tar",
+			       "data/train/shard-0000999.tar", 1000, NULL, 31,
+			       &digits) > 3);
+	assert_string_equal(digits, "0123456789");
+	/* with its end among the digits, no search: the other digits at the
+	 * level and one guess for the rest of the digit before it ... */
+	assert_int_equal(check_plan("data/train/shard-0100000.tar",
+				    "data/train/shard-0130999.tar", 31000,
+				    "data/train/shard-1", 15, &digits),
+			 8);
+	/* ... and parts known to hold keys halved up to the room */
+	assert_int_equal(check_plan("data/train/shard-0000000.tar",
+				    "data/train/shard-0299999.tar", 300000,
+				    "data/train/shard-1", 15, &digits),
+			 16);
+	/* nothing to share: no split */
+	assert_int_equal(check_plan("data/train/shard-0100000.tar",
+				    "data/train/shard-0100999.tar", 1000,
+				    "data/train/shard-0101", 15, &digits),
+			 1);
+	/* no room: no split */
+	assert_int_equal(check_plan("data/train/shard-0000000.tar",
+				    "data/train/shard-0000999.tar", 1000, NULL,
+				    0, &digits),
+			 1);
+	/* hashed names that differ in a letter are hex; names, letters;
+	 * dates, decimal with their separators */
+	check_plan("data/features/dc/00/dc00a1b2c3d4.npy",
+		   "data/features/dd/70/dd70d802ebcf.npy", 1000, NULL, 31,
+		   &digits);
+	assert_string_equal(digits, "0123456789abcdef");
+	check_plan("data/users/aadawrnij/profile.json",
+		   "data/users/ahxbbqzzk/profile.json", 1000, NULL, 31,
+		   &digits);
+	assert_string_equal(digits, "abcdefghijklmnopqrstuvwxyz");
+	check_plan("data/logs/2023/01/01/00/2535-00000000.log",
+		   "data/logs/2023/01/19/05/2844-68925370.log", 1000, NULL, 31,
+		   &digits);
+	assert_string_equal(digits, "0123456789");
+	/* ends of every kind: whatever is planned lies between */
+	for (size_t i = 0; i < sizeof(ends) / sizeof(ends[0]); i++)
+		for (unsigned room = 0; room < 32; room += 7) {
+			check_plan(ends[i][0], ends[i][0], 1, ends[i][1], room,
+				   &digits);
+			check_plan("data/", ends[i][0], 100, ends[i][1], room,
+				   &digits);
+		}
+	/* ends that are not valid UTF-8, or shorter than the prefix */
+	assert_int_equal(
+	    check_plan("data/\xff", "data/\xff\xfe", 10, NULL, 4, &digits), 1);
+	assert_int_equal(check_plan("", "", 1, NULL, 4, &digits), 0);
 }
 
 /* ---- tests: listings ---- */
@@ -958,7 +1093,8 @@ static void test_list_uniform(void **state)
 	assert_int_equal(one.stats.ranges, 1);
 	assert_int_equal(one.stats.depth, 60);
 	assert_true(many.stats.ranges > 1);
-	assert_true(many.stats.in_flight_max > 8);
+	/* (parts of at least 8 pages: 7 of the 60 at once) */
+	assert_true(many.stats.in_flight_max >= 5);
 	assert_true(many.start_after_requests > 0);
 	report("uniform 60000 keys", &one, &many);
 	assert_true(many.stats.depth * 3 < one.stats.depth);
@@ -978,6 +1114,44 @@ static void test_list_skewed(void **state)
 	/* a sub-prefix of it, and small pages */
 	many = list_and_check(skewed_keys(20000), "data/img/", 4, 100);
 	assert_int_equal(many.rc, ENODATA);
+}
+
+/*
+ * A million shards (shard_keys) with 1, 4 and 32 listers against a store
+ * that answers side by side: every key once, in order; the requests at
+ * most 1.1 times the pages of 1,000 keys (exactly those with one lister);
+ * with 4 and 32 listers, as many in flight, and round trips in a row not
+ * far above the pages shared among them.
+ */
+static void test_list_shards(void **state)
+{
+	static const unsigned listers[] = {1, 4, 32};
+
+	(void)state;
+	for (unsigned i = 0; i < 3; i++) {
+		struct outcome o =
+		    list_and_check_at(shard_keys(1000000), "data/", listers[i],
+				      1000, listers[i] > 1 ? 5 : 0);
+		const struct cache_lister_stats *st = &o.stats;
+		size_t pages = (o.keys + 999) / 1000;
+
+		print_message("shards, %zu keys, %u listers: %u requests for "
+			      "%zu pages, %llu ranges (%llu empty), %u in "
+			      "flight at most, %u round trips, %llu keys "
+			      "answered twice\n",
+			      o.keys, listers[i], o.requests, pages,
+			      (unsigned long long)st->ranges,
+			      (unsigned long long)st->empty, st->in_flight_max,
+			      st->depth, (unsigned long long)st->discarded);
+		assert_int_equal(o.rc, ENODATA);
+		if (listers[i] == 1)
+			assert_int_equal(o.requests, pages);
+		assert_true(o.requests * 10 <= pages * 11);
+		assert_int_equal(st->in_flight_max, listers[i]);
+		/* (32: the dense run is found after a few searches, and its
+		 * parts are halved to the room) */
+		assert_true(st->depth <= pages / listers[i] * 3 / 2 + 30);
+	}
 }
 
 static void test_list_adversarial(void **state)
@@ -1015,7 +1189,7 @@ static void test_list_failures(void **state)
 	(void)state;
 	/* a request that fails (after the engine's retries) fails the
 	 * listing with its error, whichever it was */
-	for (unsigned at = 1; at <= 40; at += 13) {
+	for (unsigned at = 1; at <= 30; at += 13) {
 		struct keys k = uniform_keys(30000);
 		struct key_store *ks = key_store_new(k.v, k.n);
 		struct cache_catalog *cat = cache_catalog_create("b", "data/");
@@ -1183,6 +1357,7 @@ int main(void)
 	    cmocka_unit_test(test_split_keys),
 	    cmocka_unit_test(test_list_uniform),
 	    cmocka_unit_test(test_list_skewed),
+	    cmocka_unit_test(test_list_shards),
 	    cmocka_unit_test(test_list_adversarial),
 	    cmocka_unit_test(test_list_failures),
 	    cmocka_unit_test(test_list_pace),
