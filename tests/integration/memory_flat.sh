@@ -1,12 +1,13 @@
 #!/bin/bash
 # memory_flat: reading an epoch keeps nothing per key read, on a real
-# mount.  A synthetic bucket of N keys (most in one run of sequential
-# names, the rest in deep and sparse folders and unicode ones) is read in
-# key order through a small budget, and `s3pipe stats --json` is sampled
-# while a reader moves through it: the cache's records ("objects" and
-# "segments": what it holds outside the budget) stay below one record in eight
-# a key the whole way (the code before this test kept one a key read, N
-# of each by the end), and the catalog's bytes stay flat.  Then:
+# mount.  A synthetic bucket of N keys in the skewed layout (most in one
+# run of sequential shard names, the rest in deep and sparse folders and
+# unicode ones) is read in key order through a small budget, and
+# `s3pipe stats --json` is sampled while a reader moves through it: the
+# cache's records ("objects" and "segments": what it holds outside the
+# budget) stay below one in eight keys the whole way (the code before
+# this test kept one of each a key read, N by the end), and what the
+# channel holds stays flat.  Then:
 #   - train_1 lists again and is the same bytes, as flat;
 #   - a second reader opened once the first is well into train_2 (the
 #     stream dropped its start) reads all of it, byte-exact;
@@ -17,8 +18,8 @@
 require_fuse
 require_cmd python3
 
-N=20000
-S3_SERVER_ARGS=(--synthetic "flat=$N")
+N=40000
+S3_SERVER_ARGS=(--synthetic "flat=$N:skewed")
 s3_start
 E=(--endpoint-url "$S3_URL" --cache-size 2M --part-size 512K)
 
