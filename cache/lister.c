@@ -308,14 +308,19 @@ UNITTEST bool number_init(struct lister_number *nb, size_t fixed,
 			  const char *first, const char *last, const char *seen)
 {
 	bool set[128] = {false};
-	size_t level = shared_bytes(first, last, fixed), p;
+	size_t level, p;
 	unsigned cls;
 	bool ok, digit = false;
 
 	memset(nb, 0, sizeof(*nb));
 	nb->key = last;
+	/* (both must have the fixed bytes before they are compared past
+	 * them) */
+	if (strlen(last) < fixed || strlen(first) < fixed)
+		return false;
+	level = shared_bytes(first, last, fixed);
 	nb->level = nb->start = nb->end = level;
-	if (strlen(last) < fixed || strcmp(first, last) >= 0 || !last[level])
+	if (strcmp(first, last) >= 0 || !last[level])
 		return false;
 	ok = class_add(set, (unsigned char)last[level]) &&
 	     (!first[level] || class_add(set, (unsigned char)first[level]));

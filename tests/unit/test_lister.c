@@ -318,6 +318,9 @@ struct keys {
 };
 
 static void add_key(struct keys *k, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+static void add_key(struct keys *k, const char *fmt, ...)
 {
 	char buf[1100];
 	va_list ap;
