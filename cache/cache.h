@@ -247,8 +247,9 @@ uint64_t cache_stream_memory(const struct cache_stream *s);
 /*
  * Lets a stream drop the segments every reader has passed (their objects
  * go too once no block holds them): for owners that can build the same
- * stream again (a plan again, a listing listed again).  Readers of it cannot go back: creating one on a
- * stream that dropped segments, or a read before them, fails with ESTALE.
+ * stream again (a plan again, a listing listed again).  Readers of it cannot go
+ * back: creating one on a stream that dropped segments, or a read before them,
+ * fails with ESTALE.
  */
 void cache_stream_set_trim(struct cache_stream *s);
 /* Whether s dropped segments. */
@@ -319,6 +320,13 @@ bool cache_stream_prefetch(struct cache_stream *s, uint64_t bytes);
  * them.  True when all of o is in memory or coming.
  */
 bool cache_object_prefetch(struct cache *c, struct cache_object *o);
+/*
+ * Gives up o's unread blocks (a prefetch for an open that did not come):
+ * those in memory and not being read become consumed, the first to go
+ * when memory is wanted (they are still found until then).  Returns how
+ * many.
+ */
+unsigned cache_object_release(struct cache *c, const struct cache_object *o);
 /* Call only after every reader of s is destroyed. */
 void cache_stream_destroy(struct cache_stream *s);
 

@@ -686,6 +686,25 @@ struct cache_reader *cache_reader_create_random(struct cache_stream *s)
 	return r;
 }
 
+unsigned cache_object_release(struct cache *c, const struct cache_object *o)
+{
+	uint64_t blocks =
+	    (o->size + c->conf.block_size - 1) / c->conf.block_size;
+	unsigned n = 0;
+
+	pthread_mutex_lock(&c->lock);
+	for (uint64_t i = 0; i < blocks; i++) {
+		struct cache_block *b = cache_block_lookup(c, o, i);
+
+		if (b && b->state == BLOCK_READY && !b->pins && !b->consumed) {
+			cache_block_set_consumed(b, true, false);
+			n++;
+		}
+	}
+	pthread_mutex_unlock(&c->lock);
+	return n;
+}
+
 bool cache_object_prefetch(struct cache *c, struct cache_object *o)
 {
 	/* a stream of o alone, whose prefetch makes the blocks; they belong

@@ -407,6 +407,9 @@ struct channel_tree_stats {
 	uint64_t opens_prefetched;
 	uint64_t orders;     /* order files taken */
 	uint64_t prefetched; /* files prefetched along an order */
+	/* files along it that no open took, given up once the opens went
+	 * a prefetch window's bytes past them */
+	uint64_t released;
 };
 
 void channel_tree_get_stats(struct channel_tree *t,

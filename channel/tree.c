@@ -38,7 +38,12 @@
  * after the frontier are prefetched whole (cache_object_prefetch()) until
  * a quarter of the budget is ahead.  Opens that keep landing far from the
  * window stop the following: a reader that does not follow loses the
- * prefetch and nothing else.
+ * prefetch and nothing else.  A file the order prefetched that no open
+ * took is given up (cache_object_release()) once the frontier has gone
+ * as many bytes past it as the window holds ahead (room for workers a
+ * little behind), so that what a sampler skipped neither stays unread in
+ * the budget nor holds later prefetches back; a worker that opens it
+ * later still finds whatever memory has not reused.
  *
  * Locking: the index never changes; tree->lock guards the order followed
  * and the counters.  No cache call is made under it.
@@ -73,12 +78,15 @@ struct tree_dir {
 struct tree_follow {
 	bool active;
 	unsigned epoch;
-	uint32_t *order;    /* file numbers in the epoch's order */
-	uint32_t *position; /* each file's place in order */
-	size_t frontier;    /* one past the furthest position opened */
-	size_t next;	    /* the next position to prefetch */
-	uint64_t ahead;	    /* bytes of order[frontier, next) */
-	unsigned strays;    /* opens in a row beyond the window */
+	uint32_t *order;       /* file numbers in the epoch's order */
+	uint32_t *position;    /* each file's place in order */
+	size_t frontier;       /* one past the furthest position opened */
+	size_t next;	       /* the next position to prefetch */
+	size_t released;       /* positions below it were given up or opened */
+	uint64_t behind;       /* bytes of order[released, frontier) */
+	unsigned char *opened; /* a bit a position: taken by an open */
+	uint64_t ahead;	       /* bytes of order[frontier, next) */
+	unsigned strays;       /* opens in a row beyond the window */
 };
 
 struct channel_tree {
@@ -384,6 +392,7 @@ void channel_tree_destroy(struct channel_tree *t)
 		return;
 	free(t->follow.order);
 	free(t->follow.position);
+	free(t->follow.opened);
 	free(t->files);
 	free(t->dirs);
 	pthread_mutex_destroy(&t->lock);
@@ -393,7 +402,9 @@ void channel_tree_destroy(struct channel_tree *t)
 uint64_t channel_tree_memory(const struct channel_tree *t)
 {
 	return t->nfiles * sizeof(uint32_t) + t->dirs_cap * sizeof(*t->dirs) +
-	       (t->follow.order ? 2 * t->nfiles * sizeof(uint32_t) : 0);
+	       (t->follow.order
+		    ? 2 * t->nfiles * sizeof(uint32_t) + t->nfiles / 8 + 1
+		    : 0);
 }
 
 /* ---- the namespace ---- */
@@ -562,16 +573,59 @@ static void follow_top_up(struct channel_tree *t)
 	}
 }
 
-/* File i was opened: the frontier moves when the open follows the order
- * (lock held); true when there may be more to prefetch. */
-static bool follow_opened(struct channel_tree *t, size_t i)
+/* Gives up the files gone[0..n) the order prefetched and no open took
+ * (no lock held). */
+static void follow_release(struct channel_tree *t, const uint32_t *gone,
+			   size_t n)
+{
+	for (size_t k = 0; k < n; k++) {
+		struct cache_object *obj =
+		    cache_catalog_object(t->cache, t->cat, t->files[gone[k]]);
+
+		if (obj)
+			cache_object_release(t->cache, obj);
+		cache_object_put(t->cache, obj);
+	}
+	if (!n)
+		return;
+	pthread_mutex_lock(&t->lock);
+	t->stats.released += n;
+	pthread_mutex_unlock(&t->lock);
+}
+
+/* The files further behind the frontier than a window that no open
+ * took, into gone[] (at most FOLLOW_BATCH; lock held): how many. */
+static size_t follow_passed(struct channel_tree *t, uint32_t *gone)
+{
+	struct tree_follow *f = &t->follow;
+	size_t n = 0;
+
+	while (f->released < f->frontier && f->behind > follow_window(t) &&
+	       n < FOLLOW_BATCH) {
+		size_t q = f->released++;
+
+		f->behind -= file_size(t, f->order[q]);
+		if (!(f->opened[q / 8] & 1u << q % 8))
+			gone[n++] = f->order[q];
+	}
+	return n;
+}
+
+/* File i was opened: the frontier moves when the open follows the order,
+ * and the files it went far past that no open took go to gone[] (*ngone
+ * of them, at most FOLLOW_BATCH; lock held); true when there may be more
+ * to prefetch. */
+static bool follow_opened(struct channel_tree *t, size_t i, uint32_t *gone,
+			  size_t *ngone)
 {
 	struct tree_follow *f = &t->follow;
 	size_t p;
 
+	*ngone = 0;
 	if (!f->active)
 		return false;
 	p = f->position[i];
+	f->opened[p / 8] |= (unsigned char)(1u << p % 8);
 	if (p < f->next)
 		t->stats.opens_prefetched++;
 	if (p < f->frontier)
@@ -587,13 +641,17 @@ static bool follow_opened(struct channel_tree *t, size_t i)
 		return false;
 	}
 	f->strays = 0;
-	for (size_t q = f->frontier; q <= p && q < f->next; q++)
-		f->ahead -= file_size(t, f->order[q]);
+	for (size_t q = f->frontier; q <= p; q++) {
+		if (q < f->next)
+			f->ahead -= file_size(t, f->order[q]);
+		f->behind += file_size(t, f->order[q]);
+	}
 	f->frontier = p + 1;
 	if (f->next < f->frontier) {
 		f->next = f->frontier;
 		f->ahead = 0;
 	}
+	*ngone = follow_passed(t, gone);
 	return true;
 }
 
@@ -603,10 +661,11 @@ int channel_tree_order(struct channel_tree *t, unsigned epoch, char **text,
 	uint32_t *order = malloc((t->nfiles ? t->nfiles : 1) * sizeof(*order));
 	uint32_t *position =
 	    malloc((t->nfiles ? t->nfiles : 1) * sizeof(*position));
+	unsigned char *opened = calloc(t->nfiles / 8 + 1, 1);
 	size_t bytes = 0, at = 0;
 	char *out = NULL;
 
-	if (!order || !position)
+	if (!order || !position || !opened)
 		goto nomem;
 	channel_order(order, t->nfiles, t->spec->shuffle, t->spec->seed, epoch);
 	for (size_t i = 0; i < t->nfiles; i++) {
@@ -633,17 +692,20 @@ int channel_tree_order(struct channel_tree *t, unsigned epoch, char **text,
 		pthread_mutex_unlock(&t->lock);
 		free(order);
 		free(position);
+		free(opened);
 		*text = out;
 		*len = at;
 		return 0;
 	}
 	free(t->follow.order);
 	free(t->follow.position);
+	free(t->follow.opened);
 	t->follow = (struct tree_follow){
 	    .active = true,
 	    .epoch = epoch,
 	    .order = order,
 	    .position = position,
+	    .opened = opened,
 	};
 	pthread_mutex_unlock(&t->lock);
 	util_debug("channel '%s': following the order of epoch %u",
@@ -656,6 +718,7 @@ int channel_tree_order(struct channel_tree *t, unsigned epoch, char **text,
 nomem:
 	free(order);
 	free(position);
+	free(opened);
 	free(out);
 	return ENOMEM;
 }
@@ -673,7 +736,8 @@ struct channel_file *channel_file_open(struct channel_tree *t, uint64_t node)
 {
 	struct channel_file *f;
 	struct cache_object *obj;
-	size_t i;
+	uint32_t gone[FOLLOW_BATCH];
+	size_t i, ngone;
 	bool more;
 
 	if (node < t->ndirs || node - t->ndirs >= t->nfiles) {
@@ -698,8 +762,9 @@ struct channel_file *channel_file_open(struct channel_tree *t, uint64_t node)
 	cache_object_put(t->cache, obj);
 	pthread_mutex_lock(&t->lock);
 	t->stats.opens++;
-	more = follow_opened(t, i);
+	more = follow_opened(t, i, gone, &ngone);
 	pthread_mutex_unlock(&t->lock);
+	follow_release(t, gone, ngone);
 	if (more)
 		follow_top_up(t);
 	return f;

@@ -50,7 +50,9 @@
  *        null), "read_errors"}, ...], "tree": null for a Pipe channel,
  *        for a FastFile one {"files", "opens", "opens_prefetched" (opens
  *        of a file the order followed had prefetched), "orders" (order
- *        files taken), "prefetched" (files prefetched along them)}}, ...]}
+ *        files taken), "prefetched" (files prefetched along them),
+ *        "released" (files along the order no open took, given up once
+ *        the opens went a window past them)}}, ...]}
  *
  * --stats-interval: a thread started once the mount serves and stopped
  * before teardown logs one line per interval in which something was read
@@ -532,8 +534,9 @@ static json_t *tree_json(struct fs_state *st, unsigned ch)
 				   {"opens", ts.opens},
 				   {"opens_prefetched", ts.opens_prefetched},
 				   {"orders", ts.orders},
-				   {"prefetched", ts.prefetched}},
-	    5);
+				   {"prefetched", ts.prefetched},
+				   {"released", ts.released}},
+	    6);
 }
 
 /* One channel's object, with the copies of its records (n of them). */

@@ -1475,6 +1475,51 @@ static void test_follow_order_reread(void **state)
 	fx_fini(&f);
 }
 
+/*
+ * A sampler that skips files of the order (every third here): what was
+ * prefetched for them is given up once the opens are a window (four
+ * files) past them.  Kept unread, 20 skipped files' blocks would fill the
+ * 1 MiB budget and stop the prefetch; given up, every open finds its file
+ * prefetched to the end.
+ */
+static void test_follow_skipped(void **state)
+{
+	static struct fx f; /* outlives a failed assertion */
+	enum { N = 61 };
+	static char names[N][16];
+	char *text = NULL, *lines[N];
+	size_t len = 0, opened = 0, skipped = 0;
+	struct channel_tree_stats st;
+
+	(void)state;
+	follow_tree(&f, N, names);
+	assert_int_equal(channel_tree_order(f.t, 0, &text, &len), 0);
+	assert_int_equal(split_lines(text, lines, N), N);
+	for (size_t p = 0; p < N; p++) {
+		if (p % 3 == 2) {
+			/* skipped, but prefetched all the same */
+			assert_int_equal(gets_of(&f, lines[p]), 1);
+			skipped += p < N - 4;
+			continue;
+		}
+		if (gets_of(&f, lines[p]) != 1)
+			fail_msg(
+			    "'%s' (position %zu) was not prefetched before "
+			    "its open",
+			    lines[p], p);
+		open_read_close(&f, lines[p]);
+		opened++;
+	}
+	channel_tree_get_stats(f.t, &st);
+	assert_int_equal(st.opens, opened);
+	assert_int_equal(st.opens_prefetched, opened);
+	/* given up: the skipped ones more than four files behind the last
+	 * open (the window) */
+	assert_int_equal(st.released, skipped);
+	free(text);
+	fx_fini(&f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1495,6 +1540,8 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_follow_strays, watchdog,
 					    teardown),
 	    cmocka_unit_test_setup_teardown(test_follow_order_reread, watchdog,
+					    teardown),
+	    cmocka_unit_test_setup_teardown(test_follow_skipped, watchdog,
 					    teardown),
 	};
 
