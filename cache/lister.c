@@ -112,7 +112,7 @@ struct cache_lister {
 	uint64_t flight_at; /* when in_flight last changed */
 	/* the pace (pace()): ranges listed at once now, at most max_listers */
 	unsigned allowed;
-	bool settled;	       /* more did not pay: allowed stays */
+	bool settled; /* more did not pay once: only latency doubles them */
 	uint64_t round_wait;   /* ns requests of this round took, in all */
 	unsigned round_pages;  /* pages answered in this round */
 	uint64_t base_latency; /* a request's time in the first round */
@@ -1036,7 +1036,12 @@ static void range_split(struct cache_lister *l, struct range *r)
  * take longer queue at the server, but a server that has the time to
  * answer more at once still answers more a second (one that waits tens
  * of milliseconds a page and needs a few of CPU for it).  Once neither
- * holds (the server is as busy as it gets), the listers stay as many.
+ * holds (the server is as busy as it gets), the listers stay as many,
+ * until a later round's requests take no longer than PACE_SLOWER times
+ * the first round's again: a round slowed by something else (a busy
+ * host) does not stop the listers for good.  After that first stop only
+ * latency lets them double again, never the pages a second alone, which
+ * a server of one thread shows, too, by chance.
  */
 static void pace(struct cache_lister *l, uint64_t waited)
 {
@@ -1044,8 +1049,9 @@ static void pace(struct cache_lister *l, uint64_t waited)
 	double rate;
 
 	l->round_wait += waited;
-	if (l->settled || ++l->round_pages < l->allowed ||
-	    l->round_pages < PACE_ROUND)
+	if (l->sequential || l->allowed >= l->conf.max_listers ||
+	    !l->conf.paced ||
+	    ++l->round_pages < l->allowed || l->round_pages < PACE_ROUND)
 		return;
 	mean = l->round_wait / l->round_pages;
 	rate = (double)l->round_pages * 1e9 /
@@ -1053,7 +1059,7 @@ static void pace(struct cache_lister *l, uint64_t waited)
 	if (!l->base_latency)
 		l->base_latency = mean ? mean : 1;
 	if (mean <= l->base_latency * PACE_SLOWER ||
-	    rate >= l->round_rate * PACE_FASTER) {
+	    (!l->settled && rate >= l->round_rate * PACE_FASTER)) {
 		l->allowed = l->allowed * 2 < l->conf.max_listers
 				 ? l->allowed * 2
 				 : l->conf.max_listers;
