@@ -10,7 +10,7 @@
 //       [--credentials-port PORT] [--credential-lifetime SECONDS]
 //       [--container-token VALUE] [--web-identity-token VALUE]
 //       [--key-store FILE]
-//       [--synthetic BUCKET=N[:LAYOUT]]... [--synthetic-layout LAYOUT]
+//       [--synthetic BUCKET=N[:LAYOUT[:CONTENT]]]... [--synthetic-layout LAYOUT]
 //       [--synthetic-delay-ms MS] [--synthetic-size MIN:MAX] [--synthetic-page-keys N]
 //
 // Prints exactly one line on stdout once it is listening (port 0 or none =
@@ -134,7 +134,7 @@
 // requests being served when it arrived, itself included. Faults, fault
 // stats and auth stats live in memory: a restart starts them afresh.
 //
-// ---- synthetic buckets (--synthetic BUCKET=N[:LAYOUT], repeatable) ----
+// ---- synthetic buckets (--synthetic BUCKET=N[:LAYOUT[:CONTENT]], repeatable) ----
 // BUCKET serves N generated keys (10 million and more: no file per object,
 // no per-key memory; s3rver never sees these requests, other buckets go to
 // s3rver unchanged). Requests still pass SigV4 verification and fault
@@ -178,6 +178,11 @@
 //   content's md5; the listing's and the GET's ETags agree).
 //   Bytes: the 32-char lowercase md5 hex of the key, repeated, cut at SIZE:
 //     Python: (hashlib.md5(key.encode()).hexdigest() * (size // 32 + 1))[:size]
+//   CONTENT (default text) gzip: each object one gzip member of stored
+//     deflate blocks around the text bytes above (cut to fit its SIZE:
+//     SIZE - 18 - 5 x blocks of at most 65,535), so gunzip gives them back;
+//     csv: rows "1,2,3,4\n", the last row's last field padded with zeros
+//     to end at SIZE (for --convert csv).  The ETag and sizes are the same.
 //   Last-Modified: 2024-01-02T03:04:05Z for every object.
 // Requests answered (anything else: 405 MethodNotAllowed for a method other
 // than GET/HEAD, 501 NotImplemented for another sub-resource):
@@ -263,7 +268,7 @@ function usage(msg) {
       '         [--key AKID:SECRET]... [--no-verify] [--tls-cert FILE --tls-key FILE]\n' +
       '         [--credentials-port PORT] [--credential-lifetime SECONDS]\n' +
       '         [--container-token VALUE] [--web-identity-token VALUE] [--key-store FILE]\n' +
-      '         [--synthetic BUCKET=N[:LAYOUT]]... [--synthetic-layout uneven|skewed]\n' +
+      '         [--synthetic BUCKET=N[:LAYOUT[:CONTENT]]]... [--synthetic-layout uneven|skewed]\n' +
       '         [--synthetic-delay-ms MS] [--synthetic-size MIN:MAX] [--synthetic-page-keys N]\n',
   );
   process.exit(2);
@@ -360,20 +365,22 @@ function parseArgs(argv) {
         const v = need();
         const e = v.lastIndexOf('=');
         const name = e > 0 ? v.slice(0, e) : '';
-        const [n, layout, extra] = (e > 0 ? v.slice(e + 1) : '').split(':');
+        const [n, layout, content, extra] = (e > 0 ? v.slice(e + 1) : '').split(':');
         if (
           !/^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/.test(name) ||
           !/^\d+$/.test(n) ||
           Number(n) > 1e12 ||
           extra !== undefined ||
-          (layout !== undefined && !SYNTH_LAYOUTS[layout])
+          (layout && !SYNTH_LAYOUTS[layout]) ||
+          (content !== undefined && !SYNTH_CONTENTS.includes(content))
         )
           usage(
-            `--synthetic takes BUCKET=N[:LAYOUT] (a bucket name, N keys, ` +
-              `${Object.keys(SYNTH_LAYOUTS).join(' or ')}), not '${v}'`,
+            `--synthetic takes BUCKET=N[:LAYOUT[:CONTENT]] (a bucket name, N keys, ` +
+              `${Object.keys(SYNTH_LAYOUTS).join(' or ')} (empty: the default), ` +
+              `${SYNTH_CONTENTS.join(', ')}), not '${v}'`,
           );
         if (opts.synthetic.some(([b]) => b === name)) usage(`synthetic bucket '${name}' given twice`);
-        opts.synthetic.push([name, Number(n), layout || null]);
+        opts.synthetic.push([name, Number(n), layout || null, content || 'text']);
         break;
       }
       case '--synthetic-layout': {
@@ -2033,6 +2040,53 @@ function createKeySpace(name, n, sizeRange, layout) {
   };
 }
 
+// What the objects of a synthetic bucket hold (--synthetic B=N:LAYOUT:CONTENT).
+const SYNTH_CONTENTS = ['text', 'gzip', 'csv'];
+
+// A whole object of size bytes of a bucket whose content is gzip or csv:
+//   gzip: one gzip member of stored (uncompressed) deflate blocks whose
+//     payload is P bytes of the text content (the md5 hex of the key
+//     repeated), P such that 18 + 5 x blocks + P = size (blocks of at most
+//     65,535 bytes; sizes under 23 hold an empty payload's member cut short
+//     and are not valid gzip, as none is served but 0);
+//   csv: rows "1,2,3,4\n", the last one's last field padded with zeros to
+//     end at size ("1,2,3,4000\n"): every row 4 numbers.
+function synthObject(k, size, content) {
+  if (size === 0) return Buffer.alloc(0);
+  if (content === 'csv') {
+    const rows = Math.floor(size / 8);
+    const out = Buffer.alloc(size, '1,2,3,4\n', 'latin1');
+    const r = size - rows * 8;
+    if (rows === 0) return Buffer.alloc(size, '9', 'latin1');
+    // the last row becomes "1,2,3,4" + r zeros + "\n"
+    out.fill('0', rows * 8 - 1, size - 1, 'latin1');
+    out[size - 1] = 10;
+    return out;
+  }
+  let blocks = 1;
+  while (size - 18 - 5 * blocks > 65535 * blocks) blocks++;
+  const p = Math.max(0, size - 18 - 5 * blocks);
+  const payload = synthBody(k, 0, p);
+  const out = Buffer.alloc(size);
+  out.set([0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 255], 0);
+  let at = 10;
+  for (let b = 0, done = 0; b < blocks; b++) {
+    const n = Math.min(65535, p - done);
+    const last = b === blocks - 1;
+    out[at] = last ? 1 : 0;
+    out.writeUInt16LE(n, at + 1);
+    out.writeUInt16LE(~n & 0xffff, at + 3);
+    payload.copy(out, at + 5, done, done + n);
+    at += 5 + n;
+    done += n;
+  }
+  if (at + 8 <= size) {
+    out.writeUInt32LE(require('zlib').crc32(payload) >>> 0, at);
+    out.writeUInt32LE(p >>> 0, at + 4);
+  }
+  return out;
+}
+
 // The object's bytes [start, start + len): the md5 hex of the key repeated.
 function synthBody(k, start, len) {
   const hex = md5hex(k);
@@ -2099,8 +2153,11 @@ function newSynthStats() {
 
 function createSynthetic(opts, log) {
   const spaces = new Map();
-  for (const [name, n, layout] of opts.synthetic)
-    spaces.set(name, createKeySpace(name, n, opts.syntheticSize, layout || opts.syntheticLayout));
+  for (const [name, n, layout, content] of opts.synthetic) {
+    const s = createKeySpace(name, n, opts.syntheticSize, layout || opts.syntheticLayout);
+    s.content = content;
+    spaces.set(name, s);
+  }
   let delay = opts.syntheticDelayMs;
   let stats = newSynthStats();
 
@@ -2412,7 +2469,7 @@ function createSynthetic(opts, log) {
     ctx.set('Last-Modified', SYNTH_MTIME_HTTP);
     ctx.set('Accept-Ranges', 'bytes');
     if (partial) ctx.set('Content-Range', `bytes ${start}-${end}/${size}`);
-    if (!head) ctx.body = synthBody(k, start, len);
+    if (!head) ctx.body = s.content === 'text' ? synthBody(k, start, len) : synthObject(k, size, s.content).subarray(start, start + len);
     ctx.type = 'application/octet-stream';
     for (const [p, h] of Object.entries(SYNTH_RESPONSE_OVERRIDES))
       if (q.has(p)) ctx.set(h, q.get(p).toString('utf8'));
