@@ -1050,8 +1050,8 @@ static void pace(struct cache_lister *l, uint64_t waited)
 
 	l->round_wait += waited;
 	if (l->sequential || l->allowed >= l->conf.max_listers ||
-	    !l->conf.paced ||
-	    ++l->round_pages < l->allowed || l->round_pages < PACE_ROUND)
+	    !l->conf.paced || ++l->round_pages < l->allowed ||
+	    l->round_pages < PACE_ROUND)
 		return;
 	mean = l->round_wait / l->round_pages;
 	rate = (double)l->round_pages * 1e9 /
