@@ -255,6 +255,7 @@ static int item_learn(struct channel_item *it, const struct cache_object *obj)
 	free(it->etag);
 	it->etag = NULL;
 	it->parts = 0;
+	it->md5_form = false;
 	/* an MD5 ETag ("<32 lowercase hex>", and "-<parts>" for a multipart
 	 * upload) takes no memory of its own */
 	if (len >= 34 && etag[0] == '"' &&
@@ -269,6 +270,7 @@ static int item_learn(struct channel_item *it, const struct cache_object *obj)
 			it->md5[i] = (unsigned char)(hi << 4 | lo);
 		}
 	}
+	it->md5_form = etag && i == 16;
 	if (etag && i < 16) {
 		it->parts = 0;
 		it->etag = strdup(etag);
@@ -281,13 +283,13 @@ static int item_learn(struct channel_item *it, const struct cache_object *obj)
 }
 
 /* The item's object, interned again from what it keeps (a reference for
- * the caller), or NULL on ENOMEM. */
+ * the caller; no ETag when its HEAD gave none), or NULL on ENOMEM. */
 static struct cache_object *item_object(const struct channel *ch,
 					const struct channel_item *it)
 {
 	char md5[48];
 
-	if (!it->etag) {
+	if (it->md5_form) {
 		md5[0] = '"';
 		for (size_t i = 0; i < 16; i++)
 			snprintf(md5 + 1 + 2 * i, 3, "%02x", it->md5[i]);
@@ -298,7 +300,28 @@ static struct cache_object *item_object(const struct channel *ch,
 			snprintf(md5 + 33, sizeof(md5) - 33, "\"");
 	}
 	return cache_object_get(ch->cache, it->bucket, it->key,
-				it->etag ? it->etag : md5, it->size);
+				it->etag       ? it->etag
+				: it->md5_form ? md5
+					       : NULL,
+				it->size);
+}
+
+static uint64_t item_bytes(const struct channel *ch, uint64_t size);
+
+/* Whether e adds nothing to a stream (its objects all empty, unframed,
+ * not gunzipped: no segment, not even a mark). */
+static bool entry_adds_nothing(const struct channel *ch,
+			       const struct channel_entry *e)
+{
+	if (ch->spec->compression != CHANNEL_COMPRESSION_NONE)
+		return false;
+	for (unsigned i = 0; i < e->nitems; i++) {
+		const struct channel_item *it = &e->items[i];
+
+		if (item_bytes(ch, it->key ? it->size : it->text_len))
+			return false;
+	}
+	return true;
 }
 
 static int add_entry(struct channel *ch, struct cache_stream *s,
@@ -424,6 +447,10 @@ static void plan_advance(struct epoch_plan *p)
 			plan_fail_nomem(p);
 			return;
 		}
+		/* nothing in the stream for a reader to near: the window
+		 * goes on by itself */
+		if (entry_adds_nothing(ch, e) && p->asked < p->n)
+			p->asked++;
 		p->next++;
 	}
 	plan_end_when_full(p);

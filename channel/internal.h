@@ -34,7 +34,8 @@ struct channel_item {
 	 * (the queue's next), and how that failed */
 	bool known;
 	uint64_t size;
-	unsigned char md5[16]; /* the ETag, when it is "<32 hex digits>" */
+	bool md5_form;	       /* the ETag is "<32 hex digits>[-<parts>]" */
+	unsigned char md5[16]; /* its digits then */
 	uint16_t parts;	       /* and "-<parts>" after them (multipart) */
 	char *etag;	       /* owned: any other ETag, else NULL */
 	bool resolving;

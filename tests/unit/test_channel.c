@@ -1214,6 +1214,40 @@ static void test_manifest_resolve_ahead(void **state)
 	fx_fini(&f);
 }
 
+/* Empty objects in a manifest add nothing to the stream: with a window
+ * of one entry, the plan goes on past them by itself (nothing is left
+ * for a reader to near that would ask for more). */
+static void test_manifest_empty_objects(void **state)
+{
+	static const char manifest[] =
+	    "[{\"prefix\": \"s3://bucket/me/\"}, \"a\", \"e1\", \"e2\", "
+	    "\"e3\", \"b\", \"e4\"]";
+	struct channel_conf conf;
+	struct buf want = {0};
+	static struct fx f; /* outlives a failed assertion */
+
+	(void)state;
+	fx_init(&f, 16 * MIB, 64 * KIB, 4);
+	fx_put(&f, "me/a", 1000);
+	fx_put(&f, "me/e1", 0);
+	fx_put(&f, "me/e2", 0);
+	fx_put(&f, "me/e3", 0);
+	fx_put(&f, "me/b", 33);
+	fx_put(&f, "me/e4", 0);
+	fx_put_text(&f, "manifests/me.json", manifest);
+	buf_add(&want, fx_obj(&f, "me/a")->data, 1000);
+	buf_add(&want, fx_obj(&f, "me/b")->data, 33);
+	channel_conf_init(&conf);
+	conf.resolve_ahead = 1;
+	check_epoch(
+	    fx_channel(&f,
+		       fx_spec(&f, CHANNEL_MANIFEST_FILE, "manifests/me.json"),
+		       &conf),
+	    0, &want);
+	buf_free(&want);
+	fx_fini(&f);
+}
+
 static void test_manifest_missing_key(void **state)
 {
 	static const char manifest[] =
@@ -1791,6 +1825,8 @@ int main(int argc, char **argv)
 	    cmocka_unit_test_setup_teardown(test_plan_trims_framed, watchdog,
 					    teardown),
 	    cmocka_unit_test_setup_teardown(test_manifest_resolve_ahead,
+					    watchdog, teardown),
+	    cmocka_unit_test_setup_teardown(test_manifest_empty_objects,
 					    watchdog, teardown),
 	    cmocka_unit_test_setup_teardown(test_manifest_missing_key, watchdog,
 					    teardown),
