@@ -186,9 +186,9 @@ void disk_store_index_unpin(struct disk_store_index *ix,
 /* The coldest entry that is not pinned, or NULL. */
 struct disk_store_entry *disk_store_index_victim(struct disk_store_index *ix);
 /*
- * Whether a block of cost bytes should be written, with pending bytes
- * already queued: always while it fits; once the tier is full, one block
- * in DISK_STORE_ADMIT_FULL_EVERY (see disk_index.c).
+ * Whether a block of cost bytes should be written, with writes that will
+ * cost pending bytes queued and not taken yet: always while it fits; once the
+ * tier is full, one block in DISK_STORE_ADMIT_FULL_EVERY (see disk_index.c).
  */
 bool disk_store_index_admit(struct disk_store_index *ix, uint64_t cost,
 			    uint64_t pending);

@@ -59,6 +59,7 @@ struct disk_write {
 	struct disk_store_key k; /* strings point into strs */
 	char *data;		 /* a queue buffer */
 	size_t len;
+	uint64_t cost; /* counted in queued_cost until a worker takes it */
 	char strs[];
 };
 
@@ -106,6 +107,9 @@ struct disk_store {
 	struct disk_read *reads, *reads_tail;
 	struct disk_write *writes, *writes_tail;
 	uint64_t queued; /* bytes of the queue buffers taken */
+	/* what the queued writes will cost on disk: a worker that takes one
+	 * reserves its cost instead, so no write is counted twice */
+	uint64_t queued_cost;
 	uint64_t queue_max;
 	char **pool; /* free queue buffers of block_size bytes */
 	size_t pool_count, pool_max;
@@ -202,22 +206,24 @@ static void queue_write(struct disk_store *d, const struct disk_store_key *k,
 			const char *data, size_t len)
 {
 	uint64_t fsize = file_size_of(k, len);
+	uint64_t cost;
 	struct disk_store_entry *e;
 	struct disk_write *w;
 	bool take;
 
 	pthread_mutex_lock(&d->lock);
+	cost = disk_store_index_cost(&d->ix, fsize);
 	e = disk_store_index_find(&d->ix, k->id, k->index);
 	take = writing(d) && !(e && e->file_size == fsize);
 	if (take && d->queued + len > d->queue_max) {
 		d->stats.write_drops++;
 		take = false;
 	}
-	take = take &&
-	       disk_store_index_admit(
-		   &d->ix, disk_store_index_cost(&d->ix, fsize), d->queued);
-	if (take)
+	take = take && disk_store_index_admit(&d->ix, cost, d->queued_cost);
+	if (take) {
 		d->queued += len;
+		d->queued_cost += cost;
+	}
 	pthread_mutex_unlock(&d->lock);
 	if (!take)
 		return;
@@ -226,6 +232,7 @@ static void queue_write(struct disk_store *d, const struct disk_store_key *k,
 		w->k = *k;
 		strings_copy(&w->k, w->strs);
 		w->len = len;
+		w->cost = cost;
 		w->next = NULL;
 		w->data = queue_buffer(d, len);
 	}
@@ -234,6 +241,7 @@ static void queue_write(struct disk_store *d, const struct disk_store_key *k,
 	pthread_mutex_lock(&d->lock);
 	if (!w || !w->data) {
 		d->queued -= len;
+		d->queued_cost -= cost;
 		free(w);
 	} else {
 		if (d->writes_tail)
@@ -475,6 +483,7 @@ static void do_write(struct disk_store *d, struct disk_write *w, unsigned tag)
 	int rc;
 
 	pthread_mutex_lock(&d->lock);
+	d->queued_cost -= w->cost; /* reserved below, if written */
 	cost = disk_store_index_cost(&d->ix, fsize);
 	e = disk_store_index_find(&d->ix, w->k.id, w->k.index);
 	go = d->enabled && d->writable && util_now_ns() >= d->pause_until &&
