@@ -119,6 +119,8 @@ void cache_get_stats(struct cache *c, struct cache_stats *out);
 
 struct cache_object;
 struct cache_stream;
+struct cache_listing_file;
+struct cache_listing_writer;
 
 /*
  * The interned object (bucket, key, etag, size), with a reference for the
@@ -191,6 +193,22 @@ typedef void cache_want_fn(void *arg, struct cache_stream *s);
 struct cache_stream *cache_stream_create(struct cache *c, const char *bucket,
 					 const char *prefix);
 int cache_stream_start(struct cache_stream *s, struct store_error *err);
+/*
+ * The same stream over a listing saved in a file (cache/listing_file.h),
+ * read a page at a time as the readers need it, with no request to S3;
+ * the stream takes the file (closed on failure too).
+ */
+struct cache_stream *cache_stream_create_saved(struct cache *c,
+					       const char *bucket,
+					       const char *prefix,
+					       struct cache_listing_file *file);
+/*
+ * The pages s takes written to w, which the stream takes: committed (on a
+ * thread of its own: it syncs) once the listing is complete, abandoned if
+ * it fails or the stream goes first.  Before cache_stream_start().
+ */
+void cache_stream_record(struct cache_stream *s,
+			 struct cache_listing_writer *w);
 /*
  * Sets how each listed object becomes segments (default: the whole object
  * as one segment).  Before cache_stream_start().

@@ -13,22 +13,18 @@
  * reader that loaded a table pointer may go on using it.  Publishing:
  * the writer fills an entry (or a position) first and then stores the
  * count with release ordering; readers load the count with acquire
- * ordering and read below it.
+ * ordering and read below it.  Saving and loading a catalog (the listing
+ * file's format) are cache/listing_file.c's.
  */
 #include "config.h"
 
 #include "cache/catalog.h"
 
 #include <errno.h>
-#include <fcntl.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <openssl/evp.h>
-#include <zlib.h>
 
 #include "cache/internal.h"
 #include "util/util.h"
@@ -40,21 +36,14 @@
  * ten keys costs kilobytes, one of a million a few hundred arenas */
 #define ARENA_FIRST (4u << 10)
 #define ARENA_MAX   (1u << 20)
-#define MD5_BYTES   16
-
-enum etag_kind {
-	ETAG_NONE = 0,
-	ETAG_MD5,	 /* "<32 hex>" */
-	ETAG_MD5_SUFFIX, /* "<32 hex><suffix>": the suffix after the key */
-	ETAG_TEXT,	 /* anything else, whole, after the key */
-};
+#define MD5_BYTES   CACHE_ETAG_MD5_BYTES
 
 struct entry_chunk {
 	const char *name[CHUNK_ENTRIES]; /* into an arena */
 	uint64_t size[CHUNK_ENTRIES];
 	uint32_t mtime[CHUNK_ENTRIES]; /* seconds since the epoch, clamped */
 	unsigned char md5[CHUNK_ENTRIES][MD5_BYTES];
-	unsigned char kind[CHUNK_ENTRIES]; /* enum etag_kind */
+	unsigned char kind[CHUNK_ENTRIES]; /* enum cache_etag_kind */
 };
 
 struct position_chunk {
@@ -222,16 +211,15 @@ static char *arena_take(struct cache_catalog *cat, size_t len)
 	return a->data + a->used - len;
 }
 
-/* How etag is kept: its kind, the 16 bytes of an MD5 and the text that
- * goes beside the key (*extra, NULL when none). */
-static enum etag_kind etag_split(const char *etag, unsigned char md5[MD5_BYTES],
-				 const char **extra)
+enum cache_etag_kind cache_etag_split(const char *etag,
+				      unsigned char md5[MD5_BYTES],
+				      const char **extra)
 {
 	size_t len;
 
 	*extra = NULL;
 	if (!etag)
-		return ETAG_NONE;
+		return CACHE_ETAG_NONE;
 	len = strlen(etag);
 	if (len >= 2 * MD5_BYTES + 2 && etag[0] == '"' &&
 	    etag[len - 1] == '"') {
@@ -246,19 +234,17 @@ static enum etag_kind etag_split(const char *etag, unsigned char md5[MD5_BYTES],
 				md5[i] = (unsigned char)(hi << 4 | lo);
 		}
 		if (hex && len == 2 * MD5_BYTES + 2)
-			return ETAG_MD5;
+			return CACHE_ETAG_MD5;
 		if (hex) {
 			*extra = etag + 1 + 2 * MD5_BYTES;
-			return ETAG_MD5_SUFFIX;
+			return CACHE_ETAG_MD5_SUFFIX;
 		}
 	}
 	*extra = etag;
-	return ETAG_TEXT;
+	return CACHE_ETAG_TEXT;
 }
 
-/* An ETag goes into an If-Match header: not too long, and no control
- * character (CR, LF) whatever listed it or whichever file it came from. */
-static bool etag_valid(const char *etag)
+bool cache_etag_valid(const char *etag)
 {
 	size_t n = 0;
 
@@ -268,8 +254,7 @@ static bool etag_valid(const char *etag)
 	return n <= CACHE_ETAG_MAX;
 }
 
-/* A time as kept: seconds since the epoch within 32 bits (to 2106). */
-static uint32_t mtime_clamp(int64_t mtime)
+uint32_t cache_mtime_clamp(int64_t mtime)
 {
 	if (mtime < 0)
 		return 0;
@@ -286,18 +271,18 @@ int cache_catalog_add(struct cache_catalog *cat, const char *key,
 	unsigned char md5[MD5_BYTES] = {0};
 	struct entry_chunk *chunk;
 	const char *extra;
-	enum etag_kind kind;
+	enum cache_etag_kind kind;
 	char *name;
 
 	if (strncmp(key, cat->prefix, cat->prefix_len) != 0 ||
 	    strlen(key) > CACHE_KEY_MAX || size > CACHE_OBJECT_SIZE_MAX ||
-	    (etag && !etag_valid(etag)))
+	    (etag && !cache_etag_valid(etag)))
 		return EINVAL;
 	if (n >= CACHE_CATALOG_MAX)
 		return EOVERFLOW;
 	key += cat->prefix_len;
 	name_len = strlen(key) + 1;
-	kind = etag_split(etag, md5, &extra);
+	kind = cache_etag_split(etag, md5, &extra);
 	if (extra)
 		extra_len = strlen(extra) + 1;
 	chunk = chunk_for(cat, &cat->entries, n, sizeof(*chunk));
@@ -309,7 +294,7 @@ int cache_catalog_add(struct cache_catalog *cat, const char *key,
 		memcpy(name + name_len, extra, extra_len);
 	chunk->name[n & CHUNK_MASK] = name;
 	chunk->size[n & CHUNK_MASK] = size;
-	chunk->mtime[n & CHUNK_MASK] = mtime_clamp(mtime);
+	chunk->mtime[n & CHUNK_MASK] = cache_mtime_clamp(mtime);
 	memcpy(chunk->md5[n & CHUNK_MASK], md5, MD5_BYTES);
 	chunk->kind[n & CHUNK_MASK] = (unsigned char)kind;
 	*entry = (uint32_t)n;
@@ -447,18 +432,18 @@ bool cache_catalog_etag(const struct cache_catalog *cat, uint32_t entry,
 
 	if (len)
 		buf[0] = '\0';
-	switch ((enum etag_kind)ch->kind[i]) {
-	case ETAG_NONE:
+	switch ((enum cache_etag_kind)ch->kind[i]) {
+	case CACHE_ETAG_NONE:
 		return false;
-	case ETAG_TEXT:
+	case CACHE_ETAG_TEXT:
 		if (strlen(extra) + 1 > len)
 			return false;
 		memcpy(buf, extra, strlen(extra) + 1);
 		return true;
-	case ETAG_MD5:
+	case CACHE_ETAG_MD5:
 		extra = "\"";
 		break;
-	case ETAG_MD5_SUFFIX:
+	case CACHE_ETAG_MD5_SUFFIX:
 		break;
 	}
 	out[n++] = '"';
@@ -490,311 +475,6 @@ struct cache_object *cache_catalog_object(struct cache *c,
 		return NULL;
 	return cache_object_get(c, cat->bucket, key, has_etag ? etag : NULL,
 				cache_catalog_size(cat, entry));
-}
-
-/* ---- the saved listing ---- */
-
-/*
- * The file: a header (the magic "S3PLIST\n", a version, the time listed
- * in seconds since the epoch, the entry count, the bucket and the
- * prefix), then each entry in key order (its name after the prefix, its
- * size in 8 bytes, its last modified time in 4 (seconds since the epoch,
- * 0 when unknown), its ETag's kind and bytes), then a crc32 of all that.
- * Numbers are little-endian; a name or text is a 16-bit length and its
- * bytes.  Version 1 had no times: such a file is refused like any other
- * version, and the prefix is listed again.
- */
-#define FILE_MAGIC   "S3PLIST\n"
-#define FILE_VERSION 2u
-
-static int put_bytes(FILE *f, uLong *crc, const void *p, size_t len)
-{
-	*crc = crc32_z(*crc, p, len);
-	return fwrite(p, 1, len, f) == len ? 0 : EIO;
-}
-
-static int put_u64(FILE *f, uLong *crc, uint64_t v, unsigned bytes)
-{
-	unsigned char b[8];
-
-	for (unsigned i = 0; i < bytes; i++)
-		b[i] = (unsigned char)(v >> (8 * i));
-	return put_bytes(f, crc, b, bytes);
-}
-
-static int put_text(FILE *f, uLong *crc, const char *s)
-{
-	size_t len = strlen(s);
-	int rc = put_u64(f, crc, len, 2);
-
-	return rc ? rc : put_bytes(f, crc, s, len);
-}
-
-static int write_entries(const struct cache_catalog *cat, FILE *f, uLong *crc)
-{
-	size_t count = cache_catalog_count(cat);
-	int rc = 0;
-
-	for (size_t pos = 0; pos < count && !rc; pos++) {
-		uint32_t e = cache_catalog_at(cat, pos);
-		const struct entry_chunk *ch = entry_chunk(cat, e);
-		unsigned i = e & CHUNK_MASK;
-		const char *extra = ch->name[i] + strlen(ch->name[i]) + 1;
-
-		rc = put_text(f, crc, ch->name[i]);
-		if (!rc)
-			rc = put_u64(f, crc, ch->size[i], 8);
-		if (!rc)
-			rc = put_u64(f, crc, ch->mtime[i], 4);
-		if (!rc)
-			rc = put_u64(f, crc, ch->kind[i], 1);
-		if (!rc &&
-		    (ch->kind[i] == ETAG_MD5 || ch->kind[i] == ETAG_MD5_SUFFIX))
-			rc = put_bytes(f, crc, ch->md5[i], MD5_BYTES);
-		if (!rc && (ch->kind[i] == ETAG_MD5_SUFFIX ||
-			    ch->kind[i] == ETAG_TEXT))
-			rc = put_text(f, crc, extra);
-	}
-	return rc;
-}
-
-int cache_catalog_save(const struct cache_catalog *cat, const char *path,
-		       int64_t listed_at)
-{
-	/* mode 0600: keys can say a lot about a dataset */
-	struct util_replace out;
-	uLong crc = crc32(0, NULL, 0);
-	int dup_fd, rc = util_replace_begin(&out, path);
-	FILE *f;
-
-	if (rc)
-		return rc;
-	/* buffered writes of many small fields, through a copy of the fd
-	 * (the replacement closes its own) */
-	dup_fd = dup(out.fd);
-	f = dup_fd >= 0 ? fdopen(dup_fd, "wb") : NULL;
-	if (!f) {
-		rc = errno ? errno : ENOMEM;
-		if (dup_fd >= 0)
-			close(dup_fd);
-		util_replace_abort(&out);
-		return rc;
-	}
-	rc = put_bytes(f, &crc, FILE_MAGIC, 8);
-	if (!rc)
-		rc = put_u64(f, &crc, FILE_VERSION, 4);
-	if (!rc)
-		rc = put_u64(f, &crc, (uint64_t)listed_at, 8);
-	if (!rc)
-		rc = put_u64(f, &crc, cache_catalog_count(cat), 8);
-	if (!rc)
-		rc = put_text(f, &crc, cat->bucket);
-	if (!rc)
-		rc = put_text(f, &crc, cat->prefix);
-	if (!rc)
-		rc = write_entries(cat, f, &crc);
-	if (!rc)
-		rc = put_u64(f, &crc, crc, 4);
-	if (fclose(f) != 0 && !rc)
-		rc = errno ? errno : EIO;
-	if (rc) {
-		util_replace_abort(&out);
-		return rc;
-	}
-	return util_replace_commit(&out);
-}
-
-/* A reader of the file's bytes: every take checks what is left. */
-struct file_reader {
-	const unsigned char *p;
-	size_t left;
-};
-
-static bool take(struct file_reader *r, void *out, size_t len)
-{
-	if (r->left < len)
-		return false;
-	if (out)
-		memcpy(out, r->p, len);
-	r->p += len;
-	r->left -= len;
-	return true;
-}
-
-static bool take_u64(struct file_reader *r, uint64_t *v, unsigned bytes)
-{
-	unsigned char b[8];
-
-	if (!take(r, b, bytes))
-		return false;
-	*v = 0;
-	for (unsigned i = bytes; i-- > 0;)
-		*v = *v << 8 | b[i];
-	return true;
-}
-
-/* A text into buf (len bytes, NUL added): false when it does not fit or
- * holds a NUL. */
-static bool take_text(struct file_reader *r, char *buf, size_t len)
-{
-	uint64_t n;
-
-	if (!take_u64(r, &n, 2) || n >= len || !take(r, buf, (size_t)n))
-		return false;
-	buf[n] = '\0';
-	return strlen(buf) == n;
-}
-
-/* The entries of a checked file into cat. */
-static int read_entries(struct cache_catalog *cat, struct file_reader *r,
-			uint64_t count, const char **why)
-{
-	char key[CACHE_KEY_MAX + 1], text[CACHE_ETAG_MAX + 1];
-	char etag[CACHE_ETAG_MAX + 1];
-	static const char hex[] = "0123456789abcdef";
-	size_t plen = cat->prefix_len;
-	uint32_t entry;
-
-	memcpy(key, cat->prefix, plen);
-	for (uint64_t i = 0; i < count; i++) {
-		uint64_t size, mtime, kind;
-		unsigned char md5[MD5_BYTES];
-		bool has_etag = true;
-		int rc;
-
-		if (!take_text(r, key + plen, sizeof(key) - plen) ||
-		    !take_u64(r, &size, 8) || !take_u64(r, &mtime, 4) ||
-		    !take_u64(r, &kind, 1))
-			goto bad;
-		switch (kind) {
-		case ETAG_NONE:
-			has_etag = false;
-			break;
-		case ETAG_MD5:
-		case ETAG_MD5_SUFFIX:
-			if (!take(r, md5, MD5_BYTES))
-				goto bad;
-			etag[0] = '"';
-			for (int b = 0; b < MD5_BYTES; b++) {
-				etag[1 + 2 * b] = hex[md5[b] >> 4];
-				etag[2 + 2 * b] = hex[md5[b] & 15];
-			}
-			etag[1 + 2 * MD5_BYTES] = '\0';
-			if (kind == ETAG_MD5) {
-				memcpy(etag + 1 + 2 * MD5_BYTES, "\"", 2);
-				break;
-			}
-			if (!take_text(r, text,
-				       sizeof(etag) - 2 * MD5_BYTES - 1))
-				goto bad;
-			memcpy(etag + 1 + 2 * MD5_BYTES, text,
-			       strlen(text) + 1);
-			break;
-		case ETAG_TEXT:
-			if (!take_text(r, etag, sizeof(etag)))
-				goto bad;
-			break;
-		default:
-			goto bad;
-		}
-		rc = cache_catalog_add(cat, key, has_etag ? etag : NULL, size,
-				       (int64_t)mtime, &entry);
-		if (rc == ENOMEM)
-			return ENOMEM;
-		if (rc)
-			goto bad;
-	}
-	if (r->left != 0)
-		goto bad;
-	return cache_catalog_order(cat, 0, (size_t)count);
-bad:
-	*why = "its entries do not read back";
-	return EINVAL;
-}
-
-int cache_catalog_load(const char *path, const char *bucket, const char *prefix,
-		       int64_t now, uint64_t max_age,
-		       struct cache_catalog **out, int64_t *listed_at,
-		       const char **why)
-{
-	char name[CACHE_KEY_MAX + 1];
-	struct cache_catalog *cat = NULL;
-	struct file_reader r;
-	uint64_t version, when, count, crc;
-	unsigned char *map = NULL;
-	struct stat st;
-	size_t size = 0;
-	int fd, rc = EINVAL;
-
-	*out = NULL;
-	*why = "";
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0) {
-		*why = "it cannot be opened";
-		return errno == ENOENT ? ENOENT : EINVAL;
-	}
-	if (fstat(fd, &st) != 0 || st.st_size < 8 + 4 + 8 + 8 + 4 + 4 ||
-	    (uint64_t)st.st_size > SIZE_MAX) {
-		*why = "it is too short";
-		goto out;
-	}
-	/* read, not mapped: a file cut short under a map is a SIGBUS */
-	size = (size_t)st.st_size;
-	map = malloc(size);
-	if (!map) {
-		rc = ENOMEM;
-		goto out;
-	}
-	for (size_t got = 0; got < size;) {
-		ssize_t n = read(fd, map + got, size - got);
-
-		if (n <= 0) {
-			*why = "it cannot be read whole";
-			goto out;
-		}
-		got += (size_t)n;
-	}
-	r.p = map;
-	r.left = size - 4;
-	if (!take_u64(&(struct file_reader){map + r.left, 4}, &crc, 4) ||
-	    crc != crc32_z(crc32(0, NULL, 0), map, r.left)) {
-		*why = "its checksum does not match (a corrupt or truncated "
-		       "file)";
-		goto out;
-	}
-	if (!take(&r, name, 8) || memcmp(name, FILE_MAGIC, 8) != 0 ||
-	    !take_u64(&r, &version, 4) || version != FILE_VERSION) {
-		*why = "it is not a listing of this version";
-		goto out;
-	}
-	if (!take_u64(&r, &when, 8) || !take_u64(&r, &count, 8) ||
-	    !take_text(&r, name, sizeof(name)) || strcmp(name, bucket) != 0 ||
-	    !take_text(&r, name, sizeof(name)) || strcmp(name, prefix) != 0 ||
-	    count > CACHE_CATALOG_MAX) {
-		*why = "it is a listing of another bucket or prefix";
-		goto out;
-	}
-	*listed_at = (int64_t)when;
-	/* (in unsigned arithmetic: the file's time may be anything) */
-	if (now < 0 || when > (uint64_t)now || (uint64_t)now - when > max_age) {
-		rc = ESTALE;
-		goto out;
-	}
-	cat = cache_catalog_create(bucket, prefix);
-	if (!cat) {
-		rc = ENOMEM;
-		goto out;
-	}
-	rc = read_entries(cat, &r, count, why);
-	if (!rc) {
-		*out = cat;
-		cat = NULL;
-	}
-out:
-	cache_catalog_destroy(cat);
-	free(map);
-	close(fd);
-	return rc;
 }
 
 void cache_catalog_file_name(const char *bucket, const char *prefix,

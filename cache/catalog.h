@@ -96,7 +96,8 @@ bool cache_catalog_etag(const struct cache_catalog *cat, uint32_t entry,
 			char *buf, size_t len);
 
 /*
- * Saving a listing for the next mount: the catalog in key order, with its
+ * Saving a listing for the next mount (cache/listing_file.c, which also
+ * writes and reads one a page at a time): the catalog in key order, with its
  * bucket, prefix and the time it was listed, in one file with a crc32 at
  * its end, written to a temporary file in the same directory and renamed
  * over path.  0, or an errno (the file is then not there).

@@ -214,6 +214,11 @@ struct cache_stream {
 	uint64_t final_bytes;
 	bool sized;
 	char *next_token;
+	/* a listing read back from a file, not listed (cache_stream_create_
+	 * saved); a file the pages taken are written to (cache_stream_record)
+	 */
+	struct cache_listing_file *saved;
+	struct cache_listing_writer *record;
 	/* non-empty objects listed before the one being framed (their
 	 * ordinal in the listing, for framers that keep a share) */
 	uint64_t listed_objects;
@@ -441,5 +446,27 @@ void frontier_to_position(struct cache_reader *r);
 enum cache_prefetch_stop prefetch(struct cache_reader *r, uint64_t ahead,
 				  bool urgent, bool may_list);
 #endif
+
+/* ---- ETags as a catalog and a saved listing keep them (catalog.c) ---- */
+
+#define CACHE_ETAG_MD5_BYTES 16
+
+enum cache_etag_kind {
+	CACHE_ETAG_NONE = 0,
+	CACHE_ETAG_MD5,	       /* "<32 hex>" */
+	CACHE_ETAG_MD5_SUFFIX, /* "<32 hex><suffix>": the suffix kept as text */
+	CACHE_ETAG_TEXT,       /* anything else, whole, as text */
+};
+
+/* How etag is kept: its kind, the 16 bytes of an MD5 and the text kept
+ * beside them (*extra, NULL when none). */
+enum cache_etag_kind cache_etag_split(const char *etag,
+				      unsigned char md5[CACHE_ETAG_MD5_BYTES],
+				      const char **extra);
+/* An ETag goes into an If-Match header: not too long, and no control
+ * character (CR, LF) whatever listed it or whichever file it came from. */
+bool cache_etag_valid(const char *etag);
+/* A time as kept: seconds since the epoch within 32 bits (to 2106). */
+uint32_t cache_mtime_clamp(int64_t mtime);
 
 #endif

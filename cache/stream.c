@@ -31,9 +31,11 @@
 #include "config.h"
 
 #include "cache/internal.h"
+#include "cache/listing_file.h"
 #include "s3/s3.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -62,6 +64,27 @@ fail:
 	}
 	errno = ENOMEM;
 	return NULL;
+}
+
+struct cache_stream *cache_stream_create_saved(struct cache *c,
+					       const char *bucket,
+					       const char *prefix,
+					       struct cache_listing_file *file)
+{
+	struct cache_stream *s = cache_stream_create(c, bucket, prefix);
+
+	if (!s) {
+		cache_listing_file_close(file);
+		return NULL;
+	}
+	s->saved = file;
+	return s;
+}
+
+void cache_stream_record(struct cache_stream *s, struct cache_listing_writer *w)
+{
+	cache_listing_writer_abort(s->record);
+	s->record = w;
 }
 
 struct cache_stream *cache_stream_create_plan(struct cache *c,
@@ -140,6 +163,10 @@ void cache_stream_destroy(struct cache_stream *s)
 	if (!s)
 		return;
 	pthread_mutex_lock(&s->cache->lock);
+	/* a page asked for while a reader was here answers on the engine's
+	 * thread, into s: it must have answered */
+	while (s->listing)
+		pthread_cond_wait(&s->grown, &s->cache->lock);
 	truncate_to(s, 0);
 	pending_drop(s);
 	pthread_mutex_unlock(&s->cache->lock);
@@ -148,6 +175,8 @@ void cache_stream_destroy(struct cache_stream *s)
 	free(s->next_token);
 	free(s->bucket);
 	free(s->prefix);
+	cache_listing_file_close(s->saved);
+	cache_listing_writer_abort(s->record); /* (an unfinished listing) */
 	pthread_cond_destroy(&s->grown);
 	free(s);
 }
@@ -496,6 +525,60 @@ int cache_stream_append(struct cache_stream *s, const char *key,
 	return rc;
 }
 
+/* ---- recording a listing ---- */
+
+static void *commit_main(void *arg)
+{
+	char msg[128];
+	int rc = cache_listing_writer_commit(arg);
+
+	if (rc)
+		util_warn("a listing could not be saved: %s",
+			  util_strerror(rc, msg, sizeof(msg)));
+	return NULL;
+}
+
+/* The recording abandoned (the thread that takes pages, or the last). */
+static void record_drop(struct cache_stream *s)
+{
+	cache_listing_writer_abort(s->record);
+	s->record = NULL;
+}
+
+/*
+ * page's objects written to the recording, which is committed once the
+ * listing is complete (more false).  The commit syncs the file: on a
+ * thread of its own, as pages arrive on the engine's.  A recording that
+ * fails is dropped: the listing is simply not saved.
+ */
+static void record_page(struct cache_stream *s,
+			const struct store_list_page *page, bool more)
+{
+	pthread_attr_t attr;
+	pthread_t t;
+	int rc = 0;
+
+	for (size_t i = 0; s->record && i < page->count && !rc; i++)
+		rc = cache_listing_writer_add(
+		    s->record, page->objects[i].key, page->objects[i].etag,
+		    page->objects[i].size, page->objects[i].mtime);
+	if (rc || !s->record) {
+		record_drop(s);
+		return;
+	}
+	if (more)
+		return;
+	if (pthread_attr_init(&attr) == 0) {
+		pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+		if (pthread_create(&t, &attr, commit_main, s->record) == 0)
+			s->record = NULL;
+		pthread_attr_destroy(&attr);
+	}
+	if (s->record) /* no thread: here, then */
+		commit_main(s->record);
+	s->record = NULL;
+}
+
 /* Adds a page's objects and remembers where to continue (lock not held:
  * the framer runs without it).  All or nothing: on failure the stream is
  * as it was, so the page can be asked for again with the same token. */
@@ -503,6 +586,7 @@ UNITTEST int take_page(struct cache_stream *s, struct store_list_page *page)
 {
 	struct cache *c = s->cache;
 	uint64_t listed;
+	bool more = page->truncated && (page->next_token || s->saved);
 	int rc = 0;
 
 	pthread_mutex_lock(&c->lock);
@@ -513,6 +597,8 @@ UNITTEST int take_page(struct cache_stream *s, struct store_list_page *page)
 		rc = cache_stream_append(s, page->objects[i].key,
 					 page->objects[i].etag,
 					 page->objects[i].size);
+	if (!rc)
+		record_page(s, page, more);
 	pthread_mutex_lock(&c->lock);
 	s->framing = false;
 	if (rc)
@@ -522,14 +608,16 @@ UNITTEST int take_page(struct cache_stream *s, struct store_list_page *page)
 	if (rc) {
 		s->listed_objects = listed;
 		pthread_mutex_unlock(&c->lock);
+		/* the page will come again: it must not be written twice */
+		record_drop(s);
 		return rc;
 	}
 	free(s->next_token);
 	s->next_token = NULL;
-	if (page->truncated && page->next_token) {
+	if (more && page->next_token) {
 		s->next_token = page->next_token;
 		page->next_token = NULL;
-	} else {
+	} else if (!more) {
 		s->complete = true;
 	}
 	pthread_cond_broadcast(&s->grown);
@@ -543,8 +631,15 @@ int cache_stream_start(struct cache_stream *s, struct store_error *err)
 	struct store_list_page page;
 	int rc;
 
-	rc = store_list_sync(c->store, s->bucket, s->prefix, NULL,
-			     c->conf.first_page_keys, &page, err);
+	if (s->saved) {
+		memset(err, 0, sizeof(*err));
+		rc = cache_listing_file_page(s->saved, c->conf.first_page_keys,
+					     &page);
+		err->err = rc;
+	} else {
+		rc = store_list_sync(c->store, s->bucket, s->prefix, NULL,
+				     c->conf.first_page_keys, &page, err);
+	}
 	if (rc)
 		return rc;
 	rc = take_page(s, &page);
@@ -556,35 +651,69 @@ int cache_stream_start(struct cache_stream *s, struct store_error *err)
 	return rc;
 }
 
+/* The page asked for has come, or failed with rc (lock not held). */
+static void page_done(struct cache_stream *s, int rc)
+{
+	pthread_mutex_lock(&s->cache->lock);
+	s->listing = false;
+	s->error = rc;
+	pthread_cond_broadcast(&s->grown);
+	pthread_mutex_unlock(&s->cache->lock);
+}
+
+/* page's objects into s, the page cleared: 0, or an errno (logged). */
+static int page_take(struct cache_stream *s, struct store_list_page *page)
+{
+	char msg[128];
+	int rc = take_page(s, page);
+
+	store_list_page_clear(page);
+	if (rc)
+		util_warn("listing s3://%s/%s: a page could not be taken (%s)",
+			  s->bucket, s->prefix,
+			  util_strerror(rc, msg, sizeof(msg)));
+	return rc;
+}
+
 static void page_arrived(void *arg, struct store_list_page *page,
 			 const struct store_error *err)
 {
 	struct cache_stream *s = arg;
-	struct cache *c = s->cache;
 	char desc[512];
 	int rc = EIO;
 
-	if (err) {
-		if (err->err != ECANCELED) {
-			s3_error_describe(err, s->bucket, desc, sizeof(desc));
-			util_warn("listing s3://%s/%s failed: %s", s->bucket,
-				  s->prefix, desc);
-		}
-	} else {
-		/* still listing meanwhile: no other page is asked for */
-		rc = take_page(s, page);
-		store_list_page_clear(page);
-		if (rc)
-			util_warn("listing s3://%s/%s: a page could not be "
-				  "taken (%s)",
-				  s->bucket, s->prefix,
-				  util_strerror(rc, desc, sizeof(desc)));
+	if (!err) /* still listing meanwhile: no other page is asked for */
+		rc = page_take(s, page);
+	else if (err->err != ECANCELED) {
+		s3_error_describe(err, s->bucket, desc, sizeof(desc));
+		util_warn("listing s3://%s/%s failed: %s", s->bucket, s->prefix,
+			  desc);
 	}
-	pthread_mutex_lock(&c->lock);
-	s->listing = false;
-	s->error = rc;
-	pthread_cond_broadcast(&s->grown);
+	page_done(s, rc);
+}
+
+/* The next page of a saved listing, read here (lock held, dropped for the
+ * read): as the engine's answer would be, without the round trip. */
+static void saved_page(struct cache_stream *s)
+{
+	struct cache *c = s->cache;
+	struct store_list_page page;
+	char msg[128];
+	int rc;
+
+	s->error = 0;
+	s->listing = true;
 	pthread_mutex_unlock(&c->lock);
+	rc = cache_listing_file_page(s->saved, c->conf.list_page_keys, &page);
+	if (!rc)
+		rc = page_take(s, &page);
+	else
+		util_warn("the listing of s3://%s/%s saved in a file could not "
+			  "be read on: %s",
+			  s->bucket, s->prefix,
+			  util_strerror(rc, msg, sizeof(msg)));
+	page_done(s, rc);
+	pthread_mutex_lock(&c->lock);
 }
 
 void cache_stream_want(struct cache_stream *s, size_t idx)
@@ -611,6 +740,10 @@ void cache_stream_want(struct cache_stream *s, size_t idx)
 			s->want(s->want_arg, s);
 			pthread_mutex_lock(&c->lock);
 		}
+		return;
+	}
+	if (s->saved) {
+		saved_page(s);
 		return;
 	}
 	/* (the page that answers frees s->next_token: the request has its

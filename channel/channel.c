@@ -82,6 +82,7 @@
 
 #include "cache/catalog.h"
 #include "cache/lister.h"
+#include "cache/listing_file.h"
 #include "channel/convert.h"
 #include "channel/gzip.h"
 #include "util/util.h"
@@ -609,17 +610,33 @@ static size_t catalog_items(const struct cache_catalog *cat, uint32_t *order)
 	return n;
 }
 
-/* A key-order epoch's plan: a listing stream of its own, which lists
- * as readers need it (the first page once one reads, or prefetches). */
+static struct cache_listing_file *saved_listing_open(struct channel *ch,
+						     unsigned epoch);
+static void saved_listing_record(struct channel *ch, struct cache_stream *s);
+
+/*
+ * A key-order epoch's plan: a listing stream of its own, which lists as
+ * readers need it (the first page once one reads, or prefetches), or
+ * reads the listing saved beside the disk tier the same way, a page at a
+ * time (with --listing-ttl, while it is young enough).  A listing from S3
+ * is recorded there, for the next epoch or mount.
+ */
 static struct epoch_plan *listing_plan_create(struct channel *ch,
 					      struct epoch_plan *p)
 {
-	p->stream =
-	    cache_stream_create(ch->cache, ch->spec->bucket, ch->spec->prefix);
+	struct cache_listing_file *file = saved_listing_open(ch, p->epoch);
+
+	p->stream = file
+			? cache_stream_create_saved(ch->cache, ch->spec->bucket,
+						    ch->spec->prefix, file)
+			: cache_stream_create(ch->cache, ch->spec->bucket,
+					      ch->spec->prefix);
 	if (!p->stream) {
 		free(p);
 		return NULL;
 	}
+	if (!file)
+		saved_listing_record(ch, p->stream);
 	cache_stream_set_framer(p->stream, frame_listed, ch);
 	cache_stream_set_trim(p->stream);
 	return p;
@@ -883,6 +900,28 @@ static char *saved_listing_path(const struct channel *ch, bool make_dir)
 	return path;
 }
 
+/* What came of looking for a saved listing (rc as cache_listing_file_open
+ * gives it), in the log; what for: "a catalog" or "epoch N". */
+static void saved_listing_report(const struct channel *ch, int rc,
+				 const char *path, const char *what,
+				 uint64_t count, int64_t at, int64_t now,
+				 const char *why)
+{
+	if (rc == 0)
+		util_info("channel '%s': %s from the listing saved %lld s ago "
+			  "(%llu objects, --listing-ttl %u), no LIST",
+			  ch->spec->name, what, (long long)(now - at),
+			  (unsigned long long)count, ch->conf.listing_ttl);
+	else if (rc == ESTALE)
+		util_info("channel '%s': the saved listing is %lld s old, "
+			  "past --listing-ttl %u: listing again",
+			  ch->spec->name, (long long)(now - at),
+			  ch->conf.listing_ttl);
+	else if (rc == EINVAL)
+		util_warn("channel '%s': ignoring the saved listing %s: %s",
+			  ch->spec->name, path, why);
+}
+
 /*
  * With --listing-ttl, the listing a mount before saved, when it is young
  * enough, becomes the channel's catalog: true (no LIST at all).  A file
@@ -902,21 +941,63 @@ static bool saved_listing_load(struct channel *ch)
 		return false;
 	rc = cache_catalog_load(path, ch->spec->bucket, ch->spec->prefix, now,
 				ch->conf.listing_ttl, &ch->catalog, &at, &why);
-	if (rc == 0)
-		util_info("channel '%s': %zu objects from the listing saved "
-			  "%lld s ago (--listing-ttl %u), no LIST",
-			  ch->spec->name, cache_catalog_count(ch->catalog),
-			  (long long)(now - at), ch->conf.listing_ttl);
-	else if (rc == ESTALE)
-		util_info("channel '%s': the saved listing is %lld s old, "
-			  "past --listing-ttl %u: listing again",
-			  ch->spec->name, (long long)(now - at),
-			  ch->conf.listing_ttl);
-	else if (rc == EINVAL)
-		util_warn("channel '%s': ignoring the saved listing %s: %s",
-			  ch->spec->name, path, why);
+	saved_listing_report(ch, rc, path, "a catalog",
+			     rc ? 0 : cache_catalog_count(ch->catalog), at, now,
+			     why);
 	free(path);
 	return rc == 0;
+}
+
+/*
+ * With --listing-ttl, a key-order epoch reads the listing saved beside the
+ * disk tier (by an earlier epoch or mount) when it is young enough, a page
+ * at a time: the file open at its start, or NULL (list S3).
+ */
+static struct cache_listing_file *saved_listing_open(struct channel *ch,
+						     unsigned epoch)
+{
+	struct cache_listing_file *file = NULL;
+	const char *why = "";
+	char *path, what[32];
+	int64_t at = 0, now = (int64_t)time(NULL);
+	int rc;
+
+	if (!ch->conf.listing_ttl)
+		return NULL;
+	path = saved_listing_path(ch, false);
+	if (!path)
+		return NULL;
+	rc = cache_listing_file_open(path, ch->spec->bucket, ch->spec->prefix,
+				     now, ch->conf.listing_ttl, &file, &at,
+				     &why);
+	snprintf(what, sizeof(what), "epoch %u", epoch);
+	saved_listing_report(ch, rc, path, what,
+			     file ? cache_listing_file_count(file) : 0, at, now,
+			     why);
+	free(path);
+	return file;
+}
+
+/* With --cache-dir, the listing s takes from S3 written beside the disk
+ * tier as it goes, saved once complete. */
+static void saved_listing_record(struct channel *ch, struct cache_stream *s)
+{
+	char *path = saved_listing_path(ch, true);
+	struct cache_listing_writer *w;
+	char msg[128];
+	int rc;
+
+	if (!path)
+		return;
+	rc = cache_listing_writer_begin(
+	    path, ch->spec->bucket, ch->spec->prefix, (int64_t)time(NULL), &w);
+	if (rc)
+		util_warn("channel '%s': cannot save its listing to %s: %s",
+			  ch->spec->name, path,
+			  util_strerror(rc, msg, sizeof(msg)));
+	else
+		cache_stream_record(s, w);
+	free(path);
 }
 
 /* Saves the channel's catalog for the next mount (with --cache-dir). */
@@ -1296,7 +1377,9 @@ int channel_start(struct channel *ch, char *err, size_t errlen)
 
 	if (ch->spec->input_mode == CHANNEL_INPUT_FASTFILE)
 		return tree_start(ch, err, errlen);
-	if (ch->spec->data_type == CHANNEL_S3_PREFIX && saved_listing_load(ch))
+	/* (a key-order channel reads a saved listing a page at a time) */
+	if (ch->mode != MODE_LISTING &&
+	    ch->spec->data_type == CHANNEL_S3_PREFIX && saved_listing_load(ch))
 		ch->mode = MODE_PLAN; /* the catalog is here: no LIST */
 	else if (ch->mode == MODE_LISTING)
 		return start_listing(ch, err, errlen);

@@ -249,7 +249,8 @@ static const struct opt_def opt_table[] = {
      .max = 315360000,
      .metavar = "SECONDS",
      .help = "start from the listing a mount saved in --cache-dir when it "
-	     "is at most SECONDS old, with no LIST (default 0: list again)"},
+	     "is at most SECONDS old, with no LIST, and read later key-order "
+	     "epochs from it (default 0: list again)"},
     {.name = "epochs",
      .kind = OPT_UINT,
      .offset = OFF(epochs),

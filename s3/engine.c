@@ -667,6 +667,8 @@ static long receive_buffer_size(const struct s3_request *r)
 {
 	size_t left = r->len - r->got;
 
+	if (r->kind == S3_REQUEST_LIST) /* a page: hundreds of KiB */
+		return GET_BUFFER_SIZE;
 	if (r->kind != S3_REQUEST_GET || left <= MIN_BUFFER_SIZE)
 		return MIN_BUFFER_SIZE;
 	if (left >= GET_BUFFER_SIZE)

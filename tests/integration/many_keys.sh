@@ -20,7 +20,11 @@
 #   - --cache-dir keeps the listing; with --listing-ttl the next mount
 #     starts from it with no LIST, byte-exact; a corrupt file is ignored
 #     with one log line and the prefix listed again; an old one is
-#     listed again.
+#     listed again;
+#   - a key-order channel saves the listing it streams; with --listing-ttl
+#     its next epoch and the next mount read it back a page at a time,
+#     with no LIST, byte-exact (a shuffled mount starts from it too);
+#     without, every epoch lists again.
 . "$(cd "$(dirname "$0")/.." && pwd)/lib.sh"
 require_fuse
 require_cmd python3
@@ -188,6 +192,49 @@ synth_reset
 MP=$(new_mountpoint keep4)
 mount_ok "${E[@]}" "${KEEP[@]}" --listing-ttl 1 train=s3://synth/data/ "$MP"
 [ "$(synth_stats 's.lists')" -gt 0 ] || fail "a saved listing older than --listing-ttl was used"
+unmount "$MP"
+
+# ---- a key-order channel's listing, saved as it streams ----
+CD2="$TEST_TMP/cachedir2"
+mkdir -p "$CD2"
+KO=(--cache-dir "$CD2" --cache-dir-size 64M)
+has_listing() { compgen -G "$CD2/s3pipe-listings/*.listing" >/dev/null; }
+synth_reset
+MP=$(new_mountpoint order1)
+mount_ok "${E[@]}" "${KO[@]}" --listing-ttl 3600 train=s3://synth/data/ "$MP"
+read_epoch "$MP" 0 "$TEST_TMP/got"
+assert_file_eq "$TEST_TMP/want.key" "$TEST_TMP/got" "key order, epoch 0, recording its listing"
+# (saved once the listing is complete, on a thread of its own)
+wait_until 30 has_listing || fail "the key-order listing was not saved in $CD2"
+lists=$(synth_stats 's.lists')
+read_epoch "$MP" 1 "$TEST_TMP/got"
+assert_file_eq "$TEST_TMP/want.key" "$TEST_TMP/got" "key order, epoch 1 from the saved listing"
+assert_eq "$lists" "$(synth_stats 's.lists')" "LIST requests for epoch 1 with the listing saved"
+unmount "$MP"
+# the next mount: no LIST at all, its epochs a page at a time from the
+# file; a shuffled mount's catalog loads from the same file
+synth_reset
+MP=$(new_mountpoint order2)
+mount_ok "${E[@]}" "${KO[@]}" --listing-ttl 3600 train=s3://synth/data/ "$MP"
+grep -q 'epoch 0 from the listing saved' "$TEST_TMP/mount.err" ||
+	fail "the mount did not say it read the saved listing: $(head -n 3 "$TEST_TMP/mount.err")"
+read_epoch "$MP" 0 "$TEST_TMP/got"
+assert_file_eq "$TEST_TMP/want.key" "$TEST_TMP/got" "key order, the next mount from the saved listing"
+unmount "$MP"
+MP=$(new_mountpoint order3)
+mount_ok "${E[@]}" "${KO[@]}" --listing-ttl 3600 --shuffle-seed 5 train=s3://synth/data/ "$MP"
+read_epoch "$MP" 0 "$TEST_TMP/got"
+assert_file_eq "$TEST_TMP/want.s0" "$TEST_TMP/got" "shuffled, from a listing a key-order channel saved"
+unmount "$MP"
+assert_eq 0 "$(synth_stats 's.lists')" "LIST requests of two mounts with the listing saved"
+# without --listing-ttl each epoch lists again
+MP=$(new_mountpoint order4)
+mount_ok "${E[@]}" "${KO[@]}" train=s3://synth/data/ "$MP"
+read_epoch "$MP" 0 "$TEST_TMP/got"
+lists=$(synth_stats 's.lists')
+read_epoch "$MP" 1 "$TEST_TMP/got"
+assert_file_eq "$TEST_TMP/want.key" "$TEST_TMP/got" "key order, epoch 1 listed again"
+[ "$(synth_stats 's.lists')" -gt "$lists" ] || fail "epoch 1 did not list again without --listing-ttl"
 unmount "$MP"
 
 note "ok"

@@ -20,6 +20,8 @@
 #include "cache/catalog.h"
 #include "cache/internal.h"
 #include "cache/lister.h"
+#include "cache/listing_file.h"
+#include "store/store.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -884,6 +886,98 @@ static void rewrite_version(const char *path, unsigned version)
 
 /* A listing saved by a version without times (1) is not read: the prefix
  * is listed again. */
+/* A listing written an object at a time, as a stream records the pages it
+ * takes, reads back a page at a time: the same objects, in order, the
+ * last page marked; a failed or abandoned writer leaves no file. */
+static void test_saved_pages(void **state)
+{
+	struct cache_catalog *cat = mixed_catalog(2500);
+	struct cache_listing_writer *w;
+	struct cache_listing_file *f;
+	struct store_list_page page;
+	char path[128], key[CACHE_KEY_MAX + 1], etag[CACHE_ETAG_MAX + 1];
+	const char *why;
+	int64_t at = 0;
+	size_t pos = 0;
+
+	(void)state;
+	saved_path(path, sizeof(path));
+	unlink(path);
+	assert_int_equal(
+	    cache_listing_writer_begin(path, "bkt", "pre/", 2000, &w), 0);
+	for (size_t i = 0; i < 2500; i++) {
+		uint32_t e = cache_catalog_at(cat, i);
+		bool has = cache_catalog_etag(cat, e, etag, sizeof(etag));
+
+		assert_true(cache_catalog_key(cat, e, key, sizeof(key)) > 0);
+		assert_int_equal(
+		    cache_listing_writer_add(w, key, has ? etag : NULL,
+					     cache_catalog_size(cat, e),
+					     cache_catalog_mtime(cat, e)),
+		    0);
+	}
+	assert_true(access(path, F_OK) != 0); /* not before the commit */
+	assert_int_equal(cache_listing_writer_commit(w), 0);
+	assert_int_equal(cache_listing_file_open(path, "bkt", "pre/", 2005, 60,
+						 &f, &at, &why),
+			 0);
+	assert_int_equal(at, 2000);
+	assert_int_equal(cache_listing_file_count(f), 2500);
+	for (int n = 0; n < 3; n++) {
+		assert_int_equal(cache_listing_file_page(f, 1000, &page), 0);
+		assert_int_equal(page.count, n < 2 ? 1000 : 500);
+		assert_int_equal(page.truncated, n < 2);
+		assert_null(page.next_token);
+		for (size_t i = 0; i < page.count; i++, pos++) {
+			uint32_t e = cache_catalog_at(cat, pos);
+			bool has =
+			    cache_catalog_etag(cat, e, etag, sizeof(etag));
+
+			assert_true(
+			    cache_catalog_key(cat, e, key, sizeof(key)) > 0);
+			assert_string_equal(page.objects[i].key, key);
+			assert_int_equal(page.objects[i].etag != NULL, has);
+			if (has)
+				assert_string_equal(page.objects[i].etag, etag);
+			assert_int_equal(page.objects[i].size,
+					 cache_catalog_size(cat, e));
+			assert_int_equal(page.objects[i].mtime,
+					 cache_catalog_mtime(cat, e));
+		}
+		store_list_page_clear(&page);
+	}
+	cache_listing_file_close(f);
+	cache_catalog_destroy(cat);
+	/* a key the file cannot hold fails the writer: no file */
+	unlink(path);
+	assert_int_equal(
+	    cache_listing_writer_begin(path, "bkt", "pre/", 2000, &w), 0);
+	assert_int_equal(cache_listing_writer_add(w, "other/x", NULL, 1, 0),
+			 EINVAL);
+	assert_int_equal(cache_listing_writer_add(w, "pre/x", NULL, 1, 0),
+			 EINVAL);
+	assert_int_equal(cache_listing_writer_commit(w), EINVAL);
+	assert_true(access(path, F_OK) != 0);
+	assert_int_equal(
+	    cache_listing_writer_begin(path, "bkt", "pre/", 2000, &w), 0);
+	assert_int_equal(cache_listing_writer_add(w, "pre/x", NULL, 1, 0), 0);
+	cache_listing_writer_abort(w);
+	assert_true(access(path, F_OK) != 0);
+	/* an empty listing: one page of nothing, the last */
+	assert_int_equal(
+	    cache_listing_writer_begin(path, "bkt", "pre/", 2000, &w), 0);
+	assert_int_equal(cache_listing_writer_commit(w), 0);
+	assert_int_equal(cache_listing_file_open(path, "bkt", "pre/", 2005, 60,
+						 &f, &at, &why),
+			 0);
+	assert_int_equal(cache_listing_file_page(f, 1000, &page), 0);
+	assert_int_equal(page.count, 0);
+	assert_false(page.truncated);
+	store_list_page_clear(&page);
+	cache_listing_file_close(f);
+	unlink(path);
+}
+
 static void test_saved_old_version(void **state)
 {
 	struct cache_catalog *cat = mixed_catalog(10), *back = NULL;
@@ -1355,6 +1449,7 @@ int main(void)
 	    cmocka_unit_test(test_catalog_order),
 	    cmocka_unit_test(test_catalog_mtime),
 	    cmocka_unit_test(test_saved_roundtrip),
+	    cmocka_unit_test(test_saved_pages),
 	    cmocka_unit_test(test_saved_old_version),
 	    cmocka_unit_test(test_saved_corrupt),
 	    cmocka_unit_test(test_split_keys),
