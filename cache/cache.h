@@ -203,6 +203,16 @@ struct cache_stream *cache_stream_create_saved(struct cache *c,
 					       const char *prefix,
 					       struct cache_listing_file *file);
 /*
+ * A listing stream that lists S3 while the saved listing at path is not
+ * there or is older than max_age seconds, and goes on from that file, past
+ * the last key it took, once it is: looked for before each page is asked
+ * for (a stat; the file checked whole when it changed).  For a later
+ * epoch's stream made while an earlier epoch still records the listing.
+ * Before cache_stream_start().
+ */
+void cache_stream_prefer_saved(struct cache_stream *s, const char *path,
+			       uint64_t max_age);
+/*
  * The pages s takes written to w, which the stream takes: committed (on a
  * thread of its own: it syncs) once the listing is complete, abandoned if
  * it fails or the stream goes first.  Before cache_stream_start().

@@ -219,6 +219,13 @@ struct cache_stream {
 	 */
 	struct cache_listing_file *saved;
 	struct cache_listing_writer *record;
+	/* a saved listing to go on from once it is there (cache_stream_
+	 * prefer_saved): its path, the age it may have, the file last seen
+	 * (inode and modification time: checked again when they change) */
+	char *prefer_path;
+	uint64_t prefer_max_age;
+	uint64_t prefer_seen_ino, prefer_seen_mtime_ns;
+	char *last_key; /* the last object listed (a page's last) */
 	/* non-empty objects listed before the one being framed (their
 	 * ordinal in the listing, for framers that keep a share) */
 	uint64_t listed_objects;

@@ -508,6 +508,28 @@ int cache_listing_file_page(struct cache_listing_file *f, size_t max_keys,
 	return 0;
 }
 
+int cache_listing_file_skip_through(struct cache_listing_file *f,
+				    const char *key)
+{
+	while (f->done < f->count) {
+		struct store_object o = {0};
+		size_t at;
+		int rc = refill(f);
+
+		at = f->pos;
+		if (!rc)
+			rc = take_entry(f, &o);
+		if (!rc && strcmp(o.key, key) > 0)
+			f->pos = at; /* the first one after: read next */
+		else if (!rc)
+			f->done++;
+		store_object_clear(&o);
+		if (rc || f->pos == at)
+			return rc;
+	}
+	return 0;
+}
+
 void cache_listing_file_close(struct cache_listing_file *f)
 {
 	if (!f)

@@ -65,6 +65,10 @@ uint64_t cache_listing_file_count(const struct cache_listing_file *f);
  */
 int cache_listing_file_page(struct cache_listing_file *f, size_t max_keys,
 			    struct store_list_page *page);
+/* The entries up to key (in key order, key included) passed over: 0,
+ * EINVAL, EIO. */
+int cache_listing_file_skip_through(struct cache_listing_file *f,
+				    const char *key);
 void cache_listing_file_close(struct cache_listing_file *f); /* NULL: ok */
 
 #endif

@@ -38,6 +38,8 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <time.h>
 
 #include "util/util.h"
 
@@ -79,6 +81,14 @@ struct cache_stream *cache_stream_create_saved(struct cache *c,
 	}
 	s->saved = file;
 	return s;
+}
+
+void cache_stream_prefer_saved(struct cache_stream *s, const char *path,
+			       uint64_t max_age)
+{
+	free(s->prefer_path);
+	s->prefer_path = strdup(path); /* (none: lists on) */
+	s->prefer_max_age = max_age;
 }
 
 void cache_stream_record(struct cache_stream *s, struct cache_listing_writer *w)
@@ -177,6 +187,8 @@ void cache_stream_destroy(struct cache_stream *s)
 	free(s->prefix);
 	cache_listing_file_close(s->saved);
 	cache_listing_writer_abort(s->record); /* (an unfinished listing) */
+	free(s->prefer_path);
+	free(s->last_key);
 	pthread_cond_destroy(&s->grown);
 	free(s);
 }
@@ -612,6 +624,17 @@ UNITTEST int take_page(struct cache_stream *s, struct store_list_page *page)
 		record_drop(s);
 		return rc;
 	}
+	if (page->count) {
+		char *last = strdup(page->objects[page->count - 1].key);
+
+		if (last) {
+			free(s->last_key);
+			s->last_key = last;
+		} else {
+			free(s->prefer_path); /* could not go on from a file */
+			s->prefer_path = NULL;
+		}
+	}
 	free(s->next_token);
 	s->next_token = NULL;
 	if (more && page->next_token) {
@@ -716,6 +739,54 @@ static void saved_page(struct cache_stream *s)
 	pthread_mutex_lock(&c->lock);
 }
 
+/*
+ * Whether s goes on from the saved listing it prefers, now there (lock
+ * held, dropped while the file is checked): the file is open past the
+ * last key s took, and s records nothing more.
+ */
+static bool saved_switch(struct cache_stream *s)
+{
+	struct cache *c = s->cache;
+	struct cache_listing_file *f = NULL;
+	const char *why;
+	struct stat st;
+	uint64_t mtime_ns;
+	int64_t at;
+	int rc;
+
+	if (!s->prefer_path || stat(s->prefer_path, &st) != 0)
+		return false;
+	mtime_ns = (uint64_t)st.st_mtim.tv_sec * 1000000000u +
+		   (uint64_t)st.st_mtim.tv_nsec;
+	if (st.st_ino == s->prefer_seen_ino &&
+	    mtime_ns == s->prefer_seen_mtime_ns)
+		return false;
+	s->prefer_seen_ino = st.st_ino;
+	s->prefer_seen_mtime_ns = mtime_ns;
+	s->listing = true; /* no other request meanwhile */
+	pthread_mutex_unlock(&c->lock);
+	rc = cache_listing_file_open(s->prefer_path, s->bucket, s->prefix,
+				     (int64_t)time(NULL), s->prefer_max_age, &f,
+				     &at, &why);
+	if (!rc && s->last_key)
+		rc = cache_listing_file_skip_through(f, s->last_key);
+	if (!rc)
+		util_info("listing s3://%s/%s: going on from the listing saved "
+			  "in %s",
+			  s->bucket, s->prefix, s->prefer_path);
+	pthread_mutex_lock(&c->lock);
+	s->listing = false;
+	if (rc) {
+		cache_listing_file_close(f);
+		return false;
+	}
+	s->saved = f;
+	free(s->prefer_path);
+	s->prefer_path = NULL;
+	record_drop(s); /* (it would never be complete) */
+	return true;
+}
+
 void cache_stream_want(struct cache_stream *s, size_t idx)
 {
 	struct cache *c = s->cache;
@@ -742,7 +813,7 @@ void cache_stream_want(struct cache_stream *s, size_t idx)
 		}
 		return;
 	}
-	if (s->saved) {
+	if (s->saved || saved_switch(s)) {
 		saved_page(s);
 		return;
 	}

@@ -613,13 +613,16 @@ static size_t catalog_items(const struct cache_catalog *cat, uint32_t *order)
 static struct cache_listing_file *saved_listing_open(struct channel *ch,
 						     unsigned epoch);
 static void saved_listing_record(struct channel *ch, struct cache_stream *s);
+static void saved_listing_prefer(struct channel *ch, struct cache_stream *s);
 
 /*
  * A key-order epoch's plan: a listing stream of its own, which lists as
  * readers need it (the first page once one reads, or prefetches), or
  * reads the listing saved beside the disk tier the same way, a page at a
  * time (with --listing-ttl, while it is young enough).  A listing from S3
- * is recorded there, for the next epoch or mount.
+ * is recorded there, for the next epoch or mount; with --listing-ttl it
+ * goes on from the file once an earlier epoch's recording lands (the next
+ * epoch's plan is made before this one's listing is complete).
  */
 static struct epoch_plan *listing_plan_create(struct channel *ch,
 					      struct epoch_plan *p)
@@ -637,6 +640,8 @@ static struct epoch_plan *listing_plan_create(struct channel *ch,
 	}
 	if (!file)
 		saved_listing_record(ch, p->stream);
+	if (!file && ch->conf.listing_ttl)
+		saved_listing_prefer(ch, p->stream);
 	cache_stream_set_framer(p->stream, frame_listed, ch);
 	cache_stream_set_trim(p->stream);
 	return p;
@@ -976,6 +981,16 @@ static struct cache_listing_file *saved_listing_open(struct channel *ch,
 			     why);
 	free(path);
 	return file;
+}
+
+/* With --listing-ttl, s goes on from the saved listing once there is one. */
+static void saved_listing_prefer(struct channel *ch, struct cache_stream *s)
+{
+	char *path = saved_listing_path(ch, false);
+
+	if (path)
+		cache_stream_prefer_saved(s, path, ch->conf.listing_ttl);
+	free(path);
 }
 
 /* With --cache-dir, the listing s takes from S3 written beside the disk

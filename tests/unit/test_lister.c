@@ -947,6 +947,21 @@ static void test_saved_pages(void **state)
 		store_list_page_clear(&page);
 	}
 	cache_listing_file_close(f);
+	/* going on past a key: the next page starts after it */
+	assert_int_equal(cache_listing_file_open(path, "bkt", "pre/", 2005, 60,
+						 &f, &at, &why),
+			 0);
+	assert_true(cache_catalog_key(cat, cache_catalog_at(cat, 1499), key,
+				      sizeof(key)) > 0);
+	assert_int_equal(cache_listing_file_skip_through(f, key), 0);
+	assert_int_equal(cache_listing_file_page(f, 2000, &page), 0);
+	assert_int_equal(page.count, 1000);
+	assert_false(page.truncated);
+	assert_true(cache_catalog_key(cat, cache_catalog_at(cat, 1500), key,
+				      sizeof(key)) > 0);
+	assert_string_equal(page.objects[0].key, key);
+	store_list_page_clear(&page);
+	cache_listing_file_close(f);
 	cache_catalog_destroy(cat);
 	/* a key the file cannot hold fails the writer: no file */
 	unlink(path);
