@@ -176,6 +176,8 @@ int cache_listing_writer_begin(const char *path, const char *bucket,
 		cache_listing_writer_abort(w);
 		return rc;
 	}
+	/* a page is tens of KiB: written in a few calls, not a dozen */
+	setvbuf(w->f, NULL, _IOFBF, READ_CHUNK);
 	if (fwrite(w->header, 1, n, w->f) != n) {
 		cache_listing_writer_abort(w);
 		return EIO;
