@@ -443,4 +443,16 @@ int s3_creds_container(const struct s3_creds_query *q, struct s3_creds *out,
 int s3_creds_imds(const struct s3_creds_query *q, struct s3_creds *out,
 		  char *note, size_t notelen, char *err, size_t errlen);
 
+/* ---- response header fields (s3/headers.c) ---- */
+
+/* The value of header line buf (n bytes, no NUL) when it is name (with
+ * its ':'): *len bytes from the return value, blanks and CRLF trimmed;
+ * NULL for another header. */
+const char *s3_header_value(const char *buf, size_t n, const char *name,
+			    size_t *len);
+/* A Content-Length value: decimal digits only, no overflow. */
+bool s3_parse_length(const char *v, size_t len, uint64_t *out);
+/* A Last-Modified value (IMF-fixdate) as seconds since the epoch, or 0. */
+int64_t s3_parse_http_date(const char *v, size_t len);
+
 #endif
