@@ -4,7 +4,8 @@
  * Entries live in chunks of CHUNK_ENTRIES, as arrays per field (key
  * pointer, size, modified time, ETag bytes, ETag kind): 37 bytes an
  * entry.  Keys (the part after the prefix) and the ETags that are not
- * plain MD5s go into arenas, one after another, NUL-terminated.  Positions
+ * plain MD5s go into an arena (util/arena.h), one after another,
+ * NUL-terminated.  Positions
  * in key order are chunks of 32-bit entry numbers, made only once the
  * order stops being the entries' own.
  *
@@ -27,13 +28,15 @@
 #include <openssl/evp.h>
 
 #include "cache/internal.h"
+#include "util/arena.h"
 #include "util/util.h"
 
 #define CHUNK_SHIFT   10
 #define CHUNK_ENTRIES (1u << CHUNK_SHIFT)
 #define CHUNK_MASK    (CHUNK_ENTRIES - 1)
-/* arenas grow from the first's size to the last's, doubling: a channel of
- * ten keys costs kilobytes, one of a million a few hundred arenas */
+/* the arena's blocks grow from the first's size to the last's, doubling: a
+ * channel of ten keys costs kilobytes, one of a million a few hundred
+ * blocks */
 #define ARENA_FIRST (4u << 10)
 #define ARENA_MAX   (1u << 20)
 #define MD5_BYTES   CACHE_ETAG_MD5_BYTES
@@ -58,13 +61,6 @@ struct chunk_table {
 	struct chunk_table *retired;
 };
 
-struct arena {
-	struct arena *next;
-	size_t used;
-	size_t size;
-	char data[];
-};
-
 struct cache_catalog {
 	char *bucket;
 	char *prefix;
@@ -74,7 +70,7 @@ struct cache_catalog {
 	size_t nentries;	       /* published (atomic) */
 	size_t npositions;	       /* published (atomic) */
 	bool identity; /* position p is entry p (atomic; once false, stays) */
-	struct arena *arena; /* the one being filled; older ones behind it */
+	struct util_arena names; /* the keys, and ETag text beside them */
 	uint64_t memory;
 };
 
@@ -92,6 +88,7 @@ struct cache_catalog *cache_catalog_create(const char *bucket,
 	cat->prefix_len = strlen(cat->prefix);
 	cat->identity = true;
 	cat->memory = sizeof(*cat);
+	util_arena_init(&cat->names, ARENA_FIRST, ARENA_MAX);
 	return cat;
 
 nomem:
@@ -120,12 +117,7 @@ void cache_catalog_destroy(struct cache_catalog *cat)
 		return;
 	table_free(cat->entries, true);
 	table_free(cat->positions, true);
-	while (cat->arena) {
-		struct arena *next = cat->arena->next;
-
-		free(cat->arena);
-		cat->arena = next;
-	}
+	util_arena_free(&cat->names);
 	free(cat->bucket);
 	free(cat->prefix);
 	free(cat);
@@ -188,29 +180,6 @@ static void *chunk_at(struct chunk_table *const *tp, size_t index)
 			       __ATOMIC_ACQUIRE);
 }
 
-/* Room for len bytes in the arena (len <= ARENA_FIRST): NULL on ENOMEM. */
-static char *arena_take(struct cache_catalog *cat, size_t len)
-{
-	struct arena *a = cat->arena;
-
-	if (!a || a->size - a->used < len) {
-		size_t size = a ? a->size * 2 : ARENA_FIRST;
-
-		if (size > ARENA_MAX)
-			size = ARENA_MAX;
-		a = malloc(sizeof(*a) + size);
-		if (!a)
-			return NULL;
-		a->used = 0;
-		a->size = size;
-		a->next = cat->arena;
-		cat->arena = a;
-		cat->memory += sizeof(*a) + size;
-	}
-	a->used += len;
-	return a->data + a->used - len;
-}
-
 enum cache_etag_kind cache_etag_split(const char *etag,
 				      unsigned char md5[MD5_BYTES],
 				      const char **extra)
@@ -263,43 +232,86 @@ uint32_t cache_mtime_clamp(int64_t mtime)
 	return (uint32_t)mtime;
 }
 
+/* Writes entry index of chunk: name (the key past the prefix; copied
+ * into the arena with the ETag's text beside it), size, mtime and etag,
+ * which the caller has checked.  0 or ENOMEM. */
+static int entry_write(struct cache_catalog *cat, struct entry_chunk *chunk,
+		       size_t index, const char *name, const char *etag,
+		       uint64_t size, int64_t mtime)
+{
+	size_t name_len = strlen(name) + 1, extra_len = 0;
+	unsigned char md5[MD5_BYTES] = {0};
+	enum cache_etag_kind kind;
+	const char *extra;
+	char *copy;
+
+	kind = cache_etag_split(etag, md5, &extra);
+	if (extra)
+		extra_len = strlen(extra) + 1;
+	copy = util_arena_take(&cat->names, name_len + extra_len);
+	if (!copy)
+		return ENOMEM;
+	memcpy(copy, name, name_len);
+	if (extra)
+		memcpy(copy + name_len, extra, extra_len);
+	chunk->name[index & CHUNK_MASK] = copy;
+	chunk->size[index & CHUNK_MASK] = size;
+	chunk->mtime[index & CHUNK_MASK] = cache_mtime_clamp(mtime);
+	memcpy(chunk->md5[index & CHUNK_MASK], md5, MD5_BYTES);
+	chunk->kind[index & CHUNK_MASK] = (unsigned char)kind;
+	return 0;
+}
+
+static bool entry_fields_valid(uint64_t size, const char *etag)
+{
+	return size <= CACHE_OBJECT_SIZE_MAX &&
+	       (!etag || cache_etag_valid(etag));
+}
+
 int cache_catalog_add(struct cache_catalog *cat, const char *key,
 		      const char *etag, uint64_t size, int64_t mtime,
 		      uint32_t *entry)
 {
-	size_t n = cat->nentries, name_len, extra_len = 0;
-	unsigned char md5[MD5_BYTES] = {0};
+	size_t n = cat->nentries;
 	struct entry_chunk *chunk;
-	const char *extra;
-	enum cache_etag_kind kind;
-	char *name;
 
 	if (strncmp(key, cat->prefix, cat->prefix_len) != 0 ||
-	    strlen(key) > CACHE_KEY_MAX || size > CACHE_OBJECT_SIZE_MAX ||
-	    (etag && !cache_etag_valid(etag)))
+	    strlen(key) > CACHE_KEY_MAX || !entry_fields_valid(size, etag))
 		return EINVAL;
 	if (n >= CACHE_CATALOG_MAX)
 		return EOVERFLOW;
-	key += cat->prefix_len;
-	name_len = strlen(key) + 1;
-	kind = cache_etag_split(etag, md5, &extra);
-	if (extra)
-		extra_len = strlen(extra) + 1;
 	chunk = chunk_for(cat, &cat->entries, n, sizeof(*chunk));
-	name = chunk ? arena_take(cat, name_len + extra_len) : NULL;
-	if (!name)
+	if (!chunk || entry_write(cat, chunk, n, key + cat->prefix_len, etag,
+				  size, mtime))
 		return ENOMEM;
-	memcpy(name, key, name_len);
-	if (extra)
-		memcpy(name + name_len, extra, extra_len);
-	chunk->name[n & CHUNK_MASK] = name;
-	chunk->size[n & CHUNK_MASK] = size;
-	chunk->mtime[n & CHUNK_MASK] = cache_mtime_clamp(mtime);
-	memcpy(chunk->md5[n & CHUNK_MASK], md5, MD5_BYTES);
-	chunk->kind[n & CHUNK_MASK] = (unsigned char)kind;
 	*entry = (uint32_t)n;
 	__atomic_store_n(&cat->nentries, n + 1, __ATOMIC_RELEASE);
 	return 0;
+}
+
+int cache_catalog_learn(struct cache_catalog *cat, uint32_t entry,
+			const char *etag, uint64_t size, int64_t mtime)
+{
+	struct entry_chunk *chunk = chunk_at(&cat->entries, entry);
+	unsigned i = entry & CHUNK_MASK;
+	const char *name = chunk->name[i];
+	unsigned char md5[MD5_BYTES] = {0};
+	enum cache_etag_kind was = chunk->kind[i], kind;
+	const char *extra;
+
+	if (!entry_fields_valid(size, etag))
+		return EINVAL;
+	kind = cache_etag_split(etag, md5, &extra);
+	/* the name stays where it is while no text goes beside it (text
+	 * already beside it is not rewritten in place either) */
+	if (!extra && was != CACHE_ETAG_TEXT && was != CACHE_ETAG_MD5_SUFFIX) {
+		chunk->size[i] = size;
+		chunk->mtime[i] = cache_mtime_clamp(mtime);
+		memcpy(chunk->md5[i], md5, MD5_BYTES);
+		chunk->kind[i] = (unsigned char)kind;
+		return 0;
+	}
+	return entry_write(cat, chunk, entry, name, etag, size, mtime);
 }
 
 size_t cache_catalog_entries(const struct cache_catalog *cat)
@@ -309,28 +321,18 @@ size_t cache_catalog_entries(const struct cache_catalog *cat)
 
 void cache_catalog_truncate(struct cache_catalog *cat, size_t count)
 {
-	struct arena *a = cat->arena;
-	const char *name;
-
 	if (count >= cat->nentries)
 		return;
-	/* give the arena back when the first entry dropped is in the one
-	 * being filled (the usual case: one page) */
-	name = cache_catalog_name(cat, (uint32_t)count);
-	if (a && name >= a->data && name < a->data + a->used)
-		a->used = (size_t)(name - a->data);
+	/* give the names back when the first entry dropped is in the arena's
+	 * block being filled (the usual case: one page) */
+	util_arena_rewind(&cat->names,
+			  cache_catalog_name(cat, (uint32_t)count));
 	__atomic_store_n(&cat->nentries, count, __ATOMIC_RELEASE);
 }
 
 void cache_catalog_clear(struct cache_catalog *cat)
 {
-	while (cat->arena) {
-		struct arena *next = cat->arena->next;
-
-		cat->memory -= sizeof(*cat->arena) + cat->arena->size;
-		free(cat->arena);
-		cat->arena = next;
-	}
+	util_arena_free(&cat->names);
 	__atomic_store_n(&cat->npositions, 0, __ATOMIC_RELEASE);
 	__atomic_store_n(&cat->nentries, 0, __ATOMIC_RELEASE);
 	__atomic_store_n(&cat->identity, true, __ATOMIC_RELEASE);
@@ -460,7 +462,7 @@ bool cache_catalog_etag(const struct cache_catalog *cat, uint32_t entry,
 
 uint64_t cache_catalog_memory(const struct cache_catalog *cat)
 {
-	return cat->memory;
+	return cat->memory + cat->names.bytes;
 }
 
 struct cache_object *cache_catalog_object(struct cache *c,

@@ -60,6 +60,15 @@ const char *cache_catalog_prefix(const struct cache_catalog *cat);
 int cache_catalog_add(struct cache_catalog *cat, const char *key,
 		      const char *etag, uint64_t size, int64_t mtime,
 		      uint32_t *entry);
+/*
+ * What a HEAD told of entry (added with no ETag and size 0, as a manifest
+ * names keys but not sizes): its ETag (may be NULL), size and mtime, as
+ * cache_catalog_add() takes them.  Unlike adding, this changes an entry
+ * that readers may see: the caller and the readers of that entry share a
+ * lock.  0; EINVAL (a hostile ETag or size); ENOMEM.
+ */
+int cache_catalog_learn(struct cache_catalog *cat, uint32_t entry,
+			const char *etag, uint64_t size, int64_t mtime);
 /* Entries added so far. */
 size_t cache_catalog_entries(const struct cache_catalog *cat);
 /* Forgets the entries from number count on (a page that could not be

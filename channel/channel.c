@@ -72,6 +72,7 @@
 #include "s3/s3.h"
 
 #include <errno.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -123,14 +124,15 @@ struct channel {
 	struct channel_conf conf;
 	struct cache *cache;
 	enum channel_mode mode;
-	bool framed;			/* RecordIO segments in the streams */
-	struct cache_catalog *catalog;	/* MODE_PLAN of an S3 prefix */
-	struct channel_entries entries; /* MODE_PLAN of a manifest */
-	struct channel_tree *tree;	/* FastFile: over the catalog */
-	pthread_mutex_t lock;		/* see the top of the file */
-	struct epoch_plan *plans;	/* newest epoch first */
-	/* items whose HEAD is to start once the lock is dropped */
-	struct channel_item *to_resolve;
+	bool framed;			 /* RecordIO segments in the streams */
+	struct cache_catalog *catalog;	 /* MODE_PLAN of an S3 prefix */
+	struct channel_entries *entries; /* MODE_PLAN of a manifest */
+	struct channel_tree *tree;	 /* FastFile: over the catalog */
+	pthread_mutex_t lock;		 /* see the top of the file */
+	struct epoch_plan *plans;	 /* newest epoch first */
+	/* objects whose HEAD is to start once the lock is dropped */
+	channel_ref *to_resolve;
+	size_t nto_resolve, to_resolve_cap;
 	/* the newest epoch opened or fully prefetched (valid once the flag
 	 * is set) */
 	unsigned opened, prefetched;
@@ -230,116 +232,52 @@ static int frame_listed(void *arg, struct cache_stream *s,
 	return add_item(ch, s, obj, NULL, cache_object_size(obj));
 }
 
-/* ---- a manifest item's object, kept as its size and ETag ---- */
-
-/* The parts count of a multipart ETag's "-<parts>\"" tail (1 to 65535),
- * or 0 when tail is not one. */
-static uint16_t etag_parts(const char *tail)
-{
-	unsigned long n = 0;
-	size_t i = 1;
-
-	if (tail[0] != '-' || tail[1] < '1' || tail[1] > '9')
-		return 0;
-	for (; tail[i] >= '0' && tail[i] <= '9' && n <= 65535; i++)
-		n = n * 10 + (unsigned long)(tail[i] - '0');
-	return tail[i] == '"' && tail[i + 1] == '\0' && n <= 65535 ? (uint16_t)n
-								   : 0;
-}
-
-/* What a HEAD told of its object (its size and ETag): 0 or ENOMEM. */
-static int item_learn(struct channel_item *it, const struct cache_object *obj)
-{
-	const char *etag = cache_object_etag(obj);
-	size_t len = etag ? strlen(etag) : 0, i = 0;
-
-	free(it->etag);
-	it->etag = NULL;
-	it->parts = 0;
-	it->md5_form = false;
-	/* an MD5 ETag ("<32 lowercase hex>", and "-<parts>" for a multipart
-	 * upload) takes no memory of its own */
-	if (len >= 34 && etag[0] == '"' &&
-	    (len == 34 ? etag[33] == '"'
-		       : (it->parts = etag_parts(etag + 33)))) {
-		for (i = 0; i < 16; i++) {
-			int hi = util_hex_digit(etag[1 + 2 * i]);
-			int lo = util_hex_digit(etag[2 + 2 * i]);
-
-			if (hi < 0 || lo < 0)
-				break;
-			it->md5[i] = (unsigned char)(hi << 4 | lo);
-		}
-	}
-	it->md5_form = etag && i == 16;
-	if (etag && i < 16) {
-		it->parts = 0;
-		it->etag = strdup(etag);
-		if (!it->etag)
-			return ENOMEM;
-	}
-	it->size = cache_object_size(obj);
-	it->known = true;
-	return 0;
-}
-
-/* The item's object, interned again from what it keeps (a reference for
- * the caller; no ETag when its HEAD gave none), or NULL on ENOMEM. */
-static struct cache_object *item_object(const struct channel *ch,
-					const struct channel_item *it)
-{
-	char md5[48];
-
-	if (it->md5_form) {
-		md5[0] = '"';
-		for (size_t i = 0; i < 16; i++)
-			snprintf(md5 + 1 + 2 * i, 3, "%02x", it->md5[i]);
-		if (it->parts)
-			snprintf(md5 + 33, sizeof(md5) - 33, "-%u\"",
-				 (unsigned)it->parts);
-		else
-			snprintf(md5 + 33, sizeof(md5) - 33, "\"");
-	}
-	return cache_object_get(ch->cache, it->bucket, it->key,
-				it->etag       ? it->etag
-				: it->md5_form ? md5
-					       : NULL,
-				it->size);
-}
+/* ---- a manifest's entries ---- */
 
 static uint64_t item_bytes(const struct channel *ch, uint64_t size);
 
-/* Whether e adds nothing to a stream (its objects all empty, unframed,
- * not gunzipped: no segment, not even a mark). */
-static bool entry_adds_nothing(const struct channel *ch,
-			       const struct channel_entry *e)
+/* The bytes an item adds to a stream (its object known). */
+static uint64_t item_length(const struct channel *ch,
+			    const struct channel_item *it)
 {
+	return it->object ? channel_entries_size(ch->entries, it->ref)
+			  : it->text_len;
+}
+
+/* Whether entry i adds nothing to a stream (its objects all empty,
+ * unframed, not gunzipped: no segment, not even a mark). */
+static bool entry_adds_nothing(const struct channel *ch, size_t i)
+{
+	struct channel_entry e;
+	struct channel_item it;
+
 	if (ch->spec->compression != CHANNEL_COMPRESSION_NONE)
 		return false;
-	for (unsigned i = 0; i < e->nitems; i++) {
-		const struct channel_item *it = &e->items[i];
-
-		if (item_bytes(ch, it->key ? it->size : it->text_len))
+	channel_entries_get(ch->entries, i, &e);
+	while (channel_entry_next(&e, &it)) {
+		if (item_bytes(ch, item_length(ch, &it)))
 			return false;
 	}
 	return true;
 }
 
-static int add_entry(struct channel *ch, struct cache_stream *s,
-		     const struct channel_entry *e)
+static int add_entry(struct channel *ch, struct cache_stream *s, size_t i)
 {
+	struct channel_entry e;
+	struct channel_item it;
 	int rc = 0;
 
-	for (unsigned i = 0; i < e->nitems && !rc; i++) {
-		const struct channel_item *it = &e->items[i];
+	channel_entries_get(ch->entries, i, &e);
+	while (!rc && channel_entry_next(&e, &it)) {
 		struct cache_object *obj;
 
-		if (!it->key) {
-			rc = add_item(ch, s, NULL, it->text, it->text_len);
+		if (!it.object) {
+			rc = add_item(ch, s, NULL, it.text, it.text_len);
 			continue;
 		}
-		obj = item_object(ch, it);
-		rc = obj ? add_item(ch, s, obj, NULL, it->size) : ENOMEM;
+		obj = channel_entries_object(ch->cache, ch->entries, it.ref);
+		rc = obj ? add_item(ch, s, obj, NULL, cache_object_size(obj))
+			 : ENOMEM;
 		cache_object_put(ch->cache, obj);
 	}
 	return rc;
@@ -364,7 +302,7 @@ static void plan_fail_nomem(struct epoch_plan *p)
 	plan_fail(p, why);
 }
 
-static void resolve_start(struct channel *ch, struct channel_item *it);
+static void resolve_start(struct channel *ch, channel_ref ref);
 static void resolves_start(struct channel *ch);
 
 /* Ends p's stream once every entry is in it. */
@@ -416,41 +354,48 @@ static void plan_advance(struct epoch_plan *p)
 	 * more, so that HEADs, and the segments they let in, never run
 	 * further ahead of the readers */
 	while (!p->ended && p->next < p->n && p->next < p->asked) {
-		struct channel_entry *e =
-		    &ch->entries.entries[p->order[p->next]];
+		size_t i = p->order[p->next];
+		struct channel_entry e;
+		struct channel_item it;
 
-		if (e->error) {
-			plan_fail(p, e->error);
+		channel_entries_get(ch->entries, i, &e);
+		if (e.error) {
+			plan_fail(p, e.error);
 			return;
 		}
-		for (unsigned i = 0; i < e->nitems; i++) {
-			struct channel_item *it = &e->items[i];
-			char msg[128];
+		while (channel_entry_next(&e, &it)) {
+			char msg[128], key[CACHE_KEY_MAX + 1];
+			enum channel_object_state st;
+			int error;
 
-			if (!it->key || it->known)
+			if (!it.object)
 				continue;
-			if (!it->resolving && !it->error)
-				resolve_start(ch, it);
-			if (it->error) {
-				snprintf(why, sizeof(why),
-					 "channel '%s': s3://%s/%s: %s",
-					 ch->spec->name, it->bucket, it->key,
-					 it->error == ENOENT
-					     ? "no such key"
-					     : util_strerror(it->error, msg,
-							     sizeof(msg)));
-				plan_fail(p, why);
-				return;
-			}
-			return; /* resolved() comes back here */
+			st = channel_entries_state(ch->entries, it.ref, &error);
+			if (st == CHANNEL_OBJECT_KNOWN)
+				continue;
+			if (st == CHANNEL_OBJECT_UNKNOWN)
+				resolve_start(ch, it.ref);
+			if (st != CHANNEL_OBJECT_FAILED)
+				return; /* resolved() comes back here */
+			channel_entries_key(ch->entries, it.ref, key,
+					    sizeof(key));
+			snprintf(why, sizeof(why),
+				 "channel '%s': s3://%s/%s: %s", ch->spec->name,
+				 channel_entries_bucket(ch->entries, it.ref),
+				 key,
+				 error == ENOENT
+				     ? "no such key"
+				     : util_strerror(error, msg, sizeof(msg)));
+			plan_fail(p, why);
+			return;
 		}
-		if (add_entry(ch, p->stream, e) != 0) {
+		if (add_entry(ch, p->stream, i) != 0) {
 			plan_fail_nomem(p);
 			return;
 		}
 		/* nothing in the stream for a reader to near: the window
 		 * goes on by itself */
-		if (entry_adds_nothing(ch, e) && p->asked < p->n)
+		if (entry_adds_nothing(ch, i) && p->asked < p->n)
 			p->asked++;
 		p->next++;
 	}
@@ -459,7 +404,7 @@ static void plan_advance(struct epoch_plan *p)
 
 struct resolving {
 	struct channel *ch;
-	struct channel_item *item;
+	channel_ref ref;
 };
 
 /* A HEAD came back (the store's thread, no lock). */
@@ -468,21 +413,25 @@ static void resolved(void *arg, struct cache_object *obj,
 {
 	struct resolving *rs = arg;
 	struct channel *ch = rs->ch;
-	struct channel_item *it = rs->item;
-	char desc[768];
+	channel_ref ref = rs->ref;
+	char desc[768], key[CACHE_KEY_MAX + 1];
 
 	free(rs);
-	if (!obj && err->err != ECANCELED && err->err != ENOENT) {
-		s3_error_describe(err, it->bucket, desc, sizeof(desc));
-		util_warn("channel '%s': s3://%s/%s: %s", ch->spec->name,
-			  it->bucket, it->key, desc);
-	}
 	pthread_mutex_lock(&ch->lock);
-	it->resolving = false;
+	if (!obj && err->err != ECANCELED && err->err != ENOENT) {
+		const char *bucket = channel_entries_bucket(ch->entries, ref);
+
+		channel_entries_key(ch->entries, ref, key, sizeof(key));
+		s3_error_describe(err, bucket, desc, sizeof(desc));
+		util_warn("channel '%s': s3://%s/%s: %s", ch->spec->name,
+			  bucket, key, desc);
+	}
 	if (!obj)
-		it->error = err->err ? err->err : EIO;
-	else if (item_learn(it, obj))
-		it->error = ENOMEM;
+		channel_entries_set_state(ch->entries, ref,
+					  CHANNEL_OBJECT_FAILED,
+					  err->err ? err->err : EIO);
+	else
+		channel_entries_learn(ch->entries, ref, obj);
 	cache_object_put(ch->cache, obj);
 	for (struct epoch_plan *p = ch->plans; p; p = p->older)
 		plan_advance(p);
@@ -490,51 +439,69 @@ static void resolved(void *arg, struct cache_object *obj,
 	resolves_start(ch);
 }
 
-/* it is to be resolved: its HEAD starts once ch->lock is dropped. */
-static void resolve_start(struct channel *ch, struct channel_item *it)
+/* ref is to be resolved: its HEAD starts once ch->lock is dropped (one
+ * that cannot be queued fails at once). */
+static void resolve_start(struct channel *ch, channel_ref ref)
 {
-	it->resolving = true;
-	it->resolve_next = ch->to_resolve;
-	ch->to_resolve = it;
+	if (ch->nto_resolve == ch->to_resolve_cap) {
+		size_t cap = ch->to_resolve_cap ? ch->to_resolve_cap * 2 : 64;
+		channel_ref *q = realloc(ch->to_resolve, cap * sizeof(*q));
+
+		if (!q) {
+			channel_entries_set_state(
+			    ch->entries, ref, CHANNEL_OBJECT_FAILED, ENOMEM);
+			return;
+		}
+		ch->to_resolve = q;
+		ch->to_resolve_cap = cap;
+	}
+	channel_entries_set_state(ch->entries, ref, CHANNEL_OBJECT_RESOLVING,
+				  0);
+	ch->to_resolve[ch->nto_resolve++] = ref;
 }
 
 /* Starts the HEADs resolve_start() queued (no lock held); one that cannot
- * start fails its item at once. */
+ * start fails its object at once. */
 static void resolves_start(struct channel *ch)
 {
 	for (;;) {
-		struct channel_item *it;
+		channel_ref *queue;
+		size_t n;
 		bool failed = false;
 
 		pthread_mutex_lock(&ch->lock);
-		it = ch->to_resolve;
+		queue = ch->to_resolve;
+		n = ch->nto_resolve;
 		ch->to_resolve = NULL;
+		ch->nto_resolve = ch->to_resolve_cap = 0;
 		pthread_mutex_unlock(&ch->lock);
-		if (!it)
-			return;
-		while (it) {
-			/* (it is the HEAD's once started) */
-			struct channel_item *next = it->resolve_next;
+		for (size_t i = 0; i < n; i++) {
 			struct resolving *rs = malloc(sizeof(*rs));
+			char key[CACHE_KEY_MAX + 1];
+			const char *bucket;
 			int rc = ENOMEM;
 
+			/* (the entries' keys do not change: no lock) */
+			bucket = channel_entries_bucket(ch->entries, queue[i]);
+			channel_entries_key(ch->entries, queue[i], key,
+					    sizeof(key));
 			if (rs) {
 				rs->ch = ch;
-				rs->item = it;
-				rc =
-				    cache_object_resolve(ch->cache, it->bucket,
-							 it->key, resolved, rs);
+				rs->ref = queue[i];
+				rc = cache_object_resolve(ch->cache, bucket,
+							  key, resolved, rs);
 			}
 			if (rc) {
 				free(rs);
 				pthread_mutex_lock(&ch->lock);
-				it->resolving = false;
-				it->error = rc;
+				channel_entries_set_state(ch->entries, queue[i],
+							  CHANNEL_OBJECT_FAILED,
+							  rc);
 				pthread_mutex_unlock(&ch->lock);
 				failed = true;
 			}
-			it = next;
 		}
+		free(queue);
 		if (!failed)
 			return;
 		pthread_mutex_lock(&ch->lock);
@@ -557,15 +524,16 @@ static void plan_top_up(struct epoch_plan *p)
 	if (p->asked < p->next)
 		p->asked = p->next;
 	for (; !ch->catalog && p->asked < end; p->asked++) {
-		struct channel_entry *e =
-		    &ch->entries.entries[p->order[p->asked]];
+		struct channel_entry e;
+		struct channel_item it;
+		int error;
 
-		for (unsigned i = 0; i < e->nitems; i++) {
-			struct channel_item *it = &e->items[i];
-
-			if (it->key && !it->known && !it->resolving &&
-			    !it->error)
-				resolve_start(ch, it);
+		channel_entries_get(ch->entries, p->order[p->asked], &e);
+		while (channel_entry_next(&e, &it)) {
+			if (it.object && channel_entries_state(
+					     ch->entries, it.ref, &error) ==
+					     CHANNEL_OBJECT_UNKNOWN)
+				resolve_start(ch, it.ref);
 		}
 	}
 	plan_advance(p);
@@ -651,9 +619,8 @@ static struct epoch_plan *listing_plan_create(struct channel *ch,
 static struct epoch_plan *plan_create(struct channel *ch, unsigned epoch)
 {
 	struct epoch_plan *p = calloc(1, sizeof(*p));
-	size_t n =
-	    ch->catalog ? cache_catalog_count(ch->catalog) : ch->entries.count;
 	uint64_t bytes = 0;
+	size_t n;
 
 	if (!p)
 		return NULL;
@@ -661,6 +628,8 @@ static struct epoch_plan *plan_create(struct channel *ch, unsigned epoch)
 	p->epoch = epoch;
 	if (ch->mode == MODE_LISTING)
 		return listing_plan_create(ch, p);
+	n = ch->catalog ? cache_catalog_count(ch->catalog)
+			: channel_entries_count(ch->entries);
 	p->order = malloc((n ? n : 1) * sizeof(*p->order));
 	p->stream = cache_stream_create_plan(ch->cache, plan_want, p);
 	if (!p->order || !p->stream) {
@@ -759,18 +728,21 @@ static void plan_size_entries(struct channel *ch, struct epoch_plan *p)
 	uint64_t bytes = 0;
 
 	for (size_t i = 0; i < p->n; i++) {
-		const struct channel_entry *e =
-		    &ch->entries.entries[p->order[i]];
+		struct channel_entry e;
+		struct channel_item it;
+		int error;
 
-		if (e->error)
+		channel_entries_get(ch->entries, p->order[i], &e);
+		if (e.error)
 			return;
-		for (unsigned j = 0; j < e->nitems; j++) {
-			const struct channel_item *it = &e->items[j];
+		while (channel_entry_next(&e, &it)) {
 			uint64_t b;
 
-			if (it->key && !it->known)
+			if (it.object && channel_entries_state(
+					     ch->entries, it.ref, &error) !=
+					     CHANNEL_OBJECT_KNOWN)
 				return;
-			b = item_bytes(ch, it->key ? it->size : it->text_len);
+			b = item_bytes(ch, item_length(ch, &it));
 			if (b > (uint64_t)INT64_MAX - bytes)
 				return;
 			bytes += b;
@@ -789,11 +761,20 @@ static void plan_link(struct channel *ch, struct epoch_plan *p)
 		plan_size_entries(ch, p);
 
 	for (size_t i = 0; !ch->catalog && i < p->n; i++) {
-		struct channel_entry *e = &ch->entries.entries[p->order[i]];
+		struct channel_entry e;
+		struct channel_item it;
+		int error;
 
-		for (unsigned j = 0; j < e->nitems; j++) {
-			if (e->items[j].error != ENOENT)
-				e->items[j].error = 0;
+		channel_entries_get(ch->entries, p->order[i], &e);
+		while (channel_entry_next(&e, &it)) {
+			if (it.object &&
+			    channel_entries_state(ch->entries, it.ref,
+						  &error) ==
+				CHANNEL_OBJECT_FAILED &&
+			    error != ENOENT)
+				channel_entries_set_state(
+				    ch->entries, it.ref, CHANNEL_OBJECT_UNKNOWN,
+				    0);
 		}
 	}
 
@@ -1134,23 +1115,33 @@ static int load_manifest(struct channel *ch, char *err, size_t errlen)
 		goto out;
 	}
 	text[size] = '\0';
+	ch->entries = channel_entries_create();
+	if (!ch->entries) {
+		rc = util_fail(err, errlen, EINVAL, "out of memory");
+		goto out;
+	}
 	if (sp->data_type == CHANNEL_MANIFEST_FILE)
-		rc = channel_manifest_parse(text, (size_t)size, &ch->entries,
+		rc = channel_manifest_parse(text, (size_t)size, ch->entries,
 					    perr, sizeof(perr));
 	else
 		rc = channel_augmented_parse(text, (size_t)size, sp->attributes,
-					     sp->nattributes, &ch->entries,
-					     perr, sizeof(perr));
+					     sp->nattributes, ch->entries, perr,
+					     sizeof(perr));
 	if (rc)
 		rc = util_fail(err, errlen, EINVAL,
 			       "channel '%s': manifest %s: %s", sp->name,
 			       sp->uri, perr);
 	else
 		util_debug("channel '%s': manifest %s has %zu entries",
-			   sp->name, sp->uri, ch->entries.count);
+			   sp->name, sp->uri,
+			   channel_entries_count(ch->entries));
 out:
 	free(text);
 	cache_object_put(ch->cache, obj);
+	/* jansson's tree of the whole manifest (a few hundred bytes an
+	 * entry, in small blocks) is gone: give its pages back now rather
+	 * than keep them for the life of the mount */
+	malloc_trim(0);
 	return rc;
 }
 
@@ -1161,38 +1152,45 @@ static int check_first_object(struct channel *ch, struct epoch_plan *p,
 			      char *err, size_t errlen)
 {
 	for (size_t i = 0; !ch->catalog && i < p->n; i++) {
-		struct channel_entry *e = &ch->entries.entries[p->order[i]];
+		struct channel_entry e;
+		struct channel_item it;
+		struct cache_object *obj = NULL;
+		struct store_error serr;
+		char key[CACHE_KEY_MAX + 1];
+		const char *bucket;
+		bool found = false;
+		int error;
 
-		for (unsigned j = 0; j < e->nitems; j++) {
-			struct channel_item *it = &e->items[j];
-			struct cache_object *obj = NULL;
-			struct store_error serr;
-			int rc;
-
-			if (!it->key)
-				continue;
-			if (it->known)
-				return 0;
-			if (cache_object_resolve_sync(ch->cache, it->bucket,
-						      it->key, &obj, &serr)) {
-				if (serr.err == ENOENT)
-					return util_fail(
-					    err, errlen, EINVAL,
-					    "channel '%s': s3://%s/%s does "
-					    "not exist (or its bucket does "
-					    "not)",
-					    ch->spec->name, it->bucket,
-					    it->key);
-				return start_error(ch, &serr, it->bucket, err,
-						   errlen);
-			}
-			/* (no plan is linked yet) */
-			rc = item_learn(it, obj);
-			cache_object_put(ch->cache, obj);
-			return rc ? util_fail(err, errlen, EINVAL,
-					      "out of memory")
-				  : 0;
+		channel_entries_get(ch->entries, p->order[i], &e);
+		while (!found && channel_entry_next(&e, &it))
+			found = it.object;
+		if (!found)
+			continue;
+		if (channel_entries_state(ch->entries, it.ref, &error) ==
+		    CHANNEL_OBJECT_KNOWN)
+			return 0;
+		bucket = channel_entries_bucket(ch->entries, it.ref);
+		channel_entries_key(ch->entries, it.ref, key, sizeof(key));
+		if (cache_object_resolve_sync(ch->cache, bucket, key, &obj,
+					      &serr)) {
+			if (serr.err == ENOENT)
+				return util_fail(
+				    err, errlen, EINVAL,
+				    "channel '%s': s3://%s/%s does "
+				    "not exist (or its bucket "
+				    "does not)",
+				    ch->spec->name, bucket, key);
+			return start_error(ch, &serr, bucket, err, errlen);
 		}
+		/* (no plan is linked yet) */
+		error = channel_entries_learn(ch->entries, it.ref, obj);
+		cache_object_put(ch->cache, obj);
+		return error ? util_fail(err, errlen, EINVAL,
+					 "channel '%s': s3://%s/%s: %s",
+					 ch->spec->name, bucket, key,
+					 error == ENOMEM ? "out of memory"
+							 : "a hostile ETag")
+			     : 0;
 	}
 	return 0;
 }
@@ -1266,6 +1264,17 @@ static void manifest_head_done(void *arg, struct cache_object *obj,
 	free(h);
 }
 
+/* A ManifestFile's entry i: its one object. */
+static channel_ref manifest_ref(const struct channel_entries *es, size_t i)
+{
+	struct channel_entry e;
+	struct channel_item it = {0};
+
+	channel_entries_get(es, i, &e);
+	channel_entry_next(&e, &it);
+	return it.ref;
+}
+
 /*
  * A manifest's keys into the channel's catalog, for a tree: a manifest
  * names keys, not sizes, so each is asked for (HEAD), many at once.  A key
@@ -1273,15 +1282,18 @@ static void manifest_head_done(void *arg, struct cache_object *obj,
  */
 static int manifest_catalog(struct channel *ch, char *err, size_t errlen)
 {
-	struct channel_entries *es = &ch->entries;
-	struct manifest_heads hs = {.failed = es->count};
+	struct channel_entries *es = ch->entries;
+	size_t count = channel_entries_count(es);
+	struct manifest_heads hs = {.failed = count};
+	char key[CACHE_KEY_MAX + 1];
 	size_t issued = 0;
 	int rc = 0;
 
-	hs.objs = calloc(es->count ? es->count : 1, sizeof(*hs.objs));
+	hs.objs = calloc(count ? count : 1, sizeof(*hs.objs));
 	ch->catalog = cache_catalog_create(
-	    es->count ? es->entries[0].items[0].bucket : ch->spec->bucket,
-	    es->prefix ? es->prefix : "");
+	    count ? channel_entries_bucket(es, manifest_ref(es, 0))
+		  : ch->spec->bucket,
+	    count ? channel_entries_prefix(es, manifest_ref(es, 0)) : "");
 	if (!hs.objs || !ch->catalog) {
 		free(hs.objs);
 		return util_fail(err, errlen, EINVAL, "out of memory");
@@ -1289,8 +1301,8 @@ static int manifest_catalog(struct channel *ch, char *err, size_t errlen)
 	pthread_mutex_init(&hs.lock, NULL);
 	pthread_cond_init(&hs.idle, NULL);
 	pthread_mutex_lock(&hs.lock);
-	for (; issued < es->count && hs.failed == es->count; issued++) {
-		const struct channel_item *it = &es->entries[issued].items[0];
+	for (; issued < count && hs.failed == count; issued++) {
+		channel_ref ref = manifest_ref(es, issued);
 		struct manifest_head *h = malloc(sizeof(*h));
 
 		while (hs.in_flight >= MANIFEST_HEADS_AT_ONCE)
@@ -1303,7 +1315,9 @@ static int manifest_catalog(struct channel *ch, char *err, size_t errlen)
 		h->entry = issued;
 		hs.in_flight++;
 		pthread_mutex_unlock(&hs.lock);
-		rc = cache_object_resolve(ch->cache, it->bucket, it->key,
+		channel_entries_key(es, ref, key, sizeof(key));
+		rc = cache_object_resolve(ch->cache,
+					  channel_entries_bucket(es, ref), key,
 					  manifest_head_done, h);
 		pthread_mutex_lock(&hs.lock);
 		if (rc) {
@@ -1317,18 +1331,19 @@ static int manifest_catalog(struct channel *ch, char *err, size_t errlen)
 	pthread_mutex_unlock(&hs.lock);
 	if (rc) {
 		rc = util_fail(err, errlen, EINVAL, "out of memory");
-	} else if (hs.failed < es->count) {
-		const struct channel_item *it =
-		    &es->entries[hs.failed].items[0];
+	} else if (hs.failed < count) {
+		channel_ref ref = manifest_ref(es, hs.failed);
+		const char *bucket = channel_entries_bucket(es, ref);
 
+		channel_entries_key(es, ref, key, sizeof(key));
 		if (hs.err.err == ENOENT)
 			rc = util_fail(err, errlen, EINVAL,
 				       "channel '%s': s3://%s/%s (manifest "
 				       "element %zu) does not exist",
-				       ch->spec->name, it->bucket, it->key,
+				       ch->spec->name, bucket, key,
 				       hs.failed + 1);
 		else
-			rc = start_error(ch, &hs.err, it->bucket, err, errlen);
+			rc = start_error(ch, &hs.err, bucket, err, errlen);
 	}
 	for (size_t i = 0; i < issued; i++) {
 		const struct cache_object *o = hs.objs[i];
@@ -1352,7 +1367,8 @@ static int manifest_catalog(struct channel *ch, char *err, size_t errlen)
 	pthread_mutex_destroy(&hs.lock);
 	free(hs.objs);
 	/* the catalog holds what the tree needs */
-	channel_entries_free(es);
+	channel_entries_destroy(es);
+	ch->entries = NULL;
 	return rc;
 }
 
@@ -1499,9 +1515,9 @@ void channel_get_stats(struct channel *ch, struct channel_stats *out)
 	if (ch->catalog) {
 		out->objects = cache_catalog_count(ch->catalog);
 		out->bytes = cache_catalog_memory(ch->catalog);
-	} else {
-		out->objects = ch->entries.count;
-		out->bytes = ch->entries.count * sizeof(struct channel_entry);
+	} else if (ch->entries) {
+		out->objects = channel_entries_count(ch->entries);
+		out->bytes = channel_entries_memory(ch->entries);
 	}
 	if (ch->tree)
 		out->bytes += channel_tree_memory(ch->tree);
@@ -1524,7 +1540,8 @@ void channel_destroy(struct channel *ch)
 	plans_destroy(ch->plans);
 	channel_tree_destroy(ch->tree);
 	cache_catalog_destroy(ch->catalog);
-	channel_entries_free(&ch->entries);
+	channel_entries_destroy(ch->entries);
+	free(ch->to_resolve);
 	pthread_mutex_destroy(&ch->lock);
 	free(ch);
 }

@@ -1,7 +1,7 @@
 /*
  * channel internals shared by the files of channel/ and the unit tests:
- * entries (what one epoch orders), manifest parsing, the epoch order
- * (shuffle and shard) and RecordIO framing.
+ * entries (what one epoch orders, kept compactly), manifest parsing, the epoch
+ * order (shuffle and shard) and RecordIO framing.
  */
 #ifndef S3PIPE_CHANNEL_INTERNAL_H
 #define S3PIPE_CHANNEL_INTERNAL_H
@@ -13,60 +13,114 @@
 #include "channel/channel.h"
 #include "channel/stage.h"
 
+/* ---- channel/entries.c: what a manifest's epochs order, compactly ---- */
+
 /*
- * One piece of an entry: an object's bytes, or literal bytes (an augmented
- * manifest attribute that is not a "-ref").  With RecordIO each item is one
- * record.
+ * The unit an epoch shuffles and shards is an entry: one object
+ * (ManifestFile) or one manifest line (AugmentedManifestFile), whose items
+ * are objects or literal bytes (an attribute that is not a "-ref"), in
+ * AttributeNames order.  The objects are kept in catalogs (cache/catalog.h),
+ * one per bucket and prefix, each named by a ref; an entry is a few bytes
+ * beside them.  A manifest names keys, not sizes: an object's size and ETag
+ * are learnt (from a HEAD) into its catalog, and its state says how far
+ * that got.
  */
+struct channel_entries;
+struct cache_catalog;
 struct cache_object;
+struct cache;
 
+/* An object of the entries: catalog number << 32 | catalog entry. */
+typedef uint64_t channel_ref;
+
+/* One item of an entry, as channel_entry_next() reads it. */
 struct channel_item {
-	char *bucket; /* owned; NULL for literal bytes */
-	char *key;    /* owned; NULL for literal bytes */
-	char *text;   /* owned literal bytes (not NUL-terminated for the
-			 stream's purposes, though a NUL follows); NULL for
-			 an object */
+	bool object;	  /* else literal bytes */
+	channel_ref ref;  /* the object */
+	const char *text; /* the literal bytes (a NUL follows them) */
 	size_t text_len;
-	/* channel.c, under the channel's lock: the object's size and ETag
-	 * once a HEAD told them (kept here, not as an object, so that an
-	 * epoch read holds no object a key: the stream interns one while
-	 * its segment lives), whether a HEAD for it is queued or in flight
-	 * (the queue's next), and how that failed */
-	bool known;
-	uint64_t size;
-	bool md5_form;	       /* the ETag is "<32 hex digits>[-<parts>]" */
-	unsigned char md5[16]; /* its digits then */
-	uint16_t parts;	       /* and "-<parts>" after them (multipart) */
-	char *etag;	       /* owned: any other ETag, else NULL */
-	bool resolving;
-	int error;
-	struct channel_item *resolve_next;
 };
 
-/*
- * The unit an epoch shuffles and shards: one object (S3Prefix,
- * ManifestFile) or one manifest line (AugmentedManifestFile, one item per
- * attribute, in AttributeNames order).
- */
+/* One entry, as channel_entries_get() reads it; its items follow with
+ * channel_entry_next(). */
 struct channel_entry {
-	struct channel_item *items; /* owned array of nitems */
-	unsigned nitems;
 	unsigned long line; /* 1-based line in an augmented manifest, else 0 */
-	char *error; /* owned; set when the line cannot be streamed (a missing
-			attribute, a -ref that is not an s3:// URI): reading
-			reaches it and fails with EIO, logging this, which
-			names the line */
+	const char *error;  /* set when the line cannot be streamed (a missing
+			       attribute, a -ref that is not an s3:// URI):
+			       reading reaches it and fails with EIO, logging
+			       this, which names the line; else NULL */
+	unsigned nitems;
+	/* (the items not read yet: at next, or the identity's one) */
+	const unsigned char *next;
+	unsigned left;
+	size_t identity;
 };
 
-struct channel_entries {
-	struct channel_entry *entries; /* owned array */
-	size_t count;
-	size_t cap;
-	char *prefix; /* a ManifestFile's prefix (owned): its keys start
-			 with it; NULL otherwise */
-};
+struct channel_entries *channel_entries_create(void);
+void channel_entries_destroy(struct channel_entries *e); /* NULL is fine */
+/* Forgets every entry (a parse that failed). */
+void channel_entries_clear(struct channel_entries *e);
+size_t channel_entries_count(const struct channel_entries *e);
+/* Bytes held: entries, catalogs, states. */
+uint64_t channel_entries_memory(const struct channel_entries *e);
 
-void channel_entries_free(struct channel_entries *e);
+/* buckets and prefixes (catalogs) of one channel's objects, at most */
+#define CHANNEL_ENTRIES_BUCKETS_MAX 256
+
+/* Building an entry: begin, items, end.  0 or ENOMEM (ENOSPC for an
+ * object past CHANNEL_ENTRIES_BUCKETS_MAX buckets and prefixes). */
+int channel_entries_begin(struct channel_entries *e, unsigned long line);
+/* The object key (which starts with prefix, the catalog it goes into) of
+ * bucket. */
+int channel_entries_add_object(struct channel_entries *e, const char *bucket,
+			       const char *prefix, const char *key);
+int channel_entries_add_text(struct channel_entries *e, const char *text,
+			     size_t len);
+/* Marks the entry being built unreadable; only the first message stays.
+ * (printf-style; at most 512 bytes kept.) */
+int channel_entries_fail(struct channel_entries *e, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+bool channel_entries_failed(const struct channel_entries *e);
+int channel_entries_end(struct channel_entries *e);
+
+/* Entry i (< count) into *out. */
+void channel_entries_get(const struct channel_entries *e, size_t i,
+			 struct channel_entry *out);
+/* Its next item into *it: false after the last. */
+bool channel_entry_next(struct channel_entry *en, struct channel_item *it);
+
+/* An object's state; learning and reading it are under one lock (the
+ * channel's). */
+enum channel_object_state {
+	CHANNEL_OBJECT_UNKNOWN = 0, /* no HEAD yet */
+	CHANNEL_OBJECT_RESOLVING,   /* a HEAD is queued or in flight */
+	CHANNEL_OBJECT_KNOWN,	    /* size and ETag learnt */
+	CHANNEL_OBJECT_FAILED,	    /* its HEAD failed: see the error */
+};
+enum channel_object_state channel_entries_state(const struct channel_entries *e,
+						channel_ref ref, int *error);
+/* Sets ref's state (error: an errno, for CHANNEL_OBJECT_FAILED). */
+void channel_entries_set_state(struct channel_entries *e, channel_ref ref,
+			       enum channel_object_state state, int error);
+/* What a HEAD told of ref's object: KNOWN, or FAILED with ENOMEM or
+ * EINVAL (a hostile ETag); returns that errno or 0. */
+int channel_entries_learn(struct channel_entries *e, channel_ref ref,
+			  const struct cache_object *obj);
+const char *channel_entries_bucket(const struct channel_entries *e,
+				   channel_ref ref);
+/* The prefix of its catalog: its key starts with it. */
+const char *channel_entries_prefix(const struct channel_entries *e,
+				   channel_ref ref);
+/* The object's whole key into buf (CACHE_KEY_MAX + 1 bytes: 1025). */
+void channel_entries_key(const struct channel_entries *e, channel_ref ref,
+			 char *buf, size_t len);
+/* Its size, once known. */
+uint64_t channel_entries_size(const struct channel_entries *e, channel_ref ref);
+/* Its object as learnt, interned (a reference for the caller): NULL on
+ * ENOMEM. */
+struct cache_object *channel_entries_object(struct cache *c,
+					    const struct channel_entries *e,
+					    channel_ref ref);
 
 /* ---- channel/manifest.c ---- */
 
@@ -78,9 +132,10 @@ void channel_entries_free(struct channel_entries *e);
  * {"prefix": "s3://bucket/prefix/"} and whose other elements are keys
  * relative to it (strings).  Appends one single-item entry per key, in
  * manifest order; the item's bucket is the prefix's bucket, its key the
- * prefix followed by the relative key; out->prefix gets the prefix.
+ * prefix followed by the relative key (in the catalog of that bucket and
+ * prefix).
  * Returns 0; EINVAL with one line in err (what is wrong and where:
- * "manifest element 3 is not a string"); ENOMEM.  On error out is freed.
+ * "manifest element 3 is not a string"); ENOMEM.  On error out is cleared.
  */
 int channel_manifest_parse(const char *text, size_t len,
 			   struct channel_entries *out, char *err,
@@ -98,7 +153,7 @@ int channel_manifest_parse(const char *text, size_t len,
  * error set ("augmented manifest line 7: attribute 'label' is missing").
  * A line that is not a JSON object, not UTF-8, or longer than
  * CHANNEL_MANIFEST_LINE_MAX stops the parse: EINVAL with the line number
- * in err.  ENOMEM.  On error out is freed.
+ * in err.  ENOMEM.  On error out is cleared.
  */
 int channel_augmented_parse(const char *text, size_t len,
 			    char *const *attributes, size_t nattributes,

@@ -32,11 +32,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define S3_KEY_MAX	1024 /* bytes of an S3 object key */
-#define ENTRIES_FIRST	16   /* first capacity of an entries array */
-#define ENTRY_ERROR_MAX 512  /* bytes of one entry's error message */
-#define REF_SUFFIX	"-ref"
-#define REF_SUFFIX_LEN	4
+#define S3_KEY_MAX     1024 /* bytes of an S3 object key */
+#define REF_SUFFIX     "-ref"
+#define REF_SUFFIX_LEN 4
 
 /* duplicate keys are ambiguous; a NUL is checked where it matters */
 #define JSON_FLAGS (JSON_REJECT_DUPLICATES | JSON_DECODE_ANY | JSON_ALLOW_NUL)
@@ -79,49 +77,6 @@ static int json_failure(const json_error_t *jerr, const char *what,
 			 what, jerr->text, where);
 }
 
-/* Room for one more entry, growing the array geometrically. */
-static int entries_grow(struct channel_entries *e)
-{
-	struct channel_entry *p;
-	size_t cap;
-
-	if (e->count < e->cap)
-		return 0;
-	cap = e->cap ? e->cap : ENTRIES_FIRST;
-	if (e->cap) {
-		if (cap > SIZE_MAX / 2 / sizeof(*p))
-			return ENOMEM;
-		cap *= 2;
-	}
-	p = realloc(e->entries, cap * sizeof(*p));
-	if (!p)
-		return ENOMEM;
-	e->entries = p;
-	e->cap = cap;
-	return 0;
-}
-
-/* A new zeroed entry of nitems zeroed items, counted in e at once so that
- * channel_entries_free() frees whatever is filled in before a failure. */
-static struct channel_entry *entries_add(struct channel_entries *e,
-					 size_t nitems)
-{
-	struct channel_entry *en;
-
-	if (entries_grow(e))
-		return NULL;
-	en = &e->entries[e->count];
-	memset(en, 0, sizeof(*en));
-	if (nitems) {
-		en->items = calloc(nitems, sizeof(*en->items));
-		if (!en->items)
-			return NULL;
-		en->nitems = (unsigned)nitems;
-	}
-	e->count++;
-	return en;
-}
-
 /* ---- ManifestFile ---- */
 
 /* One entry for the object prefix + rel (rlen bytes) in bucket. */
@@ -129,23 +84,16 @@ static int add_key(struct channel_entries *out, const char *bucket,
 		   const char *prefix, size_t plen, const char *rel,
 		   size_t rlen)
 {
-	struct channel_entry *en;
-	char *key;
+	char key[S3_KEY_MAX + 1];
+	int rc;
 
-	en = entries_add(out, 1);
-	if (!en)
-		return ENOMEM;
-	en->items[0].bucket = strdup(bucket);
-	key = malloc(plen + rlen + 1);
-	if (!en->items[0].bucket || !key) {
-		free(key);
-		return ENOMEM;
-	}
 	memcpy(key, prefix, plen);
 	memcpy(key + plen, rel, rlen);
 	key[plen + rlen] = '\0';
-	en->items[0].key = key;
-	return 0;
+	rc = channel_entries_begin(out, 0);
+	if (!rc)
+		rc = channel_entries_add_object(out, bucket, prefix, key);
+	return rc ? rc : channel_entries_end(out);
 }
 
 int channel_manifest_parse(const char *text, size_t len,
@@ -267,37 +215,17 @@ int channel_manifest_parse(const char *text, size_t len,
 	}
 	json_decref(root);
 	free(bucket);
-	free(out->prefix);    /* (appending to an earlier manifest's entries) */
-	out->prefix = prefix; /* the new entries' keys start with it */
+	free(prefix);
 	return 0;
 fail:
 	json_decref(root);
 	free(bucket);
 	free(prefix);
-	channel_entries_free(out);
+	channel_entries_clear(out);
 	return rc;
 }
 
 /* ---- AugmentedManifestFile ---- */
-
-/* Marks en as unreadable, unless an earlier problem already did: only the
- * first problem of a line is reported.  0 or ENOMEM. */
-static int entry_fail(struct channel_entry *en, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-
-static int entry_fail(struct channel_entry *en, const char *fmt, ...)
-{
-	char msg[ENTRY_ERROR_MAX];
-	va_list ap;
-
-	if (en->error)
-		return 0;
-	va_start(ap, fmt);
-	util_vfail(msg, sizeof(msg), 0, fmt, ap);
-	va_end(ap);
-	en->error = strdup(msg);
-	return en->error ? 0 : ENOMEM;
-}
 
 static bool is_ref(const char *name)
 {
@@ -307,23 +235,10 @@ static bool is_ref(const char *name)
 					     REF_SUFFIX, REF_SUFFIX_LEN) == 0;
 }
 
-/* An item of len bytes copied from s (not NUL-terminated), NUL after. */
-static int literal_item(struct channel_item *it, const char *s, size_t len)
-{
-	it->text = malloc(len + 1);
-	if (!it->text)
-		return ENOMEM;
-	if (len)
-		memcpy(it->text, s, len);
-	it->text[len] = '\0';
-	it->text_len = len;
-	return 0;
-}
-
 /* The item of attribute name (a "-ref") of line: the object its URI names;
  * else the entry's error is set and the item is empty literal bytes. */
-static int ref_item(struct channel_entry *en, struct channel_item *it,
-		    const char *name, const json_t *v, unsigned long line)
+static int ref_item(struct channel_entries *en, const char *name,
+		    const json_t *v, unsigned long line)
 {
 	char uerr[512];
 	char *bucket = NULL;
@@ -332,51 +247,56 @@ static int ref_item(struct channel_entry *en, struct channel_item *it,
 	int rc;
 
 	if (!json_is_string(v)) {
-		rc = entry_fail(en,
-				"augmented manifest line %lu: attribute '%s' "
-				"is not a string (expected an s3:// URI)",
-				line, name);
+		rc = channel_entries_fail(
+		    en,
+		    "augmented manifest line %lu: attribute '%s' "
+		    "is not a string (expected an s3:// URI)",
+		    line, name);
 		goto literal;
 	}
 	s = json_string_value(v);
 	if (strlen(s) != json_string_length(v)) {
-		rc = entry_fail(en,
-				"augmented manifest line %lu: attribute '%s' "
-				"contains a NUL character",
-				line, name);
+		rc = channel_entries_fail(
+		    en,
+		    "augmented manifest line %lu: attribute '%s' "
+		    "contains a NUL character",
+		    line, name);
 		goto literal;
 	}
 	rc = s3_uri_parse(s, &bucket, &key, uerr, sizeof(uerr));
 	if (rc == ENOMEM)
 		return ENOMEM;
 	if (rc) {
-		rc = entry_fail(
+		rc = channel_entries_fail(
 		    en, "augmented manifest line %lu: attribute '%s': %s", line,
 		    name, uerr);
 		goto literal;
 	}
 	if (key[0] == '\0') {
-		rc = entry_fail(en,
-				"augmented manifest line %lu: attribute '%s' "
-				"names no object ('%s' has no key)",
-				line, name, s);
+		rc = channel_entries_fail(
+		    en,
+		    "augmented manifest line %lu: attribute '%s' "
+		    "names no object ('%s' has no key)",
+		    line, name, s);
 		goto literal;
 	}
 	if (strlen(key) > S3_KEY_MAX) {
-		rc = entry_fail(en,
-				"augmented manifest line %lu: attribute '%s': "
-				"the key is longer than S3 keys may be (%d "
-				"bytes)",
-				line, name, S3_KEY_MAX);
+		rc = channel_entries_fail(
+		    en,
+		    "augmented manifest line %lu: attribute '%s': "
+		    "the key is longer than S3 keys may be (%d "
+		    "bytes)",
+		    line, name, S3_KEY_MAX);
 		goto literal;
 	}
-	it->bucket = bucket;
-	it->key = key;
-	return 0;
+	rc = channel_entries_add_object(en, bucket, "", key);
+	free(bucket);
+	free(key);
+	return rc;
 literal:
 	free(bucket);
 	free(key);
-	return rc ? rc : literal_item(it, "", 0);
+	return rc ? rc : channel_entries_add_text(en, "", 0);
 }
 
 /*
@@ -489,30 +409,28 @@ static size_t member_index(json_t *obj, const char *name)
  * text of obj) as literal bytes: a string's contents, anything else its
  * JSON text as written in the line.  0, ENOMEM, or EINVAL if the scanner
  * cannot find the value. */
-static int value_item(struct channel_item *it, json_t *obj, const char *name,
+static int value_item(struct channel_entries *en, json_t *obj, const char *name,
 		      const json_t *v, const char *s, size_t len)
 {
 	size_t start, end;
 
 	if (json_is_string(v))
-		return literal_item(it, json_string_value(v),
-				    json_string_length(v));
+		return channel_entries_add_text(en, json_string_value(v),
+						json_string_length(v));
 	if (!value_span(s, len, member_index(obj, name), &start, &end))
 		return EINVAL;
-	return literal_item(it, s + start, end - start);
+	return channel_entries_add_text(en, s + start, end - start);
 }
 
 /* The item of attribute name, missing from line: the entry's error, and
  * empty literal bytes so that every entry has one item per attribute. */
-static int missing_item(struct channel_entry *en, struct channel_item *it,
-			const char *name, unsigned long line)
+static int missing_item(struct channel_entries *en, const char *name,
+			unsigned long line)
 {
-	int rc;
-
-	rc = entry_fail(
+	channel_entries_fail(
 	    en, "augmented manifest line %lu: attribute '%s' is missing", line,
 	    name);
-	return rc ? rc : literal_item(it, "", 0);
+	return channel_entries_add_text(en, "", 0);
 }
 
 /* One non-blank line (len bytes, without its newline) into one entry. */
@@ -521,7 +439,6 @@ static int parse_line(const char *s, size_t len, unsigned long line,
 		      struct channel_entries *out, char *err, size_t errlen)
 {
 	char what[64];
-	struct channel_entry *en;
 	json_error_t jerr;
 	json_t *obj;
 	int rc = 0;
@@ -535,29 +452,30 @@ static int parse_line(const char *s, size_t len, unsigned long line,
 			       what);
 		goto done;
 	}
-	en = entries_add(out, nattributes);
-	if (!en) {
-		rc = util_fail(err, errlen, ENOMEM,
-			       "out of memory parsing the %s", what);
-		goto done;
-	}
-	en->line = line;
+	rc = channel_entries_begin(out, line);
 	for (size_t i = 0; i < nattributes && !rc; i++) {
 		const char *name = attributes[i];
 		json_t *v = json_object_get(obj, name);
 
 		if (!v)
-			rc = missing_item(en, &en->items[i], name, line);
+			rc = missing_item(out, name, line);
 		else if (is_ref(name))
-			rc = ref_item(en, &en->items[i], name, v, line);
+			rc = ref_item(out, name, v, line);
 		else
-			rc = value_item(&en->items[i], obj, name, v, s, len);
+			rc = value_item(out, obj, name, v, s, len);
 	}
+	if (!rc)
+		rc = channel_entries_end(out);
 	if (rc == EINVAL)
 		util_fail(err, errlen, EINVAL,
 			  "%s: cannot find the text of a value jansson read "
 			  "(please report this line)",
 			  what);
+	else if (rc == ENOSPC)
+		rc = util_fail(err, errlen, EINVAL,
+			       "%s: the manifest names objects in more than "
+			       "%u buckets",
+			       what, CHANNEL_ENTRIES_BUCKETS_MAX);
 	else if (rc)
 		util_fail(err, errlen, rc, "out of memory parsing the %s",
 			  what);
@@ -623,6 +541,6 @@ int channel_augmented_parse(const char *text, size_t len,
 	}
 	return 0;
 fail:
-	channel_entries_free(out);
+	channel_entries_clear(out);
 	return rc;
 }

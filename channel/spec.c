@@ -1005,24 +1005,3 @@ bool channel_name_valid(const char *name)
 	}
 	return i > 0;
 }
-
-void channel_entries_free(struct channel_entries *e)
-{
-	if (!e)
-		return;
-	for (size_t i = 0; i < e->count; i++) {
-		struct channel_entry *en = &e->entries[i];
-
-		for (unsigned j = 0; j < en->nitems; j++) {
-			free(en->items[j].bucket);
-			free(en->items[j].key);
-			free(en->items[j].text);
-			free(en->items[j].etag);
-		}
-		free(en->items);
-		free(en->error);
-	}
-	free(e->entries);
-	free(e->prefix);
-	memset(e, 0, sizeof(*e));
-}

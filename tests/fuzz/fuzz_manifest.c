@@ -24,37 +24,41 @@ static void check_line(const char *s)
 			__builtin_trap();
 }
 
-static size_t walk(const struct channel_entries *e, size_t nitems)
+static size_t walk(const struct channel_entries *e, unsigned nitems)
 {
 	size_t sink = 0;
 
-	if (e->count > e->cap || (e->count && !e->entries))
-		__builtin_trap();
-	for (size_t i = 0; i < e->count; i++) {
-		const struct channel_entry *en = &e->entries[i];
+	for (size_t i = 0; i < channel_entries_count(e); i++) {
+		struct channel_entry en;
+		struct channel_item it;
+		unsigned seen = 0;
 
-		if (nitems && en->nitems != nitems)
+		channel_entries_get(e, i, &en);
+		if (en.nitems != nitems)
 			__builtin_trap();
-		if (en->error) {
-			check_line(en->error);
-			sink += strlen(en->error);
+		if (en.error) {
+			check_line(en.error);
+			sink += strlen(en.error);
 		}
-		for (unsigned j = 0; j < en->nitems; j++) {
-			const struct channel_item *it = &en->items[j];
+		for (; channel_entry_next(&en, &it); seen++) {
+			char key[1025];
+			int error;
 
-			if (it->text) {
-				if (it->bucket || it->key ||
-				    it->text[it->text_len] != '\0')
+			if (!it.object) {
+				if (!it.text || it.text[it.text_len] != '\0')
 					__builtin_trap();
-				sink += it->text_len;
-			} else {
-				if (!it->bucket || !it->key ||
-				    strlen(it->key) == 0 ||
-				    strlen(it->key) > 1024)
-					__builtin_trap();
-				sink += strlen(it->bucket);
+				sink += it.text_len;
+				continue;
 			}
+			channel_entries_key(e, it.ref, key, sizeof(key));
+			if (it.text || strlen(key) == 0 ||
+			    channel_entries_state(e, it.ref, &error) !=
+				CHANNEL_OBJECT_UNKNOWN)
+				__builtin_trap();
+			sink += strlen(channel_entries_bucket(e, it.ref));
 		}
+		if (seen != nitems)
+			__builtin_trap();
 	}
 	return sink;
 }
@@ -62,36 +66,41 @@ static size_t walk(const struct channel_entries *e, size_t nitems)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static char *const attrs[] = {"source-ref", "label", "meta"};
-	struct channel_entries e;
+	struct channel_entries *e = channel_entries_create();
 	char err[256];
 	volatile size_t sink = 0;
 	int rc;
 
-	memset(&e, 0, sizeof(e));
-	rc = channel_manifest_parse((const char *)data, size, &e, err,
+	if (!e)
+		return 0;
+	rc = channel_manifest_parse((const char *)data, size, e, err,
 				    sizeof(err));
 	if (rc == 0) {
-		sink += walk(&e, 1);
+		sink += walk(e, 1);
 	} else {
-		if ((rc != EINVAL && rc != ENOMEM) || e.entries || e.count)
+		if ((rc != EINVAL && rc != ENOMEM) || channel_entries_count(e))
 			__builtin_trap();
 		check_line(err);
 	}
-	channel_entries_free(&e);
+	channel_entries_clear(e);
 
-	rc = channel_augmented_parse((const char *)data, size, attrs, 3, &e,
-				     err, sizeof(err));
+	rc = channel_augmented_parse((const char *)data, size, attrs, 3, e, err,
+				     sizeof(err));
 	if (rc == 0) {
-		sink += walk(&e, 3);
-		for (size_t i = 0; i < e.count; i++)
-			if (e.entries[i].line == 0)
+		sink += walk(e, 3);
+		for (size_t i = 0; i < channel_entries_count(e); i++) {
+			struct channel_entry en;
+
+			channel_entries_get(e, i, &en);
+			if (en.line == 0)
 				__builtin_trap();
+		}
 	} else {
-		if ((rc != EINVAL && rc != ENOMEM) || e.entries || e.count)
+		if ((rc != EINVAL && rc != ENOMEM) || channel_entries_count(e))
 			__builtin_trap();
 		check_line(err);
 	}
-	channel_entries_free(&e);
+	channel_entries_destroy(e);
 	(void)sink;
 	return 0;
 }

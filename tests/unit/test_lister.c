@@ -619,6 +619,66 @@ static void test_catalog_entries(void **state)
 	cache_catalog_destroy(cat);
 }
 
+/* A manifest's entries are added before a HEAD tells their size and
+ * ETag, which are learnt later, in any form, and again. */
+static void test_catalog_learn(void **state)
+{
+	struct cache_catalog *cat = cache_catalog_create("bkt", "pre/");
+	char buf[CACHE_KEY_MAX + 1];
+	static const char *const etags[] = {
+	    "\"0123456789abcdef0123456789abcdef\"",
+	    "\"0123456789abcdef0123456789abcdef-17\"",
+	    "W/\"weak\"",
+	    NULL,
+	};
+	uint32_t e;
+
+	(void)state;
+	assert_non_null(cat);
+	for (unsigned i = 0; i < 4; i++) {
+		snprintf(buf, sizeof(buf), "pre/k%u", i);
+		assert_int_equal(cache_catalog_add(cat, buf, NULL, 0, 0, &e),
+				 0);
+		assert_false(cache_catalog_etag(cat, e, buf, sizeof(buf)));
+		assert_int_equal(cache_catalog_size(cat, e), 0);
+	}
+	for (unsigned round = 0; round < 2; round++) {
+		for (unsigned i = 0; i < 4; i++) {
+			/* the second round moves every ETag to another
+			 * form: text beside the name and back */
+			const char *etag = etags[(i + round) % 4];
+			char want[32];
+
+			assert_int_equal(cache_catalog_learn(cat, i, etag,
+							     100 * i + round,
+							     1700000000 + i),
+					 0);
+			assert_int_equal(
+			    cache_catalog_etag(cat, i, buf, sizeof(buf)),
+			    etag != NULL);
+			assert_string_equal(buf, etag ? etag : "");
+			assert_int_equal(cache_catalog_size(cat, i),
+					 100 * i + round);
+			assert_int_equal(cache_catalog_mtime(cat, i),
+					 1700000000 + i);
+			assert_true(
+			    cache_catalog_key(cat, i, buf, sizeof(buf)));
+			snprintf(want, sizeof(want), "pre/k%u", i);
+			assert_string_equal(buf, want);
+		}
+	}
+	/* hostile answers change nothing */
+	assert_int_equal(
+	    cache_catalog_learn(cat, 0, "\"a\"\r\nX-Evil: 1", 1, 0), EINVAL);
+	assert_int_equal(
+	    cache_catalog_learn(cat, 0, NULL, CACHE_OBJECT_SIZE_MAX + 1, 0),
+	    EINVAL);
+	assert_int_equal(cache_catalog_size(cat, 0), 1);
+	assert_true(cache_catalog_etag(cat, 0, buf, sizeof(buf)));
+	assert_string_equal(buf, etags[1]);
+	cache_catalog_destroy(cat);
+}
+
 static void test_catalog_order(void **state)
 {
 	struct cache_catalog *cat = cache_catalog_create("b", "");
@@ -1461,6 +1521,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_catalog_entries),
+	    cmocka_unit_test(test_catalog_learn),
 	    cmocka_unit_test(test_catalog_order),
 	    cmocka_unit_test(test_catalog_mtime),
 	    cmocka_unit_test(test_saved_roundtrip),
