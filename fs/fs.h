@@ -33,6 +33,8 @@
 #define FS_ORDER_DIR ".s3pipe-order"
 
 struct fs_handle;
+struct fs_adopted;
+struct keeper_shared;
 
 struct fs_channel {
 	const char *name;	 /* points into the options */
@@ -52,9 +54,13 @@ struct fs_state {
 	struct timespec mount_time;
 	pthread_mutex_t lock; /* guards visible counts, seek_warned, handles */
 	bool seek_warned;
-	bool readahead_raised;	   /* readahead_raise() was tried */
-	struct fs_handle *handles; /* open files */
-	struct fs_stats *stats;	   /* owned by the state's owner; may be NULL */
+	bool readahead_raised;	    /* readahead_raise() was tried */
+	struct fs_handle *handles;  /* open files */
+	struct fs_adopted *adopted; /* other workers' handles, rebuilt */
+	struct fs_stats *stats; /* owned by the state's owner; may be NULL */
+	/* what outlives this worker (fs/keeper.h): visible epochs, the
+	 * generation its handles carry */
+	struct keeper_shared *shared;
 };
 
 /* The operations table; userdata for fuse_session_new is the fs_state. */

@@ -36,6 +36,7 @@
 #include <unistd.h>
 
 #include "fs/fs.h"
+#include "fs/keeper.h"
 #include "fs/session.h"
 #include "sagemaker/sagemaker.h"
 #include "s3/s3.h"
@@ -103,29 +104,6 @@ static int detach_with_handshake(void)
 	return fds[1];
 }
 
-static void go_quiet(int ready_fd)
-{
-	int null = open("/dev/null", O_RDWR);
-
-	if (ready_fd >= 0) {
-		if (write(ready_fd, "R", 1) != 1) {
-			/* the parent is gone; keep serving */
-		}
-		close(ready_fd);
-	}
-	if (null >= 0) {
-		dup2(null, STDIN_FILENO);
-		dup2(null, STDOUT_FILENO);
-		dup2(null, STDERR_FILENO);
-		if (null > STDERR_FILENO)
-			close(null);
-	}
-	util_log_use_syslog();
-	if (chdir("/") != 0) {
-		/* harmless */
-	}
-}
-
 /* With --cache-dir: the disk tier over the S3 client, which it then owns
  * (destroying the tier destroys the client). */
 static struct store *disk_tier(struct fs_options *o, struct store *s3)
@@ -145,7 +123,8 @@ static struct store *disk_tier(struct fs_options *o, struct store *s3)
 /* The S3 client (under the disk tier, with --cache-dir), the cache over
  * it and the channels, each started (its first listing page, its
  * manifest, ...) and its first window's memory faulted in. */
-static void build_stack(struct fs_options *o, struct fs_state *st)
+static void build_stack(struct fs_options *o, struct fs_state *st,
+			struct keeper_shared *shared, bool replacement)
 {
 	struct store *store = s3_client_create(&o->s3);
 	char msg[128];
@@ -158,8 +137,10 @@ static void build_stack(struct fs_options *o, struct fs_state *st)
 	store = disk_tier(o, store);
 	memset(st, 0, sizeof(*st));
 	st->opts = o;
-	/* before the daemon leaves the directory a relative one names */
-	st->mountpoint_real = realpath(o->mountpoint, NULL);
+	st->shared = shared;
+	/* made by the keeper before the mount: the mountpoint is not looked
+	 * at again (a new worker's own mount waits for it) */
+	st->mountpoint_real = strdup(shared->mountpoint);
 	st->store = store;
 	st->cache = cache_create(&o->cache, store);
 	st->nchannels = o->nchannels;
@@ -186,6 +167,11 @@ static void build_stack(struct fs_options *o, struct fs_state *st)
 			die("%s", err);
 		if (channel_tree(ch->channel))
 			ch->visible = 0; /* a directory, no epoch files */
+		/* the epochs a worker before this one made appear stay */
+		if (replacement)
+			ch->visible = shared->visible[i];
+		else
+			shared->visible[i] = ch->visible;
 	}
 	/* the first epoch streams at full speed from its first byte: the
 	 * fresh memory its window takes is faulted in before the mount
@@ -266,10 +252,10 @@ static void write_container_config(const struct fs_options *o)
 		die("%s", err);
 }
 
-/* A FUSE session for st, mounted on the mountpoint. */
-static struct fuse_session *mount_session(struct fs_options *o,
-					  struct fs_state *st, const char *prog,
-					  bool helper, struct fuse_args *fargs)
+/* A FUSE session for st, its arguments in fargs. */
+static struct fuse_session *new_session(struct fs_options *o,
+					struct fs_state *st, const char *prog,
+					bool helper, struct fuse_args *fargs)
 {
 	struct fuse_session *se;
 
@@ -279,14 +265,45 @@ static struct fuse_session *mount_session(struct fs_options *o,
 			      sizeof(struct fuse_lowlevel_ops), st);
 	if (!se)
 		die("cannot create the FUSE session (see the message above)");
+	return se;
+}
+
+/* The first worker's session, mounted on the mountpoint. */
+static struct fuse_session *mount_session(struct fs_options *o,
+					  struct fs_state *st, const char *prog,
+					  bool helper, struct fuse_args *fargs)
+{
+	struct fuse_session *se = new_session(o, st, prog, helper, fargs);
+
 	if (fuse_session_mount(se, o->mountpoint) != 0)
 		die("cannot mount on '%s' (is /dev/fuse available, and are "
 		    "you root or is fusermount3 installed?)",
 		    o->mountpoint);
+	if (keeper_session_io(se, fuse_session_fd(se), st->shared, false) !=
+	    0) {
+		fuse_session_unmount(se);
+		die("out of memory");
+	}
 	if (fuse_set_signal_handlers(se) != 0) {
 		fuse_session_unmount(se);
 		die("cannot install signal handlers");
 	}
+	return se;
+}
+
+/* A session over the keeper's descriptor, for a worker that replaces
+ * another: no mount, the INIT played again. */
+static struct fuse_session *adopt_session(struct fs_options *o,
+					  struct fs_state *st, const char *prog,
+					  bool helper, struct fuse_args *fargs,
+					  int fuse_fd)
+{
+	struct fuse_session *se = new_session(o, st, prog, helper, fargs);
+
+	if (keeper_session_io(se, fuse_fd, st->shared, true) != 0)
+		die("out of memory");
+	if (fuse_set_signal_handlers(se) != 0)
+		die("cannot install signal handlers");
 	return se;
 }
 
@@ -307,30 +324,8 @@ static void absolute_pid_file(struct fs_options *o)
 	o->pid_file = abs;
 }
 
-/*
- * --pid-file: written whole (a temporary file renamed over it) once the
- * mount is there, so a reader never sees a partial number; a failure
- * unmounts and fails the start like any other.
- */
-static void write_pid_file(const char *path, struct fuse_session *se)
-{
-	char line[32];
-	char msg[128];
-	int err;
-
-	if (!path)
-		return;
-	snprintf(line, sizeof(line), "%ld", (long)getpid());
-	/* readable by whoever watches the service */
-	err = util_write_text_file(path, line, 0644);
-	if (err) {
-		fuse_session_unmount(se);
-		die("cannot write the pid file '%s': %s", path,
-		    util_strerror(err, msg, sizeof(msg)));
-	}
-}
-
-/* Serves until unmounted; returns the loop's result. */
+/* Serves until unmounted, or told to stop (the keeper unmounts);
+ * returns the loop's result. */
 static int serve(struct fuse_session *se, unsigned max_threads)
 {
 	struct fuse_loop_config *loop = fuse_loop_cfg_create();
@@ -343,7 +338,6 @@ static int serve(struct fuse_session *se, unsigned max_threads)
 	rc = fuse_session_loop_mt(se, loop);
 	fuse_loop_cfg_destroy(loop);
 	fuse_remove_signal_handlers(se);
-	fuse_session_unmount(se);
 	fuse_session_destroy(se);
 	return rc;
 }
@@ -360,16 +354,64 @@ static void resolve_client_conf(struct fs_options *o)
 		die("%s", err);
 }
 
+/*
+ * A worker: builds the stack, then either mounts and hands the descriptor
+ * to the keeper (the first, fuse_fd < 0), or takes the keeper's
+ * descriptor once told to (a replacement), has the kernel resend what
+ * the dead worker had taken, and serves.  Returns the exit status.
+ */
+static int worker_main(struct fs_options *o, const char *prog, bool helper,
+		       int ctl, struct keeper_shared *shared, int fuse_fd)
+{
+	struct fuse_args fargs = FUSE_ARGS_INIT(0, NULL);
+	struct fuse_session *se;
+	struct fs_state st;
+	char err[512];
+	int fd = -1;
+	int rc;
+
+	build_stack(o, &st, shared, fuse_fd >= 0);
+	if (fuse_fd < 0) {
+		write_container_config(o);
+		se = mount_session(o, &st, prog, helper, &fargs);
+		if (keeper_send(ctl, KEEPER_MOUNTED, fuse_session_fd(se)) != 0)
+			die("cannot reach the keeper");
+	} else {
+		se = adopt_session(o, &st, prog, helper, &fargs, fuse_fd);
+		if (keeper_send(ctl, KEEPER_READY, -1) != 0 ||
+		    keeper_recv(ctl, &fd) != KEEPER_GO)
+			return 0; /* the keeper stopped wanting this one */
+		rc = keeper_resend(fuse_fd);
+		if (rc)
+			util_warn("this kernel cannot resend what the last "
+				  "worker had taken (FUSE_NOTIFY_RESEND, Linux "
+				  "6.9): those reads wait on: %s",
+				  util_strerror(rc, err, sizeof(err)));
+		util_info("worker %ld serves %s", (long)getpid(),
+			  shared->mountpoint);
+	}
+	if (!o->foreground)
+		util_daemon_quiet();
+	rc = fs_stats_log_start(st.stats, o->stats_interval);
+	if (rc)
+		util_warn("cannot start the --stats-interval logger: %s",
+			  util_strerror(rc, err, sizeof(err)));
+	rc = serve(se, o->max_threads);
+	fs_stats_log_stop(st.stats);
+	fuse_opt_free_args(&fargs);
+	teardown_stack(&st);
+	fs_options_free(o);
+	return rc < 0 ? 1 : 0;
+}
+
 int fs_main(int argc, char **argv)
 {
 	struct fs_options opts;
-	struct fs_state st;
-	struct fuse_args fargs = FUSE_ARGS_INIT(0, NULL);
-	struct fuse_session *se;
+	struct keeper_shared *shared = NULL;
 	char err[512];
 	const char *prog = basename(argv[0]);
 	bool helper = strcmp(prog, "mount.s3pipe") == 0;
-	int ready_fd = -1;
+	int ready_fd = -1, fuse_fd, shared_fd, ctl = -1;
 	int rc;
 
 	/* A fixed mmap threshold: large buffers go back to the system when
@@ -397,6 +439,16 @@ int fs_main(int argc, char **argv)
 	}
 	if (opts.debug)
 		util_log_set_level(UTIL_LOG_DEBUG);
+	if (keeper_worker_env(&fuse_fd, &shared_fd, &ctl)) {
+		/* a worker the keeper started: the checks were made */
+		shared = fuse_fd >= 0 ? keeper_shared_map(shared_fd) : NULL;
+		if (!shared)
+			die("%s is not the keeper's", KEEPER_ENV);
+		if (!opts.foreground)
+			util_log_use_syslog();
+		resolve_client_conf(&opts);
+		return worker_main(&opts, prog, helper, ctl, shared, fuse_fd);
+	}
 	check_mountpoint(opts.mountpoint);
 	absolute_pid_file(&opts);
 	resolve_client_conf(&opts);
@@ -405,25 +457,12 @@ int fs_main(int argc, char **argv)
 
 	if (!opts.foreground)
 		ready_fd = detach_with_handshake();
-	build_stack(&opts, &st);
-	write_container_config(&opts);
-	se = mount_session(&opts, &st, prog, helper, &fargs);
-	write_pid_file(opts.pid_file, se);
-	if (opts.foreground)
-		util_info("mounted %u channel(s) on %s", opts.nchannels,
-			  opts.mountpoint);
-	else
-		go_quiet(ready_fd);
-	rc = fs_stats_log_start(st.stats, opts.stats_interval);
-	if (rc)
-		util_warn("cannot start the --stats-interval logger: %s",
-			  util_strerror(rc, err, sizeof(err)));
-	rc = serve(se, opts.max_threads);
-	fs_stats_log_stop(st.stats);
-	fuse_opt_free_args(&fargs);
-	teardown_stack(&st);
-	if (opts.pid_file)
-		unlink(opts.pid_file);
-	fs_options_free(&opts);
-	return rc < 0 ? 1 : 0;
+	rc = keeper_main(&opts, argv, ready_fd, &ctl, &shared);
+	if (rc >= 0) {
+		fs_options_free(&opts);
+		return rc;
+	}
+	if (ready_fd >= 0)
+		close(ready_fd); /* the keeper's to write */
+	return worker_main(&opts, prog, helper, ctl, shared, -1);
 }

@@ -44,6 +44,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "fs/keeper.h"
 #include "util/util.h"
 
 #define ROOT_INO       1
@@ -70,6 +71,8 @@ struct fs_handle {
 	unsigned epoch;
 	bool near_end; /* within a window of the end: prefetching the next epoch
 			*/
+	bool adopted;  /* made for another worker's handle: its first read
+			  places it, at whatever offset */
 	pthread_mutex_t lock; /* one read at a time per open file */
 	/* in st->handles (under st->lock), for fs_close_handles() */
 	struct fs_handle *prev, *next;
@@ -107,8 +110,24 @@ static void handle_free(struct fs_state *st, struct fs_handle *h)
 	free(h);
 }
 
+/* A handle another worker made, as this one rebuilt it (fh_pointer). */
+struct fs_adopted {
+	uint64_t fh;
+	void *handle;  /* an fs_handle, or */
+	bool snapshot; /* an fs_snapshot (the stats, an order file) */
+	struct fs_adopted *next;
+};
+
 void fs_close_handles(struct fs_state *st)
 {
+	while (st->adopted) {
+		struct fs_adopted *a = st->adopted;
+
+		st->adopted = a->next;
+		if (a->snapshot)
+			fs_snapshot_close(a->handle);
+		free(a);
+	}
 	while (st->handles) {
 		struct fs_handle *h = st->handles;
 
@@ -120,6 +139,17 @@ void fs_close_handles(struct fs_state *st)
 static struct fs_state *state_of(fuse_req_t req)
 {
 	return fuse_req_userdata(req);
+}
+
+/* A handle's number: the generation of the worker that made it (keeper.h)
+ * above the pointer, which user space keeps below bit 48. */
+#define FH_GENERATION_SHIFT 48
+#define FH_POINTER_MASK	    (((uint64_t)1 << FH_GENERATION_SHIFT) - 1)
+
+static uint64_t fh_make(const struct fs_state *st, const void *handle)
+{
+	return (uint64_t)keeper_generation(st->shared) << FH_GENERATION_SHIFT |
+	       (uint64_t)(uintptr_t)handle;
 }
 
 static fuse_ino_t file_ino(const struct fs_state *st, unsigned ch,
@@ -564,7 +594,7 @@ static void snapshot_open(fuse_req_t req, struct fuse_file_info *fi,
 		fuse_reply_err(req, errno ? errno : ENOMEM);
 		return;
 	}
-	fi->fh = (uint64_t)(uintptr_t)f;
+	fi->fh = fh_make(state_of(req), f);
 	fi->direct_io = 1;
 	fi->keep_cache = 0;
 	fi->nonseekable = 0;
@@ -590,9 +620,8 @@ static struct fs_snapshot *order_take(struct fs_state *st, unsigned ch,
 }
 
 static void snapshot_read(fuse_req_t req, size_t size, off_t off,
-			  struct fuse_file_info *fi)
+			  struct fs_snapshot *f)
 {
-	struct fs_snapshot *f = (struct fs_snapshot *)(uintptr_t)fi->fh;
 	size_t left;
 
 	/* the reply is written with the lock held: the release that may
@@ -674,32 +703,48 @@ static void readahead_raise(struct fs_state *st)
 		close(fd);
 }
 
-/* An open of a tree's file: its own reader, through the page cache (the
- * bytes never change while mounted). */
+/* A tree's file's handle, its own reader: NULL and errno. */
+static struct fs_handle *tree_handle(struct fs_state *st, unsigned ch,
+				     uint64_t node)
+{
+	struct fs_handle *h = calloc(1, sizeof(*h));
+
+	if (!h) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	h->file = channel_file_open(tree_of(st, ch), node);
+	if (!h->file) {
+		int err = errno ? errno : ENOMEM;
+
+		free(h);
+		errno = err;
+		return NULL;
+	}
+	h->channel = ch;
+	pthread_mutex_init(&h->lock, NULL);
+	handle_link(st, h);
+	return h;
+}
+
+/* An open of a tree's file, through the page cache (the bytes never
+ * change while mounted). */
 static void tree_open(fuse_req_t req, unsigned ch, uint64_t node,
 		      struct fuse_file_info *fi)
 {
 	struct fs_state *st = state_of(req);
-	struct fs_handle *h = calloc(1, sizeof(*h));
+	struct fs_handle *h;
 
 	readahead_raise(st);
+	h = tree_handle(st, ch, node);
 	if (!h) {
-		fuse_reply_err(req, ENOMEM);
+		fuse_reply_err(req, errno);
 		return;
 	}
-	h->file = channel_file_open(tree_of(st, ch), node);
-	if (!h->file) {
-		free(h);
-		fuse_reply_err(req, errno ? errno : ENOMEM);
-		return;
-	}
-	h->channel = ch;
-	pthread_mutex_init(&h->lock, NULL);
-	fi->fh = (uint64_t)(uintptr_t)h;
+	fi->fh = fh_make(st, h);
 	fi->direct_io = 0;
 	fi->keep_cache = 1;
 	fi->nonseekable = 0;
-	handle_link(st, h);
 	if (fuse_reply_open(req, fi) != 0) {
 		handle_unlink(st, h);
 		handle_free(st, h);
@@ -738,6 +783,149 @@ static void tree_read(fuse_req_t req, struct fs_handle *h, size_t size,
 	pthread_mutex_unlock(&h->lock);
 }
 
+/* A Pipe channel's epoch file's handle, its own reader: NULL and
+ * errno. */
+static struct fs_handle *pipe_handle(struct fs_state *st, unsigned ch,
+				     unsigned epoch)
+{
+	struct fs_handle *h = calloc(1, sizeof(*h));
+
+	if (!h) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	h->reader = channel_reader_open(st->channels[ch].channel, epoch);
+	if (!h->reader) {
+		int err = errno ? errno : ENOMEM;
+
+		free(h);
+		errno = err;
+		return NULL;
+	}
+	h->channel = ch;
+	h->epoch = epoch;
+	h->stats = fs_stats_epoch_open(st->stats, ch, epoch);
+	pthread_mutex_init(&h->lock, NULL);
+	handle_link(st, h);
+	return h;
+}
+
+/* A handle for ino as open would make it, for another worker's handle:
+ * NULL and errno when ino names nothing that can be open now. */
+static void *handle_rebuild(struct fs_state *st, fuse_ino_t ino, bool *snapshot)
+{
+	struct fs_handle *h;
+	unsigned ch, epoch;
+	uint64_t node;
+
+	*snapshot = ino == STATS_INO || INO_KIND(ino) == INO_KIND_ORDER;
+	if (ino == STATS_INO)
+		return fs_stats_file_open(st->stats);
+	if (ino_order(st, ino, &ch, &epoch))
+		return order_take(st, ch, epoch);
+	if (ino_tree(st, ino, &ch, &node))
+		return tree_handle(st, ch, node);
+	if (!ino_file(st, ino, &ch, &epoch)) {
+		errno = ENOENT;
+		return NULL;
+	}
+	h = pipe_handle(st, ch, epoch);
+	if (h)
+		h->adopted = true;
+	return h;
+}
+
+/* Closes what handle_rebuild() made. */
+static void handle_drop(struct fs_state *st, void *handle, bool snapshot)
+{
+	if (snapshot) {
+		fs_snapshot_close(handle);
+		return;
+	}
+	handle_unlink(st, handle);
+	handle_free(st, handle);
+}
+
+/*
+ * What fh names (an fs_handle, or an fs_snapshot for the stats and the
+ * order files): this worker's own, or one another worker made, as this
+ * worker rebuilt it from ino (with rebuild, when not done yet).  Without
+ * rebuild (a release) an adopted handle is forgotten and returned for the
+ * caller to close.  NULL and errno when there is none.
+ */
+static void *fh_pointer(struct fs_state *st, fuse_ino_t ino, uint64_t fh,
+			bool rebuild)
+{
+	struct fs_adopted **pp, *a = NULL;
+	void *handle;
+	bool snapshot;
+
+	if (fh >> FH_GENERATION_SHIFT == keeper_generation(st->shared))
+		return (void *)(uintptr_t)(fh & FH_POINTER_MASK);
+	pthread_mutex_lock(&st->lock);
+	for (pp = &st->adopted; *pp && (*pp)->fh != fh; pp = &(*pp)->next)
+		;
+	a = *pp;
+	if (a && !rebuild)
+		*pp = a->next;
+	pthread_mutex_unlock(&st->lock);
+	if (a) {
+		handle = a->handle;
+		if (!rebuild)
+			free(a);
+		return handle;
+	}
+	if (!rebuild) {
+		errno = ENOENT;
+		return NULL;
+	}
+	handle = handle_rebuild(st, ino, &snapshot);
+	a = handle ? malloc(sizeof(*a)) : NULL;
+	if (!a) {
+		int err = handle ? ENOMEM : errno;
+
+		if (handle)
+			handle_drop(st, handle, snapshot);
+		errno = err;
+		return NULL;
+	}
+	a->fh = fh;
+	a->handle = handle;
+	a->snapshot = snapshot;
+	pthread_mutex_lock(&st->lock);
+	/* another read of the same handle may have rebuilt it first */
+	for (pp = &st->adopted; *pp && (*pp)->fh != fh; pp = &(*pp)->next)
+		;
+	if (*pp) {
+		pthread_mutex_unlock(&st->lock);
+		handle_drop(st, handle, snapshot);
+		free(a);
+		return fh_pointer(st, ino, fh, true);
+	}
+	a->next = st->adopted;
+	st->adopted = a;
+	pthread_mutex_unlock(&st->lock);
+	util_debug("a handle of inode %llu taken over from another worker",
+		   (unsigned long long)ino);
+	return handle;
+}
+
+/* A handle on channel ch's epoch was released: the next epoch appears
+ * (unless --epochs forbids it), for this worker and the next. */
+static void epoch_released(struct fs_state *st, unsigned ch, unsigned epoch)
+{
+	struct fs_channel *chan = &st->channels[ch];
+	unsigned limit = st->opts->epochs;
+
+	pthread_mutex_lock(&st->lock);
+	if (epoch + 1 == chan->visible && (limit == 0 || chan->visible < limit))
+		chan->visible++;
+	if (st->shared)
+		__atomic_store_n(&st->shared->visible[ch], chan->visible,
+				 __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&st->lock);
+}
+
 static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct fs_state *st = state_of(req);
@@ -770,27 +958,16 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		fuse_reply_err(req, ENOENT);
 		return;
 	}
-	h = calloc(1, sizeof(*h));
+	h = pipe_handle(st, ch, epoch);
 	if (!h) {
-		fuse_reply_err(req, ENOMEM);
+		fuse_reply_err(req, errno);
 		return;
 	}
-	h->reader = channel_reader_open(st->channels[ch].channel, epoch);
-	if (!h->reader) {
-		free(h);
-		fuse_reply_err(req, errno ? errno : ENOMEM);
-		return;
-	}
-	h->channel = ch;
-	h->epoch = epoch;
-	h->stats = fs_stats_epoch_open(st->stats, ch, epoch);
-	pthread_mutex_init(&h->lock, NULL);
-	fi->fh = (uint64_t)(uintptr_t)h;
+	fi->fh = fh_make(st, h);
 	fi->direct_io = 1;
 	fi->keep_cache = 0;
 	fi->nonseekable = st->opts->seek == FS_SEEK_REJECT;
 	util_debug("open %s_%u", st->channels[ch].name, epoch);
-	handle_link(st, h);
 	if (fuse_reply_open(req, fi) != 0) {
 		handle_unlink(st, h);
 		handle_free(st, h);
@@ -825,13 +1002,18 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		    struct fuse_file_info *fi)
 {
 	struct fs_state *st = state_of(req);
-	struct fs_handle *h = (struct fs_handle *)(uintptr_t)fi->fh;
+	void *p = fh_pointer(st, ino, fi->fh, true);
+	struct fs_handle *h = p;
 	struct channel_view view;
 	char msg[128];
 	int rc;
 
+	if (!p) {
+		fuse_reply_err(req, errno);
+		return;
+	}
 	if (ino == STATS_INO || INO_KIND(ino) == INO_KIND_ORDER) {
-		snapshot_read(req, size, off, fi);
+		snapshot_read(req, size, off, p);
 		return;
 	}
 	if (h->file) {
@@ -839,7 +1021,8 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		return;
 	}
 	pthread_mutex_lock(&h->lock);
-	if ((uint64_t)off != channel_reader_position(h->reader)) {
+	if ((uint64_t)off != channel_reader_position(h->reader) &&
+	    !h->adopted) {
 		if (st->opts->seek == FS_SEEK_REJECT) {
 			pthread_mutex_unlock(&h->lock);
 			fuse_reply_err(req, ESPIPE);
@@ -847,6 +1030,7 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		}
 		warn_seek_once(st, h);
 	}
+	h->adopted = false; /* its first read placed it */
 	rc = channel_reader_read(h->reader, (uint64_t)off, size, &view);
 	/* counted before the reply: a reader that has its bytes sees them
 	 * in the stats */
@@ -873,12 +1057,21 @@ static void op_release(fuse_req_t req, fuse_ino_t ino,
 		       struct fuse_file_info *fi)
 {
 	struct fs_state *st = state_of(req);
-	struct fs_handle *h = (struct fs_handle *)(uintptr_t)fi->fh;
+	void *p = fh_pointer(st, ino, fi->fh, false);
+	struct fs_handle *h = p;
 	struct fs_channel *chan;
-	unsigned limit = st->opts->epochs, ch, epoch;
+	unsigned ch, epoch;
 
+	if (!p) {
+		/* another worker's handle this one never read: only what
+		 * its release makes appear */
+		if (ino_file(st, ino, &ch, &epoch))
+			epoch_released(st, ch, epoch);
+		fuse_reply_err(req, 0);
+		return;
+	}
 	if (ino == STATS_INO || INO_KIND(ino) == INO_KIND_ORDER) {
-		fs_snapshot_close((struct fs_snapshot *)(uintptr_t)fi->fh);
+		fs_snapshot_close(p);
 		fuse_reply_err(req, 0);
 		return;
 	}
@@ -892,11 +1085,7 @@ static void op_release(fuse_req_t req, fuse_ino_t ino,
 		return;
 	}
 	chan = &st->channels[h->channel];
-	pthread_mutex_lock(&st->lock);
-	if (h->epoch + 1 == chan->visible &&
-	    (limit == 0 || chan->visible < limit))
-		chan->visible++;
-	pthread_mutex_unlock(&st->lock);
+	epoch_released(st, h->channel, h->epoch);
 	util_debug("release %s_%u", chan->name, h->epoch);
 	/* a read that has already replied may still hold the lock */
 	pthread_mutex_lock(&h->lock);

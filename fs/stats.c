@@ -27,7 +27,12 @@
  * size such as gzip, or a reader met the end), null otherwise.
  *
  * JSON, "version": 1:
- *   {"version", "pid", "mountpoint", "uptime" (s), "stats_interval",
+ *   {"version", "pid" (the worker's), "mountpoint", "uptime" (s),
+ *    "stats_interval",
+ *    "worker": {"keeper_pid", "generation" (1 the first worker), "restarts"
+ *        (workers started after a death or a restart), "last_restart":
+ *        null, or {"at" (s since the epoch), "cause" ("signal 9
+ *        (Killed)", "exit status 1")}},
  *    "memory": {"budget", "in_use", "peak"},
  *    "cache": {"hits", "misses", "prefetched", "evictions", "kept_bytes"
  *              (held by the kept set, cache/internal.h), "objects" and
@@ -75,6 +80,7 @@
 #include <jansson.h>
 
 #include "fs/fs.h"
+#include "fs/keeper.h"
 #include "s3/s3.h"
 #include "util/util.h"
 
@@ -655,6 +661,37 @@ static json_t *disk_json(struct fs_stats *s)
 	return o;
 }
 
+/* The worker serving and the ones before it (fs/keeper.h). */
+static json_t *worker_json(struct fs_stats *s)
+{
+	const struct keeper_shared *k = s->st->shared;
+	json_t *o = json_object();
+	json_t *last = json_null();
+	uint32_t restarts;
+
+	if (!o || !k)
+		return o;
+	restarts = __atomic_load_n(&k->restarts, __ATOMIC_ACQUIRE);
+	if (restarts && k->last_restart_ms) {
+		last = json_object();
+		if (last &&
+		    !(put(last, "at",
+			  json_real((double)k->last_restart_ms / 1000.0)) &&
+		      put(last, "cause", json_string(k->last_cause)))) {
+			json_decref(last);
+			last = NULL;
+		}
+	}
+	if (put(o, "keeper_pid", json_integer(getppid())) &&
+	    put(o, "generation",
+		json_integer(
+		    __atomic_load_n(&k->generation, __ATOMIC_ACQUIRE))) &&
+	    put_u64(o, "restarts", restarts) && put(o, "last_restart", last))
+		return o;
+	json_decref(o);
+	return NULL;
+}
+
 /* The whole document; NULL on ENOMEM. */
 static json_t *snapshot(struct fs_stats *s)
 {
@@ -671,7 +708,8 @@ static json_t *snapshot(struct fs_stats *s)
 	    put(root, "mountpoint", json_string(s->mountpoint)) &&
 	    put(root, "uptime", json_real(seconds(since_start(s->start_ns)))) &&
 	    put_u64(root, "stats_interval", s->st->opts->stats_interval) &&
-	    put_counts(root, &cs, &ss) && put(root, "disk", disk_json(s)) &&
+	    put(root, "worker", worker_json(s)) && put_counts(root, &cs, &ss) &&
+	    put(root, "disk", disk_json(s)) &&
 	    put(root, "channels", channels_json(s)))
 		return root;
 	json_decref(root);

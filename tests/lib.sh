@@ -213,8 +213,8 @@ assert_not_mounted() {
 }
 
 # PIDs of s3pipe processes (any name the binary runs under) whose command
-# line names MOUNTPOINT.
-daemon_pids() {	# MOUNTPOINT
+# line names MOUNTPOINT, keepers and workers alike.
+s3pipe_pids() {	# MOUNTPOINT
 	local want exe p arg mp
 	want=$(realpath -m "$S3PIPE")
 	mp=$(realpath -m "$1")
@@ -227,6 +227,26 @@ daemon_pids() {	# MOUNTPOINT
 				break
 			fi
 		done <"$p/cmdline" 2>/dev/null || true
+	done
+}
+
+# The daemons of MOUNTPOINT: the keepers (the processes that mounted, whose
+# pid --pid-file holds), not the workers they started.
+daemon_pids() {	# MOUNTPOINT
+	local all p parent
+	all=" $(s3pipe_pids "$1" | tr '\n' ' ') "
+	for p in $all; do
+		parent=$(awk '{ print $4 }' "/proc/$p/stat" 2>/dev/null) || continue
+		case $all in *" $parent "*) continue ;; esac
+		echo "$p"
+	done
+}
+
+# The workers serving MOUNTPOINT: its keepers' children.
+worker_pids() {	# MOUNTPOINT
+	local p
+	for p in $(daemon_pids "$1"); do
+		tr ' ' '\n' <"/proc/$p/task/$p/children" 2>/dev/null | grep . || true
 	done
 }
 
@@ -678,6 +698,12 @@ json_eval() {	# EXPR
 
 # Auth stats: {verified, anonymous:{METHOD:n}, failed, failures:{CODE:n},
 # keys:{AKID:{requests, failed, first, last, temporary}}, recent:[...]}
+# stats_of MP EXPR: EXPR over the mount's live stats (`s`)
+stats_of() {
+	tcat "$1/.s3pipe-stats" >"$TEST_TMP/stats.json" || fail "reading the stats of $1 failed"
+	json_eval "$2" <"$TEST_TMP/stats.json"
+}
+
 auth_stats() {
 	s3_curl -sS -f "$S3_URL/__auth/stats" || fail "cannot read auth stats"
 }

@@ -6,6 +6,7 @@
 #include "util/util.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -15,6 +16,7 @@
 #include <strings.h>
 #include <syslog.h>
 #include <time.h>
+#include <unistd.h>
 
 static enum util_log_level log_level = UTIL_LOG_INFO;
 static bool log_syslog;
@@ -39,6 +41,23 @@ void util_log_use_syslog(void)
 {
 	openlog(log_prog, LOG_PID, LOG_DAEMON);
 	log_syslog = true;
+}
+
+void util_daemon_quiet(void)
+{
+	int null = open("/dev/null", O_RDWR);
+
+	if (null >= 0) {
+		dup2(null, STDIN_FILENO);
+		dup2(null, STDOUT_FILENO);
+		dup2(null, STDERR_FILENO);
+		if (null > STDERR_FILENO)
+			close(null);
+	}
+	util_log_use_syslog();
+	if (chdir("/") != 0) {
+		/* harmless: nothing is opened by a relative name */
+	}
 }
 
 void util_log(enum util_log_level level, const char *fmt, ...)

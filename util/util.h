@@ -36,6 +36,9 @@ void util_log_set_prog(const char *prog);
 enum util_log_level util_log_get_level(void);
 /* Send further messages to syslog (facility daemon) instead of stderr. */
 void util_log_use_syslog(void);
+/* A daemon's detaching: stdin, stdout and stderr on /dev/null, logging to
+ * syslog, the working directory "/". */
+void util_daemon_quiet(void);
 void util_log(enum util_log_level level, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 

@@ -54,12 +54,6 @@ expect_mount_error "cache dir is a file" "$MP" "not a directory" -- \
 	--cache-dir-size 1G train=s3://data/train/ "$MP"
 expect_mount_error_done
 
-# stats_of MP EXPR: EXPR over the mount's live stats
-stats_of() {
-	tcat "$1/.s3pipe-stats" >"$TEST_TMP/stats.json" || fail "reading the stats of $1 failed"
-	json_eval "$2" <"$TEST_TMP/stats.json"
-}
-
 # read_epoch MP E [EXPECTED]: reads train_E whole, compares
 read_epoch() {
 	wait_until 10 test -e "$1/train_$2" || fail "train_$2 did not appear in $1"

@@ -27,8 +27,8 @@ done
 MP=$(new_mountpoint load)
 mount_ok --endpoint-url "$S3_URL" --cache-size "${BUDGET_MIB}M" --part-size 1M \
 	--epochs "$EPOCHS" "${args[@]}" "$MP"
-pid=$(daemon_pids "$MP" | head -n1)
-[ -n "$pid" ] || fail "no daemon found for $MP"
+pid=$(worker_pids "$MP")
+[ -n "$pid" ] || fail "no worker found for $MP"
 
 # reader C R: reads epochs 0..EPOCHS-1 of channel C, each into its own file
 reader() {

@@ -88,8 +88,8 @@ assert_match '^EIO ' "$result" "reading with the server gone"
 awk -v e="$elapsed" 'BEGIN { exit !(e <= 45) }' ||
 	fail "EIO took ${elapsed} s with the server gone (bound 45 s)"
 assert_mounted "$MP"
-pid=$(daemon_pids "$MP" | head -n1)
-[ -n "$pid" ] || fail "the daemon died when the server went away"
+pid=$(worker_pids "$MP")
+[ -n "$pid" ] || fail "the worker died when the server went away"
 note "server gone: EIO after ${elapsed} s"
 unmount "$MP"
 assert_not_mounted "$MP"

@@ -49,10 +49,13 @@ read_with() {	# NAME
 	mkdir -p "$mp"
 	mount_fg "$TEST_TMP/$name.log" -d --endpoint-url "$S3_URL" --part-size 256K \
 		--cache-size 1M train=s3://data/train/ "$mp"
-	pid=$(daemon_pids "$mp" | head -n1)
-	tr '\0' ' ' <"/proc/$pid/cmdline" >"$TEST_TMP/$name.title"
-	cat "/proc/$pid/comm" >>"$TEST_TMP/$name.title"
-	ps -o args= -p "$pid" >>"$TEST_TMP/$name.title"
+	# the titles of the keeper and of the worker it started
+	for pid in $(daemon_pids "$mp") $(worker_pids "$mp"); do
+		tr '\0' ' ' <"/proc/$pid/cmdline" >>"$TEST_TMP/$name.title"
+		cat "/proc/$pid/comm" >>"$TEST_TMP/$name.title"
+		ps -o args= -p "$pid" >>"$TEST_TMP/$name.title"
+	done
+	[ -s "$TEST_TMP/$name.title" ] || fail "$name: no daemon found for $mp"
 	python3 "$S3PIPE_SRCDIR/tests/phased_read.py" --chunk 262144 --pace 0.5 \
 		"$mp/train_0" "$TEST_TMP/$name.out" - || fail "$name: reading train_0 failed"
 	assert_file_eq "$TEST_TMP/train.exp" "$TEST_TMP/$name.out" "train_0 ($name)"

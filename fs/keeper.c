@@ -1,0 +1,540 @@
+/*
+ * fs keeper: the process that holds the mount while workers come and go
+ * (see keeper.h).
+ *
+ * The keeper is one thread.  Before its first fork it makes the shared
+ * region (a memfd) and blocks the signals it handles; it then waits on a
+ * signalfd (a worker's death, SIGTERM and SIGINT to stop, SIGHUP to
+ * restart), on each worker's socket, and on the /dev/fuse descriptor with
+ * no events asked (the kernel reports POLLERR once the mount is gone).
+ *
+ * A worker's death decides what happens next:
+ *   - the mount is gone (unmounted, or the connection aborted): done, 0;
+ *   - the keeper was told to stop: it unmounts, 0;
+ *   - the worker was told to stop for a handover: the new one goes on;
+ *   - otherwise it crashed: the death is logged once with its cause, and
+ *     a new worker is started (KEEPER_CRASHES_MAX deaths within
+ *     KEEPER_CRASHES_WINDOW seconds give the mount up: it is unmounted
+ *     and the descriptor closed, so blocked readers get ENOTCONN).
+ * Workers die with the keeper (PR_SET_PDEATHSIG): a keeper that is killed
+ * takes the mount with it, as a single daemon did.
+ */
+#include "config.h"
+
+#include "fs/keeper.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "util/spawn.h"
+#include "util/util.h"
+
+struct keeper {
+	struct fs_options *o;
+	char **argv;
+	char *exe; /* the binary on disk, for an upgrade (SIGHUP) */
+	struct keeper_shared *shared;
+	int shared_fd;
+	int fuse_fd; /* the mount's, once the first worker sent it */
+	int sig_fd;
+	sigset_t old_mask;
+	pid_t worker; /* serving, or starting after a crash */
+	int worker_ctl;
+	bool worker_ready; /* told to go */
+	pid_t standby;	   /* started by SIGHUP, not serving yet */
+	int standby_ctl;
+	bool handing_over; /* the worker was told to stop for the standby */
+	bool stopping;
+	time_t crashes[KEEPER_CRASHES_MAX]; /* the last deaths, a ring */
+	unsigned ncrashes;
+};
+
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Why a worker ended, from its wait status. */
+static void death_cause(int status, char *out, size_t len)
+{
+	if (WIFSIGNALED(status))
+		snprintf(out, len, "signal %d (%s)%s", WTERMSIG(status),
+			 strsignal(WTERMSIG(status)),
+			 WCOREDUMP(status) ? ", core dumped" : "");
+	else if (WIFEXITED(status))
+		snprintf(out, len, "exit status %d", WEXITSTATUS(status));
+	else
+		snprintf(out, len, "wait status %d", status);
+}
+
+/* The shared region, before the first worker.  NULL on error (errno). */
+static struct keeper_shared *shared_create(const struct fs_options *o, int *fd)
+{
+	struct keeper_shared *s;
+
+	*fd = memfd_create("s3pipe-keeper", MFD_CLOEXEC);
+	if (*fd < 0)
+		return NULL;
+	if (ftruncate(*fd, sizeof(*s)) != 0) {
+		close(*fd);
+		return NULL;
+	}
+	s = mmap(NULL, sizeof(*s), PROT_READ | PROT_WRITE, MAP_SHARED, *fd, 0);
+	if (s == MAP_FAILED) {
+		close(*fd);
+		return NULL;
+	}
+	s->magic = KEEPER_MAGIC;
+	s->nchannels = o->nchannels;
+	s->generation = 1;
+	if (!realpath(o->mountpoint, s->mountpoint))
+		snprintf(s->mountpoint, sizeof(s->mountpoint), "%s",
+			 o->mountpoint);
+	return s;
+}
+
+/* A process that goes when the keeper goes, with the keeper's signals
+ * back to their defaults. */
+static void worker_setup(struct keeper *k, pid_t keeper)
+{
+	signal(SIGCHLD, SIG_DFL);
+	sigprocmask(SIG_SETMASK, &k->old_mask, NULL);
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	if (getppid() != keeper)
+		_exit(1); /* the keeper went before the line above */
+}
+
+/* A new worker, from binary (fork and exec), told its descriptors by
+ * KEEPER_ENV: 0 with *pid and *ctl, or an errno. */
+static int worker_spawn(struct keeper *k, const char *binary, pid_t *pid,
+			int *ctl)
+{
+	pid_t keeper = getpid();
+	int sv[2];
+
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0)
+		return errno;
+	*pid = fork();
+	if (*pid < 0) {
+		int err = errno;
+
+		close(sv[0]);
+		close(sv[1]);
+		return err;
+	}
+	if (*pid == 0) {
+		char env[64];
+
+		worker_setup(k, keeper);
+		/* the three descriptors stay open across exec */
+		fcntl(k->fuse_fd, F_SETFD, 0);
+		fcntl(k->shared_fd, F_SETFD, 0);
+		fcntl(sv[1], F_SETFD, 0);
+		snprintf(env, sizeof(env), "%d,%d,%d", k->fuse_fd, k->shared_fd,
+			 sv[1]);
+		setenv(KEEPER_ENV, env, 1);
+		execv(binary, k->argv);
+		_exit(127);
+	}
+	close(sv[1]);
+	*ctl = sv[0];
+	return 0;
+}
+
+/* Whether the mount is gone (unmounted, or its connection aborted). */
+static bool mount_gone(int fuse_fd)
+{
+	struct pollfd p = {.fd = fuse_fd, .events = 0};
+
+	return fuse_fd < 0 ||
+	       (poll(&p, 1, 0) == 1 && (p.revents & (POLLERR | POLLHUP)));
+}
+
+/* Unmounts (lazily: a reader still inside does not stop it) and closes
+ * the descriptor, as libfuse does: root unmounts itself, anyone else
+ * through fusermount3. */
+static void keeper_unmount(struct keeper *k)
+{
+	const char *mnt = k->shared->mountpoint;
+	bool gone = mount_gone(k->fuse_fd);
+
+	if (k->fuse_fd >= 0)
+		close(k->fuse_fd);
+	k->fuse_fd = -1;
+	if (gone)
+		return;
+	if (geteuid() == 0 && umount2(mnt, MNT_DETACH) == 0)
+		return;
+	{
+		char *const args[] = {"fusermount3", "-u",	  "-q", "-z",
+				      "--",	     (char *)mnt, NULL};
+		struct util_spawn sp = {.argv = args,
+					.search = true,
+					.out = UTIL_SPAWN_NULL,
+					.err = UTIL_SPAWN_INHERIT};
+		pid_t pid;
+		int status;
+
+		if (util_spawn(&sp, &pid, NULL) == 0)
+			while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+				;
+	}
+}
+
+/* --pid-file: the keeper's pid, written whole. */
+static int write_pid_file(const char *path)
+{
+	char line[32];
+
+	if (!path)
+		return 0;
+	snprintf(line, sizeof(line), "%ld", (long)getpid());
+	return util_write_text_file(path, line, 0644);
+}
+
+/* Detached: the shell that started s3pipe learns the mount is there, and
+ * the keeper's output goes to syslog. */
+static void go_quiet(int ready_fd)
+{
+	if (ready_fd >= 0) {
+		if (write(ready_fd, "R", 1) != 1) {
+			/* the parent is gone; keep the mount */
+		}
+		close(ready_fd);
+	}
+	util_daemon_quiet();
+}
+
+/* A crash: counted, and whether the mount is given up (too many). */
+static bool crash_counts_out(struct keeper *k)
+{
+	time_t now = time(NULL);
+	time_t oldest;
+
+	k->crashes[k->ncrashes++ % KEEPER_CRASHES_MAX] = now;
+	if (k->ncrashes < KEEPER_CRASHES_MAX)
+		return false;
+	oldest = k->crashes[k->ncrashes % KEEPER_CRASHES_MAX];
+	return now - oldest < KEEPER_CRASHES_WINDOW;
+}
+
+static void close_ctl(int *fd)
+{
+	if (*fd >= 0)
+		close(*fd);
+	*fd = -1;
+}
+
+/* Tells the worker (now serving) to go: its handles carry the next
+ * generation. */
+static void worker_go(struct keeper *k)
+{
+	__atomic_add_fetch(&k->shared->generation, 1, __ATOMIC_RELEASE);
+	if (keeper_send(k->worker_ctl, KEEPER_GO, -1) == 0)
+		k->worker_ready = true;
+}
+
+/* A worker started after another, for s3pipe stats. */
+static void note_restart(struct keeper *k, const char *cause)
+{
+	snprintf(k->shared->last_cause, sizeof(k->shared->last_cause), "%s",
+		 cause);
+	k->shared->last_restart_ms = now_ms();
+	__atomic_add_fetch(&k->shared->restarts, 1, __ATOMIC_RELEASE);
+}
+
+/* The serving worker died: what comes next (see the top of the file).
+ * Returns an exit status when the keeper is done, else -1. */
+static int worker_died(struct keeper *k, int status)
+{
+	char cause[KEEPER_CAUSE_MAX];
+	int rc;
+
+	close_ctl(&k->worker_ctl);
+	k->worker = 0;
+	if (mount_gone(k->fuse_fd) || k->stopping) {
+		if (k->standby > 0)
+			kill(k->standby, SIGTERM);
+		keeper_unmount(k);
+		return 0;
+	}
+	if (k->handing_over && k->standby > 0) {
+		k->handing_over = false;
+		k->worker = k->standby;
+		k->worker_ctl = k->standby_ctl;
+		k->standby = 0;
+		k->standby_ctl = -1;
+		note_restart(k, "restart asked for (SIGHUP)");
+		worker_go(k);
+		return -1;
+	}
+	death_cause(status, cause, sizeof(cause));
+	util_warn("worker for %s died (%s): starting another",
+		  k->shared->mountpoint, cause);
+	note_restart(k, cause);
+	if (crash_counts_out(k)) {
+		util_error("workers for %s died %d times within %d s: giving "
+			   "the mount up",
+			   k->shared->mountpoint, KEEPER_CRASHES_MAX,
+			   KEEPER_CRASHES_WINDOW);
+		if (k->standby > 0)
+			kill(k->standby, SIGKILL);
+		keeper_unmount(k);
+		return 1;
+	}
+	k->worker_ready = false;
+	rc = worker_spawn(k, "/proc/self/exe", &k->worker, &k->worker_ctl);
+	if (rc) {
+		char msg[128];
+
+		util_error("cannot start a worker for %s: %s; giving the "
+			   "mount up",
+			   k->shared->mountpoint,
+			   util_strerror(rc, msg, sizeof(msg)));
+		keeper_unmount(k);
+		return 1;
+	}
+	return -1;
+}
+
+/* Reaps what died.  An exit status when the keeper is done, else -1. */
+static int reap(struct keeper *k)
+{
+	int status, done = -1;
+	pid_t pid;
+
+	while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+		if (pid == k->worker) {
+			done = worker_died(k, status);
+			if (done >= 0)
+				return done;
+		} else if (pid == k->standby) {
+			char cause[KEEPER_CAUSE_MAX];
+
+			death_cause(status, cause, sizeof(cause));
+			util_warn("the new worker for %s died before it "
+				  "served (%s): the old one goes on",
+				  k->shared->mountpoint, cause);
+			close_ctl(&k->standby_ctl);
+			k->standby = 0;
+			k->handing_over = false;
+		}
+	}
+	return done;
+}
+
+/* SIGHUP: a new worker from the binary on disk, which takes over once
+ * ready. */
+static void restart(struct keeper *k)
+{
+	int rc;
+
+	if (k->standby > 0 || !k->worker_ready) {
+		util_info("a restart of %s is already under way",
+			  k->shared->mountpoint);
+		return;
+	}
+	rc = worker_spawn(k, k->exe ? k->exe : "/proc/self/exe", &k->standby,
+			  &k->standby_ctl);
+	if (rc) {
+		char msg[128];
+
+		util_warn("cannot start a new worker for %s: %s",
+			  k->shared->mountpoint,
+			  util_strerror(rc, msg, sizeof(msg)));
+		k->standby = 0;
+	}
+}
+
+/* A worker's message on its socket (ctl): -1 from a socket closed. */
+static void on_message(struct keeper *k, bool standby)
+{
+	int fd = -1;
+	int msg = keeper_recv(standby ? k->standby_ctl : k->worker_ctl, &fd);
+
+	if (fd >= 0)
+		close(fd); /* only the first worker sends one */
+	if (msg < 0) {
+		close_ctl(standby ? &k->standby_ctl : &k->worker_ctl);
+		return;
+	}
+	if (msg != KEEPER_READY)
+		return;
+	if (!standby) {
+		worker_go(k); /* a crash's replacement: at once */
+		return;
+	}
+	/* the new worker is ready: the old one stops, and its death hands
+	 * over (worker_died) */
+	k->handing_over = true;
+	kill(k->worker, SIGTERM);
+}
+
+/* The loop, once mounted.  Returns the exit status. */
+static int keeper_loop(struct keeper *k)
+{
+	for (;;) {
+		struct pollfd p[4] = {
+		    {.fd = k->sig_fd, .events = POLLIN},
+		    {.fd = k->fuse_fd, .events = 0},
+		    {.fd = k->worker_ctl, .events = POLLIN},
+		    {.fd = k->standby_ctl, .events = POLLIN},
+		};
+		struct signalfd_siginfo si;
+		int done;
+
+		if (poll(p, 4, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			return 1;
+		}
+		if (p[2].revents)
+			on_message(k, false);
+		if (p[3].revents)
+			on_message(k, true);
+		if ((p[1].revents & (POLLERR | POLLHUP)) && k->worker <= 0)
+			return 0; /* unmounted with no worker to wait for */
+		if (!(p[0].revents & POLLIN) ||
+		    read(k->sig_fd, &si, sizeof(si)) != sizeof(si))
+			continue;
+		switch (si.ssi_signo) {
+		case SIGCHLD:
+			done = reap(k);
+			if (done >= 0)
+				return done;
+			break;
+		case SIGHUP:
+			restart(k);
+			break;
+		default: /* SIGTERM, SIGINT: unmount once the worker is gone */
+			k->stopping = true;
+			if (k->worker > 0)
+				kill(k->worker, SIGTERM);
+			if (k->standby > 0)
+				kill(k->standby, SIGTERM);
+			if (k->worker <= 0) {
+				keeper_unmount(k);
+				return 0;
+			}
+			break;
+		}
+	}
+}
+
+/* The first worker's start-up, watched: 0 once it sent the mounted
+ * descriptor, else the status the keeper exits with (the worker said why
+ * on stderr, unless it was killed). */
+static int first_mount(struct keeper *k)
+{
+	int fd = -1, status = 0;
+	int msg = keeper_recv(k->worker_ctl, &fd);
+
+	if (msg == KEEPER_MOUNTED && fd >= 0) {
+		k->fuse_fd = fd;
+		k->worker_ready = true;
+		return 0;
+	}
+	if (fd >= 0)
+		close(fd);
+	/* the worker's end closed: it exited or died */
+	while (waitpid(k->worker, &status, 0) < 0 && errno == EINTR)
+		;
+	k->worker = 0;
+	if (WIFEXITED(status) && WEXITSTATUS(status) != 0)
+		return WEXITSTATUS(status);
+	if (WIFSIGNALED(status)) {
+		char cause[KEEPER_CAUSE_MAX];
+
+		death_cause(status, cause, sizeof(cause));
+		fprintf(stderr, "s3pipe: the daemon died while starting (%s)\n",
+			cause);
+	}
+	return 1;
+}
+
+int keeper_main(struct fs_options *o, char **argv, int ready_fd,
+		int *worker_ctl, struct keeper_shared **shared)
+{
+	struct keeper k = {.o = o,
+			   .argv = argv,
+			   .fuse_fd = -1,
+			   .worker_ctl = -1,
+			   .standby_ctl = -1};
+	pid_t keeper = getpid();
+	sigset_t mask;
+	int sv[2], rc;
+	char msg[128];
+
+	k.shared = shared_create(o, &k.shared_fd);
+	if (!k.shared ||
+	    socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) {
+		fprintf(stderr, "s3pipe: cannot start the keeper: %s\n",
+			util_strerror(errno, msg, sizeof(msg)));
+		return 1;
+	}
+	k.exe = realpath("/proc/self/exe", NULL);
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGCHLD);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGHUP);
+	sigprocmask(SIG_BLOCK, &mask, &k.old_mask);
+	k.sig_fd = signalfd(-1, &mask, SFD_CLOEXEC);
+	k.worker = fork();
+	if (k.worker < 0 || k.sig_fd < 0) {
+		fprintf(stderr, "s3pipe: cannot start the daemon: %s\n",
+			util_strerror(errno, msg, sizeof(msg)));
+		return 1;
+	}
+	if (k.worker == 0) {
+		worker_setup(&k, keeper);
+		close(sv[0]);
+		close(k.sig_fd);
+		free(k.exe);
+		*worker_ctl = sv[1];
+		*shared = k.shared;
+		return -1;
+	}
+	close(sv[1]);
+	k.worker_ctl = sv[0];
+	rc = first_mount(&k);
+	if (rc)
+		return rc;
+	rc = write_pid_file(o->pid_file);
+	if (rc) {
+		fprintf(stderr, "s3pipe: cannot write the pid file '%s': %s\n",
+			o->pid_file, util_strerror(rc, msg, sizeof(msg)));
+		k.stopping = true;
+		kill(k.worker, SIGTERM);
+		while (waitpid(k.worker, NULL, 0) < 0 && errno == EINTR)
+			;
+		keeper_unmount(&k);
+		return 1;
+	}
+	if (o->foreground)
+		util_info("mounted %u channel(s) on %s", o->nchannels,
+			  o->mountpoint);
+	else
+		go_quiet(ready_fd);
+	rc = keeper_loop(&k);
+	if (o->pid_file)
+		unlink(o->pid_file);
+	free(k.exe);
+	return rc;
+}

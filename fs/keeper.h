@@ -1,0 +1,120 @@
+/*
+ * fs keeper: a mount that outlives its daemon (fs/keeper.c, fs/worker.c).
+ *
+ * The process that mounts is the keeper: it holds the /dev/fuse
+ * descriptor and the mount, and does nothing else (no S3, no user data).
+ * A worker process serves every request.  The first worker is forked
+ * from the keeper: it builds the stack, mounts, and hands the descriptor
+ * to the keeper.  When a worker dies, the kernel keeps the connection (the
+ * keeper's descriptor holds it) and readers wait; the keeper starts a new
+ * worker (fork and exec of the same binary, KEEPER_ENV naming the
+ * descriptors it inherits), which builds its stack, replays the FUSE_INIT
+ * the first worker saw (libfuse 3.14 answers everything before an INIT
+ * with EIO, and the kernel sends INIT once a connection), asks the kernel
+ * to resend what the dead worker had taken (FUSE_NOTIFY_RESEND, Linux
+ * 6.9+) and serves.  SIGHUP to the keeper starts a new worker from the
+ * binary on disk and hands over to it once it is ready: the old one stops
+ * and exits, the new one goes on.
+ *
+ * What survives a worker lives in a shared memory region the keeper made
+ * (struct keeper_shared): which epochs are visible, the INIT, the restart
+ * count and cause.  Inode numbers are derived from what the catalog and
+ * the channel fix (fs/ops.c); file handles carry the generation of the
+ * worker that opened them, so a new worker knows a handle it did not make
+ * and rebuilds it from the inode and the read's offset.
+ */
+#ifndef S3PIPE_FS_KEEPER_H
+#define S3PIPE_FS_KEEPER_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "fs/options.h"
+
+/* How a worker the keeper started finds its descriptors: "FUSE,SHARED,CTL"
+ * (decimal descriptor numbers) */
+#define KEEPER_ENV "S3PIPE_WORKER"
+
+#define KEEPER_MAGIC	 0x53335057u /* "S3PW" */
+#define KEEPER_INIT_MAX	 512	     /* bytes of the FUSE_INIT request kept */
+#define KEEPER_CAUSE_MAX 96
+/* a worker that dies this often gives the mount up */
+#define KEEPER_CRASHES_MAX    5
+#define KEEPER_CRASHES_WINDOW 60 /* seconds */
+
+struct keeper_shared {
+	uint32_t magic;
+	uint32_t nchannels;
+	uint32_t generation;	 /* the serving worker's: 1 is the first */
+	uint32_t restarts;	 /* workers started after the first */
+	int64_t last_restart_ms; /* wall clock, ms since the epoch; 0: none */
+	char last_cause[KEEPER_CAUSE_MAX]; /* "signal 9 (Killed)", ... */
+	uint32_t init_len;		   /* 0 until the first INIT */
+	unsigned char init[KEEPER_INIT_MAX];
+	uint32_t visible[FS_MAX_CHANNELS]; /* epochs visible, a channel */
+	/* the mountpoint's realpath, made before the mount: a worker never
+	 * looks at the mountpoint itself (its own mount, which may be
+	 * waiting for it) */
+	char mountpoint[PATH_MAX];
+};
+
+/* Messages on the keeper's socket with a worker (one byte each). */
+enum keeper_msg {
+	KEEPER_MOUNTED = 'M', /* worker: mounted, the descriptor attached */
+	KEEPER_READY = 'R',   /* worker: stack built, waiting to serve */
+	KEEPER_GO = 'G',      /* keeper: serve now */
+};
+
+/* ---- the keeper (fs/keeper.c) ---- */
+
+/*
+ * The keeper's life, after the command line is checked: makes the shared
+ * region, forks the first worker (which returns from here with
+ * *worker_ctl and *shared set, to serve), holds the mount, starts workers
+ * as they die or on SIGHUP, and gives the mount up after
+ * KEEPER_CRASHES_MAX deaths within KEEPER_CRASHES_WINDOW seconds.
+ * ready_fd (>= 0 when detached) gets 'R' once the mount is there.
+ * Returns the keeper's exit status, or -1 in the first worker.
+ */
+int keeper_main(struct fs_options *o, char **argv, int ready_fd,
+		int *worker_ctl, struct keeper_shared **shared);
+
+/* ---- a worker's side (fs/worker.c) ---- */
+
+struct fuse_session;
+
+/* The region of fd (a replacement's inheritance), mapped: NULL on error. */
+struct keeper_shared *keeper_shared_map(int fd);
+
+/*
+ * Parses KEEPER_ENV: false when it is not set (not a worker the keeper
+ * started); else true with the three descriptors, or -1s when it is
+ * malformed.
+ */
+bool keeper_worker_env(int *fuse_fd, int *shared_fd, int *ctl_fd);
+
+/*
+ * Serves se over fd through the worker's own I/O: the first INIT seen is
+ * kept in shared (the first worker), and with replay (a replacement) the
+ * one kept is played to libfuse now, its reply to nobody.  0 or an errno.
+ */
+int keeper_session_io(struct fuse_session *se, int fd,
+		      struct keeper_shared *shared, bool replay);
+
+/* Asks the kernel to resend the requests a dead worker had taken: 0, or
+ * an errno (EINVAL: the kernel has no FUSE_NOTIFY_RESEND). */
+int keeper_resend(int fd);
+
+/* Sends msg, with fd attached when >= 0: 0 or an errno. */
+int keeper_send(int sock, char msg, int fd);
+/* Waits for a message (an attached descriptor into *fd, else -1): the
+ * message, or -1 when the other side is gone. */
+int keeper_recv(int sock, int *fd);
+
+/* The generation a handle of this worker carries (0 when there is no
+ * keeper). */
+uint16_t keeper_generation(const struct keeper_shared *shared);
+
+#endif
