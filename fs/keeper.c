@@ -438,34 +438,76 @@ static int keeper_loop(struct keeper *k)
 }
 
 /* The first worker's start-up, watched: 0 once it sent the mounted
- * descriptor, else the status the keeper exits with (the worker said why
- * on stderr, unless it was killed). */
+ * descriptor; -1 when it was killed by a signal (another is started);
+ * else the status the keeper exits with (the worker said why on stderr).
+ * SIGTERM or SIGINT meanwhile stop it, and the start fails. */
 static int first_mount(struct keeper *k)
 {
-	int fd = -1, status = 0;
-	int msg = keeper_recv(k->worker_ctl, &fd);
+	int fd = -1, status = 0, msg;
 
+	for (;;) {
+		struct pollfd p[2] = {{.fd = k->worker_ctl, .events = POLLIN},
+				      {.fd = k->sig_fd, .events = POLLIN}};
+		struct signalfd_siginfo si;
+
+		if (poll(p, 2, -1) < 0 && errno != EINTR)
+			return 1;
+		if ((p[1].revents & POLLIN) &&
+		    read(k->sig_fd, &si, sizeof(si)) == sizeof(si) &&
+		    (si.ssi_signo == SIGTERM || si.ssi_signo == SIGINT)) {
+			k->stopping = true;
+			kill(k->worker, SIGTERM);
+		}
+		if (p[0].revents)
+			break;
+	}
+	msg = keeper_recv(k->worker_ctl, &fd);
 	if (msg == KEEPER_MOUNTED && fd >= 0) {
 		k->fuse_fd = fd;
 		k->worker_ready = true;
-		return 0;
-	}
-	if (fd >= 0)
+		if (!k->stopping)
+			return 0;
+		kill(k->worker, SIGTERM);
+	} else if (fd >= 0) {
 		close(fd);
-	/* the worker's end closed: it exited or died */
+	}
+	/* the worker's end closed (it exited or died), or it is stopped */
 	while (waitpid(k->worker, &status, 0) < 0 && errno == EINTR)
 		;
 	k->worker = 0;
+	if (k->stopping) {
+		keeper_unmount(k);
+		return 1;
+	}
 	if (WIFEXITED(status) && WEXITSTATUS(status) != 0)
 		return WEXITSTATUS(status);
-	if (WIFSIGNALED(status)) {
-		char cause[KEEPER_CAUSE_MAX];
+	return WIFSIGNALED(status) ? -1 : 1;
+}
 
-		death_cause(status, cause, sizeof(cause));
-		fprintf(stderr, "s3pipe: the daemon died while starting (%s)\n",
-			cause);
+/* Forks the first worker: in the child, -1 with *worker_ctl; in the
+ * keeper, 0, or 1 when it cannot. */
+static int first_fork(struct keeper *k, pid_t keeper, int *worker_ctl)
+{
+	int sv[2];
+	char msg[128];
+
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0 ||
+	    (k->worker = fork()) < 0) {
+		fprintf(stderr, "s3pipe: cannot start the daemon: %s\n",
+			util_strerror(errno, msg, sizeof(msg)));
+		return 1;
 	}
-	return 1;
+	if (k->worker == 0) {
+		worker_setup(k, keeper);
+		close(sv[0]);
+		close(k->sig_fd);
+		free(k->exe);
+		*worker_ctl = sv[1];
+		return -1;
+	}
+	close(sv[1]);
+	k->worker_ctl = sv[0];
+	return 0;
 }
 
 int keeper_main(struct fs_options *o, char **argv, int ready_fd,
@@ -478,12 +520,11 @@ int keeper_main(struct fs_options *o, char **argv, int ready_fd,
 			   .standby_ctl = -1};
 	pid_t keeper = getpid();
 	sigset_t mask;
-	int sv[2], rc;
+	int rc;
 	char msg[128];
 
 	k.shared = shared_create(o, &k.shared_fd);
-	if (!k.shared ||
-	    socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) {
+	if (!k.shared) {
 		fprintf(stderr, "s3pipe: cannot start the keeper: %s\n",
 			util_strerror(errno, msg, sizeof(msg)));
 		return 1;
@@ -496,24 +537,34 @@ int keeper_main(struct fs_options *o, char **argv, int ready_fd,
 	sigaddset(&mask, SIGHUP);
 	sigprocmask(SIG_BLOCK, &mask, &k.old_mask);
 	k.sig_fd = signalfd(-1, &mask, SFD_CLOEXEC);
-	k.worker = fork();
-	if (k.worker < 0 || k.sig_fd < 0) {
-		fprintf(stderr, "s3pipe: cannot start the daemon: %s\n",
+	if (k.sig_fd < 0) {
+		fprintf(stderr, "s3pipe: cannot start the keeper: %s\n",
 			util_strerror(errno, msg, sizeof(msg)));
 		return 1;
 	}
-	if (k.worker == 0) {
-		worker_setup(&k, keeper);
-		close(sv[0]);
-		close(k.sig_fd);
-		free(k.exe);
-		*worker_ctl = sv[1];
-		*shared = k.shared;
-		return -1;
-	}
-	close(sv[1]);
-	k.worker_ctl = sv[0];
-	rc = first_mount(&k);
+	/* a worker killed while it starts (the listing can take a while) is
+	 * started again, as one killed later is */
+	do {
+		rc = first_fork(&k, keeper, worker_ctl);
+		if (rc < 0) {
+			*shared = k.shared;
+			return -1;
+		}
+		rc = rc ? rc : first_mount(&k);
+		if (rc < 0) {
+			close_ctl(&k.worker_ctl);
+			if (crash_counts_out(&k)) {
+				fprintf(stderr,
+					"s3pipe: the daemon was killed %d "
+					"times while starting: giving up\n",
+					KEEPER_CRASHES_MAX);
+				return 1;
+			}
+			fprintf(stderr,
+				"s3pipe: the daemon was killed while starting: "
+				"starting it again\n");
+		}
+	} while (rc < 0);
 	if (rc)
 		return rc;
 	rc = write_pid_file(o->pid_file);

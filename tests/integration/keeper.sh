@@ -3,10 +3,14 @@
 # keeper, whose pid --pid-file holds) keeps /dev/fuse; the worker serving
 # reads is killed with SIGKILL while a reader holds an epoch file open
 # (between reads, and in the middle of reading), and the reader gets
-# exactly the epoch's bytes with no error; the next epoch still appears;
-# s3pipe stats counts the restarts and names the cause; SIGHUP hands over
-# to a new worker under a reader; the keeper's SIGTERM unmounts and leaves
-# no process behind.
+# exactly the epoch's bytes with no error; the next epoch still appears,
+# and stays once it has; s3pipe stats counts the restarts and names the
+# cause (SIGSEGV as a crash); SIGHUP hands over to a new worker under a
+# reader; the keeper's SIGTERM unmounts and leaves no process behind.  A
+# worker killed during the mount's listing is started again; FastFile
+# readers doing random reads see no error and no wrong byte across a
+# kill; a worker that dies five times within 60 s gives the mount up: the
+# reader holding a file gets an error, and nothing is left behind.
 . "$(cd "$(dirname "$0")/.." && pwd)/lib.sh"
 require_fuse
 require_cmd python3
@@ -102,10 +106,132 @@ wait "$reader" || fail "the reader of train_1 failed across a SIGHUP restart"
 assert_file_eq "$TEST_TMP/train.exp" "$TEST_TMP/out1" "train_1 across a SIGHUP restart"
 assert_eq "restart asked for (SIGHUP)" "$(stats_of "$MP" 's.worker.last_restart.cause')" "cause after SIGHUP"
 
-# SIGTERM to the keeper: unmounted, nothing left running
+# train_2 appeared when train_1 was closed: a new worker still shows it
+wait_until 10 test -e "$MP/train_2" || fail "train_2 did not appear after train_1 was closed"
 W4=$(worker_of "$KEEPER")
+kill -SEGV "$W4"
+wait_pids_gone 10 "$W4" || fail "worker $W4 survived SIGSEGV"
+wait_until 10 eval '[ -n "$(worker_of "$KEEPER")" ]' || fail "no new worker after SIGSEGV"
+assert_eq "train_0 train_1 train_2" "$(ls "$MP" | tr '\n' ' ' | sed 's/ $//')" "epochs after a restart"
+assert_match '^signal 11 \(Segmentation fault\)' \
+	"$(stats_of "$MP" 's.worker.last_restart.cause')" "cause after SIGSEGV"
+tcat "$MP/train_2" >"$TEST_TMP/out2" || fail "reading train_2 after SIGSEGV failed"
+assert_file_eq "$TEST_TMP/train.exp" "$TEST_TMP/out2" "train_2 after SIGSEGV"
+
+# SIGTERM to the keeper: unmounted, nothing left running
+W5=$(worker_of "$KEEPER")
 kill -TERM "$KEEPER"
-wait_pids_gone 10 "$KEEPER" "$W4" || fail "keeper or worker still running 10 s after SIGTERM"
+wait_pids_gone 10 "$KEEPER" "$W5" || fail "keeper or worker still running 10 s after SIGTERM"
 wait_until 5 eval "! is_mounted '$MP'" || fail "$MP still mounted after the keeper's SIGTERM"
 assert_not_mounted "$MP"
+
+# ---- killed during the listing at mount time: started again ----
+fault_arm 'kind=delay&seconds=2&list=1&count=1&match=train'
+MP=$(new_mountpoint listing)
+"$S3PIPE" -f --endpoint-url "$S3_URL" --shuffle-seed 7 train=s3://data/train/ "$MP" \
+	>"$TEST_TMP/listing.log" 2>&1 </dev/null &
+KEEPER=$!
+track_pid "$KEEPER"
+echo "$MP" >>"$TEST_TMP/mounts"
+wait_until 10 eval '[ -n "$(worker_of "$KEEPER")" ]' || fail "no worker while mounting"
+W1=$(worker_of "$KEEPER")
+is_mounted "$MP" && fail "mounted before the delayed listing answered"
+kill -KILL "$W1"
+wait_until 30 is_mounted "$MP" ||
+	fail "not mounted after the worker was killed while listing: $(cat "$TEST_TMP/listing.log")"
+grep -q 'killed while starting' "$TEST_TMP/listing.log" ||
+	fail "the kill while starting was not reported: $(cat "$TEST_TMP/listing.log")"
+tcat "$MP/train_0" >"$TEST_TMP/shuffled" || fail "reading the shuffled train_0 failed"
+assert_eq "$(stat -c %s "$TEST_TMP/train.exp")" "$(stat -c %s "$TEST_TMP/shuffled")" "size of the shuffled train_0"
+unmount "$MP"
+
+# ---- FastFile: 8 readers of random ranges over the files, a kill ----
+s3_seed data files/ 50 300007
+MP=$(new_mountpoint tree)
+mount_ok --endpoint-url "$S3_URL" --pid-file "$TEST_TMP/pid.tree" --input-mode fastfile \
+	--part-size 1M --cache-size 16M files=s3://data/files/ "$MP"
+KEEPER=$(cat "$TEST_TMP/pid.tree")
+cat >"$TEST_TMP/random.py" <<'EOF'
+import os, random, sys
+mnt, local, seed, n = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+rng = random.Random(seed)
+names = sorted(os.listdir(local))
+fds = {name: os.open(os.path.join(mnt, name), os.O_RDONLY) for name in names}
+bad = 0
+for i in range(n):
+    name = rng.choice(names)
+    size = os.path.getsize(os.path.join(local, name))
+    off = rng.randrange(size)
+    ln = rng.randrange(1, 200000)
+    got = os.pread(fds[name], ln, off)
+    with open(os.path.join(local, name), "rb") as f:
+        f.seek(off)
+        want = f.read(ln)
+    if got != want:
+        bad += 1
+print(bad)
+sys.exit(1 if bad else 0)
+EOF
+# GETs held 2 s: the readers' first reads wait in the worker (the page
+# cache holds nothing yet) when it is killed
+fault_arm 'kind=delay&seconds=2&count=1000&match=/data/files/'
+pids=()
+for r in 1 2 3 4 5 6 7 8; do
+	python3 "$TEST_TMP/random.py" "$MP/files" "$S3_LOCAL/data/files" "$r" 400 >"$TEST_TMP/random.$r" 2>&1 &
+	pids+=($!)
+	track_pid "${pids[-1]}"
+done
+W1=$(worker_of "$KEEPER")
+wait_until 30 eval '[ "$(stats_of "$MP" "s.channels[0].tree.opens")" -ge 8 ]' ||
+	fail "the FastFile readers did not open their files"
+sleep 0.5
+alive=0
+for p in "${pids[@]}"; do kill -0 "$p" 2>/dev/null && alive=$((alive + 1)); done
+assert_eq 8 "$alive" "FastFile readers still reading at the kill"
+kill -KILL "$W1"
+fault_clear
+for r in 1 2 3 4 5 6 7 8; do
+	wait "${pids[$((r - 1))]}" || fail "FastFile reader $r: $(tail -n 3 "$TEST_TMP/random.$r")"
+	assert_eq 0 "$(tail -n 1 "$TEST_TMP/random.$r")" "wrong reads of FastFile reader $r"
+done
+assert_eq 1 "$(stats_of "$MP" 's.worker.restarts')" "FastFile restarts"
+unmount "$MP"
+
+# ---- a crash loop gives the mount up ----
+MP=$(new_mountpoint loop)
+mount_ok --endpoint-url "$S3_URL" --pid-file "$TEST_TMP/pid.loop" --part-size 1M \
+	--cache-size 8M train=s3://data/train/ "$MP"
+KEEPER=$(cat "$TEST_TMP/pid.loop")
+cat >"$TEST_TMP/holder.py" <<'EOF'
+import errno, os, sys, time
+fd = os.open(sys.argv[1], os.O_RDONLY)
+os.read(fd, 65536)
+open(sys.argv[2], "w").close()
+while not os.path.exists(sys.argv[2] + ".go"):
+    time.sleep(0.01)
+try:
+    while os.read(fd, 1 << 20):
+        pass
+    print("read to the end")
+except OSError as e:
+    print(errno.errorcode.get(e.errno, e.errno))
+EOF
+python3 "$TEST_TMP/holder.py" "$MP/train_0" "$TEST_TMP/held" >"$TEST_TMP/holder.out" &
+holder=$!
+track_pid "$holder"
+wait_until 30 test -e "$TEST_TMP/held" || fail "the holder did not open train_0"
+for i in 1 2 3 4 5; do
+	w=$(worker_of "$KEEPER")
+	[ -n "$w" ] || fail "no worker before kill $i"
+	kill -KILL "$w"
+	wait_pids_gone 10 "$w" || fail "worker $w survived SIGKILL"
+	if [ "$i" != 5 ]; then
+		wait_until 10 eval '[ -n "$(worker_of "$KEEPER")" ]' || fail "no worker after kill $i"
+	fi
+done
+wait_pids_gone 10 "$KEEPER" || fail "the keeper did not give up after 5 deaths"
+wait_until 5 eval "! is_mounted '$MP'" || fail "$MP still mounted after the keeper gave up"
+touch "$TEST_TMP/held.go"
+wait "$holder" || fail "the holder failed"
+assert_match '^(ENOTCONN|EIO|ENODEV)$' "$(cat "$TEST_TMP/holder.out")" "a read after the mount was given up"
 note "ok"
