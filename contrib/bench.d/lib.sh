@@ -129,14 +129,30 @@ rec_best() {
 s3pipe_peak_kb=0
 
 # ---- FUSE daemons ----
-proc_cpu_ticks() { # PID -> utime+stime in ticks
-	local s
-	s="$(cat "/proc/$1/stat" 2>/dev/null)" || return 1
-	s="${s##*) }"
-	set -- $s
-	echo $((${12} + ${13}))
+# proc_family PID: PID and its children (s3pipe's keeper and the worker
+# serving its mount; another tool's one process)
+proc_family() {
+	echo "$1"
+	tr ' ' '\n' <"/proc/$1/task/$1/children" 2>/dev/null | grep . || true
 }
-proc_hwm_kb() { awk '/^VmHWM:/ { print $2 }' "/proc/$1/status" 2>/dev/null; }
+proc_cpu_ticks() { # PID -> utime+stime in ticks, its children's included
+	local s p sum=0
+	for p in $(proc_family "$1"); do
+		s="$(cat "/proc/$p/stat" 2>/dev/null)" || continue
+		s="${s##*) }"
+		set -- $s
+		sum=$((sum + ${12} + ${13}))
+	done
+	echo "$sum"
+}
+# proc_hwm_kb PID -> the largest peak RSS of PID and its children (s3pipe's
+# worker, not its keeper)
+proc_hwm_kb() {
+	local p
+	for p in $(proc_family "$1"); do
+		awk '/^VmHWM:/ { print $2 }' "/proc/$p/status" 2>/dev/null
+	done | sort -n | tail -n 1
+}
 
 # proc_state PID: the state letter (R, S, D, Z, ...) or nothing when gone
 proc_state() {
