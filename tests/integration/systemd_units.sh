@@ -163,12 +163,22 @@ tcat "$MP/train_0" >"$TEST_TMP/out" || fail "reading train_0 through the unit's 
 assert_file_eq "$TEST_TMP/train.exp" "$TEST_TMP/out" "train_0 (s3pipe@.service)"
 tcat "$MP/validation_0" >"$TEST_TMP/out" || fail "reading validation_0 through the unit's mount"
 assert_file_eq "$TEST_TMP/validation.exp" "$TEST_TMP/out" "validation_0 (s3pipe@.service)"
+# systemctl reload: ExecReload with $MAINPID, a new worker serves
+UNIT_ENV[MAINPID]=$pid
+worker=$(worker_pids "$MP")
+expand_command "$INSTANCE" "$(unit_key "$UNIT" ExecReload)"
+"${CMD[@]}" || fail "ExecReload failed: ${CMD[*]}"
+wait_until 20 eval '[ -n "$(worker_pids "$MP")" ] && [ "$(worker_pids "$MP")" != "$worker" ]' ||
+	fail "ExecReload: no new worker within 20 s"
+tcat "$MP/train_1" >"$TEST_TMP/out" || fail "reading train_1 after a reload"
+assert_file_eq "$TEST_TMP/train.exp" "$TEST_TMP/out" "train_1 after ExecReload"
+assert_eq "$pid" "$(daemon_pids "$MP")" "the main pid after a reload"
 # systemctl stop: SIGTERM to the main pid
 kill -TERM "$pid"
 wait_pids_gone 15 "$pid" || fail "the daemon ($pid) still runs 15 s after SIGTERM"
 assert_not_mounted "$MP"
 [ ! -e "$pid_local" ] || fail "the pid file outlived the daemon"
-note "ok: s3pipe@$INSTANCE: started (forking, pid file), read, stopped"
+note "ok: s3pipe@$INSTANCE: started (forking, pid file), read, reloaded, stopped"
 
 # ---- fstab with x-systemd.automount: the generated units ----
 FSTAB_MP="$TEST_TMP/mnt-fstab"
