@@ -113,6 +113,9 @@ bool cache_catalog_etag(const struct cache_catalog *cat, uint32_t entry,
  */
 int cache_catalog_save(const struct cache_catalog *cat, const char *path,
 		       int64_t listed_at);
+/* The same written over fd (a memfd a keeper holds), in place. */
+int cache_catalog_save_fd(const struct cache_catalog *cat, int fd,
+			  int64_t listed_at);
 /*
  * A catalog of bucket/prefix from the file at path, listed at most max_age
  * seconds before now: 0 and *out (its positions are its entries, in key

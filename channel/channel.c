@@ -128,8 +128,10 @@ struct channel {
 	struct cache_catalog *catalog;	 /* MODE_PLAN of an S3 prefix */
 	struct channel_entries *entries; /* MODE_PLAN of a manifest */
 	struct channel_tree *tree;	 /* FastFile: over the catalog */
-	pthread_mutex_t lock;		 /* see the top of the file */
-	struct epoch_plan *plans;	 /* newest epoch first */
+	int handover_fd;      /* where the listed catalog is kept for the next
+				 worker (channel_set_handover), or -1 */
+	pthread_mutex_t lock; /* see the top of the file */
+	struct epoch_plan *plans; /* newest epoch first */
 	/* objects whose HEAD is to start once the lock is dropped */
 	channel_ref *to_resolve;
 	size_t nto_resolve, to_resolve_cap;
@@ -1013,6 +1015,56 @@ static void saved_listing_store(const struct channel *ch)
 	free(path);
 }
 
+void channel_set_handover(struct channel *ch, int fd)
+{
+	ch->handover_fd = fd;
+}
+
+/* The catalog a worker before this one listed, from its hand-over
+ * descriptor: true when loaded (any age: the mount's own listing). */
+static bool handover_load(struct channel *ch)
+{
+	char path[64];
+	const char *why = "";
+	int64_t at = 0;
+	struct stat sb;
+	int rc;
+
+	if (ch->handover_fd < 0 || fstat(ch->handover_fd, &sb) != 0 ||
+	    sb.st_size == 0)
+		return false;
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", ch->handover_fd);
+	rc = cache_catalog_load(path, ch->spec->bucket, ch->spec->prefix,
+				(int64_t)time(NULL), UINT64_MAX, &ch->catalog,
+				&at, &why);
+	if (rc) {
+		util_warn("channel '%s': the listing the last worker kept "
+			  "does not load (%s): listing again",
+			  ch->spec->name, why[0] ? why : "unreadable");
+		return false;
+	}
+	util_info("channel '%s': %zu keys from the last worker's listing, "
+		  "no LIST",
+		  ch->spec->name, cache_catalog_count(ch->catalog));
+	return true;
+}
+
+/* The catalog just listed, kept for the next worker. */
+static void handover_store(const struct channel *ch)
+{
+	char msg[128];
+	int rc;
+
+	if (ch->handover_fd < 0)
+		return;
+	rc = cache_catalog_save_fd(ch->catalog, ch->handover_fd,
+				   (int64_t)time(NULL));
+	if (rc)
+		util_warn("channel '%s': cannot keep its listing for the next "
+			  "worker: %s",
+			  ch->spec->name, util_strerror(rc, msg, sizeof(msg)));
+}
+
 /*
  * Every key under the prefix into the channel's catalog before the first
  * byte (the epoch's order needs them all), by key ranges at once
@@ -1069,6 +1121,7 @@ static int list_catalog(struct channel *ch, const char *why, char *err,
 		  st.busy_ns ? 100.0 * (double)st.wide_ns / (double)st.busy_ns
 			     : 0.0);
 	saved_listing_store(ch);
+	handover_store(ch);
 	return 0;
 }
 
@@ -1214,6 +1267,7 @@ struct channel *channel_create(const struct channel_spec *spec,
 	if (!ch->conf.resolve_ahead)
 		ch->conf.resolve_ahead = RESOLVE_AHEAD;
 	ch->cache = cache;
+	ch->handover_fd = -1;
 	/* in key order, an epoch (this host's share of it) streams as the
 	 * listing goes: no need for every key first */
 	ch->mode = spec->data_type == CHANNEL_S3_PREFIX && !spec->shuffle
@@ -1379,7 +1433,7 @@ static int tree_start(struct channel *ch, char *err, size_t errlen)
 	int rc = 0;
 
 	if (ch->spec->data_type == CHANNEL_S3_PREFIX) {
-		if (!saved_listing_load(ch))
+		if (!handover_load(ch) && !saved_listing_load(ch))
 			rc = list_catalog(ch,
 					  "a FastFile channel shows every "
 					  "key",
@@ -1410,7 +1464,8 @@ int channel_start(struct channel *ch, char *err, size_t errlen)
 		return tree_start(ch, err, errlen);
 	/* (a key-order channel reads a saved listing a page at a time) */
 	if (ch->mode != MODE_LISTING &&
-	    ch->spec->data_type == CHANNEL_S3_PREFIX && saved_listing_load(ch))
+	    ch->spec->data_type == CHANNEL_S3_PREFIX &&
+	    (handover_load(ch) || saved_listing_load(ch)))
 		ch->mode = MODE_PLAN; /* the catalog is here: no LIST */
 	else if (ch->mode == MODE_LISTING)
 		return start_listing(ch, err, errlen);

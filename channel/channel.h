@@ -455,6 +455,15 @@ struct channel_view {
 	struct iovec stage_iov[CHANNEL_VIEW_MAX];
 };
 
+/*
+ * A descriptor (a memfd that the mount's keeper holds, fs/keeper.h) where
+ * a catalog listed whole (a shuffle, a FastFile tree) is written once
+ * listed, and read back at channel_start() instead of listing when it
+ * holds one: a worker that replaces another starts without a LIST.  Call
+ * before channel_start(); fd stays the caller's.
+ */
+void channel_set_handover(struct channel *ch, int fd);
+
 /* A sequential reader of one epoch.  NULL and errno on failure. */
 struct channel_reader *channel_reader_open(struct channel *ch, unsigned epoch);
 void channel_reader_close(struct channel_reader *r);

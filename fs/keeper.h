@@ -54,6 +54,10 @@ struct keeper_shared {
 	uint32_t init_len;		   /* 0 until the first INIT */
 	unsigned char init[KEEPER_INIT_MAX];
 	uint32_t visible[FS_MAX_CHANNELS]; /* epochs visible, a channel */
+	/* a memfd a channel, the keeper's (the same number in every worker):
+	 * where a worker keeps the channel's listed catalog for the next
+	 * (channel_set_handover); -1 when there is none */
+	int32_t catalog_fd[FS_MAX_CHANNELS];
 	/* the mountpoint's realpath, made before the mount: a worker never
 	 * looks at the mountpoint itself (its own mount, which may be
 	 * waiting for it) */

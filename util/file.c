@@ -193,6 +193,22 @@ int util_replace_begin(struct util_replace *r, const char *path)
 	return 0;
 }
 
+int util_replace_begin_fd(struct util_replace *r, int fd)
+{
+	r->path = NULL;
+	r->tmp = NULL;
+	r->fd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+	if (r->fd < 0)
+		return errno;
+	if (ftruncate(r->fd, 0) != 0 || lseek(r->fd, 0, SEEK_SET) != 0) {
+		int rc = errno;
+
+		util_replace_abort(r);
+		return rc;
+	}
+	return 0;
+}
+
 int util_sync_dir(const char *dir)
 {
 	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -226,6 +242,11 @@ int util_replace_commit(struct util_replace *r)
 	if (close(r->fd) != 0 && !rc)
 		rc = errno;
 	r->fd = -1;
+	if (!r->path) { /* in place: nothing to rename */
+		if (rc)
+			util_replace_abort(r);
+		return rc;
+	}
 	if (!rc && rename(r->tmp, r->path) != 0)
 		rc = errno;
 	if (rc) {
@@ -260,6 +281,9 @@ int util_write_text_file(const char *path, const char *text, unsigned mode)
 
 void util_replace_abort(struct util_replace *r)
 {
+	if (r->fd >= 0 && !r->path && ftruncate(r->fd, 0) != 0) {
+		/* a partial file fails its check when read */
+	}
 	if (r->fd >= 0)
 		close(r->fd);
 	r->fd = -1;

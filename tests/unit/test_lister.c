@@ -35,6 +35,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <sys/mman.h>
+#include <sys/stat.h>
+
 #include <cmocka.h>
 
 #include "util/util.h"
@@ -949,6 +952,55 @@ static void rewrite_version(const char *path, unsigned version)
 /* A listing written an object at a time, as a stream records the pages it
  * takes, reads back a page at a time: the same objects, in order, the
  * last page marked; a failed or abandoned writer leaves no file. */
+/* A catalog kept in a memfd (what a keeper holds for the next worker):
+ * written in place, read back by its /proc path, written again smaller
+ * (the old bytes gone), and empty after a writer gave up. */
+static void test_saved_fd(void **state)
+{
+	struct cache_catalog *big = mixed_catalog(3000),
+			     *small = mixed_catalog(7);
+	struct cache_catalog *back = NULL;
+	struct cache_listing_writer *w = NULL;
+	char path[64];
+	const char *why;
+	int64_t at = 0;
+	int fd = memfd_create("test", MFD_CLOEXEC);
+	struct stat sb;
+
+	(void)state;
+	assert_true(fd >= 0);
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	assert_int_equal(cache_catalog_save_fd(big, fd, 500), 0);
+	assert_int_equal(cache_catalog_load(path, "bkt", "pre/", 500,
+					    UINT64_MAX, &back, &at, &why),
+			 0);
+	assert_int_equal(cache_catalog_count(back), 3000);
+	cache_catalog_destroy(back);
+	back = NULL;
+	assert_int_equal(cache_catalog_save_fd(small, fd, 600), 0);
+	assert_int_equal(cache_catalog_load(path, "bkt", "pre/", 600,
+					    UINT64_MAX, &back, &at, &why),
+			 0);
+	assert_int_equal(cache_catalog_count(back), 7);
+	assert_int_equal(at, 600);
+	cache_catalog_destroy(back);
+	back = NULL;
+	/* a writer that gives up leaves nothing that loads */
+	assert_int_equal(
+	    cache_listing_writer_begin_fd(fd, "bkt", "pre/", 700, &w), 0);
+	assert_int_equal(cache_listing_writer_add(w, "pre/a", NULL, 1, 0), 0);
+	cache_listing_writer_abort(w);
+	assert_int_equal(fstat(fd, &sb), 0);
+	assert_int_equal(sb.st_size, 0);
+	assert_int_not_equal(cache_catalog_load(path, "bkt", "pre/", 700,
+						UINT64_MAX, &back, &at, &why),
+			     0);
+	assert_null(back);
+	close(fd);
+	cache_catalog_destroy(big);
+	cache_catalog_destroy(small);
+}
+
 static void test_saved_pages(void **state)
 {
 	struct cache_catalog *cat = mixed_catalog(2500);
@@ -1526,6 +1578,7 @@ int main(void)
 	    cmocka_unit_test(test_catalog_mtime),
 	    cmocka_unit_test(test_saved_roundtrip),
 	    cmocka_unit_test(test_saved_pages),
+	    cmocka_unit_test(test_saved_fd),
 	    cmocka_unit_test(test_saved_old_version),
 	    cmocka_unit_test(test_saved_corrupt),
 	    cmocka_unit_test(test_split_keys),
