@@ -40,6 +40,8 @@
 #define KEEPER_MAGIC	 0x53335057u /* "S3PW" */
 #define KEEPER_INIT_MAX	 512	     /* bytes of the FUSE_INIT request kept */
 #define KEEPER_CAUSE_MAX 96
+/* requests a worker has taken and not answered, journaled (a power of 2) */
+#define KEEPER_INFLIGHT 1024
 /* a worker that dies this often gives the mount up */
 #define KEEPER_CRASHES_MAX    5
 #define KEEPER_CRASHES_WINDOW 60 /* seconds */
@@ -58,6 +60,10 @@ struct keeper_shared {
 	 * where a worker keeps the channel's listed catalog for the next
 	 * (channel_set_handover); -1 when there is none */
 	int32_t catalog_fd[FS_MAX_CHANNELS];
+	/* the uniques of the requests the serving worker took and has not
+	 * answered (0: a free slot): what a kernel without
+	 * FUSE_NOTIFY_RESEND will not send again */
+	uint64_t inflight[KEEPER_INFLIGHT];
 	/* the mountpoint's realpath, made before the mount: a worker never
 	 * looks at the mountpoint itself (its own mount, which may be
 	 * waiting for it) */
@@ -110,6 +116,12 @@ int keeper_session_io(struct fuse_session *se, int fd,
 /* Asks the kernel to resend the requests a dead worker had taken: 0, or
  * an errno (EINVAL: the kernel has no FUSE_NOTIFY_RESEND). */
 int keeper_resend(int fd);
+/* The requests the dead worker had taken (shared's journal) answered with
+ * EIO, for a kernel that cannot resend them; the journal emptied.  How
+ * many. */
+unsigned keeper_fail_inflight(int fd, struct keeper_shared *shared);
+/* The journal emptied (what it held is being resent). */
+void keeper_inflight_clear(struct keeper_shared *shared);
 
 /* Sends msg, with fd attached when >= 0: 0 or an errno. */
 int keeper_send(int sock, char msg, int fd);

@@ -387,8 +387,11 @@ static int worker_main(struct fs_options *o, const char *prog, bool helper,
 		if (rc)
 			util_warn("this kernel cannot resend what the last "
 				  "worker had taken (FUSE_NOTIFY_RESEND, Linux "
-				  "6.9): those reads wait on: %s",
-				  util_strerror(rc, err, sizeof(err)));
+				  "6.9: %s): %u requests fail with EIO",
+				  util_strerror(rc, err, sizeof(err)),
+				  keeper_fail_inflight(fuse_fd, shared));
+		else
+			keeper_inflight_clear(shared);
 		util_info("worker %ld serves %s", (long)getpid(),
 			  shared->mountpoint);
 	}

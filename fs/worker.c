@@ -81,12 +81,91 @@ uint16_t keeper_generation(const struct keeper_shared *shared)
 		      : 0;
 }
 
+/* ---- the journal of requests taken and not answered ---- */
+
+static size_t journal_slot(uint64_t unique)
+{
+	return (size_t)((unique >> 1) * 0x9E3779B97F4A7C15ULL >> 54) &
+	       (KEEPER_INFLIGHT - 1);
+}
+
+/* Requests answered by nobody: no entry (FORGET, BATCH_FORGET,
+ * INTERRUPT). */
+static bool has_reply(uint32_t opcode)
+{
+	return opcode != FUSE_FORGET && opcode != FUSE_BATCH_FORGET &&
+	       opcode != FUSE_INTERRUPT;
+}
+
+static void journal_add(uint64_t unique)
+{
+	size_t at = journal_slot(unique);
+
+	for (size_t i = 0; i < KEEPER_INFLIGHT; i++) {
+		uint64_t *slot =
+		    &io.shared->inflight[(at + i) & (KEEPER_INFLIGHT - 1)];
+		uint64_t free_slot = 0;
+
+		if (__atomic_compare_exchange_n(slot, &free_slot, unique, false,
+						__ATOMIC_RELEASE,
+						__ATOMIC_RELAXED))
+			return;
+	}
+	/* full: this one is not journaled */
+}
+
+static void journal_remove(uint64_t unique)
+{
+	size_t at = journal_slot(unique);
+
+	for (size_t i = 0; i < KEEPER_INFLIGHT; i++) {
+		uint64_t *slot =
+		    &io.shared->inflight[(at + i) & (KEEPER_INFLIGHT - 1)];
+		uint64_t want = unique;
+
+		if (__atomic_compare_exchange_n(slot, &want, 0, false,
+						__ATOMIC_RELEASE,
+						__ATOMIC_RELAXED))
+			return;
+	}
+}
+
+void keeper_inflight_clear(struct keeper_shared *shared)
+{
+	for (size_t i = 0; i < KEEPER_INFLIGHT; i++)
+		__atomic_store_n(&shared->inflight[i], 0, __ATOMIC_RELEASE);
+}
+
+unsigned keeper_fail_inflight(int fd, struct keeper_shared *shared)
+{
+	unsigned n = 0;
+
+	for (size_t i = 0; i < KEEPER_INFLIGHT; i++) {
+		uint64_t unique = __atomic_exchange_n(&shared->inflight[i], 0,
+						      __ATOMIC_ACQ_REL);
+		struct fuse_out_header out = {
+		    .len = sizeof(out),
+		    .error = -EIO,
+		    .unique = unique,
+		};
+
+		if (unique && write(fd, &out, sizeof(out)) == sizeof(out))
+			n++;
+	}
+	return n;
+}
+
+/* ---- the I/O libfuse does ---- */
+
 static ssize_t io_read(int fd, void *buf, size_t len, void *userdata)
 {
 	ssize_t n = read(fd, buf, len);
 	const struct fuse_in_header *in = buf;
 
 	(void)userdata;
+	if (n >= (ssize_t)sizeof(*in) && io.shared && in->unique &&
+	    has_reply(in->opcode) && in->opcode != FUSE_INIT)
+		journal_add(in->unique);
 	if (n >= (ssize_t)sizeof(*in) && in->opcode == FUSE_INIT && io.shared &&
 	    (size_t)n <= KEEPER_INIT_MAX &&
 	    !__atomic_load_n(&io.shared->init_len, __ATOMIC_ACQUIRE)) {
@@ -114,6 +193,8 @@ static ssize_t io_writev(int fd, struct iovec *iov, int count, void *userdata)
 				len += (ssize_t)iov[i].iov_len;
 			return len;
 		}
+		if (io.shared && out->unique)
+			journal_remove(out->unique);
 	}
 	return writev(fd, iov, count);
 }

@@ -204,6 +204,53 @@ static void test_no_replay_no_answer(void **state)
 	close(sv[0]);
 }
 
+/* The journal of requests taken and not answered: what a kernel without
+ * FUSE_NOTIFY_RESEND would never send again is answered with EIO. */
+static void test_inflight_journal(void **state)
+{
+	struct keeper_shared *shared = calloc(1, sizeof(*shared));
+	struct fuse_out_header out;
+	struct fuse_buf buf = {0};
+	struct fuse_session *se;
+	unsigned char init[KEEPER_INIT_MAX];
+	size_t init_len = init_request(init);
+	int sv[2];
+
+	(void)state;
+	assert_non_null(shared);
+	shared->magic = KEEPER_MAGIC;
+	pair(sv);
+	se = session();
+	assert_int_equal(keeper_session_io(se, sv[1], shared, false), 0);
+	assert_int_equal(write(sv[0], init, init_len), (ssize_t)init_len);
+	serve_one(se);
+	reply(sv[0], &out, NULL, 0);
+	/* one request answered, one taken when the worker "dies" */
+	send_getattr(sv[0], 10);
+	serve_one(se);
+	reply(sv[0], &out, NULL, 0);
+	assert_int_equal(out.unique, 10);
+	send_getattr(sv[0], 12);
+	assert_true(fuse_session_receive_buf(se, &buf) > 0);
+	free(buf.mem);
+	/* the next worker answers it with EIO, once */
+	assert_int_equal(keeper_fail_inflight(sv[1], shared), 1);
+	reply(sv[0], &out, NULL, 0);
+	assert_int_equal(out.unique, 12);
+	assert_int_equal(out.error, -EIO);
+	assert_int_equal(keeper_fail_inflight(sv[1], shared), 0);
+	assert_true(nothing_waiting(sv[0]));
+	/* a kernel that resends: the journal is only emptied */
+	send_getattr(sv[0], 14);
+	assert_true(fuse_session_receive_buf(se, &buf) > 0);
+	free(buf.mem);
+	keeper_inflight_clear(shared);
+	assert_int_equal(keeper_fail_inflight(sv[1], shared), 0);
+	fuse_session_destroy(se);
+	close(sv[0]);
+	free(shared);
+}
+
 static void test_resend_notification(void **state)
 {
 	struct fuse_out_header out;
@@ -308,6 +355,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_init_kept_and_replayed),
 	    cmocka_unit_test(test_no_replay_no_answer),
+	    cmocka_unit_test(test_inflight_journal),
 	    cmocka_unit_test(test_resend_notification),
 	    cmocka_unit_test(test_messages),
 	    cmocka_unit_test(test_worker_env),
