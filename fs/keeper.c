@@ -25,6 +25,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <malloc.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -227,6 +228,46 @@ static void go_quiet(int ready_fd)
 		close(ready_fd);
 	}
 	util_daemon_quiet();
+}
+
+/*
+ * The pages the start touched (the command line's parse, the credential
+ * check, the libraries' relocations) are not the keeper's working set: its
+ * loop uses a few pages of code.  Each read-only file mapping that holds
+ * no page of its own (no copy-on-write copy: text and constants) drops its
+ * pages from the keeper's tables (MADV_DONTNEED: they stay in the page
+ * cache, shared with the worker, and come back on a touch); the heap is
+ * trimmed.  What the keeper then holds is what it uses.
+ */
+static void shed_start_pages(void)
+{
+	FILE *smaps = fopen("/proc/self/smaps", "re");
+	unsigned long start = 0, end = 0;
+	bool candidate = false;
+	char line[4096];
+
+	malloc_trim(0);
+	if (!smaps)
+		return;
+	while (fgets(line, sizeof(line), smaps)) {
+		unsigned long a, b, kb;
+		char perms[8], path[8] = "";
+
+		if (sscanf(line, "%lx-%lx %7s %*s %*s %*s %7s", &a, &b, perms,
+			   path) >= 3 &&
+		    strchr(line, '-') < strchr(line, ' ')) {
+			start = a;
+			end = b;
+			candidate = path[0] == '/' && perms[1] != 'w';
+		} else if (candidate &&
+			   sscanf(line, "Anonymous: %lu kB", &kb) == 1) {
+			if (kb == 0)
+				madvise((void *)start, end - start,
+					MADV_DONTNEED);
+			candidate = false;
+		}
+	}
+	fclose(smaps);
 }
 
 /* A crash: counted, and whether the mount is given up (too many). */
@@ -591,6 +632,7 @@ int keeper_main(struct fs_options *o, char **argv, int ready_fd,
 			  o->mountpoint);
 	else
 		go_quiet(ready_fd);
+	shed_start_pages();
 	rc = keeper_loop(&k);
 	if (o->pid_file)
 		unlink(o->pid_file);
