@@ -128,9 +128,11 @@ struct channel {
 	struct cache_catalog *catalog;	 /* MODE_PLAN of an S3 prefix */
 	struct channel_entries *entries; /* MODE_PLAN of a manifest */
 	struct channel_tree *tree;	 /* FastFile: over the catalog */
-	int handover_fd;      /* where the listed catalog is kept for the next
-				 worker (channel_set_handover), or -1 */
-	pthread_mutex_t lock; /* see the top of the file */
+	int handover_fd; /* where the listed catalog is kept for the next
+			    worker (channel_set_handover), or -1 */
+	pthread_t handover_writer; /* handover_store()'s, while joinable */
+	bool handover_writing;
+	pthread_mutex_t lock;	  /* see the top of the file */
 	struct epoch_plan *plans; /* newest epoch first */
 	/* objects whose HEAD is to start once the lock is dropped */
 	channel_ref *to_resolve;
@@ -1049,20 +1051,31 @@ static bool handover_load(struct channel *ch)
 	return true;
 }
 
-/* The catalog just listed, kept for the next worker. */
-static void handover_store(const struct channel *ch)
+/* The catalog just listed, written for the next worker (a thread of its
+ * own: the first byte does not wait for it; the catalog does not change
+ * once listed). */
+static void *handover_write(void *arg)
 {
+	const struct channel *ch = arg;
 	char msg[128];
-	int rc;
+	int rc = cache_catalog_save_fd(ch->catalog, ch->handover_fd,
+				       (int64_t)time(NULL));
 
-	if (ch->handover_fd < 0)
-		return;
-	rc = cache_catalog_save_fd(ch->catalog, ch->handover_fd,
-				   (int64_t)time(NULL));
 	if (rc)
 		util_warn("channel '%s': cannot keep its listing for the next "
 			  "worker: %s",
 			  ch->spec->name, util_strerror(rc, msg, sizeof(msg)));
+	return NULL;
+}
+
+static void handover_store(struct channel *ch)
+{
+	if (ch->handover_fd < 0)
+		return;
+	if (pthread_create(&ch->handover_writer, NULL, handover_write, ch) == 0)
+		ch->handover_writing = true;
+	else
+		handover_write(ch);
 }
 
 /*
@@ -1592,6 +1605,8 @@ void channel_destroy(struct channel *ch)
 {
 	if (!ch)
 		return;
+	if (ch->handover_writing)
+		pthread_join(ch->handover_writer, NULL);
 	plans_destroy(ch->plans);
 	channel_tree_destroy(ch->tree);
 	cache_catalog_destroy(ch->catalog);
