@@ -86,6 +86,11 @@ struct tools_stats_view {
 	uint64_t hits, misses;
 	uint64_t requests, gets, concurrency, retries, failures, throttled,
 	    received, refreshes;
+	/* workers started after the first (the keeper's), the last one's
+	 * time (s since the epoch) and cause */
+	uint64_t restarts;
+	double restart_at;
+	char restart_cause[VIEW_STRING_MAX];
 	bool disk; /* a disk tier: the disk_ counts hold */
 	uint64_t disk_hits, disk_misses, disk_bytes, disk_size;
 	struct view_channel *channels; /* owned, nchannels */
@@ -262,7 +267,7 @@ static void parse_channel(struct parse *p, json_t *o, struct view_channel *c)
 static void parse_root(struct parse *p, json_t *root,
 		       struct tools_stats_view *v)
 {
-	json_t *mem, *cache, *s3, *disk, *channels;
+	json_t *mem, *cache, *s3, *disk, *channels, *worker, *last;
 	void *items = NULL;
 
 	if (!json_is_object(root) ||
@@ -279,6 +284,16 @@ static void parse_root(struct parse *p, json_t *root,
 	v->interval = get_u64(p, root, "stats_interval");
 	get_string(p, root, "mountpoint", v->mountpoint, sizeof(v->mountpoint));
 	v->uptime = get_number(p, root, "uptime");
+	worker = get_object(p, root, "worker");
+	v->restarts = get_u64(p, worker, "restarts");
+	last = json_object_get(worker, "last_restart");
+	if (last && !json_is_null(last)) {
+		last = get_object(p, worker, "last_restart");
+		v->restart_at = get_number(p, last, "at");
+		get_string(p, last, "cause", v->restart_cause,
+			   sizeof(v->restart_cause));
+		util_clean_line(v->restart_cause);
+	}
 	mem = get_object(p, root, "memory");
 	cache = get_object(p, root, "cache");
 	s3 = get_object(p, root, "s3");
@@ -604,7 +619,12 @@ static void render_watch(struct frame *f, const struct tools_stats_view *v)
 
 	fmt_uptime(v->uptime, up, sizeof(up));
 	tools_fmt_part(v->mem_used, v->mem_budget, mem, sizeof(mem));
-	line(f, "s3pipe %s  up %s", v->mountpoint, up);
+	if (v->restarts)
+		line(f, "s3pipe %s  up %s  worker restarts %llu (%s)",
+		     v->mountpoint, up, (unsigned long long)v->restarts,
+		     v->restart_cause);
+	else
+		line(f, "s3pipe %s  up %s", v->mountpoint, up);
 	line(f,
 	     "memory %s  GETs %llu/%llu  cache %llu hits %llu misses  "
 	     "retries %llu  errors %llu",
@@ -647,6 +667,17 @@ static void render_table(struct frame *f, const struct tools_stats_view *v)
 	fmt_uptime(v->uptime, up, sizeof(up));
 	line(f, "s3pipe on %s (pid %llu), up %s", v->mountpoint,
 	     (unsigned long long)v->pid, up);
+	if (v->restarts) {
+		time_t at = (time_t)v->restart_at;
+		struct tm tm;
+		char when[32] = "?";
+
+		if (gmtime_r(&at, &tm))
+			strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
+		line(f, "worker  %llu restart%s, the last at %s: %s",
+		     (unsigned long long)v->restarts,
+		     v->restarts == 1 ? "" : "s", when, v->restart_cause);
+	}
 	line(f, "memory  %s in use of %s, peak %s",
 	     tools_fmt_bytes(v->mem_used, a, sizeof(a)),
 	     tools_fmt_bytes(v->mem_budget, b, sizeof(b)),

@@ -93,6 +93,9 @@ kill -0 "$KEEPER" || fail "the keeper died"
 # what the stats say, from the third worker
 assert_eq 2 "$(stats_of "$MP" 's.worker.restarts')" "restarts after two kills"
 assert_eq "signal 9 (Killed)" "$(stats_of "$MP" 's.worker.last_restart.cause')" "cause of the last restart"
+"$S3PIPE" stats "$MP" >"$TEST_TMP/stats.txt" || fail "s3pipe stats failed"
+assert_match 'worker  2 restarts, the last at [0-9T:-]+Z: signal 9 \(Killed\)' \
+	"$(cat "$TEST_TMP/stats.txt")" "s3pipe stats after two kills"
 wait_until 10 test -e "$MP/train_1" || fail "train_1 did not appear after train_0 was closed"
 
 # 3. SIGHUP: a new worker takes over under a reader
