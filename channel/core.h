@@ -1,0 +1,91 @@
+/*
+ * channel core: what the files of channel/ that make a channel's epochs
+ * share: the channel, its epoch plans, and the functions that cross from
+ * one file to another.  channel.c holds the plans, the streams they fill
+ * and the readers; start.c a channel's start (its listing, its manifest,
+ * the listings kept for the next mount and the next worker).
+ */
+#ifndef S3PIPE_CHANNEL_CORE_H
+#define S3PIPE_CHANNEL_CORE_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "channel/internal.h"
+
+struct cache_listing_file;
+struct cache_stream;
+
+enum channel_mode {
+	MODE_LISTING, /* a listing stream per epoch */
+	MODE_PLAN,    /* a plan stream per epoch */
+};
+
+struct epoch_plan {
+	struct channel *ch;
+	unsigned epoch;
+	struct cache_stream *stream; /* a listing (MODE_LISTING): no entries */
+	uint32_t *order; /* catalog entries, or indices of the channel's
+			    entries: this host's share, in order */
+	size_t n;
+	size_t next;	  /* order[next] is the next entry to add */
+	size_t asked;	  /* resolves were started for order[next..asked) */
+	unsigned readers; /* open channel readers */
+	bool ended;	  /* the stream was ended */
+	char *error;	  /* why it ended early (owned), logged once */
+	bool error_logged;
+	struct epoch_plan *older;
+};
+
+struct channel {
+	const struct channel_spec *spec;
+	struct channel_host host;
+	struct channel_conf conf;
+	struct cache *cache;
+	enum channel_mode mode;
+	bool framed;			 /* RecordIO segments in the streams */
+	struct cache_catalog *catalog;	 /* MODE_PLAN of an S3 prefix */
+	struct channel_entries *entries; /* MODE_PLAN of a manifest */
+	struct channel_tree *tree;	 /* FastFile: over the catalog */
+	int handover_fd; /* where the listed catalog is kept for the next
+			    worker (channel_set_handover), or -1 */
+	pthread_t handover_writer; /* handover_store()'s, while joinable */
+	bool handover_writing;
+	pthread_mutex_t lock;	  /* see the top of the file */
+	struct epoch_plan *plans; /* newest epoch first */
+	/* objects whose HEAD is to start once the lock is dropped */
+	channel_ref *to_resolve;
+	size_t nto_resolve, to_resolve_cap;
+	/* the newest epoch opened or fully prefetched (valid once the flag
+	 * is set) */
+	unsigned opened, prefetched;
+	bool any_opened, any_prefetched;
+};
+
+/* ---- channel.c: plans ---- */
+
+/* A plan for epoch, not yet linked (no lock).  NULL on ENOMEM. */
+struct epoch_plan *plan_create(struct channel *ch, unsigned epoch);
+void plan_destroy(struct epoch_plan *p); /* NULL is fine */
+/* The plan of epoch with a reader counted (no lock held): the one there
+ * is, else fresh (made when NULL) when create says so.  NULL when there
+ * is none, or on ENOMEM.  Release with plan_put(). */
+struct epoch_plan *plan_get(struct channel *ch, unsigned epoch, bool create,
+			    struct epoch_plan *fresh);
+void plan_put(struct channel *ch, struct epoch_plan *p);
+
+/* ---- start.c: listings kept beside the disk tier (--cache-dir) ---- */
+
+/* With --listing-ttl, the listing saved for a key-order epoch, open at its
+ * start; NULL: list S3. */
+struct cache_listing_file *saved_listing_open(struct channel *ch,
+					      unsigned epoch);
+/* A listing from S3 recorded there for the next epoch or mount. */
+void saved_listing_record(struct channel *ch, struct cache_stream *s);
+/* With --listing-ttl, s goes on from the saved listing once there is
+ * one. */
+void saved_listing_prefer(struct channel *ch, struct cache_stream *s);
+
+#endif

@@ -1,0 +1,670 @@
+/*
+ * channel start: how a channel comes to know its objects before its
+ * first byte, and what it keeps of them for later (see core.h).
+ *
+ * A key-order prefix only checks that its first page lists (its epochs
+ * list as they stream).  A shuffled prefix, and a FastFile channel, list
+ * in full into the channel's catalog, by key ranges at once
+ * (cache/lister.h), unless a listing is already there: the one a worker
+ * before this one kept in the keeper's memfd (channel_set_handover: a
+ * worker that replaces another starts without a LIST), or the one saved
+ * beside the disk tier, young enough for --listing-ttl.  A listing made
+ * here is saved beside the disk tier (--cache-dir) and written to the
+ * keeper's memfd, on a thread of its own.  A manifest is fetched whole and
+ * parsed into entries (channel/entries.c), its first object asked for at
+ * once; a FastFile manifest asks for every object (HEAD, many at once)
+ * into a catalog.
+ */
+#include "config.h"
+
+#include "channel/core.h"
+#include "s3/s3.h"
+
+#include <errno.h>
+#include <malloc.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "cache/catalog.h"
+#include "cache/lister.h"
+#include "cache/listing_file.h"
+#include "util/util.h"
+
+#define LIST_PROGRESS_EVERY 100000
+/* the folder of saved listings, in the --cache-dir */
+#define CHANNEL_LISTING_DIR "s3pipe-listings"
+
+/* ---- start-up ---- */
+
+static int start_error(struct channel *ch, const struct store_error *serr,
+		       const char *bucket, char *err, size_t errlen)
+{
+	char desc[768];
+
+	s3_error_describe(serr, bucket, desc, sizeof(desc));
+	return util_fail(err, errlen, EINVAL, "channel '%s' (%s): %s",
+			 ch->spec->name, ch->spec->uri, desc);
+}
+
+/* Epoch 0's listing, its first page asked for now: the check that the
+ * bucket answers. */
+static int start_listing(struct channel *ch, char *err, size_t errlen)
+{
+	struct epoch_plan *p = plan_create(ch, 0);
+	struct store_error serr;
+
+	if (!p)
+		return util_fail(err, errlen, EINVAL, "out of memory");
+	if (cache_stream_start(p->stream, &serr)) {
+		plan_destroy(p);
+		return start_error(ch, &serr, ch->spec->bucket, err, errlen);
+	}
+	plan_put(ch, plan_get(ch, 0, true, p));
+	return 0;
+}
+
+/* ---- the listing kept for the next mount ---- */
+
+/* Where the channel's listing is kept (malloc'd), NULL when nowhere: a
+ * folder of its own beside the disk tier's blocks. */
+static char *saved_listing_path(const struct channel *ch, bool make_dir)
+{
+	char name[48], msg[128];
+	char *dir = NULL, *path = NULL;
+
+	if (!ch->conf.listing_dir)
+		return NULL;
+	if (asprintf(&dir, "%s/" CHANNEL_LISTING_DIR, ch->conf.listing_dir) < 0)
+		return NULL;
+	if (make_dir && mkdir(dir, 0700) != 0 && errno != EEXIST)
+		util_warn("channel '%s': cannot keep its listing in %s: %s",
+			  ch->spec->name, dir,
+			  util_strerror(errno, msg, sizeof(msg)));
+	cache_catalog_file_name(ch->spec->bucket, ch->spec->prefix, name);
+	if (asprintf(&path, "%s/%s", dir, name) < 0)
+		path = NULL;
+	free(dir);
+	return path;
+}
+
+/* What came of looking for a saved listing (rc as cache_listing_file_open
+ * gives it), in the log; what for: "a catalog" or "epoch N". */
+static void saved_listing_report(const struct channel *ch, int rc,
+				 const char *path, const char *what,
+				 uint64_t count, int64_t at, int64_t now,
+				 const char *why)
+{
+	if (rc == 0)
+		util_info("channel '%s': %s from the listing saved %lld s ago "
+			  "(%llu objects, --listing-ttl %u), no LIST",
+			  ch->spec->name, what, (long long)(now - at),
+			  (unsigned long long)count, ch->conf.listing_ttl);
+	else if (rc == ESTALE)
+		util_info("channel '%s': the saved listing is %lld s old, "
+			  "past --listing-ttl %u: listing again",
+			  ch->spec->name, (long long)(now - at),
+			  ch->conf.listing_ttl);
+	else if (rc == EINVAL)
+		util_warn("channel '%s': ignoring the saved listing %s: %s",
+			  ch->spec->name, path, why);
+}
+
+/*
+ * With --listing-ttl, the listing a mount before saved, when it is young
+ * enough, becomes the channel's catalog: true (no LIST at all).  A file
+ * that does not read back is ignored with one log line.
+ */
+static bool saved_listing_load(struct channel *ch)
+{
+	char *path;
+	const char *why = "";
+	int64_t at = 0, now = (int64_t)time(NULL);
+	int rc;
+
+	if (!ch->conf.listing_ttl)
+		return false;
+	path = saved_listing_path(ch, false);
+	if (!path)
+		return false;
+	rc = cache_catalog_load(path, ch->spec->bucket, ch->spec->prefix, now,
+				ch->conf.listing_ttl, &ch->catalog, &at, &why);
+	saved_listing_report(ch, rc, path, "a catalog",
+			     rc ? 0 : cache_catalog_count(ch->catalog), at, now,
+			     why);
+	free(path);
+	return rc == 0;
+}
+
+/*
+ * With --listing-ttl, a key-order epoch reads the listing saved beside the
+ * disk tier (by an earlier epoch or mount) when it is young enough, a page
+ * at a time: the file open at its start, or NULL (list S3).
+ */
+struct cache_listing_file *saved_listing_open(struct channel *ch,
+					      unsigned epoch)
+{
+	struct cache_listing_file *file = NULL;
+	const char *why = "";
+	char *path, what[32];
+	int64_t at = 0, now = (int64_t)time(NULL);
+	int rc;
+
+	if (!ch->conf.listing_ttl)
+		return NULL;
+	path = saved_listing_path(ch, false);
+	if (!path)
+		return NULL;
+	rc = cache_listing_file_open(path, ch->spec->bucket, ch->spec->prefix,
+				     now, ch->conf.listing_ttl, &file, &at,
+				     &why);
+	snprintf(what, sizeof(what), "epoch %u", epoch);
+	saved_listing_report(ch, rc, path, what,
+			     file ? cache_listing_file_count(file) : 0, at, now,
+			     why);
+	free(path);
+	return file;
+}
+
+/* With --listing-ttl, s goes on from the saved listing once there is one. */
+void saved_listing_prefer(struct channel *ch, struct cache_stream *s)
+{
+	char *path = saved_listing_path(ch, false);
+
+	if (path)
+		cache_stream_prefer_saved(s, path, ch->conf.listing_ttl);
+	free(path);
+}
+
+/* With --cache-dir, the listing s takes from S3 written beside the disk
+ * tier as it goes, saved once complete. */
+void saved_listing_record(struct channel *ch, struct cache_stream *s)
+{
+	char *path = saved_listing_path(ch, true);
+	struct cache_listing_writer *w;
+	char msg[128];
+	int rc;
+
+	if (!path)
+		return;
+	rc = cache_listing_writer_begin(
+	    path, ch->spec->bucket, ch->spec->prefix, (int64_t)time(NULL), &w);
+	if (rc)
+		util_warn("channel '%s': cannot save its listing to %s: %s",
+			  ch->spec->name, path,
+			  util_strerror(rc, msg, sizeof(msg)));
+	else
+		cache_stream_record(s, w);
+	free(path);
+}
+
+/* Saves the channel's catalog for the next mount (with --cache-dir). */
+static void saved_listing_store(const struct channel *ch)
+{
+	char *path = saved_listing_path(ch, true);
+	char msg[128];
+	int rc;
+
+	if (!path)
+		return;
+	rc = cache_catalog_save(ch->catalog, path, (int64_t)time(NULL));
+	if (rc)
+		util_warn("channel '%s': cannot save its listing to %s: %s",
+			  ch->spec->name, path,
+			  util_strerror(rc, msg, sizeof(msg)));
+	free(path);
+}
+
+void channel_set_handover(struct channel *ch, int fd)
+{
+	ch->handover_fd = fd;
+}
+
+/* The catalog a worker before this one listed, from its hand-over
+ * descriptor: true when loaded (any age: the mount's own listing). */
+static bool handover_load(struct channel *ch)
+{
+	char path[64];
+	const char *why = "";
+	int64_t at = 0;
+	struct stat sb;
+	int rc;
+
+	if (ch->handover_fd < 0 || fstat(ch->handover_fd, &sb) != 0 ||
+	    sb.st_size == 0)
+		return false;
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", ch->handover_fd);
+	rc = cache_catalog_load(path, ch->spec->bucket, ch->spec->prefix,
+				(int64_t)time(NULL), UINT64_MAX, &ch->catalog,
+				&at, &why);
+	if (rc) {
+		util_warn("channel '%s': the listing the last worker kept "
+			  "does not load (%s): listing again",
+			  ch->spec->name, why[0] ? why : "unreadable");
+		return false;
+	}
+	util_info("channel '%s': %zu keys from the last worker's listing, "
+		  "no LIST",
+		  ch->spec->name, cache_catalog_count(ch->catalog));
+	return true;
+}
+
+/* The catalog just listed, written for the next worker (a thread of its
+ * own: the first byte does not wait for it; the catalog does not change
+ * once listed). */
+static void *handover_write(void *arg)
+{
+	const struct channel *ch = arg;
+	char msg[128];
+	int rc = cache_catalog_save_fd(ch->catalog, ch->handover_fd,
+				       (int64_t)time(NULL));
+
+	if (rc)
+		util_warn("channel '%s': cannot keep its listing for the next "
+			  "worker: %s",
+			  ch->spec->name, util_strerror(rc, msg, sizeof(msg)));
+	return NULL;
+}
+
+static void handover_store(struct channel *ch)
+{
+	if (ch->handover_fd < 0)
+		return;
+	if (pthread_create(&ch->handover_writer, NULL, handover_write, ch) == 0)
+		ch->handover_writing = true;
+	else
+		handover_write(ch);
+}
+
+/*
+ * Every key under the prefix into the channel's catalog before the first
+ * byte (the epoch's order needs them all), by key ranges at once
+ * (cache/lister.h), with progress in the log.
+ */
+static int list_catalog(struct channel *ch, const char *why, char *err,
+			size_t errlen)
+{
+	struct cache_lister_conf conf;
+	struct cache_lister_stats st;
+	struct cache_lister *l = NULL;
+	struct store_error serr;
+	uint64_t t0 = util_now_ns();
+	size_t next = 0;
+	int rc;
+
+	ch->catalog = cache_catalog_create(ch->spec->bucket, ch->spec->prefix);
+	if (!ch->catalog)
+		return util_fail(err, errlen, EINVAL, "out of memory");
+	cache_lister_conf_init(&conf);
+	conf.max_listers = ch->conf.max_listers;
+	util_info("channel '%s': listing %s in full (%s), %u key ranges at "
+		  "once",
+		  ch->spec->name, ch->spec->uri, why, conf.max_listers);
+	l = cache_lister_start(ch->cache, ch->catalog, &conf);
+	if (!l)
+		return util_fail(err, errlen, EINVAL, "out of memory");
+	while ((rc = cache_lister_wait(l, next, &serr)) == 0) {
+		next = cache_catalog_count(ch->catalog);
+		if (next / LIST_PROGRESS_EVERY > 0 &&
+		    next % LIST_PROGRESS_EVERY < LIST_PROGRESS_EVERY / 2)
+			util_info("channel '%s': listed %zu objects in key "
+				  "order",
+				  ch->spec->name, next);
+		next += LIST_PROGRESS_EVERY;
+	}
+	cache_lister_get_stats(l, &st);
+	cache_lister_destroy(l);
+	if (rc == EIO)
+		return start_error(ch, &serr, ch->spec->bucket, err, errlen);
+	util_info("channel '%s': listed %zu objects in %.1f s (%llu pages "
+		  "over %llu key ranges, %llu of them empty, %u at once, %u "
+		  "round trips in a row; catalog %llu KiB; %llu keys answered "
+		  "twice; in flight %u at most, %.1f on average, %u or more "
+		  "%.0f%% of the time)",
+		  ch->spec->name, cache_catalog_count(ch->catalog),
+		  (double)(util_now_ns() - t0) / 1e9,
+		  (unsigned long long)st.pages, (unsigned long long)st.ranges,
+		  (unsigned long long)st.empty, st.listers, st.depth,
+		  (unsigned long long)(cache_catalog_memory(ch->catalog) >> 10),
+		  (unsigned long long)st.discarded, st.in_flight_max,
+		  st.busy_ns ? (double)st.flight_ns / (double)st.busy_ns : 0.0,
+		  CACHE_LISTERS_WIDE,
+		  st.busy_ns ? 100.0 * (double)st.wide_ns / (double)st.busy_ns
+			     : 0.0);
+	saved_listing_store(ch);
+	handover_store(ch);
+	return 0;
+}
+
+/* The manifest object, fetched whole and parsed into entries. */
+static int load_manifest(struct channel *ch, char *err, size_t errlen)
+{
+	const struct channel_spec *sp = ch->spec;
+	struct cache_object *obj = NULL;
+	struct store_error serr;
+	char *text = NULL;
+	char perr[512];
+	uint64_t size;
+	int rc;
+
+	rc = cache_object_resolve_sync(ch->cache, sp->bucket, sp->prefix, &obj,
+				       &serr);
+	if (rc) {
+		if (rc == ENOENT)
+			return util_fail(
+			    err, errlen, EINVAL,
+			    "channel '%s': manifest %s does not exist "
+			    "(or its bucket does not)",
+			    sp->name, sp->uri);
+		return start_error(ch, &serr, sp->bucket, err, errlen);
+	}
+	size = cache_object_size(obj);
+	if (size > CHANNEL_MANIFEST_MAX) {
+		rc = util_fail(
+		    err, errlen, EINVAL,
+		    "channel '%s': manifest %s is too large (%llu MiB, "
+		    "at most %llu MiB)",
+		    sp->name, sp->uri, (unsigned long long)(size >> 20),
+		    (unsigned long long)(CHANNEL_MANIFEST_MAX >> 20));
+		goto out;
+	}
+	text = malloc((size_t)size + 1);
+	if (!text) {
+		rc = util_fail(err, errlen, EINVAL, "out of memory");
+		goto out;
+	}
+	rc = cache_object_read_sync(ch->cache, obj, text, &serr);
+	if (rc) {
+		rc = start_error(ch, &serr, sp->bucket, err, errlen);
+		goto out;
+	}
+	text[size] = '\0';
+	ch->entries = channel_entries_create();
+	if (!ch->entries) {
+		rc = util_fail(err, errlen, EINVAL, "out of memory");
+		goto out;
+	}
+	if (sp->data_type == CHANNEL_MANIFEST_FILE)
+		rc = channel_manifest_parse(text, (size_t)size, ch->entries,
+					    perr, sizeof(perr));
+	else
+		rc = channel_augmented_parse(text, (size_t)size, sp->attributes,
+					     sp->nattributes, ch->entries, perr,
+					     sizeof(perr));
+	if (rc)
+		rc = util_fail(err, errlen, EINVAL,
+			       "channel '%s': manifest %s: %s", sp->name,
+			       sp->uri, perr);
+	else
+		util_debug("channel '%s': manifest %s has %zu entries",
+			   sp->name, sp->uri,
+			   channel_entries_count(ch->entries));
+out:
+	free(text);
+	cache_object_put(ch->cache, obj);
+	/* jansson's tree of the whole manifest (a few hundred bytes an
+	 * entry, in small blocks) is gone: give its pages back now rather
+	 * than keep them for the life of the mount */
+	malloc_trim(0);
+	return rc;
+}
+
+/* The first object epoch 0 reads, resolved now, before its plan p is
+ * linked (nothing else looks at the entries yet): the check that its
+ * bucket answers. */
+static int check_first_object(struct channel *ch, struct epoch_plan *p,
+			      char *err, size_t errlen)
+{
+	for (size_t i = 0; !ch->catalog && i < p->n; i++) {
+		struct channel_entry e;
+		struct channel_item it;
+		struct cache_object *obj = NULL;
+		struct store_error serr;
+		char key[CACHE_KEY_MAX + 1];
+		const char *bucket;
+		bool found = false;
+		int error;
+
+		channel_entries_get(ch->entries, p->order[i], &e);
+		while (!found && channel_entry_next(&e, &it))
+			found = it.object;
+		if (!found)
+			continue;
+		if (channel_entries_state(ch->entries, it.ref, &error) ==
+		    CHANNEL_OBJECT_KNOWN)
+			return 0;
+		bucket = channel_entries_bucket(ch->entries, it.ref);
+		channel_entries_key(ch->entries, it.ref, key, sizeof(key));
+		if (cache_object_resolve_sync(ch->cache, bucket, key, &obj,
+					      &serr)) {
+			if (serr.err == ENOENT)
+				return util_fail(
+				    err, errlen, EINVAL,
+				    "channel '%s': s3://%s/%s does "
+				    "not exist (or its bucket "
+				    "does not)",
+				    ch->spec->name, bucket, key);
+			return start_error(ch, &serr, bucket, err, errlen);
+		}
+		/* (no plan is linked yet) */
+		error = channel_entries_learn(ch->entries, it.ref, obj);
+		cache_object_put(ch->cache, obj);
+		return error ? util_fail(err, errlen, EINVAL,
+					 "channel '%s': s3://%s/%s: %s",
+					 ch->spec->name, bucket, key,
+					 error == ENOMEM ? "out of memory"
+							 : "a hostile ETag")
+			     : 0;
+	}
+	return 0;
+}
+
+/* ---- FastFile: the tree ---- */
+
+/* HEADs of a manifest's keys, at most MANIFEST_HEADS_AT_ONCE at once. */
+#define MANIFEST_HEADS_AT_ONCE 64
+
+struct manifest_heads {
+	pthread_mutex_t lock;
+	pthread_cond_t idle;
+	unsigned in_flight;
+	struct cache_object **objs; /* entry i's, once resolved */
+	size_t failed;		    /* the first entry that failed, or count */
+	struct store_error err;	    /* its error */
+};
+
+struct manifest_head {
+	struct manifest_heads *heads;
+	size_t entry;
+};
+
+static void manifest_head_done(void *arg, struct cache_object *obj,
+			       const struct store_error *err)
+{
+	struct manifest_head *h = arg;
+	struct manifest_heads *hs = h->heads;
+
+	pthread_mutex_lock(&hs->lock);
+	hs->objs[h->entry] = obj;
+	if (!obj && h->entry < hs->failed) {
+		hs->failed = h->entry;
+		hs->err = *err;
+	}
+	hs->in_flight--;
+	pthread_cond_signal(&hs->idle);
+	pthread_mutex_unlock(&hs->lock);
+	free(h);
+}
+
+/* A ManifestFile's entry i: its one object. */
+static channel_ref manifest_ref(const struct channel_entries *es, size_t i)
+{
+	struct channel_entry e;
+	struct channel_item it = {0};
+
+	channel_entries_get(es, i, &e);
+	channel_entry_next(&e, &it);
+	return it.ref;
+}
+
+/*
+ * A manifest's keys into the channel's catalog, for a tree: a manifest
+ * names keys, not sizes, so each is asked for (HEAD), many at once.  A key
+ * that is not there fails the start, named.
+ */
+static int manifest_catalog(struct channel *ch, char *err, size_t errlen)
+{
+	struct channel_entries *es = ch->entries;
+	size_t count = channel_entries_count(es);
+	struct manifest_heads hs = {.failed = count};
+	char key[CACHE_KEY_MAX + 1];
+	size_t issued = 0;
+	int rc = 0;
+
+	hs.objs = calloc(count ? count : 1, sizeof(*hs.objs));
+	ch->catalog = cache_catalog_create(
+	    count ? channel_entries_bucket(es, manifest_ref(es, 0))
+		  : ch->spec->bucket,
+	    count ? channel_entries_prefix(es, manifest_ref(es, 0)) : "");
+	if (!hs.objs || !ch->catalog) {
+		free(hs.objs);
+		return util_fail(err, errlen, EINVAL, "out of memory");
+	}
+	pthread_mutex_init(&hs.lock, NULL);
+	pthread_cond_init(&hs.idle, NULL);
+	pthread_mutex_lock(&hs.lock);
+	for (; issued < count && hs.failed == count; issued++) {
+		channel_ref ref = manifest_ref(es, issued);
+		struct manifest_head *h = malloc(sizeof(*h));
+
+		while (hs.in_flight >= MANIFEST_HEADS_AT_ONCE)
+			pthread_cond_wait(&hs.idle, &hs.lock);
+		if (!h) {
+			rc = ENOMEM;
+			break;
+		}
+		h->heads = &hs;
+		h->entry = issued;
+		hs.in_flight++;
+		pthread_mutex_unlock(&hs.lock);
+		channel_entries_key(es, ref, key, sizeof(key));
+		rc = cache_object_resolve(ch->cache,
+					  channel_entries_bucket(es, ref), key,
+					  manifest_head_done, h);
+		pthread_mutex_lock(&hs.lock);
+		if (rc) {
+			hs.in_flight--;
+			free(h);
+			break;
+		}
+	}
+	while (hs.in_flight)
+		pthread_cond_wait(&hs.idle, &hs.lock);
+	pthread_mutex_unlock(&hs.lock);
+	if (rc) {
+		rc = util_fail(err, errlen, EINVAL, "out of memory");
+	} else if (hs.failed < count) {
+		channel_ref ref = manifest_ref(es, hs.failed);
+		const char *bucket = channel_entries_bucket(es, ref);
+
+		channel_entries_key(es, ref, key, sizeof(key));
+		if (hs.err.err == ENOENT)
+			rc = util_fail(err, errlen, EINVAL,
+				       "channel '%s': s3://%s/%s (manifest "
+				       "element %zu) does not exist",
+				       ch->spec->name, bucket, key,
+				       hs.failed + 1);
+		else
+			rc = start_error(ch, &hs.err, bucket, err, errlen);
+	}
+	for (size_t i = 0; i < issued; i++) {
+		const struct cache_object *o = hs.objs[i];
+		uint32_t entry;
+
+		if (!rc && o &&
+		    cache_catalog_add(
+			ch->catalog, cache_object_key(o), cache_object_etag(o),
+			cache_object_size(o), cache_object_mtime(o), &entry))
+			rc = util_fail(err, errlen, EINVAL,
+				       "channel '%s': manifest element %zu: "
+				       "out of memory or a key of another "
+				       "prefix",
+				       ch->spec->name, i + 1);
+		cache_object_put(ch->cache, hs.objs[i]);
+	}
+	if (!rc && cache_catalog_order(ch->catalog, 0,
+				       cache_catalog_entries(ch->catalog)))
+		rc = util_fail(err, errlen, EINVAL, "out of memory");
+	pthread_cond_destroy(&hs.idle);
+	pthread_mutex_destroy(&hs.lock);
+	free(hs.objs);
+	/* the catalog holds what the tree needs */
+	channel_entries_destroy(es);
+	ch->entries = NULL;
+	return rc;
+}
+
+/* A FastFile channel's start: every key listed (or a manifest's keys
+ * asked for), then the tree made over them. */
+static int tree_start(struct channel *ch, char *err, size_t errlen)
+{
+	int rc = 0;
+
+	if (ch->spec->data_type == CHANNEL_S3_PREFIX) {
+		if (!handover_load(ch) && !saved_listing_load(ch))
+			rc = list_catalog(ch,
+					  "a FastFile channel shows every "
+					  "key",
+					  err, errlen);
+	} else {
+		rc = load_manifest(ch, err, errlen);
+		if (!rc)
+			rc = manifest_catalog(ch, err, errlen);
+	}
+	if (rc)
+		return rc;
+	ch->tree = channel_tree_create(ch->cache, ch->catalog, ch->spec,
+				       &ch->host, err, errlen);
+	return ch->tree ? 0 : EINVAL;
+}
+
+struct channel_tree *channel_tree(struct channel *ch)
+{
+	return ch->tree;
+}
+
+int channel_start(struct channel *ch, char *err, size_t errlen)
+{
+	struct epoch_plan *p;
+	int rc = 0;
+
+	if (ch->spec->input_mode == CHANNEL_INPUT_FASTFILE)
+		return tree_start(ch, err, errlen);
+	/* (a key-order channel reads a saved listing a page at a time) */
+	if (ch->mode != MODE_LISTING &&
+	    ch->spec->data_type == CHANNEL_S3_PREFIX &&
+	    (handover_load(ch) || saved_listing_load(ch)))
+		ch->mode = MODE_PLAN; /* the catalog is here: no LIST */
+	else if (ch->mode == MODE_LISTING)
+		return start_listing(ch, err, errlen);
+	else if (ch->spec->data_type == CHANNEL_S3_PREFIX)
+		rc = list_catalog(ch, "the shuffle needs every key first", err,
+				  errlen);
+	else
+		rc = load_manifest(ch, err, errlen);
+	if (rc)
+		return rc;
+	p = plan_create(ch, 0);
+	if (!p)
+		return util_fail(err, errlen, EINVAL, "out of memory");
+	rc = check_first_object(ch, p, err, errlen);
+	if (rc) {
+		plan_destroy(p);
+		return rc;
+	}
+	plan_put(ch, plan_get(ch, 0, true, p));
+	return 0;
+}
