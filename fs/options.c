@@ -30,7 +30,8 @@
  *                    o->fuse_args, and fs_session_args()
  *                    (fs/session.c) puts it after s3pipe's own session
  *                    options;
- *   NAME=URI, MOUNTPOINT  non-options, checked once all options are in.
+ *   NAME=URI, MOUNTPOINT  non-options, checked once all options are in
+ *                    (fs/positionals.c; the parse's state is fs/parse.h).
  *
  * mount(8) runs helpers as (section EXTERNAL HELPERS of util-linux mount(8))
  *
@@ -54,6 +55,7 @@
 #include "config.h"
 
 #include "fs/options.h"
+#include "fs/parse.h"
 
 #include "fs/channels.h"
 #include "fs/session.h"
@@ -96,20 +98,6 @@ enum {
 	KEY_TYPE,	    /* "-t TYPE" or "-tTYPE" */
 	KEY_NEXT = 0x1000,  /* + row: "--name", its value follows */
 	KEY_VALUE = 0x2000, /* + row: "--name VALUE" glued, or "--name..." */
-};
-
-struct parse_state {
-	struct fs_options *o;
-	bool mount_helper;
-	const char *prog;		       /* for "(see PROG --help)" */
-	char channel[FS_CHANNEL_NAME_MAX + 1]; /* -o channel=, "" if unset */
-	char shown[96];	  /* the option being applied, as the user wrote it */
-	const char **pos; /* the non-options, pointing into argv */
-	int npos;
-	int pending; /* KEY_NEXT + row or KEY_TYPE_NEXT, else 0 */
-	int rc;	     /* why opt_proc() stopped fuse_opt_parse() */
-	char *err;
-	size_t errlen;
 };
 
 struct opt_def {
@@ -430,8 +418,7 @@ static const struct fuse_opt helper_templates[] = {
 #define NDISCARD (sizeof(discard_templates) / sizeof(discard_templates[0]))
 #define NHELPER	 (sizeof(helper_templates) / sizeof(helper_templates[0]))
 
-__attribute__((format(printf, 3, 4))) static int
-fail(struct parse_state *st, int rc, const char *fmt, ...)
+int options_fail(struct parse_state *st, int rc, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -441,9 +428,9 @@ fail(struct parse_state *st, int rc, const char *fmt, ...)
 	return rc;
 }
 
-static int fail_nomem(struct parse_state *st)
+int options_fail_nomem(struct parse_state *st)
 {
-	return fail(st, ENOMEM, "out of memory");
+	return options_fail(st, ENOMEM, "out of memory");
 }
 
 /* Compares name[0..len) with canon, '-' and '_' equal. */
@@ -527,12 +514,12 @@ static int parse_number(struct parse_state *st, const char *val, uint64_t min,
 	int rc = util_parse_uint(val, min, max, out);
 
 	if (rc == EINVAL)
-		return fail(st, EINVAL, "invalid number '%s' for %s", val,
-			    st->shown);
+		return options_fail(st, EINVAL, "invalid number '%s' for %s",
+				    val, st->shown);
 	if (rc)
-		return fail(st, EINVAL, "%s must be between %llu and %llu",
-			    st->shown, (unsigned long long)min,
-			    (unsigned long long)max);
+		return options_fail(
+		    st, EINVAL, "%s must be between %llu and %llu", st->shown,
+		    (unsigned long long)min, (unsigned long long)max);
 	return 0;
 }
 
@@ -543,18 +530,18 @@ static int parse_size(struct parse_state *st, const struct opt_def *d,
 	int rc = util_parse_size(val, out);
 
 	if (rc == EINVAL)
-		return fail(st, EINVAL, "invalid size '%s' for %s", val,
-			    st->shown);
+		return options_fail(st, EINVAL, "invalid size '%s' for %s", val,
+				    st->shown);
 	if (rc == ERANGE || *out > d->max)
-		return fail(
+		return options_fail(
 		    st, EINVAL, "size '%s' for %s is too large%s%s", val,
 		    st->shown, d->max < UINT64_MAX ? ": at most " : "",
 		    d->max < UINT64_MAX ? size_str(d->max, hi, sizeof(hi))
 					: "");
 	if (*out < d->min)
-		return fail(st, EINVAL, "%s must be between %s and %s",
-			    st->shown, size_str(d->min, lo, sizeof(lo)),
-			    size_str(d->max, hi, sizeof(hi)));
+		return options_fail(st, EINVAL, "%s must be between %s and %s",
+				    st->shown, size_str(d->min, lo, sizeof(lo)),
+				    size_str(d->max, hi, sizeof(hi)));
 	return 0;
 }
 
@@ -564,19 +551,20 @@ static int set_endpoint(struct parse_state *st, const char *val)
 	char *copy;
 
 	if (strncmp(val, "http://", 7) != 0 && strncmp(val, "https://", 8) != 0)
-		return fail(st, EINVAL,
-			    "invalid %s '%s': it must start with http:// or "
-			    "https://",
-			    st->shown, val);
+		return options_fail(
+		    st, EINVAL,
+		    "invalid %s '%s': it must start with http:// or "
+		    "https://",
+		    st->shown, val);
 	if (!s3_endpoint_valid(val, &len))
-		return fail(
+		return options_fail(
 		    st, EINVAL,
 		    "invalid %s '%s': use http(s)://HOST[:PORT] with no "
 		    "path (the bucket goes in s3://BUCKET)",
 		    st->shown, val);
 	copy = strndup(val, len);
 	if (!copy)
-		return fail_nomem(st);
+		return options_fail_nomem(st);
 	free(st->o->s3.endpoint);
 	st->o->s3.endpoint = copy;
 	return 0;
@@ -595,8 +583,8 @@ static int set_seek(struct parse_state *st, const char *val)
 	else if (strcmp(val, "emulate") == 0)
 		st->o->seek = FS_SEEK_EMULATE;
 	else
-		return fail(st, EINVAL, "%s must be reject or emulate",
-			    st->shown);
+		return options_fail(st, EINVAL, "%s must be reject or emulate",
+				    st->shown);
 	return 0;
 }
 
@@ -634,14 +622,16 @@ static int set_debug(struct parse_state *st, const char *val)
 static int set_channel(struct parse_state *st, const char *val)
 {
 	if (!st->mount_helper)
-		return fail(st, EINVAL,
-			    "option 'channel' is only for mount.s3pipe; name "
-			    "channels as NAME=s3://...");
+		return options_fail(
+		    st, EINVAL,
+		    "option 'channel' is only for mount.s3pipe; name "
+		    "channels as NAME=s3://...");
 	if (!channel_name_valid(val))
-		return fail(st, EINVAL,
-			    "invalid channel name '%s': use 1-64 of A-Z a-z "
-			    "0-9 . - _",
-			    val);
+		return options_fail(
+		    st, EINVAL,
+		    "invalid channel name '%s': use 1-64 of A-Z a-z "
+		    "0-9 . - _",
+		    val);
 	memcpy(st->channel, val, strlen(val) + 1);
 	return 0;
 }
@@ -686,23 +676,25 @@ static int set_cache_dir_size(struct parse_state *st, const char *val)
 			rc = util_parse_uint(num, 1, 100, &v);
 		}
 		if (rc)
-			return fail(st, EINVAL,
-				    "invalid share '%s' for %s: 1%% to 100%% "
-				    "of the free space",
-				    val, st->shown);
+			return options_fail(
+			    st, EINVAL,
+			    "invalid share '%s' for %s: 1%% to 100%% "
+			    "of the free space",
+			    val, st->shown);
 		st->o->disk.size_percent = (unsigned)v;
 		st->o->disk.size_bytes = 0;
 		return 0;
 	}
 	rc = util_parse_size(val, &v);
 	if (rc == EINVAL || (rc == 0 && v == 0))
-		return fail(st, EINVAL,
-			    "invalid size '%s' for %s: a size such as 20G, or "
-			    "N%% of the free space",
-			    val, st->shown);
+		return options_fail(
+		    st, EINVAL,
+		    "invalid size '%s' for %s: a size such as 20G, or "
+		    "N%% of the free space",
+		    val, st->shown);
 	if (rc)
-		return fail(st, EINVAL, "size '%s' for %s is too large", val,
-			    st->shown);
+		return options_fail(st, EINVAL, "size '%s' for %s is too large",
+				    val, st->shown);
 	st->o->disk.size_bytes = v;
 	st->o->disk.size_percent = 0;
 	return 0;
@@ -720,10 +712,11 @@ static int opt_apply(struct parse_state *st, const struct opt_def *d,
 	set_shown(st, d, form);
 	if (!d->metavar) {
 		if (val)
-			return fail(st, EINVAL, "option %s takes no value",
-				    st->shown);
+			return options_fail(
+			    st, EINVAL, "option %s takes no value", st->shown);
 	} else if (!val || !*val) {
-		return fail(st, EINVAL, "option %s needs a value", st->shown);
+		return options_fail(st, EINVAL, "option %s needs a value",
+				    st->shown);
 	}
 	switch (d->kind) {
 	case OPT_FLAG:
@@ -732,7 +725,7 @@ static int opt_apply(struct parse_state *st, const struct opt_def *d,
 	case OPT_STRING:
 		copy = strdup(val);
 		if (!copy)
-			return fail_nomem(st);
+			return options_fail_nomem(st);
 		free(*(char **)(base + d->offset));
 		*(char **)(base + d->offset) = copy;
 		return 0;
@@ -752,7 +745,7 @@ static int opt_apply(struct parse_state *st, const struct opt_def *d,
 		rc = channel_setting_parse(d->setting, val, st->shown,
 					   &st->o->args.settings, st->err,
 					   st->errlen);
-		return rc == ENOMEM ? fail_nomem(st) : rc;
+		return rc == ENOMEM ? options_fail_nomem(st) : rc;
 	case OPT_SETTER:
 	default:
 		return d->set(st, val);
@@ -862,23 +855,25 @@ static int passthrough(struct parse_state *st, const char *item, size_t len)
 	int rc;
 
 	if (name_eq(item, len, "max-read"))
-		return fail(st, EINVAL,
-			    "option -o max_read cannot be set: s3pipe mounts "
-			    "with max_read=%u",
-			    FS_MAX_READ);
+		return options_fail(
+		    st, EINVAL,
+		    "option -o max_read cannot be set: s3pipe mounts "
+		    "with max_read=%u",
+		    FS_MAX_READ);
 	rc = fs_session_option_check(item, fuse_msg, sizeof(fuse_msg));
 	if (rc == ENOMEM)
-		return fail_nomem(st);
+		return options_fail_nomem(st);
 	if (rc == 0)
 		return KEY_PASS;
 	if (strstr(fuse_msg, "unknown option") || !fuse_msg[0])
-		return fail(st, EINVAL,
-			    "unknown option '-o %.*s' (see %s --help)", n, item,
-			    st->prog);
+		return options_fail(st, EINVAL,
+				    "unknown option '-o %.*s' (see %s --help)",
+				    n, item, st->prog);
 	if (strncmp(msg, "fuse: ", 6) == 0)
 		msg += 6;
-	return fail(st, EINVAL, "option '-o %.*s' refused by libfuse: %.*s", n,
-		    item, (int)strcspn(msg, "\n"), msg);
+	return options_fail(st, EINVAL,
+			    "option '-o %.*s' refused by libfuse: %.*s", n,
+			    item, (int)strcspn(msg, "\n"), msg);
 }
 
 /* ---- what opt_proc() gets ---- */
@@ -887,8 +882,9 @@ static int unknown_long(struct parse_state *st, const char *arg)
 {
 	size_t len = strcspn(arg + 2, "=");
 
-	return fail(st, EINVAL, "unknown option '--%.*s' (see %s --help)",
-		    (int)(len > 64 ? 64 : len), arg + 2, st->prog);
+	return options_fail(st, EINVAL,
+			    "unknown option '--%.*s' (see %s --help)",
+			    (int)(len > 64 ? 64 : len), arg + 2, st->prog);
 }
 
 /* A "--name" template's row; arg is "--nameVALUE" when the value was the
@@ -937,10 +933,11 @@ static int helper_letter(struct parse_state *st, char c)
 	case 'v':
 		return 0; /* accepted, ignored */
 	case 'N':
-		return fail(st, EINVAL,
-			    "option -N (mount in another namespace) is not "
-			    "supported: run mount.s3pipe inside that "
-			    "namespace");
+		return options_fail(
+		    st, EINVAL,
+		    "option -N (mount in another namespace) is not "
+		    "supported: run mount.s3pipe inside that "
+		    "namespace");
 	default:
 		return 1;
 	}
@@ -953,27 +950,28 @@ static int short_flags(struct parse_state *st, const char *p)
 	int rc;
 
 	if (!*p)
-		return fail(st, EINVAL, "unknown option '-' (see %s --help)",
-			    st->prog);
+		return options_fail(
+		    st, EINVAL, "unknown option '-' (see %s --help)", st->prog);
 	for (; *p; p++) {
 		if (st->mount_helper && *p == 't')
 			return p[1] ? 0 /* the rest is the type */
-				    : fail(st, EINVAL,
-					   "option -t needs a value");
+				    : options_fail(st, EINVAL,
+						   "option -t needs a value");
 		rc = st->mount_helper ? helper_letter(st, *p) : 1;
 		if (rc == 0)
 			continue;
 		if (rc != 1)
 			return rc;
 		if (*p == 'o')
-			return fail(st, EINVAL,
-				    "option -o must start an argument: -o "
-				    "OPTIONS or -oOPTIONS");
+			return options_fail(
+			    st, EINVAL,
+			    "option -o must start an argument: -o "
+			    "OPTIONS or -oOPTIONS");
 		d = find_short(*p);
 		if (!d)
-			return fail(st, EINVAL,
-				    "unknown option '-%c' (see %s --help)", *p,
-				    st->prog);
+			return options_fail(
+			    st, EINVAL, "unknown option '-%c' (see %s --help)",
+			    *p, st->prog);
 		rc = opt_apply(st, d, FORM_SHORT, NULL);
 		if (rc || st->o->help || st->o->version)
 			return rc;
@@ -1051,194 +1049,13 @@ static int parse_failed(struct parse_state *st, int argc, char **argv)
 		return 0;
 	/* fuse_opt found no argument for a template with a space */
 	if (st->pending == KEY_TYPE_NEXT)
-		return fail(st, EINVAL, "option -t needs a value");
+		return options_fail(st, EINVAL, "option -t needs a value");
 	if (st->pending >= KEY_NEXT)
 		return opt_apply(st, row_at((size_t)(st->pending - KEY_NEXT)),
 				 FORM_LONG, NULL);
 	if (argc > 1 && strcmp(argv[argc - 1], "-o") == 0)
-		return fail(st, EINVAL, "option -o needs a value");
-	return fail_nomem(st); /* fuse_opt fails in no other way */
-}
-
-/* "NAME=s3://x" shaped: a channel where a mountpoint was expected. */
-static bool looks_like_channel(const char *s)
-{
-	const char *eq = strchr(s, '=');
-	const char *p;
-
-	if (!eq || eq == s)
-		return false;
-	for (p = eq + 1; *p; p++) {
-		if (strncmp(p, "://", 3) == 0)
-			return p > eq + 1;
-		if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
-		      (*p >= '0' && *p <= '9') || *p == '+' || *p == '-' ||
-		      *p == '.'))
-			return false;
-	}
-	return false;
-}
-
-static int add_channel(struct parse_state *st, const char *name, size_t namelen,
-		       const char *uri)
-{
-	struct fs_options *o = st->o;
-	struct channel_spec *c;
-	const char *s3uri = uri;
-	enum channel_data_type type;
-	char uerr[512];
-	char namebuf[FS_CHANNEL_NAME_MAX + 1];
-	char *bucket = NULL;
-	char *prefix = NULL;
-	char *copy = NULL;
-	unsigned i;
-	int rc;
-
-	channel_uri_kind(uri, &type, &s3uri);
-	if (namelen > FS_CHANNEL_NAME_MAX) {
-		return fail(st, EINVAL,
-			    "invalid channel name '%.*s...': use 1-64 of A-Z "
-			    "a-z 0-9 . - _",
-			    FS_CHANNEL_NAME_MAX, name);
-	}
-	memcpy(namebuf, name, namelen);
-	namebuf[namelen] = '\0';
-	if (!channel_name_valid(namebuf))
-		return fail(st, EINVAL,
-			    "invalid channel name '%s': use 1-64 of A-Z a-z "
-			    "0-9 . - _",
-			    namebuf);
-	for (i = 0; i < o->nchannels; i++) {
-		if (strcmp(o->channels[i].name, namebuf) == 0)
-			return fail(st, EINVAL, "duplicate channel '%s'",
-				    namebuf);
-	}
-	if (o->nchannels >= FS_MAX_CHANNELS)
-		return fail(st, EINVAL, "too many channels: at most %d",
-			    FS_MAX_CHANNELS);
-	uerr[0] = '\0';
-	rc = s3_uri_parse(s3uri, &bucket, &prefix, uerr, sizeof(uerr));
-	if (rc == 0 && type != CHANNEL_S3_PREFIX &&
-	    (!*prefix || prefix[strlen(prefix) - 1] == '/')) {
-		snprintf(uerr, sizeof(uerr),
-			 "'%s' must name the manifest object, not a prefix",
-			 uri);
-		rc = EINVAL;
-	}
-	if (rc == ENOMEM)
-		goto nomem;
-	if (rc) {
-		if (st->mount_helper && looks_like_channel(uri))
-			rc = fail(st, EINVAL,
-				  "source '%s' is not an s3:// uri: give "
-				  "s3://BUCKET[/PREFIX] and name the channel "
-				  "with -o channel=NAME",
-				  uri);
-		else if (st->mount_helper)
-			rc = fail(st, EINVAL, "%s", uerr);
-		else
-			rc =
-			    fail(st, EINVAL, "channel '%s': %s", namebuf, uerr);
-		goto fail;
-	}
-	copy = strdup(uri);
-	if (!copy)
-		goto nomem;
-	c = &o->channels[o->nchannels++];
-	channel_spec_init(c);
-	memcpy(c->name, namebuf, namelen + 1);
-	c->data_type = type;
-	c->uri = copy;
-	c->bucket = bucket;
-	c->prefix = prefix;
-	return 0;
-nomem:
-	rc = fail_nomem(st);
-fail:
-	free(bucket);
-	free(prefix);
-	free(copy);
-	return rc;
-}
-
-static int set_mountpoint(struct parse_state *st, const char *path)
-{
-	char *copy;
-
-	if (!*path)
-		return fail(st, EINVAL, "no mountpoint given");
-	copy = strdup(path);
-	if (!copy)
-		return fail_nomem(st);
-	free(st->o->mountpoint);
-	st->o->mountpoint = copy;
-	return 0;
-}
-
-/* s3pipe: NAME=URI ... MOUNTPOINT */
-static int positionals_s3pipe(struct parse_state *st, const char **pos,
-			      int npos)
-{
-	const char *last, *eq;
-	int i, rc;
-
-	for (i = 0; i + 1 < npos; i++) {
-		eq = strchr(pos[i], '=');
-		if (!eq)
-			return fail(
-			    st, EINVAL,
-			    "unexpected argument '%s': channels are "
-			    "NAME=s3://BUCKET[/PREFIX] and the mountpoint "
-			    "comes last",
-			    pos[i]);
-		rc = add_channel(st, pos[i], (size_t)(eq - pos[i]), eq + 1);
-		if (rc)
-			return rc;
-	}
-	if (npos == 0 && st->o->input_data_config)
-		return fail(st, EINVAL, "no mountpoint given");
-	if (npos == 0)
-		return fail(
-		    st, EINVAL,
-		    "no channel given: expected NAME=s3://BUCKET[/PREFIX] or "
-		    "--input-data-config FILE");
-	last = pos[npos - 1];
-	if (!*last || looks_like_channel(last))
-		return fail(st, EINVAL, "no mountpoint given");
-	if (st->o->nchannels == 0 && !st->o->input_data_config)
-		return fail(
-		    st, EINVAL,
-		    "no channel given: expected NAME=s3://BUCKET[/PREFIX] or "
-		    "--input-data-config FILE");
-	return set_mountpoint(st, last);
-}
-
-/* mount.s3pipe: SOURCE MOUNTPOINT */
-static int positionals_helper(struct parse_state *st, const char **pos,
-			      int npos)
-{
-	const char *name = st->channel[0] ? st->channel : FS_DEFAULT_CHANNEL;
-	int rc;
-
-	if (npos == 0)
-		return fail(st, EINVAL,
-			    "no source given: expected mount.s3pipe "
-			    "s3://BUCKET[/PREFIX] MOUNTPOINT [-o OPTIONS]");
-	if (npos == 1)
-		return fail(st, EINVAL, "no mountpoint given");
-	if (npos > 2)
-		return fail(st, EINVAL,
-			    "unexpected argument '%s': mount.s3pipe takes "
-			    "SOURCE MOUNTPOINT [-o OPTIONS]",
-			    pos[2]);
-	/* with an input data config, SOURCE only names the mount (fstab's
-	 * first field) */
-	if (!st->o->input_data_config) {
-		rc = add_channel(st, name, strlen(name), pos[0]);
-		if (rc)
-			return rc;
-	}
-	return set_mountpoint(st, pos[1]);
+		return options_fail(st, EINVAL, "option -o needs a value");
+	return options_fail_nomem(st); /* fuse_opt fails in no other way */
 }
 
 void fs_options_init(struct fs_options *o)
@@ -1288,24 +1105,28 @@ static int check_cache_dir(struct parse_state *st)
 	char a[32], b[32];
 
 	if (d->dir && !d->size_bytes && !d->size_percent)
-		return fail(st, EINVAL,
-			    "--cache-dir needs --cache-dir-size: a size such "
-			    "as 20G, or a share of the free space such as "
-			    "50%%");
+		return options_fail(
+		    st, EINVAL,
+		    "--cache-dir needs --cache-dir-size: a size such "
+		    "as 20G, or a share of the free space such as "
+		    "50%%");
 	if (!d->dir && (d->size_bytes || d->size_percent))
-		return fail(st, EINVAL, "--cache-dir-size needs --cache-dir");
+		return options_fail(st, EINVAL,
+				    "--cache-dir-size needs --cache-dir");
 	if (!d->dir && st->o->channel.listing_ttl)
-		return fail(st, EINVAL,
-			    "--listing-ttl needs --cache-dir: saved listings "
-			    "are kept there");
+		return options_fail(
+		    st, EINVAL,
+		    "--listing-ttl needs --cache-dir: saved listings "
+		    "are kept there");
 	if (d->size_bytes && d->size_bytes < min)
-		return fail(st, EINVAL,
-			    "--cache-dir-size (%s) must be at least %d times "
-			    "--part-size (%s): raise --cache-dir-size or lower "
-			    "--part-size",
-			    size_str(d->size_bytes, a, sizeof(a)),
-			    DISK_STORE_MIN_BLOCKS,
-			    size_str(st->o->cache.block_size, b, sizeof(b)));
+		return options_fail(
+		    st, EINVAL,
+		    "--cache-dir-size (%s) must be at least %d times "
+		    "--part-size (%s): raise --cache-dir-size or lower "
+		    "--part-size",
+		    size_str(d->size_bytes, a, sizeof(a)),
+		    DISK_STORE_MIN_BLOCKS,
+		    size_str(st->o->cache.block_size, b, sizeof(b)));
 	return 0;
 }
 
@@ -1329,17 +1150,18 @@ static int finish_parse(struct parse_state *st, struct fuse_args *args)
 	if (rc)
 		return rc;
 	if (o->cache.budget_bytes / 2 < o->cache.block_size)
-		return fail(st, EINVAL,
-			    "--cache-size (%s) must be at least twice "
-			    "--part-size (%s): raise --cache-size or lower "
-			    "--part-size",
-			    size_str(o->cache.budget_bytes, a, sizeof(a)),
-			    size_str(o->cache.block_size, b, sizeof(b)));
+		return options_fail(
+		    st, EINVAL,
+		    "--cache-size (%s) must be at least twice "
+		    "--part-size (%s): raise --cache-size or lower "
+		    "--part-size",
+		    size_str(o->cache.budget_bytes, a, sizeof(a)),
+		    size_str(o->cache.block_size, b, sizeof(b)));
 	rc = check_cache_dir(st);
 	if (rc)
 		return rc;
 	if (args->argc == 0 && fuse_opt_add_arg(args, st->prog) != 0)
-		return fail_nomem(st);
+		return options_fail_nomem(st);
 	fuse_opt_free_args(&o->fuse_args);
 	o->fuse_args = *args;
 	*args = (struct fuse_args)FUSE_ARGS_INIT(0, NULL);
@@ -1370,7 +1192,7 @@ int fs_options_parse(int argc, char **argv, bool mount_helper,
 	st.pos = calloc((size_t)n + 1, sizeof(*st.pos));
 	templates = build_templates(mount_helper, &nbuilt);
 	if (!st.pos || !templates) {
-		rc = fail_nomem(&st);
+		rc = options_fail_nomem(&st);
 		goto out;
 	}
 	fs_session_quiet(true); /* one line of ours, not libfuse's */
