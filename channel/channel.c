@@ -327,8 +327,12 @@ static void plan_advance(struct epoch_plan *p)
 			st = channel_entries_state(ch->entries, it.ref, &error);
 			if (st == CHANNEL_OBJECT_KNOWN)
 				continue;
-			if (st == CHANNEL_OBJECT_UNKNOWN)
+			if (st == CHANNEL_OBJECT_UNKNOWN) {
+				/* (queueing it can fail: it is FAILED then) */
 				resolve_start(ch, it.ref);
+				st = channel_entries_state(ch->entries, it.ref,
+							   &error);
+			}
 			if (st != CHANNEL_OBJECT_FAILED)
 				return; /* resolved() comes back here */
 			channel_entries_key(ch->entries, it.ref, key,
@@ -894,6 +898,7 @@ void channel_prefetch_epoch(struct channel *ch, unsigned epoch)
 void channel_get_stats(struct channel *ch, struct channel_stats *out)
 {
 	memset(out, 0, sizeof(*out));
+	pthread_mutex_lock(&ch->lock); /* (entries learn under it) */
 	if (ch->catalog) {
 		out->objects = cache_catalog_count(ch->catalog);
 		out->bytes = cache_catalog_memory(ch->catalog);
@@ -903,7 +908,6 @@ void channel_get_stats(struct channel *ch, struct channel_stats *out)
 	}
 	if (ch->tree)
 		out->bytes += channel_tree_memory(ch->tree);
-	pthread_mutex_lock(&ch->lock);
 	for (struct epoch_plan *p = ch->plans; p; p = p->older) {
 		out->bytes +=
 		    p->n * sizeof(*p->order) + cache_stream_memory(p->stream);

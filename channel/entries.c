@@ -322,7 +322,8 @@ static int identity_end(struct channel_entries *e)
 
 	if (rc)
 		return rc;
-	memcpy(saved, e->build, build_len);
+	if (build_len)
+		memcpy(saved, e->build, build_len);
 	memcpy(error, e->error, sizeof(error));
 	e->error[0] = '\0';
 	e->line = 0;
@@ -346,9 +347,9 @@ static int identity_end(struct channel_entries *e)
 	/* (on failure the parse clears the entries: the count is what
 	 * the records and the identity hold together) */
 	e->build_len = 0;
-	if (!rc && !build_room(e, build_len))
+	if (!rc && build_len && !build_room(e, build_len))
 		rc = ENOMEM;
-	if (!rc) {
+	if (!rc && build_len) {
 		memcpy(e->build, saved, build_len);
 		e->build_len = build_len;
 	}

@@ -237,9 +237,9 @@ static bool handover_load(struct channel *ch)
 	    sb.st_size == 0)
 		return false;
 	snprintf(path, sizeof(path), "/proc/self/fd/%d", ch->handover_fd);
+	/* any age, whatever the clock did since: the mount's own listing */
 	rc = cache_catalog_load(path, ch->spec->bucket, ch->spec->prefix,
-				(int64_t)time(NULL), UINT64_MAX, &ch->catalog,
-				&at, &why);
+				INT64_MAX, UINT64_MAX, &ch->catalog, &at, &why);
 	if (rc) {
 		util_warn("channel '%s': the listing the last worker kept "
 			  "does not load (%s): listing again",

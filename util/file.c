@@ -195,9 +195,14 @@ int util_replace_begin(struct util_replace *r, const char *path)
 
 int util_replace_begin_fd(struct util_replace *r, int fd)
 {
+	char self[64];
+
 	r->path = NULL;
 	r->tmp = NULL;
-	r->fd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+	/* an open file of its own (its own offset), not a copy of fd's:
+	 * another process writing fd meanwhile does not move ours */
+	snprintf(self, sizeof(self), "/proc/self/fd/%d", fd);
+	r->fd = open(self, O_WRONLY | O_CLOEXEC);
 	if (r->fd < 0)
 		return errno;
 	if (ftruncate(r->fd, 0) != 0 || lseek(r->fd, 0, SEEK_SET) != 0) {

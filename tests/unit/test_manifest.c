@@ -291,6 +291,18 @@ static void test_entries_state(void **state)
 	assert_int_equal(channel_entries_state(e, b.ref, &error),
 			 CHANNEL_OBJECT_KNOWN);
 	assert_int_equal(error, 0);
+	/* an entry of no item, with an error, after the identity: the
+	 * identity's entries are written out, then it */
+	assert_int_equal(channel_entries_begin(e, 9), 0);
+	channel_entries_fail(e, "line %d: nothing", 9);
+	assert_true(channel_entries_failed(e));
+	assert_int_equal(channel_entries_end(e), 0);
+	assert_int_equal(channel_entries_count(e), 3);
+	/* written out, b keeps its ref (and so its state) */
+	assert_true(item_at(e, 1, 0).ref == b.ref);
+	assert_int_equal(entry_at(e, 2).nitems, 0);
+	assert_int_equal(entry_at(e, 2).line, 9);
+	assert_string_equal(entry_at(e, 2).error, "line 9: nothing");
 }
 
 /* Entries already in out stay; on error everything is freed. */
