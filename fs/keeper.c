@@ -36,6 +36,7 @@
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -57,7 +58,12 @@ struct keeper {
 	bool worker_ready; /* told to go */
 	pid_t standby;	   /* started by SIGHUP, not serving yet */
 	int standby_ctl;
-	bool handing_over; /* the worker was told to stop for the standby */
+	bool handing_over;   /* the worker was told to stop for the standby */
+	bool gone;	     /* the mount is gone (unmounted, aborted) */
+	int cwd_fd;	     /* where s3pipe was started: relative paths on the
+				command line mean it, for every worker */
+	const char *respawn; /* the binary a crash restarts: the running one,
+				then the one a restart (SIGHUP) took */
 	bool stopping;
 	time_t crashes[KEEPER_CRASHES_MAX]; /* the last deaths, a ring */
 	unsigned ncrashes;
@@ -102,6 +108,7 @@ static struct keeper_shared *shared_create(const struct fs_options *o, int *fd)
 		return NULL;
 	}
 	s->magic = KEEPER_MAGIC;
+	s->size = sizeof(*s);
 	s->nchannels = o->nchannels;
 	s->generation = 1;
 	for (unsigned i = 0; i < FS_MAX_CHANNELS; i++)
@@ -148,6 +155,9 @@ static int worker_spawn(struct keeper *k, const char *binary, pid_t *pid,
 		char env[64];
 
 		worker_setup(k, keeper);
+		if (k->cwd_fd >= 0 && fchdir(k->cwd_fd) != 0) {
+			/* then relative paths mean "/" */
+		}
 		/* the three descriptors stay open across exec */
 		fcntl(k->fuse_fd, F_SETFD, 0);
 		fcntl(k->shared_fd, F_SETFD, 0);
@@ -175,35 +185,37 @@ static bool mount_gone(int fuse_fd)
 	       (poll(&p, 1, 0) == 1 && (p.revents & (POLLERR | POLLHUP)));
 }
 
-/* Unmounts (lazily: a reader still inside does not stop it) and closes
- * the descriptor, as libfuse does: root unmounts itself, anyone else
- * through fusermount3. */
+/* Unmounts mnt lazily (a reader still inside does not stop it), as
+ * libfuse does: root itself, anyone else through fusermount3. */
+static void unmount_path(const char *mnt)
+{
+	char *const args[] = {"fusermount3", "-u",	  "-q", "-z",
+			      "--",	     (char *)mnt, NULL};
+	struct util_spawn sp = {.argv = args,
+				.search = true,
+				.out = UTIL_SPAWN_NULL,
+				.err = UTIL_SPAWN_INHERIT};
+	pid_t pid;
+	int status;
+
+	if (geteuid() == 0 && umount2(mnt, MNT_DETACH) == 0)
+		return;
+	if (util_spawn(&sp, &pid, NULL) == 0)
+		while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+			;
+}
+
+/* The mount undone and its descriptor closed (blocked readers then get
+ * ENOTCONN). */
 static void keeper_unmount(struct keeper *k)
 {
-	const char *mnt = k->shared->mountpoint;
-	bool gone = mount_gone(k->fuse_fd);
+	bool gone = k->gone || mount_gone(k->fuse_fd);
 
 	if (k->fuse_fd >= 0)
 		close(k->fuse_fd);
 	k->fuse_fd = -1;
-	if (gone)
-		return;
-	if (geteuid() == 0 && umount2(mnt, MNT_DETACH) == 0)
-		return;
-	{
-		char *const args[] = {"fusermount3", "-u",	  "-q", "-z",
-				      "--",	     (char *)mnt, NULL};
-		struct util_spawn sp = {.argv = args,
-					.search = true,
-					.out = UTIL_SPAWN_NULL,
-					.err = UTIL_SPAWN_INHERIT};
-		pid_t pid;
-		int status;
-
-		if (util_spawn(&sp, &pid, NULL) == 0)
-			while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-				;
-	}
+	if (!gone)
+		unmount_path(k->shared->mountpoint);
 }
 
 /* --pid-file: the keeper's pid, written whole. */
@@ -260,11 +272,17 @@ static void shed_start_pages(void)
 			end = b;
 			candidate = path[0] == '/' && perms[1] != 'w';
 		} else if (candidate &&
-			   sscanf(line, "Anonymous: %lu kB", &kb) == 1) {
-			if (kb == 0)
+			   (sscanf(line, "Anonymous: %lu kB", &kb) == 1 ||
+			    sscanf(line, "Swap: %lu kB", &kb) == 1)) {
+			/* a copy-on-write page, resident or swapped out,
+			 * is the mapping's own: leave it whole */
+			if (kb != 0)
+				candidate = false;
+			else if (strncmp(line, "Swap:", 5) == 0) {
 				madvise((void *)start, end - start,
 					MADV_DONTNEED);
-			candidate = false;
+				candidate = false;
+			}
 		}
 	}
 	fclose(smaps);
@@ -317,7 +335,7 @@ static int worker_died(struct keeper *k, int status)
 
 	close_ctl(&k->worker_ctl);
 	k->worker = 0;
-	if (mount_gone(k->fuse_fd) || k->stopping) {
+	if (k->gone || mount_gone(k->fuse_fd) || k->stopping) {
 		if (k->standby > 0)
 			kill(k->standby, SIGTERM);
 		keeper_unmount(k);
@@ -330,6 +348,8 @@ static int worker_died(struct keeper *k, int status)
 		k->standby = 0;
 		k->standby_ctl = -1;
 		note_restart(k, "restart asked for (SIGHUP)");
+		if (k->exe)
+			k->respawn = k->exe; /* crashes restart the new one */
 		worker_go(k);
 		return -1;
 	}
@@ -348,7 +368,7 @@ static int worker_died(struct keeper *k, int status)
 		return 1;
 	}
 	k->worker_ready = false;
-	rc = worker_spawn(k, "/proc/self/exe", &k->worker, &k->worker_ctl);
+	rc = worker_spawn(k, k->respawn, &k->worker, &k->worker_ctl);
 	if (rc) {
 		char msg[128];
 
@@ -388,8 +408,8 @@ static int reap(struct keeper *k)
 	return done;
 }
 
-/* SIGHUP: a new worker from the binary on disk, which takes over once
- * ready. */
+/* SIGHUP: a new worker from the binary on disk, which takes over once it
+ * runs (a binary that does not start leaves the old worker serving). */
 static void restart(struct keeper *k)
 {
 	int rc;
@@ -441,7 +461,8 @@ static int keeper_loop(struct keeper *k)
 	for (;;) {
 		struct pollfd p[4] = {
 		    {.fd = k->sig_fd, .events = POLLIN},
-		    {.fd = k->fuse_fd, .events = 0},
+		    /* (once gone, it would report POLLERR at every poll) */
+		    {.fd = k->gone ? -1 : k->fuse_fd, .events = 0},
 		    {.fd = k->worker_ctl, .events = POLLIN},
 		    {.fd = k->standby_ctl, .events = POLLIN},
 		};
@@ -457,8 +478,11 @@ static int keeper_loop(struct keeper *k)
 			on_message(k, false);
 		if (p[3].revents)
 			on_message(k, true);
-		if ((p[1].revents & (POLLERR | POLLHUP)) && k->worker <= 0)
-			return 0; /* unmounted with no worker to wait for */
+		if (p[1].revents & (POLLERR | POLLHUP)) {
+			k->gone = true; /* the worker's death ends it */
+			if (k->worker <= 0)
+				return 0;
+		}
 		if (!(p[0].revents & POLLIN) ||
 		    read(k->sig_fd, &si, sizeof(si)) != sizeof(si))
 			continue;
@@ -524,6 +548,14 @@ static int first_mount(struct keeper *k)
 	while (waitpid(k->worker, &status, 0) < 0 && errno == EINTR)
 		;
 	k->worker = 0;
+	if (k->fuse_fd < 0) {
+		struct stat sb;
+
+		/* it died mounted, before it could hand the mount over: no
+		 * descriptor is left, and the mount only answers ENOTCONN */
+		if (stat(k->shared->mountpoint, &sb) != 0 && errno == ENOTCONN)
+			unmount_path(k->shared->mountpoint);
+	}
 	if (k->stopping) {
 		keeper_unmount(k);
 		return 1;
@@ -566,7 +598,8 @@ int keeper_main(struct fs_options *o, char **argv, int ready_fd,
 			   .argv = argv,
 			   .fuse_fd = -1,
 			   .worker_ctl = -1,
-			   .standby_ctl = -1};
+			   .standby_ctl = -1,
+			   .respawn = "/proc/self/exe"};
 	pid_t keeper = getpid();
 	sigset_t mask;
 	int rc;
@@ -579,6 +612,7 @@ int keeper_main(struct fs_options *o, char **argv, int ready_fd,
 		return 1;
 	}
 	k.exe = realpath("/proc/self/exe", NULL);
+	k.cwd_fd = open(".", O_PATH | O_DIRECTORY | O_CLOEXEC);
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGCHLD);
 	sigaddset(&mask, SIGTERM);

@@ -13,8 +13,10 @@
  * with EIO, and the kernel sends INIT once a connection), asks the kernel
  * to resend what the dead worker had taken (FUSE_NOTIFY_RESEND, Linux
  * 6.9+) and serves.  SIGHUP to the keeper starts a new worker from the
- * binary on disk and hands over to it once it is ready: the old one stops
- * and exits, the new one goes on.
+ * binary on disk; once it runs (its command line taken), the old one stops
+ * and exits, and the new one builds its stack and goes on the same way (a
+ * worker builds only once the one before it is gone: the epochs that one
+ * made appear, and the disk tier it held, are the new one's).
  *
  * What survives a worker lives in a shared memory region the keeper made
  * (struct keeper_shared): which epochs are visible, the INIT, the restart
@@ -48,6 +50,8 @@
 
 struct keeper_shared {
 	uint32_t magic;
+	uint32_t size; /* sizeof(struct keeper_shared): a worker of another
+			  layout (another version) does not take it */
 	uint32_t nchannels;
 	uint32_t generation;	 /* the serving worker's: 1 is the first */
 	uint32_t restarts;	 /* workers started after the first */
@@ -128,6 +132,11 @@ int keeper_send(int sock, char msg, int fd);
 /* Waits for a message (an attached descriptor into *fd, else -1): the
  * message, or -1 when the other side is gone. */
 int keeper_recv(int sock, int *fd);
+
+/* The descriptors a worker inherited closed on exec again: what it runs
+ * (a credential_process) does not hold the mount. */
+void keeper_worker_cloexec(int fuse_fd, int shared_fd, int ctl_fd,
+			   const struct keeper_shared *shared);
 
 /* The generation a handle of this worker carries (0 when there is no
  * keeper). */

@@ -372,6 +372,14 @@ static int worker_main(struct fs_options *o, const char *prog, bool helper,
 	int fd = -1;
 	int rc;
 
+	if (fuse_fd >= 0) {
+		/* a replacement starts its stack once the worker before it is
+		 * gone: the epochs that one made appear, and the disk tier it
+		 * held, are then this one's */
+		if (keeper_send(ctl, KEEPER_READY, -1) != 0 ||
+		    keeper_recv(ctl, &fd) != KEEPER_GO)
+			return 0; /* the keeper stopped wanting this one */
+	}
 	build_stack(o, &st, shared, fuse_fd >= 0);
 	if (fuse_fd < 0) {
 		write_container_config(o);
@@ -380,9 +388,6 @@ static int worker_main(struct fs_options *o, const char *prog, bool helper,
 			die("cannot reach the keeper");
 	} else {
 		se = adopt_session(o, &st, prog, helper, &fargs, fuse_fd);
-		if (keeper_send(ctl, KEEPER_READY, -1) != 0 ||
-		    keeper_recv(ctl, &fd) != KEEPER_GO)
-			return 0; /* the keeper stopped wanting this one */
 		rc = keeper_resend(fuse_fd);
 		if (rc)
 			util_warn("this kernel cannot resend what the last "
@@ -448,7 +453,9 @@ int fs_main(int argc, char **argv)
 		/* a worker the keeper started: the checks were made */
 		shared = fuse_fd >= 0 ? keeper_shared_map(shared_fd) : NULL;
 		if (!shared)
-			die("%s is not the keeper's", KEEPER_ENV);
+			die("%s is not the keeper's (or of another version)",
+			    KEEPER_ENV);
+		keeper_worker_cloexec(fuse_fd, shared_fd, ctl, shared);
 		if (!opts.foreground)
 			util_log_use_syslog();
 		resolve_client_conf(&opts);

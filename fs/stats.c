@@ -207,10 +207,9 @@ struct fs_stats *fs_stats_create(struct fs_state *st)
 	s->st = st;
 	s->channels =
 	    calloc(st->nchannels ? st->nchannels : 1, sizeof(*s->channels));
-	/* the daemon later works from "/": the path as the user meant it */
-	s->mountpoint = realpath(st->opts->mountpoint, NULL);
-	if (!s->mountpoint)
-		s->mountpoint = strdup(st->opts->mountpoint);
+	/* made before the mount (a worker never looks at its own mount) */
+	s->mountpoint = strdup(st->mountpoint_real ? st->mountpoint_real
+						   : st->opts->mountpoint);
 	if (s->mountpoint)
 		util_clean_line(s->mountpoint); /* shown, and JSON is UTF-8 */
 	if (!s->channels || !s->mountpoint) {

@@ -20,6 +20,7 @@
 #include <linux/fuse.h>
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -27,6 +28,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -48,10 +50,15 @@ static struct {
 
 struct keeper_shared *keeper_shared_map(int fd)
 {
-	struct keeper_shared *s =
-	    mmap(NULL, sizeof(*s), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	struct keeper_shared *s;
+	struct stat sb;
 
-	if (s == MAP_FAILED || s->magic != KEEPER_MAGIC) {
+	/* another version's region (another size) is not read at all */
+	if (fstat(fd, &sb) != 0 || sb.st_size != (off_t)sizeof(*s))
+		return NULL;
+	s = mmap(NULL, sizeof(*s), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (s == MAP_FAILED || s->magic != KEEPER_MAGIC ||
+	    s->size != sizeof(*s)) {
 		if (s != MAP_FAILED)
 			munmap(s, sizeof(*s));
 		return NULL;
@@ -72,6 +79,17 @@ bool keeper_worker_env(int *fuse_fd, int *shared_fd, int *ctl_fd)
 		*fuse_fd = *shared_fd = *ctl_fd = -1;
 	unsetenv(KEEPER_ENV); /* not for what this worker runs */
 	return true;
+}
+
+void keeper_worker_cloexec(int fuse_fd, int shared_fd, int ctl_fd,
+			   const struct keeper_shared *shared)
+{
+	fcntl(fuse_fd, F_SETFD, FD_CLOEXEC);
+	fcntl(shared_fd, F_SETFD, FD_CLOEXEC);
+	fcntl(ctl_fd, F_SETFD, FD_CLOEXEC);
+	for (unsigned i = 0; i < shared->nchannels && i < FS_MAX_CHANNELS; i++)
+		if (shared->catalog_fd[i] >= 0)
+			fcntl(shared->catalog_fd[i], F_SETFD, FD_CLOEXEC);
 }
 
 uint16_t keeper_generation(const struct keeper_shared *shared)

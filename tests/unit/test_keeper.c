@@ -336,10 +336,21 @@ static void test_shared_map(void **state)
 	s = keeper_shared_map(-1);
 	assert_null(s);
 	{
-		uint32_t magic = KEEPER_MAGIC;
+		uint32_t head[2] = {KEEPER_MAGIC, sizeof(*s)};
 
-		assert_int_equal(pwrite(fd, &magic, sizeof(magic), 0),
-				 (ssize_t)sizeof(magic));
+		assert_int_equal(pwrite(fd, head, sizeof(head), 0),
+				 (ssize_t)sizeof(head));
+		/* another version's layout, another size: not taken */
+		head[1] = sizeof(*s) + 8;
+		assert_int_equal(pwrite(fd, head, sizeof(head), 0),
+				 (ssize_t)sizeof(head));
+		assert_null(keeper_shared_map(fd));
+		head[1] = sizeof(*s);
+		assert_int_equal(pwrite(fd, head, sizeof(head), 0),
+				 (ssize_t)sizeof(head));
+		assert_int_equal(ftruncate(fd, sizeof(*s) + 4096), 0);
+		assert_null(keeper_shared_map(fd));
+		assert_int_equal(ftruncate(fd, sizeof(*s)), 0);
 	}
 	s = keeper_shared_map(fd);
 	assert_non_null(s);
