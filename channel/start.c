@@ -266,6 +266,10 @@ static void *handover_write(void *arg)
 		util_warn("channel '%s': cannot keep its listing for the next "
 			  "worker: %s",
 			  ch->spec->name, util_strerror(rc, msg, sizeof(msg)));
+	else
+		util_info("channel '%s': listing of %zu keys kept for the next "
+			  "worker",
+			  ch->spec->name, cache_catalog_count(ch->catalog));
 	return NULL;
 }
 
