@@ -623,7 +623,8 @@ int keeper_main(struct fs_options *o, char **argv, int ready_fd,
 	if (k.sig_fd < 0) {
 		fprintf(stderr, "s3pipe: cannot start the keeper: %s\n",
 			util_strerror(errno, msg, sizeof(msg)));
-		return 1;
+		rc = 1;
+		goto out;
 	}
 	/* a worker killed while it starts (the listing can take a while) is
 	 * started again, as one killed later is */
@@ -641,7 +642,8 @@ int keeper_main(struct fs_options *o, char **argv, int ready_fd,
 					"s3pipe: the daemon was killed %d "
 					"times while starting: giving up\n",
 					KEEPER_CRASHES_MAX);
-				return 1;
+				rc = 1;
+				goto out;
 			}
 			fprintf(stderr,
 				"s3pipe: the daemon was killed while starting: "
@@ -649,7 +651,7 @@ int keeper_main(struct fs_options *o, char **argv, int ready_fd,
 		}
 	} while (rc < 0);
 	if (rc)
-		return rc;
+		goto out;
 	rc = write_pid_file(o->pid_file);
 	if (rc) {
 		fprintf(stderr, "s3pipe: cannot write the pid file '%s': %s\n",
@@ -659,7 +661,8 @@ int keeper_main(struct fs_options *o, char **argv, int ready_fd,
 		while (waitpid(k.worker, NULL, 0) < 0 && errno == EINTR)
 			;
 		keeper_unmount(&k);
-		return 1;
+		rc = 1;
+		goto out;
 	}
 	if (o->foreground)
 		util_info("mounted %u channel(s) on %s", o->nchannels,
@@ -670,6 +673,7 @@ int keeper_main(struct fs_options *o, char **argv, int ready_fd,
 	rc = keeper_loop(&k);
 	if (o->pid_file)
 		unlink(o->pid_file);
+out:
 	free(k.exe);
 	return rc;
 }
