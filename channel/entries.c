@@ -277,16 +277,15 @@ int channel_entries_add_text(struct channel_entries *e, const char *text,
 	return 0;
 }
 
-int channel_entries_fail(struct channel_entries *e, const char *fmt, ...)
+void channel_entries_fail(struct channel_entries *e, const char *fmt, ...)
 {
 	va_list ap;
 
 	if (e->error[0])
-		return 0;
+		return;
 	va_start(ap, fmt);
 	util_vfail(e->error, sizeof(e->error), 0, fmt, ap);
 	va_end(ap);
-	return 0;
 }
 
 bool channel_entries_failed(const struct channel_entries *e)

@@ -78,7 +78,7 @@ int channel_entries_add_text(struct channel_entries *e, const char *text,
 			     size_t len);
 /* Marks the entry being built unreadable; only the first message stays.
  * (printf-style; at most 512 bytes kept.) */
-int channel_entries_fail(struct channel_entries *e, const char *fmt, ...)
+void channel_entries_fail(struct channel_entries *e, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 bool channel_entries_failed(const struct channel_entries *e);
 int channel_entries_end(struct channel_entries *e);

@@ -247,7 +247,7 @@ static int ref_item(struct channel_entries *en, const char *name,
 	int rc;
 
 	if (!json_is_string(v)) {
-		rc = channel_entries_fail(
+		channel_entries_fail(
 		    en,
 		    "augmented manifest line %lu: attribute '%s' "
 		    "is not a string (expected an s3:// URI)",
@@ -256,7 +256,7 @@ static int ref_item(struct channel_entries *en, const char *name,
 	}
 	s = json_string_value(v);
 	if (strlen(s) != json_string_length(v)) {
-		rc = channel_entries_fail(
+		channel_entries_fail(
 		    en,
 		    "augmented manifest line %lu: attribute '%s' "
 		    "contains a NUL character",
@@ -267,13 +267,13 @@ static int ref_item(struct channel_entries *en, const char *name,
 	if (rc == ENOMEM)
 		return ENOMEM;
 	if (rc) {
-		rc = channel_entries_fail(
+		channel_entries_fail(
 		    en, "augmented manifest line %lu: attribute '%s': %s", line,
 		    name, uerr);
 		goto literal;
 	}
 	if (key[0] == '\0') {
-		rc = channel_entries_fail(
+		channel_entries_fail(
 		    en,
 		    "augmented manifest line %lu: attribute '%s' "
 		    "names no object ('%s' has no key)",
@@ -281,7 +281,7 @@ static int ref_item(struct channel_entries *en, const char *name,
 		goto literal;
 	}
 	if (strlen(key) > S3_KEY_MAX) {
-		rc = channel_entries_fail(
+		channel_entries_fail(
 		    en,
 		    "augmented manifest line %lu: attribute '%s': "
 		    "the key is longer than S3 keys may be (%d "
@@ -296,7 +296,7 @@ static int ref_item(struct channel_entries *en, const char *name,
 literal:
 	free(bucket);
 	free(key);
-	return rc ? rc : channel_entries_add_text(en, "", 0);
+	return channel_entries_add_text(en, "", 0);
 }
 
 /*

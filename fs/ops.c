@@ -703,28 +703,46 @@ static void readahead_raise(struct fs_state *st)
 		close(fd);
 }
 
+/* An open file's handle over what was just opened for it (a Pipe epoch's
+ * reader, or a tree's file; NULL with errno when that failed), linked: NULL
+ * and errno, what was opened closed. */
+static struct fs_handle *handle_new(struct fs_state *st, unsigned ch,
+				    unsigned epoch,
+				    struct channel_reader *reader,
+				    struct channel_file *file)
+{
+	struct fs_handle *h;
+
+	if (!reader && !file) {
+		if (!errno)
+			errno = ENOMEM;
+		return NULL;
+	}
+	h = calloc(1, sizeof(*h));
+	if (!h) {
+		channel_reader_close(reader);
+		channel_file_close(file);
+		errno = ENOMEM;
+		return NULL;
+	}
+	h->reader = reader;
+	h->file = file;
+	h->channel = ch;
+	h->epoch = epoch;
+	if (reader)
+		h->stats = fs_stats_epoch_open(st->stats, ch, epoch);
+	pthread_mutex_init(&h->lock, NULL);
+	handle_link(st, h);
+	return h;
+}
+
 /* A tree's file's handle, its own reader: NULL and errno. */
 static struct fs_handle *tree_handle(struct fs_state *st, unsigned ch,
 				     uint64_t node)
 {
-	struct fs_handle *h = calloc(1, sizeof(*h));
-
-	if (!h) {
-		errno = ENOMEM;
-		return NULL;
-	}
-	h->file = channel_file_open(tree_of(st, ch), node);
-	if (!h->file) {
-		int err = errno ? errno : ENOMEM;
-
-		free(h);
-		errno = err;
-		return NULL;
-	}
-	h->channel = ch;
-	pthread_mutex_init(&h->lock, NULL);
-	handle_link(st, h);
-	return h;
+	errno = 0;
+	return handle_new(st, ch, 0, NULL,
+			  channel_file_open(tree_of(st, ch), node));
 }
 
 /* An open of a tree's file, through the page cache (the bytes never
@@ -788,26 +806,10 @@ static void tree_read(fuse_req_t req, struct fs_handle *h, size_t size,
 static struct fs_handle *pipe_handle(struct fs_state *st, unsigned ch,
 				     unsigned epoch)
 {
-	struct fs_handle *h = calloc(1, sizeof(*h));
-
-	if (!h) {
-		errno = ENOMEM;
-		return NULL;
-	}
-	h->reader = channel_reader_open(st->channels[ch].channel, epoch);
-	if (!h->reader) {
-		int err = errno ? errno : ENOMEM;
-
-		free(h);
-		errno = err;
-		return NULL;
-	}
-	h->channel = ch;
-	h->epoch = epoch;
-	h->stats = fs_stats_epoch_open(st->stats, ch, epoch);
-	pthread_mutex_init(&h->lock, NULL);
-	handle_link(st, h);
-	return h;
+	errno = 0;
+	return handle_new(st, ch, epoch,
+			  channel_reader_open(st->channels[ch].channel, epoch),
+			  NULL);
 }
 
 /* A handle for ino as open would make it, for another worker's handle:
