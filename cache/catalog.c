@@ -16,6 +16,10 @@
  * count with release ordering; readers load the count with acquire
  * ordering and read below it.  Saving and loading a catalog (the listing
  * file's format) are cache/listing_file.c's.
+ *
+ * A catalog may instead be an image mapped in place (catalog_image.c),
+ * read only: its fields are read from the image's arrays, its entries are
+ * its positions.
  */
 #include "config.h"
 
@@ -72,6 +76,7 @@ struct cache_catalog {
 	bool identity; /* position p is entry p (atomic; once false, stays) */
 	struct util_arena names; /* the keys, and ETag text beside them */
 	uint64_t memory;
+	struct catalog_image image; /* mapped: image.base is set */
 };
 
 struct cache_catalog *cache_catalog_create(const char *bucket,
@@ -118,6 +123,7 @@ void cache_catalog_destroy(struct cache_catalog *cat)
 	table_free(cat->entries, true);
 	table_free(cat->positions, true);
 	util_arena_free(&cat->names);
+	catalog_image_unmap(&cat->image);
 	free(cat->bucket);
 	free(cat->prefix);
 	free(cat);
@@ -275,6 +281,8 @@ int cache_catalog_add(struct cache_catalog *cat, const char *key,
 	size_t n = cat->nentries;
 	struct entry_chunk *chunk;
 
+	if (cat->image.base)
+		return EROFS;
 	if (strncmp(key, cat->prefix, cat->prefix_len) != 0 ||
 	    strlen(key) > CACHE_KEY_MAX || !entry_fields_valid(size, etag))
 		return EINVAL;
@@ -292,15 +300,20 @@ int cache_catalog_add(struct cache_catalog *cat, const char *key,
 int cache_catalog_learn(struct cache_catalog *cat, uint32_t entry,
 			const char *etag, uint64_t size, int64_t mtime)
 {
-	struct entry_chunk *chunk = chunk_at(&cat->entries, entry);
+	struct entry_chunk *chunk;
 	unsigned i = entry & CHUNK_MASK;
-	const char *name = chunk->name[i];
+	const char *name;
 	unsigned char md5[MD5_BYTES] = {0};
-	enum cache_etag_kind was = chunk->kind[i], kind;
+	enum cache_etag_kind was, kind;
 	const char *extra;
 
+	if (cat->image.base)
+		return EROFS;
 	if (!entry_fields_valid(size, etag))
 		return EINVAL;
+	chunk = chunk_at(&cat->entries, entry);
+	name = chunk->name[i];
+	was = chunk->kind[i];
 	kind = cache_etag_split(etag, md5, &extra);
 	/* the name stays where it is while no text goes beside it (text
 	 * already beside it is not rewritten in place either) */
@@ -321,7 +334,7 @@ size_t cache_catalog_entries(const struct cache_catalog *cat)
 
 void cache_catalog_truncate(struct cache_catalog *cat, size_t count)
 {
-	if (count >= cat->nentries)
+	if (count >= cat->nentries || cat->image.base)
 		return;
 	/* give the names back when the first entry dropped is in the arena's
 	 * block being filled (the usual case: one page) */
@@ -332,6 +345,8 @@ void cache_catalog_truncate(struct cache_catalog *cat, size_t count)
 
 void cache_catalog_clear(struct cache_catalog *cat)
 {
+	if (cat->image.base)
+		return;
 	util_arena_free(&cat->names);
 	__atomic_store_n(&cat->npositions, 0, __ATOMIC_RELEASE);
 	__atomic_store_n(&cat->nentries, 0, __ATOMIC_RELEASE);
@@ -342,6 +357,8 @@ int cache_catalog_order(struct cache_catalog *cat, uint32_t first, size_t n)
 {
 	size_t at = cat->npositions;
 
+	if (cat->image.base)
+		return EROFS;
 	if (n == 0)
 		return 0;
 	if (cat->identity && first == at) {
@@ -396,17 +413,53 @@ static const struct entry_chunk *entry_chunk(const struct cache_catalog *cat,
 
 uint64_t cache_catalog_size(const struct cache_catalog *cat, uint32_t entry)
 {
+	if (cat->image.base)
+		return cat->image.size[entry];
 	return entry_chunk(cat, entry)->size[entry & CHUNK_MASK];
 }
 
 int64_t cache_catalog_mtime(const struct cache_catalog *cat, uint32_t entry)
 {
+	if (cat->image.base)
+		return cat->image.mtime[entry];
 	return entry_chunk(cat, entry)->mtime[entry & CHUNK_MASK];
+}
+
+/* An image's name: one whose offset is out of the text (an image changed
+ * under its reader) reads as the empty name before the two closing NULs,
+ * so that neither it nor the ETag text after it leaves the mapping. */
+static const char *image_name(const struct catalog_image *im, uint32_t entry)
+{
+	uint64_t off = im->name[entry];
+
+	return im->text + (off < im->text_bytes - 2 ? off : im->text_bytes - 2);
 }
 
 const char *cache_catalog_name(const struct cache_catalog *cat, uint32_t entry)
 {
+	if (cat->image.base)
+		return image_name(&cat->image, entry);
 	return entry_chunk(cat, entry)->name[entry & CHUNK_MASK];
+}
+
+void catalog_entry_raw(const struct cache_catalog *cat, uint32_t entry,
+		       struct catalog_raw *raw)
+{
+	const struct entry_chunk *ch;
+	unsigned kind;
+
+	if (cat->image.base) {
+		raw->name = image_name(&cat->image, entry);
+		raw->md5 = cat->image.md5 + (size_t)entry * MD5_BYTES;
+		kind = cat->image.kind[entry];
+	} else {
+		ch = entry_chunk(cat, entry);
+		raw->name = ch->name[entry & CHUNK_MASK];
+		raw->md5 = ch->md5[entry & CHUNK_MASK];
+		kind = ch->kind[entry & CHUNK_MASK];
+	}
+	raw->kind = kind <= CACHE_ETAG_TEXT ? (enum cache_etag_kind)kind
+					    : CACHE_ETAG_NONE;
 }
 
 size_t cache_catalog_key(const struct cache_catalog *cat, uint32_t entry,
@@ -426,15 +479,16 @@ bool cache_catalog_etag(const struct cache_catalog *cat, uint32_t entry,
 			char *buf, size_t len)
 {
 	static const char digits[] = "0123456789abcdef";
-	const struct entry_chunk *ch = entry_chunk(cat, entry);
-	unsigned i = entry & CHUNK_MASK;
-	const char *extra = ch->name[i] + strlen(ch->name[i]) + 1;
+	struct catalog_raw raw;
+	const char *extra;
 	char out[CACHE_ETAG_MAX + 1];
 	size_t n = 0;
 
+	catalog_entry_raw(cat, entry, &raw);
+	extra = raw.name + strlen(raw.name) + 1;
 	if (len)
 		buf[0] = '\0';
-	switch ((enum cache_etag_kind)ch->kind[i]) {
+	switch (raw.kind) {
 	case CACHE_ETAG_NONE:
 		return false;
 	case CACHE_ETAG_TEXT:
@@ -450,8 +504,8 @@ bool cache_catalog_etag(const struct cache_catalog *cat, uint32_t entry,
 	}
 	out[n++] = '"';
 	for (int b = 0; b < MD5_BYTES; b++) {
-		out[n++] = digits[ch->md5[i][b] >> 4];
-		out[n++] = digits[ch->md5[i][b] & 15];
+		out[n++] = digits[raw.md5[b] >> 4];
+		out[n++] = digits[raw.md5[b] & 15];
 	}
 	if (n + strlen(extra) + 1 > len)
 		return false;
@@ -462,7 +516,30 @@ bool cache_catalog_etag(const struct cache_catalog *cat, uint32_t entry,
 
 uint64_t cache_catalog_memory(const struct cache_catalog *cat)
 {
-	return cat->memory + cat->names.bytes;
+	return cat->memory + cat->names.bytes + cat->image.bytes;
+}
+
+int cache_catalog_image_map(int fd, const char *bucket, const char *prefix,
+			    struct cache_catalog **out, int64_t *listed_at,
+			    const char **why)
+{
+	struct cache_catalog *cat;
+	int rc;
+
+	*out = NULL;
+	*why = "";
+	cat = cache_catalog_create(bucket, prefix);
+	if (!cat)
+		return ENOMEM;
+	rc = catalog_image_map(fd, bucket, prefix, &cat->image, why);
+	if (rc) {
+		cache_catalog_destroy(cat);
+		return rc;
+	}
+	cat->nentries = cat->npositions = cat->image.count;
+	*listed_at = cat->image.listed_at;
+	*out = cat;
+	return 0;
 }
 
 struct cache_object *cache_catalog_object(struct cache *c,

@@ -113,9 +113,23 @@ bool cache_catalog_etag(const struct cache_catalog *cat, uint32_t entry,
  */
 int cache_catalog_save(const struct cache_catalog *cat, const char *path,
 		       int64_t listed_at);
-/* The same written over fd (a memfd a keeper holds), in place. */
-int cache_catalog_save_fd(const struct cache_catalog *cat, int fd,
-			  int64_t listed_at);
+/*
+ * The catalog as an image over fd (a memfd a keeper holds; catalog_image.c):
+ * flat arrays in key order that the next worker maps in place
+ * (cache_catalog_image_map).  0, or an errno (fd then holds no image).
+ */
+int cache_catalog_image_save_fd(const struct cache_catalog *cat, int fd,
+				int64_t listed_at);
+/*
+ * A catalog of bucket/prefix read in place from the image in fd, mapped
+ * (nothing decoded or copied a key; the mapping goes with the catalog,
+ * which cannot be added to): 0 and *out with *listed_at, or EINVAL with
+ * *why (not an image, unfinished, of another version, bucket or prefix),
+ * or an errno.
+ */
+int cache_catalog_image_map(int fd, const char *bucket, const char *prefix,
+			    struct cache_catalog **out, int64_t *listed_at,
+			    const char **why);
 /*
  * A catalog of bucket/prefix from the file at path, listed at most max_age
  * seconds before now: 0 and *out (its positions are its entries, in key

@@ -470,6 +470,41 @@ enum cache_etag_kind {
 enum cache_etag_kind cache_etag_split(const char *etag,
 				      unsigned char md5[CACHE_ETAG_MD5_BYTES],
 				      const char **extra);
+struct cache_catalog;
+
+/* An entry as a catalog keeps it: its name past the prefix (the ETag's
+ * text, when its kind keeps one, follows the name's NUL), its ETag's kind
+ * and MD5 bytes. */
+struct catalog_raw {
+	const char *name;
+	const unsigned char *md5;
+	enum cache_etag_kind kind;
+};
+void catalog_entry_raw(const struct cache_catalog *cat, uint32_t entry,
+		       struct catalog_raw *raw);
+
+/* A catalog image mapped in place (catalog_image.c): its arrays, entry i
+ * at position i. */
+struct catalog_image {
+	void *base;
+	size_t bytes;
+	size_t count;
+	int64_t listed_at;
+	const uint64_t *size;
+	const uint32_t *mtime;
+	const unsigned char *md5; /* count x CACHE_ETAG_MD5_BYTES */
+	const unsigned char *kind;
+	const uint64_t *name; /* offsets into text */
+	const char *text;     /* ends with two NULs */
+	uint64_t text_bytes;
+};
+/* The image in fd mapped read-only, checked, for bucket and prefix: 0, or
+ * EINVAL with *why (not finished, another version, sections that do not
+ * fit, another bucket or prefix), or an errno. */
+int catalog_image_map(int fd, const char *bucket, const char *prefix,
+		      struct catalog_image *im, const char **why);
+void catalog_image_unmap(struct catalog_image *im);
+
 /* An ETag goes into an If-Match header: not too long, and no control
  * character (CR, LF) whatever listed it or whichever file it came from. */
 bool cache_etag_valid(const char *etag);

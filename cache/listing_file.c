@@ -130,10 +130,9 @@ static void writer_free(struct cache_listing_writer *w)
 	free(w);
 }
 
-/* A writer to path, or over fd when path is NULL. */
-static int writer_begin(const char *path, int fd, const char *bucket,
-			const char *prefix, int64_t listed_at,
-			struct cache_listing_writer **out)
+int cache_listing_writer_begin(const char *path, const char *bucket,
+			       const char *prefix, int64_t listed_at,
+			       struct cache_listing_writer **out)
 {
 	struct cache_listing_writer *w = calloc(1, sizeof(*w));
 	size_t lb = strlen(bucket), lp = strlen(prefix), n = 0;
@@ -161,8 +160,7 @@ static int writer_begin(const char *path, int fd, const char *bucket,
 	w->prefix_len = lp;
 	w->entries_crc = crc32(0, NULL, 0);
 	/* mode 0600: keys can say a lot about a dataset */
-	rc = path ? util_replace_begin(&w->out, path)
-		  : util_replace_begin_fd(&w->out, fd);
+	rc = util_replace_begin(&w->out, path);
 	if (rc) {
 		writer_free(w);
 		return rc;
@@ -186,20 +184,6 @@ static int writer_begin(const char *path, int fd, const char *bucket,
 	}
 	*out = w;
 	return 0;
-}
-
-int cache_listing_writer_begin(const char *path, const char *bucket,
-			       const char *prefix, int64_t listed_at,
-			       struct cache_listing_writer **out)
-{
-	return writer_begin(path, -1, bucket, prefix, listed_at, out);
-}
-
-int cache_listing_writer_begin_fd(int fd, const char *bucket,
-				  const char *prefix, int64_t listed_at,
-				  struct cache_listing_writer **out)
-{
-	return writer_begin(NULL, fd, bucket, prefix, listed_at, out);
 }
 
 int cache_listing_writer_add(struct cache_listing_writer *w, const char *key,
@@ -561,16 +545,15 @@ void cache_listing_file_close(struct cache_listing_file *f)
 
 /* ---- a catalog saved and loaded whole ---- */
 
-/* The catalog written to path, or over fd when path is NULL: 0 or an
- * errno. */
-static int catalog_save(const struct cache_catalog *cat, const char *path,
-			int fd, int64_t listed_at)
+int cache_catalog_save(const struct cache_catalog *cat, const char *path,
+		       int64_t listed_at)
 {
 	char key[CACHE_KEY_MAX + 1], etag[CACHE_ETAG_MAX + 1];
 	size_t count = cache_catalog_count(cat);
 	struct cache_listing_writer *w = NULL;
-	int rc = writer_begin(path, fd, cache_catalog_bucket(cat),
-			      cache_catalog_prefix(cat), listed_at, &w);
+	int rc = cache_listing_writer_begin(path, cache_catalog_bucket(cat),
+					    cache_catalog_prefix(cat),
+					    listed_at, &w);
 
 	for (size_t pos = 0; pos < count && !rc; pos++) {
 		uint32_t e = cache_catalog_at(cat, pos);
@@ -588,18 +571,6 @@ static int catalog_save(const struct cache_catalog *cat, const char *path,
 		return rc;
 	}
 	return cache_listing_writer_commit(w);
-}
-
-int cache_catalog_save(const struct cache_catalog *cat, const char *path,
-		       int64_t listed_at)
-{
-	return catalog_save(cat, path, -1, listed_at);
-}
-
-int cache_catalog_save_fd(const struct cache_catalog *cat, int fd,
-			  int64_t listed_at)
-{
-	return catalog_save(cat, NULL, fd, listed_at);
 }
 
 /* The entries of an open file into cat, a page at a time. */

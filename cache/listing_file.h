@@ -29,11 +29,6 @@ struct cache_listing_writer;
 int cache_listing_writer_begin(const char *path, const char *bucket,
 			       const char *prefix, int64_t listed_at,
 			       struct cache_listing_writer **out);
-/* The same written over fd (a memfd), in place: emptied now, complete at
- * the commit; fd stays the caller's. */
-int cache_listing_writer_begin_fd(int fd, const char *bucket,
-				  const char *prefix, int64_t listed_at,
-				  struct cache_listing_writer **out);
 /* The next object in key order: 0, EINVAL for one the file cannot hold (a
  * key outside the prefix or too long, a bad ETag: a hostile listing), or
  * an errno of the write.  After an error the writer only aborts. */

@@ -521,18 +521,36 @@ static uint64_t item_bytes(const struct channel *ch, uint64_t size)
 /*
  * A catalog's entries in key order, the empty ones left out (they add no
  * bytes; the published orders are orders of the others), into order:
- * how many.
+ * how many, and in *bytes what they add to a stream (UINT64_MAX when a
+ * hostile listing's sizes add up past what a stream holds).  In one pass
+ * in the catalog's own order: a million sizes read in a row, not one at a
+ * time in the shuffle's.
  */
-static size_t catalog_items(const struct cache_catalog *cat, uint32_t *order)
+/* sum + b, or UINT64_MAX once past what a stream holds (INT64_MAX) */
+static uint64_t stream_bytes_add(uint64_t sum, uint64_t b)
 {
+	return sum <= (uint64_t)INT64_MAX && b <= (uint64_t)INT64_MAX - sum
+		   ? sum + b
+		   : UINT64_MAX;
+}
+
+static size_t catalog_items(const struct channel *ch, uint32_t *order,
+			    uint64_t *bytes)
+{
+	const struct cache_catalog *cat = ch->catalog;
 	size_t count = cache_catalog_count(cat), n = 0;
+	uint64_t sum = 0;
 
 	for (size_t pos = 0; pos < count; pos++) {
 		uint32_t e = cache_catalog_at(cat, pos);
+		uint64_t size = cache_catalog_size(cat, e);
 
-		if (cache_catalog_size(cat, e) > 0)
-			order[n++] = e;
+		if (size == 0)
+			continue;
+		order[n++] = e;
+		sum = stream_bytes_add(sum, item_bytes(ch, size));
 	}
+	*bytes = sum;
 	return n;
 }
 
@@ -592,7 +610,7 @@ struct epoch_plan *plan_create(struct channel *ch, unsigned epoch)
 		return NULL;
 	}
 	if (ch->catalog) {
-		n = catalog_items(ch->catalog, p->order);
+		n = catalog_items(ch, p->order, &bytes);
 		channel_shuffle(p->order, n, ch->spec->shuffle, ch->spec->seed,
 				epoch);
 	} else {
@@ -602,21 +620,19 @@ struct epoch_plan *plan_create(struct channel *ch, unsigned epoch)
 	p->n = ch->spec->distribution == CHANNEL_SHARDED_BY_S3_KEY
 		   ? channel_shard(p->order, n, &ch->host)
 		   : n;
-	if (ch->catalog) {
-		bool known = true;
-
-		/* the sizes are listed: the epoch's is known now (unless a
-		 * hostile listing's sizes add up past what a stream holds) */
-		for (size_t i = 0; i < p->n && known; i++) {
-			uint64_t b = item_bytes(
-			    ch, cache_catalog_size(ch->catalog, p->order[i]));
-
-			known = b <= (uint64_t)INT64_MAX - bytes;
-			bytes += b;
-		}
-		if (known)
-			cache_stream_set_size(p->stream, bytes);
+	if (ch->catalog && p->n < n) {
+		/* this host's share: its own sizes */
+		bytes = 0;
+		for (size_t i = 0; i < p->n; i++)
+			bytes = stream_bytes_add(
+			    bytes,
+			    item_bytes(ch, cache_catalog_size(ch->catalog,
+							      p->order[i])));
 	}
+	/* the sizes are listed: the epoch's is known now (unless a hostile
+	 * listing's sizes add up past what a stream holds) */
+	if (ch->catalog && bytes != UINT64_MAX)
+		cache_stream_set_size(p->stream, bytes);
 	/* its segments can be made again from the catalog or the entries:
 	 * the ones every reader passed go, so that reading an epoch does not
 	 * keep a record of each object */
@@ -689,16 +705,14 @@ static void plan_size_entries(struct channel *ch, struct epoch_plan *p)
 		if (e.error)
 			return;
 		while (channel_entry_next(&e, &it)) {
-			uint64_t b;
-
 			if (it.object && channel_entries_state(
 					     ch->entries, it.ref, &error) !=
 					     CHANNEL_OBJECT_KNOWN)
 				return;
-			b = item_bytes(ch, item_length(ch, &it));
-			if (b > (uint64_t)INT64_MAX - bytes)
+			bytes = stream_bytes_add(
+			    bytes, item_bytes(ch, item_length(ch, &it)));
+			if (bytes == UINT64_MAX)
 				return;
-			bytes += b;
 		}
 	}
 	cache_stream_set_size(p->stream, bytes);

@@ -42,17 +42,18 @@ uint64_t channel_rng_next(struct channel_rng *rng)
 
 uint64_t channel_rng_below(struct channel_rng *rng, uint64_t m)
 {
-	uint64_t rem; /* 2^64 mod m: the values at the top to reject */
 	uint64_t r;
 
 	if (m == 0) /* outside the contract: behave as m = 1 */
 		m = 1;
-	rem = (0 - m) % m;
-	/* r < 2^64 - rem, written without 2^64 */
-	do
+	/* r is rejected when r > UINT64_MAX - rem, rem = 2^64 mod m < m: an
+	 * r <= UINT64_MAX - m is kept without working rem out (a division
+	 * saved a draw; the draws are the same) */
+	for (;;) {
 		r = channel_rng_next(rng);
-	while (r > UINT64_MAX - rem);
-	return r % m;
+		if (r <= UINT64_MAX - m || r <= UINT64_MAX - (0 - m) % m)
+			return r % m;
+	}
 }
 
 void channel_shuffle(uint32_t *items, size_t n, bool shuffle, int64_t seed,

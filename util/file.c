@@ -193,27 +193,6 @@ int util_replace_begin(struct util_replace *r, const char *path)
 	return 0;
 }
 
-int util_replace_begin_fd(struct util_replace *r, int fd)
-{
-	char self[64];
-
-	r->path = NULL;
-	r->tmp = NULL;
-	/* an open file of its own (its own offset), not a copy of fd's:
-	 * another process writing fd meanwhile does not move ours */
-	snprintf(self, sizeof(self), "/proc/self/fd/%d", fd);
-	r->fd = open(self, O_WRONLY | O_CLOEXEC);
-	if (r->fd < 0)
-		return errno;
-	if (ftruncate(r->fd, 0) != 0 || lseek(r->fd, 0, SEEK_SET) != 0) {
-		int rc = errno;
-
-		util_replace_abort(r);
-		return rc;
-	}
-	return 0;
-}
-
 int util_sync_dir(const char *dir)
 {
 	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -247,11 +226,6 @@ int util_replace_commit(struct util_replace *r)
 	if (close(r->fd) != 0 && !rc)
 		rc = errno;
 	r->fd = -1;
-	if (!r->path) { /* in place: nothing to rename */
-		if (rc)
-			util_replace_abort(r);
-		return rc;
-	}
 	if (!rc && rename(r->tmp, r->path) != 0)
 		rc = errno;
 	if (rc) {
@@ -286,9 +260,6 @@ int util_write_text_file(const char *path, const char *text, unsigned mode)
 
 void util_replace_abort(struct util_replace *r)
 {
-	if (r->fd >= 0 && !r->path && ftruncate(r->fd, 0) != 0) {
-		/* a partial file fails its check when read */
-	}
 	if (r->fd >= 0)
 		close(r->fd);
 	r->fd = -1;

@@ -186,9 +186,6 @@ struct util_replace {
 };
 
 int util_replace_begin(struct util_replace *r, const char *path);
-/* The same over fd itself (a memfd, say): emptied now, written in place;
- * commit only syncs it, abort leaves it empty.  fd stays the caller's. */
-int util_replace_begin_fd(struct util_replace *r, int fd);
 int util_replace_commit(struct util_replace *r);
 void util_replace_abort(struct util_replace *r);
 /* The file at path replaced whole by text and a newline, with mode (as

@@ -155,7 +155,7 @@ W2=$(worker_of "$KEEPER")
 kill -KILL "$W2"
 wait_until 10 eval '[ -n "$(worker_of "$KEEPER")" ] && [ "$(worker_of "$KEEPER")" != "$W2" ]' ||
 	fail "no worker after the shuffled mount's kill"
-wait_until 10 grep -q "keys from the last worker's listing, no LIST" "$TEST_TMP/listing.log" ||
+wait_until 10 grep -q "keys mapped from the last worker's catalog, no LIST" "$TEST_TMP/listing.log" ||
 	fail "the new worker listed again: $(tail -n 3 "$TEST_TMP/listing.log")"
 tcat "$MP/train_0" >"$TEST_TMP/shuffled2" || fail "reading train_0 after the kill failed"
 cmp -s "$TEST_TMP/shuffled" "$TEST_TMP/shuffled2" || fail "train_0 is another shuffle after the kill"

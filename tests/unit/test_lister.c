@@ -24,6 +24,8 @@
 #include "store/store.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -845,22 +847,15 @@ static void saved_path(char *out, size_t len)
 	snprintf(out, len, "%s/%s", saved_dir, name);
 }
 
-static void test_saved_roundtrip(void **state)
+/* back holds what the mixed catalog cat holds, position by position: the
+ * same keys, sizes, times (as kept) and ETags. */
+static void assert_mixed_copy(const struct cache_catalog *cat,
+			      const struct cache_catalog *back)
 {
-	struct cache_catalog *cat = mixed_catalog(9001), *back = NULL;
-	char path[128], a[CACHE_KEY_MAX + 1], b[CACHE_KEY_MAX + 1];
-	const char *why;
-	int64_t at = 0;
+	char a[CACHE_KEY_MAX + 1], b[CACHE_KEY_MAX + 1];
 
-	(void)state;
-	saved_path(path, sizeof(path));
-	assert_int_equal(cache_catalog_save(cat, path, 1000), 0);
-	assert_int_equal(
-	    cache_catalog_load(path, "bkt", "pre/", 1010, 60, &back, &at, &why),
-	    0);
-	assert_int_equal(at, 1000);
-	assert_int_equal(cache_catalog_count(back), 9001);
-	for (size_t pos = 0; pos < 9001; pos++) {
+	assert_int_equal(cache_catalog_count(back), cache_catalog_count(cat));
+	for (size_t pos = 0; pos < cache_catalog_count(cat); pos++) {
 		uint32_t ea = cache_catalog_at(cat, pos);
 		uint32_t eb = cache_catalog_at(back, pos);
 		bool ha, hb;
@@ -879,6 +874,24 @@ static void test_saved_roundtrip(void **state)
 		assert_int_equal(ha, hb);
 		assert_string_equal(a, b);
 	}
+}
+
+static void test_saved_roundtrip(void **state)
+{
+	struct cache_catalog *cat = mixed_catalog(9001), *back = NULL;
+	char path[128];
+	const char *why;
+	int64_t at = 0;
+
+	(void)state;
+	saved_path(path, sizeof(path));
+	assert_int_equal(cache_catalog_save(cat, path, 1000), 0);
+	assert_int_equal(
+	    cache_catalog_load(path, "bkt", "pre/", 1010, 60, &back, &at, &why),
+	    0);
+	assert_int_equal(at, 1000);
+	assert_int_equal(cache_catalog_count(back), 9001);
+	assert_mixed_copy(cat, back);
 	cache_catalog_destroy(back);
 	/* too old, from the future, another bucket or prefix */
 	assert_int_equal(
@@ -952,51 +965,100 @@ static void rewrite_version(const char *path, unsigned version)
 /* A listing written an object at a time, as a stream records the pages it
  * takes, reads back a page at a time: the same objects, in order, the
  * last page marked; a failed or abandoned writer leaves no file. */
-/* A catalog kept in a memfd (what a keeper holds for the next worker):
- * written in place, read back by its /proc path, written again smaller
- * (the old bytes gone), and empty after a writer gave up. */
-static void test_saved_fd(void **state)
+/*
+ * A catalog kept in a memfd as an image (what a keeper holds for the next
+ * worker) maps back in place: the same entries in the same order, and no
+ * heap a key; written again smaller, the old bytes are gone.  An image not
+ * finished, cut short, of another prefix, or a listing file, does not map;
+ * a name offset changed under the mapping reads as an empty name, inside
+ * it; a mapped catalog takes no entries.
+ */
+static void test_image_fd(void **state)
 {
 	struct cache_catalog *big = mixed_catalog(3000),
 			     *small = mixed_catalog(7);
 	struct cache_catalog *back = NULL;
-	struct cache_listing_writer *w = NULL;
-	char path[64];
+	char path[128], key[CACHE_KEY_MAX + 1];
 	const char *why;
 	int64_t at = 0;
 	int fd = memfd_create("test", MFD_CLOEXEC);
+	struct mallinfo2 before, after;
+	uint32_t e;
+	unsigned char magic;
+	uint64_t name_at, huge = UINT64_MAX / 2;
 	struct stat sb;
 
 	(void)state;
 	assert_true(fd >= 0);
-	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
-	assert_int_equal(cache_catalog_save_fd(big, fd, 500), 0);
-	assert_int_equal(cache_catalog_load(path, "bkt", "pre/", 500,
-					    UINT64_MAX, &back, &at, &why),
-			 0);
+	assert_int_equal(cache_catalog_image_save_fd(big, fd, 500), 0);
+	before = mallinfo2();
+	assert_int_equal(
+	    cache_catalog_image_map(fd, "bkt", "pre/", &back, &at, &why), 0);
+	after = mallinfo2();
+	/* the catalog's struct and its names, not a byte a key */
+	assert_true(after.uordblks - before.uordblks < 1024);
+	assert_int_equal(at, 500);
+	assert_mixed_copy(big, back);
+	assert_int_equal(cache_catalog_add(back, "pre/z", NULL, 1, 0, &e),
+			 EROFS);
+	assert_int_equal(cache_catalog_order(back, 0, 1), EROFS);
 	assert_int_equal(cache_catalog_count(back), 3000);
 	cache_catalog_destroy(back);
 	back = NULL;
-	assert_int_equal(cache_catalog_save_fd(small, fd, 600), 0);
-	assert_int_equal(cache_catalog_load(path, "bkt", "pre/", 600,
-					    UINT64_MAX, &back, &at, &why),
-			 0);
-	assert_int_equal(cache_catalog_count(back), 7);
+	assert_int_equal(cache_catalog_image_save_fd(small, fd, 600), 0);
+	assert_int_equal(
+	    cache_catalog_image_map(fd, "bkt", "pre/", &back, &at, &why), 0);
 	assert_int_equal(at, 600);
+	assert_mixed_copy(small, back);
 	cache_catalog_destroy(back);
 	back = NULL;
-	/* a writer that gives up leaves nothing that loads */
+	/* another bucket or prefix */
 	assert_int_equal(
-	    cache_listing_writer_begin_fd(fd, "bkt", "pre/", 700, &w), 0);
-	assert_int_equal(cache_listing_writer_add(w, "pre/a", NULL, 1, 0), 0);
-	cache_listing_writer_abort(w);
+	    cache_catalog_image_map(fd, "bkt", "pre", &back, &at, &why),
+	    EINVAL);
+	assert_non_null(strstr(why, "prefix"));
+	assert_int_equal(
+	    cache_catalog_image_map(fd, "other", "pre/", &back, &at, &why),
+	    EINVAL);
+	assert_null(back);
+	/* a name's offset out of the text: an empty name, no crash */
+	assert_int_equal(
+	    pread(fd, &name_at, 8, 8 + 4 + 4 + 8 + 8 + 8 + 8 * 2 + 8 * 4), 8);
+	assert_int_equal(pwrite(fd, &huge, 8, (off_t)name_at + 8), 8);
+	assert_int_equal(
+	    cache_catalog_image_map(fd, "bkt", "pre/", &back, &at, &why), 0);
+	assert_int_equal(cache_catalog_key(back, 1, key, sizeof(key)), 4);
+	assert_string_equal(key, "pre/");
+	assert_true(cache_catalog_key(back, 0, key, sizeof(key)) > 4);
+	cache_catalog_destroy(back);
+	back = NULL;
+	/* unfinished: no magic yet */
+	assert_int_equal(pread(fd, &magic, 1, 0), 1);
+	assert_int_equal(pwrite(fd, "x", 1, 0), 1);
+	assert_int_equal(
+	    cache_catalog_image_map(fd, "bkt", "pre/", &back, &at, &why),
+	    EINVAL);
+	assert_non_null(strstr(why, "finished"));
+	assert_int_equal(pwrite(fd, &magic, 1, 0), 1);
+	/* cut short */
 	assert_int_equal(fstat(fd, &sb), 0);
-	assert_int_equal(sb.st_size, 0);
-	assert_int_not_equal(cache_catalog_load(path, "bkt", "pre/", 700,
-						UINT64_MAX, &back, &at, &why),
-			     0);
+	assert_int_equal(ftruncate(fd, sb.st_size - 1), 0);
+	assert_int_equal(
+	    cache_catalog_image_map(fd, "bkt", "pre/", &back, &at, &why),
+	    EINVAL);
+	assert_null(back);
+	/* a listing file is not an image (it loads by its path) */
+	saved_path(path, sizeof(path));
+	assert_int_equal(cache_catalog_save(small, path, 700), 0);
+	close(fd);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	assert_true(fd >= 0);
+	assert_int_equal(
+	    cache_catalog_image_map(fd, "bkt", "pre/", &back, &at, &why),
+	    EINVAL);
 	assert_null(back);
 	close(fd);
+	unlink(path);
 	cache_catalog_destroy(big);
 	cache_catalog_destroy(small);
 }
@@ -1578,7 +1640,7 @@ int main(void)
 	    cmocka_unit_test(test_catalog_mtime),
 	    cmocka_unit_test(test_saved_roundtrip),
 	    cmocka_unit_test(test_saved_pages),
-	    cmocka_unit_test(test_saved_fd),
+	    cmocka_unit_test(test_image_fd),
 	    cmocka_unit_test(test_saved_old_version),
 	    cmocka_unit_test(test_saved_corrupt),
 	    cmocka_unit_test(test_split_keys),
