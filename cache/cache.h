@@ -37,6 +37,7 @@
 #include <stdint.h>
 #include <sys/uio.h>
 
+#include "cache/catalog.h"
 #include "store/store.h"
 
 /*
@@ -238,6 +239,41 @@ uint64_t cache_stream_listed_objects(const struct cache_stream *s);
  */
 int cache_stream_list_all(struct cache_stream *s);
 
+/*
+ * Where a listing stream can go on from, for the process that takes over
+ * from this one (the keeper's next worker, fs/keeper.h): the last place
+ * where the stream dropped what its readers had passed (cache_stream_set_
+ * trim), at the start of an object's segments.  The segments and bytes
+ * before it, the objects listed through the one before it, and that
+ * object's key, after which the listing goes on.  Written in place, in
+ * memory another process maps, as a sequence lock: seq is odd while it is
+ * written, so that a point a dying writer left half written is no point.
+ */
+struct cache_resume {
+	uint32_t seq;
+	uint32_t key_len;
+	uint64_t tag; /* the owner's name for the stream; 0: no point */
+	uint64_t index;
+	uint64_t offset;
+	uint64_t listed;
+	char key[CACHE_KEY_MAX + 1];
+};
+/* s (a listing stream, trimmed) writes its points to *at under tag, from
+ * now on. */
+void cache_stream_keep_resume(struct cache_stream *s, struct cache_resume *at,
+			      uint64_t tag);
+/*
+ * A listing stream, before its first page, starts where the point *at
+ * holds for tag says: as if it had listed and then dropped everything
+ * before it (reads before it fail with ESTALE, as in any trimmed
+ * stream), its first page listed after the point's key.  0, or ENOENT
+ * when *at holds no whole point of tag under the stream's prefix (s is
+ * then as it was).  Not with cache_stream_start() (its first page lists
+ * from the start).
+ */
+int cache_stream_resume(struct cache_stream *s, const struct cache_resume *at,
+			uint64_t tag);
+
 /* A stream whose segments its owner adds (want may be NULL). */
 struct cache_stream *cache_stream_create_plan(struct cache *c,
 					      cache_want_fn *want, void *arg);
@@ -385,6 +421,14 @@ struct cache_reader *cache_reader_create(struct cache_stream *s);
 struct cache_reader *cache_reader_create_at(struct cache_stream *s,
 					    uint64_t offset, uint64_t end,
 					    uint64_t window);
+/*
+ * A reader of s whose first read is at offset (or later): placed where
+ * the stream starts, or where a trimmed one starts now when that is not
+ * past offset (the first read then goes there); NULL and ESTALE when the
+ * stream dropped offset, ENOMEM.
+ */
+struct cache_reader *cache_reader_create_before(struct cache_stream *s,
+						uint64_t offset);
 /*
  * A reader of s read at any offset (each object a file): its window starts
  * empty, so a read fetches only the blocks it covers; reads that go on

@@ -108,6 +108,9 @@ struct cache_segment {
 	uint64_t size;		  /* bytes in the stream, > 0 but in marks */
 	uint64_t start;		  /* offset of the first byte in the stream */
 	size_t obj_seq;		  /* object segments before this one */
+	/* a listing's: objects listed through the one this segment frames
+	 * (its ordinal + 1), 0 in a plan */
+	uint64_t item;
 };
 
 enum cache_block_state { BLOCK_FETCHING, BLOCK_READY, BLOCK_FAILED };
@@ -226,6 +229,12 @@ struct cache_stream {
 	uint64_t prefer_max_age;
 	uint64_t prefer_seen_ino, prefer_seen_mtime_ns;
 	char *last_key; /* the last object listed (a page's last) */
+	/* a resumed listing's first page starts after this key (cache_
+	 * stream_resume); where the stream notes where it could go on from
+	 * (cache_stream_keep_resume), under resume_tag */
+	char *start_after;
+	struct cache_resume *resume_at;
+	uint64_t resume_tag;
 	/* non-empty objects listed before the one being framed (their
 	 * ordinal in the listing, for framers that keep a share) */
 	uint64_t listed_objects;

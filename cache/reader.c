@@ -104,6 +104,21 @@ struct cache_reader *cache_reader_create(struct cache_stream *s)
 	return reader_attach(s, 0);
 }
 
+struct cache_reader *cache_reader_create_before(struct cache_stream *s,
+						uint64_t offset)
+{
+	uint64_t from;
+
+	pthread_mutex_lock(&s->cache->lock);
+	from = s->base > 0 ? s->base_offset : 0;
+	pthread_mutex_unlock(&s->cache->lock);
+	if (offset < from) {
+		errno = ESTALE;
+		return NULL;
+	}
+	return reader_attach(s, from); /* (ESTALE if it moved on meanwhile) */
+}
+
 uint64_t cache_reader_window(const struct cache_reader *r)
 {
 	const struct cache *c = r->stream->cache;

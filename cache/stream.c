@@ -27,6 +27,13 @@
  * keep a million segments and the objects they name; a reader that would
  * go back to them (a new reader, a seek backwards) fails with ESTALE, and
  * the owner starts another stream.
+ *
+ * A trimmed listing stream may also note, each time it drops segments,
+ * where a listing could go on from (struct cache_resume, in memory the
+ * keeper's next worker sees): the last object start at or before the cut,
+ * the key of the object before it, the bytes and objects before it.  A
+ * stream made from such a point is a trimmed stream from its first page
+ * on, listed after that key.
  */
 #include "config.h"
 
@@ -189,6 +196,7 @@ void cache_stream_destroy(struct cache_stream *s)
 	cache_listing_writer_abort(s->record); /* (an unfinished listing) */
 	free(s->prefer_path);
 	free(s->last_key);
+	free(s->start_after);
 	pthread_cond_destroy(&s->grown);
 	free(s);
 }
@@ -216,6 +224,8 @@ static struct cache_segment *segment_new(struct cache_stream *s, uint64_t size,
 		return NULL;
 	}
 	seg->size = size;
+	/* (while a listed object is framed, listed_objects is its ordinal) */
+	seg->item = s->bucket ? s->listed_objects + 1 : 0;
 	s->cache->nsegments++;
 	return seg;
 }
@@ -416,6 +426,59 @@ bool cache_stream_trimmed(const struct cache_stream *s)
  * each: in batches */
 #define TRIM_BATCH 256
 
+/* *at written as a point for tag (a sequence lock: seq odd meanwhile). */
+static void resume_write(struct cache_resume *at, uint64_t tag, size_t index,
+			 uint64_t offset, uint64_t listed, const char *key)
+{
+	size_t len = strlen(key);
+	uint32_t seq = __atomic_load_n(&at->seq, __ATOMIC_RELAXED);
+
+	if (len > CACHE_KEY_MAX)
+		return;
+	__atomic_store_n(&at->seq, seq | 1, __ATOMIC_RELAXED);
+	__atomic_thread_fence(__ATOMIC_RELEASE);
+	at->tag = tag;
+	at->index = index;
+	at->offset = offset;
+	at->listed = listed;
+	at->key_len = (uint32_t)len;
+	memcpy(at->key, key, len + 1);
+	__atomic_store_n(&at->seq, (seq | 1) + 1, __ATOMIC_RELEASE);
+}
+
+/*
+ * Before s drops its segments below low (lock held): the last place at or
+ * before low where an object's segments start, written to s->resume_at
+ * with the key of the object before it.  Nothing when the segments from
+ * base to low hold no such place.
+ */
+static void resume_note(struct cache_stream *s, size_t low)
+{
+	for (size_t j = low; j > s->base; j--) {
+		const struct cache_segment *prev = cache_stream_seg(s, j - 1);
+
+		if (j < s->count && cache_stream_seg(s, j)->item == prev->item)
+			continue;
+		/* j starts an object: the one before it is prev's */
+		for (size_t i = j; i-- > s->base;) {
+			const struct cache_segment *seg =
+			    cache_stream_seg(s, i);
+
+			if (seg->item != prev->item)
+				break;
+			if (!seg->obj)
+				continue;
+			resume_write(s->resume_at, s->resume_tag, j,
+				     j < s->count
+					 ? cache_stream_seg(s, j)->start
+					 : s->listed_bytes,
+				     prev->item, seg->obj->key);
+			return;
+		}
+		return;
+	}
+}
+
 void cache_stream_trim(struct cache_stream *s)
 {
 	size_t low = s->count, keep;
@@ -430,6 +493,8 @@ void cache_stream_trim(struct cache_stream *s)
 			low = h->idx;
 	if (low < s->base + TRIM_BATCH)
 		return;
+	if (s->resume_at)
+		resume_note(s, low);
 	s->base_offset =
 	    low < s->count ? cache_stream_seg(s, low)->start : s->listed_bytes;
 	for (size_t i = s->base; i < low; i++)
@@ -535,6 +600,51 @@ int cache_stream_append(struct cache_stream *s, const char *key,
 		s->listed_objects++;
 	pthread_mutex_unlock(&c->lock);
 	return rc;
+}
+
+void cache_stream_keep_resume(struct cache_stream *s, struct cache_resume *at,
+			      uint64_t tag)
+{
+	pthread_mutex_lock(&s->cache->lock);
+	s->resume_at = at;
+	s->resume_tag = tag;
+	pthread_mutex_unlock(&s->cache->lock);
+}
+
+int cache_stream_resume(struct cache_stream *s, const struct cache_resume *at,
+			uint64_t tag)
+{
+	struct cache_resume p;
+	uint32_t seq = __atomic_load_n(&at->seq, __ATOMIC_ACQUIRE);
+	char *after, *last;
+
+	if (seq & 1)
+		return ENOENT;
+	memcpy(&p, at, sizeof(p));
+	__atomic_thread_fence(__ATOMIC_ACQUIRE);
+	if (__atomic_load_n(&at->seq, __ATOMIC_RELAXED) != seq ||
+	    p.tag != tag || tag == 0 || p.key_len > CACHE_KEY_MAX ||
+	    p.key[p.key_len] != '\0' || strlen(p.key) != p.key_len ||
+	    strncmp(p.key, s->prefix, strlen(s->prefix)) != 0 ||
+	    p.offset > (uint64_t)INT64_MAX || p.index > SIZE_MAX / 2)
+		return ENOENT;
+	after = strdup(p.key);
+	last = strdup(p.key);
+	if (!after || !last) {
+		free(after);
+		free(last);
+		return ENOENT;
+	}
+	pthread_mutex_lock(&s->cache->lock);
+	s->base = s->count = (size_t)p.index;
+	s->base_offset = s->listed_bytes = p.offset;
+	s->listed_objects = p.listed;
+	free(s->start_after);
+	s->start_after = after;
+	free(s->last_key);
+	s->last_key = last;
+	pthread_mutex_unlock(&s->cache->lock);
+	return 0;
 }
 
 /* ---- recording a listing ---- */
@@ -827,6 +937,8 @@ void cache_stream_want(struct cache_stream *s, size_t idx)
 		}
 	}
 	req.token = token;
+	if (!token)
+		req.start_after = s->start_after;
 	s->error = 0;
 	s->listing = true; /* no other request meanwhile */
 	pthread_mutex_unlock(&c->lock);

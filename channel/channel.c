@@ -561,12 +561,20 @@ static size_t catalog_items(const struct channel *ch, uint32_t *order,
  * time (with --listing-ttl, while it is young enough).  A listing from S3
  * is recorded there, for the next epoch or mount; with --listing-ttl it
  * goes on from the file once an earlier epoch's recording lands (the next
- * epoch's plan is made before this one's listing is complete).
+ * epoch's plan is made before this one's listing is complete).  The
+ * epoch's shared plan, with the keeper's slots, notes where it could go
+ * on from as it drops what its readers passed, and goes on from where the
+ * last worker's left off when that worker left a point for this epoch
+ * (taken once; a channel whose bytes are its objects' only: gunzip and
+ * conversion start from the first byte).
  */
 static struct epoch_plan *listing_plan_create(struct channel *ch,
-					      struct epoch_plan *p)
+					      struct epoch_plan *p, bool shared)
 {
 	struct cache_listing_file *file = saved_listing_open(ch, p->epoch);
+	struct cache_resume *slot =
+	    shared && ch->resume ? &ch->resume[p->epoch & 1] : NULL;
+	bool resumed = false;
 
 	p->stream = file
 			? cache_stream_create_saved(ch->cache, ch->spec->bucket,
@@ -577,7 +585,26 @@ static struct epoch_plan *listing_plan_create(struct channel *ch,
 		free(p);
 		return NULL;
 	}
-	if (!file)
+	if (slot && channel_unstaged(ch)) {
+		struct cache_resume *had = &ch->inherited[p->epoch & 1], point;
+		uint64_t tag = (uint64_t)p->epoch + 1;
+
+		/* (two readers may make the plan at once: one takes it) */
+		if (__atomic_load_n(&had->tag, __ATOMIC_ACQUIRE) == tag &&
+		    __atomic_exchange_n(&had->tag, 0, __ATOMIC_ACQ_REL) ==
+			tag) {
+			point = *had;
+			point.tag = tag;
+			resumed =
+			    cache_stream_resume(p->stream, &point, tag) == 0;
+		}
+		if (resumed)
+			util_info("channel '%s': epoch %u lists on after %s, "
+				  "where the last worker's readers were",
+				  ch->spec->name, p->epoch, point.key);
+		cache_stream_keep_resume(p->stream, slot, tag);
+	}
+	if (!file && !resumed)
 		saved_listing_record(ch, p->stream);
 	if (!file && ch->conf.listing_ttl)
 		saved_listing_prefer(ch, p->stream);
@@ -587,7 +614,7 @@ static struct epoch_plan *listing_plan_create(struct channel *ch,
 }
 
 /* A plan for epoch, not yet linked (no lock: the order is computed here). */
-struct epoch_plan *plan_create(struct channel *ch, unsigned epoch)
+struct epoch_plan *plan_create(struct channel *ch, unsigned epoch, bool shared)
 {
 	struct epoch_plan *p = calloc(1, sizeof(*p));
 	uint64_t bytes = 0;
@@ -598,7 +625,7 @@ struct epoch_plan *plan_create(struct channel *ch, unsigned epoch)
 	p->ch = ch;
 	p->epoch = epoch;
 	if (ch->mode == MODE_LISTING)
-		return listing_plan_create(ch, p);
+		return listing_plan_create(ch, p, shared);
 	n = ch->catalog ? cache_catalog_count(ch->catalog)
 			: channel_entries_count(ch->entries);
 	p->order = malloc((n ? n : 1) * sizeof(*p->order));
@@ -767,7 +794,7 @@ struct epoch_plan *plan_get(struct channel *ch, unsigned epoch, bool create,
 	if (!p && create) {
 		if (!fresh) {
 			pthread_mutex_unlock(&ch->lock);
-			fresh = plan_create(ch, epoch);
+			fresh = plan_create(ch, epoch, true);
 			if (!fresh)
 				return NULL;
 			pthread_mutex_lock(&ch->lock);
@@ -950,14 +977,22 @@ void channel_destroy(struct channel *ch)
 
 /* ---- readers ---- */
 
+bool channel_unstaged(const struct channel *ch)
+{
+	return ch->spec->compression != CHANNEL_COMPRESSION_GZIP &&
+	       ch->spec->convert.format == CHANNEL_CONVERT_NONE;
+}
+
 /*
  * The reader's stack over its stream, from the stream's start: the one
  * place stages are put together.  The bottom reads the stream (gunzip,
  * which reads several objects at once, or a cache reader); conversion
- * goes on top.  0, ESTALE when the stream dropped its start, or ENOMEM;
- * on failure r->top is what it was.
+ * goes on top.  A stack without stages (channel_unstaged) may begin
+ * where a first read at first_read needs it to.  0, ESTALE when the
+ * stream dropped its start (or first_read), or ENOMEM; on failure r->top
+ * is what it was.
  */
-static int stack_build(struct channel_reader *r)
+static int stack_build(struct channel_reader *r, uint64_t first_read)
 {
 	const struct channel *ch = r->ch;
 	struct channel_stage *bottom;
@@ -971,7 +1006,9 @@ static int stack_build(struct channel_reader *r)
 			: 0,
 		    ch->conf.inflate_threads);
 	else
-		bottom = channel_cache_stage_create(ch->cache, r->stream);
+		bottom = channel_cache_stage_create(
+		    ch->cache, r->stream,
+		    channel_unstaged(ch) ? first_read : 0);
 	if (!bottom)
 		return errno == ESTALE ? ESTALE : ENOMEM;
 	if (ch->spec->convert.format == CHANNEL_CONVERT_NONE) {
@@ -1000,7 +1037,7 @@ static int stack_build(struct channel_reader *r)
  */
 static int reader_restream(struct channel_reader *r)
 {
-	struct epoch_plan *own = plan_create(r->ch, r->epoch);
+	struct epoch_plan *own = plan_create(r->ch, r->epoch, false);
 	struct channel_stage *old = r->top;
 	struct cache_stream *old_stream = r->stream;
 	int rc;
@@ -1008,7 +1045,7 @@ static int reader_restream(struct channel_reader *r)
 	if (!own)
 		return ENOMEM;
 	r->stream = own->stream;
-	rc = stack_build(r);
+	rc = stack_build(r, 0);
 	if (rc) {
 		r->stream = old_stream;
 		plan_destroy(own);
@@ -1020,11 +1057,12 @@ static int reader_restream(struct channel_reader *r)
 	return 0;
 }
 
-/* The reader's stack from its stream's start, over a stream of its own
- * when the epoch's dropped its start.  0 or an errno. */
-static int stack_open(struct channel_reader *r)
+/* The reader's stack from its stream's start (or for a first read at
+ * first_read), over a stream of its own when the epoch's dropped that.
+ * 0 or an errno. */
+static int stack_open(struct channel_reader *r, uint64_t first_read)
 {
-	int rc = stack_build(r);
+	int rc = stack_build(r, first_read);
 
 	return rc == ESTALE ? reader_restream(r) : rc;
 }
@@ -1053,7 +1091,7 @@ static int stack_seek(struct channel_reader *r, uint64_t offset)
 	int rc;
 
 	stack_close(r);
-	rc = stack_open(r);
+	rc = stack_open(r, 0);
 	if (rc) {
 		/* no stages, no raw bytes either: reads fail from here */
 		stack_close(r);
@@ -1075,7 +1113,8 @@ static int stack_seek(struct channel_reader *r, uint64_t offset)
 	return rc == EINVAL ? 0 : rc;
 }
 
-struct channel_reader *channel_reader_open(struct channel *ch, unsigned epoch)
+struct channel_reader *channel_reader_open_at(struct channel *ch,
+					      unsigned epoch, uint64_t offset)
 {
 	struct channel_reader *r = calloc(1, sizeof(*r));
 
@@ -1093,7 +1132,7 @@ struct channel_reader *channel_reader_open(struct channel *ch, unsigned epoch)
 		goto nomem;
 	r->stream = r->plan->stream;
 	snprintf(r->label, sizeof(r->label), "channel '%s'", ch->spec->name);
-	if (stack_open(r))
+	if (stack_open(r, offset))
 		goto nomem;
 	return r;
 
@@ -1101,6 +1140,11 @@ nomem:
 	channel_reader_close(r);
 	errno = ENOMEM;
 	return NULL;
+}
+
+struct channel_reader *channel_reader_open(struct channel *ch, unsigned epoch)
+{
+	return channel_reader_open_at(ch, epoch, 0);
 }
 
 void channel_reader_close(struct channel_reader *r)

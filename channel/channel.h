@@ -463,9 +463,22 @@ struct channel_view {
  * before channel_start(); fd stays the caller's.
  */
 void channel_set_handover(struct channel *ch, int fd);
+/*
+ * Two points (struct cache_resume, in memory the keeper holds) where a
+ * key-order epoch's listing can go on from, for a worker that takes over
+ * a reader deep in an epoch: it lists on from there, not from the start.
+ * The points there now (a worker before this one) are taken once each;
+ * the channel's epochs write theirs.  Call before channel_start().
+ */
+void channel_set_resume(struct channel *ch, struct cache_resume *slots);
 
 /* A sequential reader of one epoch.  NULL and errno on failure. */
 struct channel_reader *channel_reader_open(struct channel *ch, unsigned epoch);
+/* The same, its first read at offset (a reader another worker had): a
+ * channel whose bytes are its objects' (no gzip, no conversion) starts
+ * there without reading what comes before. */
+struct channel_reader *channel_reader_open_at(struct channel *ch,
+					      unsigned epoch, uint64_t offset);
 void channel_reader_close(struct channel_reader *r);
 /* The offset the next sequential read starts at. */
 uint64_t channel_reader_position(struct channel_reader *r);

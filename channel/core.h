@@ -52,6 +52,12 @@ struct channel {
 	int handover_fd; /* where the listed catalog is kept for the next
 			    worker (channel_set_handover), or -1 */
 	pthread_t handover_writer; /* handover_store()'s, while joinable */
+	/* where a key-order epoch's listing can go on from, two slots (an
+	 * epoch's parity) in memory the keeper holds (channel_set_resume),
+	 * and the points a worker before this one left there, taken at
+	 * most once each */
+	struct cache_resume *resume;
+	struct cache_resume inherited[2];
 	bool handover_writing;
 	pthread_mutex_t lock;	  /* see the top of the file */
 	struct epoch_plan *plans; /* newest epoch first */
@@ -64,10 +70,16 @@ struct channel {
 	bool any_opened, any_prefetched;
 };
 
+/* Whether the channel's bytes are its objects' (no gunzip, no
+ * conversion): a reader may start anywhere. */
+bool channel_unstaged(const struct channel *ch);
+
 /* ---- channel.c: plans ---- */
 
-/* A plan for epoch, not yet linked (no lock).  NULL on ENOMEM. */
-struct epoch_plan *plan_create(struct channel *ch, unsigned epoch);
+/* A plan for epoch, not yet linked (no lock).  NULL on ENOMEM.  The
+ * epoch's own plan (shared: the one readers share, not one a reader makes
+ * for itself) may go on from where the last worker's was. */
+struct epoch_plan *plan_create(struct channel *ch, unsigned epoch, bool shared);
 void plan_destroy(struct epoch_plan *p); /* NULL is fine */
 /* The plan of epoch with a reader counted (no lock held): the one there
  * is, else fresh (made when NULL) when create says so.  NULL when there

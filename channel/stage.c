@@ -120,7 +120,8 @@ static const struct channel_stage_ops cache_stage_ops = {
 };
 
 struct channel_stage *channel_cache_stage_create(struct cache *c,
-						 struct cache_stream *s)
+						 struct cache_stream *s,
+						 uint64_t first_read)
 {
 	struct cache_stage *cs = calloc(1, sizeof(*cs));
 	int rc;
@@ -129,7 +130,7 @@ struct channel_stage *channel_cache_stage_create(struct cache *c,
 		errno = ENOMEM;
 		return NULL;
 	}
-	cs->reader = cache_reader_create(s);
+	cs->reader = cache_reader_create_before(s, first_read);
 	if (!cs->reader) {
 		rc = errno;
 		free(cs);

@@ -67,11 +67,13 @@ void channel_stack_destroy(struct channel_stage *top);
 
 /*
  * The bottom stage that reads stream s through cache c: a cache reader
- * from the stream's start.  NULL and errno (ESTALE: s dropped its first
- * segments already; ENOMEM).
+ * whose first read is at first_read (0: the stream's start;
+ * cache_reader_create_before()).  NULL and errno (ESTALE: s dropped that
+ * already; ENOMEM).
  */
 struct channel_stage *channel_cache_stage_create(struct cache *c,
-						 struct cache_stream *s);
+						 struct cache_stream *s,
+						 uint64_t first_read);
 /* Whether st is a cache stage (whose bytes are the stream's own). */
 bool channel_stage_is_cache(const struct channel_stage *st);
 

@@ -52,15 +52,17 @@ static int start_error(struct channel *ch, const struct store_error *serr,
 }
 
 /* Epoch 0's listing, its first page asked for now: the check that the
- * bucket answers. */
+ * bucket answers (not when it goes on from where the last worker's
+ * readers were: that worker checked). */
 static int start_listing(struct channel *ch, char *err, size_t errlen)
 {
-	struct epoch_plan *p = plan_create(ch, 0);
+	struct epoch_plan *p = plan_create(ch, 0, true);
 	struct store_error serr;
 
 	if (!p)
 		return util_fail(err, errlen, EINVAL, "out of memory");
-	if (cache_stream_start(p->stream, &serr)) {
+	if (!cache_stream_trimmed(p->stream) &&
+	    cache_stream_start(p->stream, &serr)) {
 		plan_destroy(p);
 		return start_error(ch, &serr, ch->spec->bucket, err, errlen);
 	}
@@ -222,6 +224,14 @@ static void saved_listing_store(const struct channel *ch)
 void channel_set_handover(struct channel *ch, int fd)
 {
 	ch->handover_fd = fd;
+}
+
+void channel_set_resume(struct channel *ch, struct cache_resume *slots)
+{
+	ch->resume = slots;
+	/* the last worker's points, as it left them (it is gone: nobody
+	 * writes them meanwhile) */
+	memcpy(ch->inherited, slots, sizeof(ch->inherited));
 }
 
 /*
@@ -676,7 +686,7 @@ int channel_start(struct channel *ch, char *err, size_t errlen)
 		rc = load_manifest(ch, err, errlen);
 	if (rc)
 		return rc;
-	p = plan_create(ch, 0);
+	p = plan_create(ch, 0, true);
 	if (!p)
 		return util_fail(err, errlen, EINVAL, "out of memory");
 	rc = check_first_object(ch, p, err, errlen);

@@ -165,6 +165,7 @@ static void build_stack(struct fs_options *o, struct fs_state *st,
 			die("out of memory");
 		/* a listing made once is kept for the workers after this one */
 		channel_set_handover(ch->channel, shared->catalog_fd[i]);
+		channel_set_resume(ch->channel, shared->resume[i]);
 		if (channel_start(ch->channel, err, sizeof(err)))
 			die("%s", err);
 		if (channel_tree(ch->channel))

@@ -803,18 +803,22 @@ static void tree_read(fuse_req_t req, struct fs_handle *h, size_t size,
 
 /* A Pipe channel's epoch file's handle, its own reader: NULL and
  * errno. */
+/* A handle on an epoch file whose first read is at offset. */
 static struct fs_handle *pipe_handle(struct fs_state *st, unsigned ch,
-				     unsigned epoch)
+				     unsigned epoch, uint64_t offset)
 {
 	errno = 0;
-	return handle_new(st, ch, epoch,
-			  channel_reader_open(st->channels[ch].channel, epoch),
-			  NULL);
+	return handle_new(
+	    st, ch, epoch,
+	    channel_reader_open_at(st->channels[ch].channel, epoch, offset),
+	    NULL);
 }
 
-/* A handle for ino as open would make it, for another worker's handle:
- * NULL and errno when ino names nothing that can be open now. */
-static void *handle_rebuild(struct fs_state *st, fuse_ino_t ino, bool *snapshot)
+/* A handle for ino as open would make it, for another worker's handle
+ * whose next read is at offset: NULL and errno when ino names nothing
+ * that can be open now. */
+static void *handle_rebuild(struct fs_state *st, fuse_ino_t ino,
+			    uint64_t offset, bool *snapshot)
 {
 	struct fs_handle *h;
 	unsigned ch, epoch;
@@ -831,7 +835,7 @@ static void *handle_rebuild(struct fs_state *st, fuse_ino_t ino, bool *snapshot)
 		errno = ENOENT;
 		return NULL;
 	}
-	h = pipe_handle(st, ch, epoch);
+	h = pipe_handle(st, ch, epoch, offset);
 	if (h)
 		h->adopted = true;
 	return h;
@@ -851,12 +855,13 @@ static void handle_drop(struct fs_state *st, void *handle, bool snapshot)
 /*
  * What fh names (an fs_handle, or an fs_snapshot for the stats and the
  * order files): this worker's own, or one another worker made, as this
- * worker rebuilt it from ino (with rebuild, when not done yet).  Without
- * rebuild (a release) an adopted handle is forgotten and returned for the
- * caller to close.  NULL and errno when there is none.
+ * worker rebuilt it from ino (with rebuild, when not done yet, for a read
+ * at offset).  Without rebuild (a release) an adopted handle is forgotten
+ * and returned for the caller to close.  NULL and errno when there is
+ * none.
  */
 static void *fh_pointer(struct fs_state *st, fuse_ino_t ino, uint64_t fh,
-			bool rebuild)
+			bool rebuild, uint64_t offset)
 {
 	struct fs_adopted **pp, *a = NULL;
 	void *handle;
@@ -881,7 +886,7 @@ static void *fh_pointer(struct fs_state *st, fuse_ino_t ino, uint64_t fh,
 		errno = ENOENT;
 		return NULL;
 	}
-	handle = handle_rebuild(st, ino, &snapshot);
+	handle = handle_rebuild(st, ino, offset, &snapshot);
 	a = handle ? malloc(sizeof(*a)) : NULL;
 	if (!a) {
 		int err = handle ? ENOMEM : errno;
@@ -902,7 +907,7 @@ static void *fh_pointer(struct fs_state *st, fuse_ino_t ino, uint64_t fh,
 		pthread_mutex_unlock(&st->lock);
 		handle_drop(st, handle, snapshot);
 		free(a);
-		return fh_pointer(st, ino, fh, true);
+		return fh_pointer(st, ino, fh, true, offset);
 	}
 	a->next = st->adopted;
 	st->adopted = a;
@@ -960,7 +965,7 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		fuse_reply_err(req, ENOENT);
 		return;
 	}
-	h = pipe_handle(st, ch, epoch);
+	h = pipe_handle(st, ch, epoch, 0);
 	if (!h) {
 		fuse_reply_err(req, errno);
 		return;
@@ -1004,7 +1009,7 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		    struct fuse_file_info *fi)
 {
 	struct fs_state *st = state_of(req);
-	void *p = fh_pointer(st, ino, fi->fh, true);
+	void *p = fh_pointer(st, ino, fi->fh, true, (uint64_t)off);
 	struct fs_handle *h = p;
 	struct channel_view view;
 	char msg[128];
@@ -1059,7 +1064,7 @@ static void op_release(fuse_req_t req, fuse_ino_t ino,
 		       struct fuse_file_info *fi)
 {
 	struct fs_state *st = state_of(req);
-	void *p = fh_pointer(st, ino, fi->fh, false);
+	void *p = fh_pointer(st, ino, fi->fh, false, 0);
 	struct fs_handle *h = p;
 	struct fs_channel *chan;
 	unsigned ch, epoch;

@@ -10,7 +10,13 @@
 # worker killed during the mount's listing is started again; FastFile
 # readers doing random reads see no error and no wrong byte across a
 # kill; a worker that dies five times within 60 s gives the mount up: the
-# reader holding a file gets an error, and nothing is left behind.
+# reader holding a file gets an error, and nothing is left behind.  A
+# key-order reader deep in an epoch of small objects (a synthetic bucket
+# of the test server, 100 keys a LIST page) goes on across a kill with
+# the bytes of an epoch read with no kill, the new worker listing on from
+# where the readers were: fewer LIST requests than the rest of the epoch
+# would take from its start.
+S3_SERVER_ARGS=(--synthetic "deep=3000" --synthetic-size 500:900 --synthetic-page-keys 100)
 . "$(cd "$(dirname "$0")/.." && pwd)/lib.sh"
 require_fuse
 require_cmd python3
@@ -211,6 +217,33 @@ for r in 1 2 3 4 5 6 7 8; do
 	assert_eq 0 "$(tail -n 1 "$TEST_TMP/random.$r")" "wrong reads of FastFile reader $r"
 done
 assert_eq 1 "$(stats_of "$MP" 's.worker.restarts')" "FastFile restarts"
+unmount "$MP"
+
+# ---- deep in a key-order epoch of small objects: the listing goes on ----
+synth_lists() { s3_curl -sS -f "$S3_URL/__synthetic/stats" | json_eval 's.lists'; }
+MP=$(new_mountpoint deep)
+mount_ok --endpoint-url "$S3_URL" --pid-file "$TEST_TMP/pid.deep" --cache-size 8M --part-size 1M \
+	train=s3://deep/data/ "$MP"
+KEEPER=$(cat "$TEST_TMP/pid.deep")
+# about 2,000 of the 3,000 objects (700 bytes on average) read, then the kill
+python3 "$TEST_TMP/reader.py" "$MP/train_0" "$TEST_TMP/deep0" 1400000 "$TEST_TMP/deep" &
+reader=$!
+track_pid "$reader"
+wait_until 30 test -e "$TEST_TMP/deep.at" || fail "the deep reader did not reach its mark"
+W1=$(worker_of "$KEEPER")
+before=$(synth_lists)
+kill -KILL "$W1"
+wait_pids_gone 10 "$W1" || fail "worker $W1 survived SIGKILL"
+touch "$TEST_TMP/deep.go1400000"
+wait "$reader" || fail "the deep reader of train_0 failed across a kill"
+after=$(synth_lists)
+wait_until 10 test -e "$MP/train_1" || fail "train_1 did not appear after the deep train_0"
+tcat "$MP/train_1" >"$TEST_TMP/deep1" || fail "reading the deep train_1 failed"
+assert_file_eq "$TEST_TMP/deep1" "$TEST_TMP/deep0" "the deep train_0 across a kill against train_1"
+# from the start the rest would take 30 pages; from where the reader was
+# (at most a trim batch, 256 objects, and a page behind) about 13
+[ $((after - before)) -lt 20 ] ||
+	fail "the new worker listed the deep epoch from its start: $((after - before)) LIST requests"
 unmount "$MP"
 
 # ---- a crash loop gives the mount up ----

@@ -2078,6 +2078,122 @@ static void test_framer_take_page(void **state)
 	cache_destroy(c);
 }
 
+/* ---- where a listing goes on from ---- */
+
+/*
+ * A framed listing stream that keeps resume points writes one each time
+ * it drops what a hold passed: at the last object start at or before the
+ * hold, with the key of the object before it and the objects listed
+ * through that one.  A new stream goes on from the point (trimmed up to
+ * it, its first page listed after the key); a point half written, of
+ * another tag or outside the prefix is none.
+ */
+static void test_resume_point(void **state)
+{
+	struct cache *c = new_cache(64 * MIB, MIB);
+	struct framer f = {0};
+	struct cache_stream *s = cache_stream_create(c, "b", "p/"), *s2;
+	struct cache_resume slot, copy;
+	struct store_list_page page;
+	struct cache_reader *r;
+	struct cache_hold *h;
+	char key[32];
+
+	(void)state;
+	memset(&slot, 0, sizeof(slot));
+	assert_non_null(s);
+	cache_stream_set_framer(s, frame3, &f);
+	cache_stream_set_trim(s);
+	cache_stream_keep_resume(s, &slot, 7);
+	/* 700 objects of 5 bytes (and empty ones, which frame nothing and
+	 * count for nothing): 9 bytes and 3 segments each */
+	for (int pg = 0; pg < 7; pg++) {
+		page_init(&page, 101, true, "t");
+		for (int i = 0; i < 100; i++) {
+			snprintf(key, sizeof(key), "p/%04d", pg * 100 + i);
+			page_add(&page, key, NULL, 5);
+		}
+		snprintf(key, sizeof(key), "p/%04d-empty", pg * 100 + 99);
+		page_add(&page, key, NULL, 0);
+		assert_int_equal(take(s, &page), 0);
+		store_list_page_clear(&page);
+	}
+	assert_int_equal(s->count, 2100);
+	h = cache_hold_create(s, 0);
+	assert_non_null(h);
+	/* segment 1000 is object 333's: the point is its header, 999 */
+	cache_hold_move(h, 1000);
+	pthread_mutex_lock(&c->lock);
+	cache_stream_trim(s);
+	pthread_mutex_unlock(&c->lock);
+	assert_int_equal(s->base, 1000);
+	assert_int_equal(slot.seq % 2, 0);
+	assert_true(slot.seq > 0);
+	assert_int_equal(slot.tag, 7);
+	assert_int_equal(slot.index, 999);
+	assert_int_equal(slot.offset, 333 * 9);
+	assert_int_equal(slot.listed, 333);
+	assert_string_equal(slot.key, "p/0332");
+	assert_int_equal(slot.key_len, 6);
+	/* at an object's start itself, past the empty one after 499 */
+	cache_hold_move(h, 1500);
+	pthread_mutex_lock(&c->lock);
+	cache_stream_trim(s);
+	pthread_mutex_unlock(&c->lock);
+	assert_int_equal(slot.index, 1500);
+	assert_int_equal(slot.offset, 500 * 9);
+	assert_int_equal(slot.listed, 500);
+	assert_string_equal(slot.key, "p/0499");
+	cache_hold_release(h);
+	cache_stream_destroy(s);
+
+	/* none: half written, another tag, outside the prefix */
+	s2 = cache_stream_create(c, "b", "p/");
+	assert_non_null(s2);
+	copy = slot;
+	copy.seq |= 1;
+	assert_int_equal(cache_stream_resume(s2, &copy, 7), ENOENT);
+	assert_int_equal(cache_stream_resume(s2, &slot, 8), ENOENT);
+	copy = slot;
+	memcpy(copy.key, "q/0499", 7);
+	assert_int_equal(cache_stream_resume(s2, &copy, 7), ENOENT);
+	assert_int_equal(s2->base, 0);
+	/* the point: trimmed up to it, listed on after its key */
+	assert_int_equal(cache_stream_resume(s2, &slot, 7), 0);
+	assert_int_equal(s2->base, 1500);
+	assert_int_equal(s2->count, 1500);
+	assert_int_equal(s2->listed_bytes, 4500);
+	assert_int_equal(s2->listed_objects, 500);
+	assert_true(cache_stream_trimmed(s2));
+	errno = 0;
+	assert_null(cache_reader_create_before(s2, 4499));
+	assert_int_equal(errno, ESTALE);
+	r = cache_reader_create_before(s2, 4600);
+	assert_non_null(r);
+	assert_int_equal(cache_reader_position(r), 4500);
+	pthread_mutex_lock(&c->lock);
+	cache_stream_want(s2, s2->count);
+	pthread_mutex_unlock(&c->lock);
+	assert_int_equal(test_store_wait_made(store, TEST_LIST, 1), 0);
+	assert_string_equal(store->lists[0].start_after, "p/0499");
+	assert_string_equal(store->lists[0].token, "");
+	/* its first page lands after the point */
+	page_init(&page, 1, false, NULL);
+	page_add(&page, "p/0500", NULL, 5);
+	store->lists[0].finished = true;
+	store->lists[0].done(store->lists[0].arg, &page, NULL);
+	store_list_page_clear(&page);
+	pthread_mutex_lock(&c->lock);
+	assert_int_equal(cache_stream_wait(s2, 1500), 0);
+	assert_int_equal(cache_stream_seg(s2, 1500)->start, 4500);
+	assert_string_equal(cache_stream_seg(s2, 1500)->obj->key, "p/0500");
+	pthread_mutex_unlock(&c->lock);
+	store->nlists = 0;
+	cache_reader_destroy(r);
+	cache_stream_destroy(s2);
+	cache_destroy(c);
+}
+
 /* ---- listing everything ---- */
 
 struct list_all_job {
@@ -2220,6 +2336,7 @@ int main(void)
 	    TEST(test_plan_reader_woken),
 	    TEST(test_want_adds_first_read),
 	    TEST(test_framer_take_page),
+	    TEST(test_resume_point),
 	    TEST(test_list_all),
 	};
 
