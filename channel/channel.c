@@ -618,6 +618,7 @@ struct epoch_plan *plan_create(struct channel *ch, unsigned epoch, bool shared)
 {
 	struct epoch_plan *p = calloc(1, sizeof(*p));
 	uint64_t bytes = 0;
+	bool kept = false;
 	size_t n;
 
 	if (!p)
@@ -636,7 +637,9 @@ struct epoch_plan *plan_create(struct channel *ch, unsigned epoch, bool shared)
 		free(p);
 		return NULL;
 	}
-	if (ch->catalog) {
+	if (ch->catalog && shared && plan_order_take(ch, p, &bytes)) {
+		kept = true; /* the last worker's: this host's share, sized */
+	} else if (ch->catalog) {
 		n = catalog_items(ch, p->order, &bytes);
 		channel_shuffle(p->order, n, ch->spec->shuffle, ch->spec->seed,
 				epoch);
@@ -644,10 +647,11 @@ struct epoch_plan *plan_create(struct channel *ch, unsigned epoch, bool shared)
 		channel_order(p->order, n, ch->spec->shuffle, ch->spec->seed,
 			      epoch);
 	}
-	p->n = ch->spec->distribution == CHANNEL_SHARDED_BY_S3_KEY
-		   ? channel_shard(p->order, n, &ch->host)
-		   : n;
-	if (ch->catalog && p->n < n) {
+	if (!kept)
+		p->n = ch->spec->distribution == CHANNEL_SHARDED_BY_S3_KEY
+			   ? channel_shard(p->order, n, &ch->host)
+			   : n;
+	if (!kept && ch->catalog && p->n < n) {
 		/* this host's share: its own sizes */
 		bytes = 0;
 		for (size_t i = 0; i < p->n; i++)
@@ -660,6 +664,8 @@ struct epoch_plan *plan_create(struct channel *ch, unsigned epoch, bool shared)
 	 * listing's sizes add up past what a stream holds) */
 	if (ch->catalog && bytes != UINT64_MAX)
 		cache_stream_set_size(p->stream, bytes);
+	if (!kept && ch->catalog && shared)
+		plan_order_keep(ch, p, bytes);
 	/* its segments can be made again from the catalog or the entries:
 	 * the ones every reader passed go, so that reading an epoch does not
 	 * keep a record of each object */
@@ -847,6 +853,7 @@ struct channel *channel_create(const struct channel_spec *spec,
 		ch->conf.resolve_ahead = RESOLVE_AHEAD;
 	ch->cache = cache;
 	ch->handover_fd = -1;
+	ch->order_fd = -1;
 	/* in key order, an epoch (this host's share of it) streams as the
 	 * listing goes: no need for every key first */
 	ch->mode = spec->data_type == CHANNEL_S3_PREFIX && !spec->shuffle

@@ -456,13 +456,15 @@ struct channel_view {
 };
 
 /*
- * A descriptor (a memfd that the mount's keeper holds, fs/keeper.h) where
- * a catalog listed whole (a shuffle, a FastFile tree) is written once
- * listed, and read back at channel_start() instead of listing when it
- * holds one: a worker that replaces another starts without a LIST.  Call
- * before channel_start(); fd stays the caller's.
+ * Descriptors (memfds that the mount's keeper holds, fs/keeper.h): fd,
+ * where a catalog listed whole (a shuffle, a FastFile tree) is written
+ * once listed, and read back at channel_start() instead of listing when
+ * it holds one (a worker that replaces another starts without a LIST);
+ * order_fd, where each shuffled epoch's order is kept, and taken by the
+ * next worker instead of shuffling again.  Either may be -1.  Call before
+ * channel_start(); they stay the caller's.
  */
-void channel_set_handover(struct channel *ch, int fd);
+void channel_set_handover(struct channel *ch, int fd, int order_fd);
 /*
  * Two points (struct cache_resume, in memory the keeper holds) where a
  * key-order epoch's listing can go on from, for a worker that takes over

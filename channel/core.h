@@ -58,6 +58,12 @@ struct channel {
 	 * most once each */
 	struct cache_resume *resume;
 	struct cache_resume inherited[2];
+	/* where a shuffled epoch's order is kept for the next worker (a
+	 * memfd the keeper holds, two slots by the epoch's parity), or -1;
+	 * the epochs (+ 1) whose orders the last worker left there, taken
+	 * once each (0: none) */
+	int order_fd;
+	uint32_t order_pending[2];
 	bool handover_writing;
 	pthread_mutex_t lock;	  /* see the top of the file */
 	struct epoch_plan *plans; /* newest epoch first */
@@ -87,6 +93,21 @@ void plan_destroy(struct epoch_plan *p); /* NULL is fine */
 struct epoch_plan *plan_get(struct channel *ch, unsigned epoch, bool create,
 			    struct epoch_plan *fresh);
 void plan_put(struct channel *ch, struct epoch_plan *p);
+
+/* ---- start.c: epoch orders kept for the next worker ---- */
+
+/*
+ * The order (this host's share) and the byte count of p's epoch from what
+ * the last worker kept, into p->order (room for the catalog's entries)
+ * and p->n: true when had.  Only with the catalog that worker listed (the
+ * keeper's image), and once an epoch.
+ */
+bool plan_order_take(struct channel *ch, struct epoch_plan *p, uint64_t *bytes);
+/* p's order and byte count (UINT64_MAX: unknown) kept for the next
+ * worker, unless the last worker's order for an epoch of the same parity
+ * is still to be taken. */
+void plan_order_keep(struct channel *ch, const struct epoch_plan *p,
+		     uint64_t bytes);
 
 /* ---- start.c: listings kept beside the disk tier (--cache-dir) ---- */
 

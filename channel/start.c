@@ -29,6 +29,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "cache/catalog.h"
 #include "cache/lister.h"
@@ -221,9 +222,10 @@ static void saved_listing_store(const struct channel *ch)
 	free(path);
 }
 
-void channel_set_handover(struct channel *ch, int fd)
+void channel_set_handover(struct channel *ch, int fd, int order_fd)
 {
 	ch->handover_fd = fd;
+	ch->order_fd = order_fd;
 }
 
 void channel_set_resume(struct channel *ch, struct cache_resume *slots)
@@ -232,6 +234,112 @@ void channel_set_resume(struct channel *ch, struct cache_resume *slots)
 	/* the last worker's points, as it left them (it is gone: nobody
 	 * writes them meanwhile) */
 	memcpy(ch->inherited, slots, sizeof(ch->inherited));
+}
+
+/* ---- epoch orders kept for the next worker ---- */
+
+/*
+ * The order memfd holds two slots, one an epoch's parity, each a head and
+ * the order's entry numbers (4 bytes each, room for the catalog's count),
+ * at page-aligned offsets.  A slot is made invalid (magic 0) before it is
+ * written and valid last, so that a worker dying meanwhile leaves none.
+ */
+#define ORDER_MAGIC 0x5333504fu /* "S3PO" */
+
+struct order_head {
+	uint32_t magic;
+	uint32_t epoch; /* + 1 */
+	uint64_t count; /* the catalog's entries */
+	uint64_t n;	/* the order's */
+	uint64_t bytes; /* the epoch's size; UINT64_MAX: unknown */
+};
+
+static off_t order_slot(const struct channel *ch, unsigned epoch)
+{
+	uint64_t slot = sizeof(struct order_head) +
+			(uint64_t)cache_catalog_count(ch->catalog) * 4;
+
+	slot = (slot + 4095) & ~(uint64_t)4095;
+	return (off_t)((epoch & 1) * slot);
+}
+
+static bool order_head_read(const struct channel *ch, unsigned slot,
+			    struct order_head *h)
+{
+	return pread(ch->order_fd, h, sizeof(*h), order_slot(ch, slot)) ==
+		   (ssize_t)sizeof(*h) &&
+	       h->magic == ORDER_MAGIC &&
+	       h->count == cache_catalog_count(ch->catalog) && h->n <= h->count;
+}
+
+/* The orders the last worker kept for this catalog (it came from the
+ * keeper: the same entries), to be taken once each. */
+static void orders_inherit(struct channel *ch)
+{
+	struct order_head h;
+
+	for (unsigned k = 0; k < 2 && ch->order_fd >= 0; k++)
+		ch->order_pending[k] =
+		    order_head_read(ch, k, &h) && (h.epoch & 1) == ((k + 1) & 1)
+			? h.epoch
+			: 0;
+}
+
+bool plan_order_take(struct channel *ch, struct epoch_plan *p, uint64_t *bytes)
+{
+	uint32_t tag = p->epoch + 1,
+		 *pending = &ch->order_pending[p->epoch & 1];
+	size_t count = cache_catalog_count(ch->catalog);
+	struct order_head h;
+	ssize_t want;
+
+	/* (two readers may make the plan at once: one takes it) */
+	if (ch->order_fd < 0 ||
+	    __atomic_load_n(pending, __ATOMIC_ACQUIRE) != tag ||
+	    __atomic_exchange_n(pending, 0, __ATOMIC_ACQ_REL) != tag ||
+	    !order_head_read(ch, p->epoch, &h) || h.epoch != tag)
+		return false;
+	want = (ssize_t)(h.n * sizeof(*p->order));
+	if (pread(ch->order_fd, p->order, (size_t)want,
+		  order_slot(ch, p->epoch) + (off_t)sizeof(h)) != want)
+		return false;
+	for (size_t i = 0; i < h.n; i++)
+		if (p->order[i] >= count)
+			return false; /* (not what a worker wrote) */
+	p->n = (size_t)h.n;
+	*bytes = h.bytes;
+	util_info("channel '%s': epoch %u's order of %zu entries from the "
+		  "last worker",
+		  ch->spec->name, p->epoch, p->n);
+	return true;
+}
+
+void plan_order_keep(struct channel *ch, const struct epoch_plan *p,
+		     uint64_t bytes)
+{
+	struct order_head h = {
+	    .magic = 0,
+	    .epoch = p->epoch + 1,
+	    .count = cache_catalog_count(ch->catalog),
+	    .n = p->n,
+	    .bytes = bytes,
+	};
+	off_t at = order_slot(ch, p->epoch);
+	ssize_t want = (ssize_t)(p->n * sizeof(*p->order));
+
+	/* the last worker's order for an epoch of this parity, not taken
+	 * yet, stays */
+	if (ch->order_fd < 0 ||
+	    __atomic_load_n(&ch->order_pending[p->epoch & 1],
+			    __ATOMIC_ACQUIRE) != 0)
+		return;
+	if (pwrite(ch->order_fd, &h, sizeof(h), at) != (ssize_t)sizeof(h) ||
+	    pwrite(ch->order_fd, p->order, (size_t)want,
+		   at + (off_t)sizeof(h)) != want)
+		return;
+	h.magic = ORDER_MAGIC;
+	if (pwrite(ch->order_fd, &h, sizeof(h), at) != (ssize_t)sizeof(h))
+		return; /* (left invalid) */
 }
 
 /*
@@ -259,6 +367,7 @@ static bool handover_load(struct channel *ch)
 		util_info("channel '%s': %zu keys mapped from the last "
 			  "worker's catalog, no LIST",
 			  ch->spec->name, cache_catalog_count(ch->catalog));
+		orders_inherit(ch);
 		return true;
 	}
 	snprintf(path, sizeof(path), "/proc/self/fd/%d", ch->handover_fd);
@@ -274,6 +383,7 @@ static bool handover_load(struct channel *ch)
 	util_info("channel '%s': %zu keys from the last worker's listing, "
 		  "no LIST",
 		  ch->spec->name, cache_catalog_count(ch->catalog));
+	orders_inherit(ch);
 	return true;
 }
 

@@ -111,11 +111,16 @@ static struct keeper_shared *shared_create(const struct fs_options *o, int *fd)
 	s->size = sizeof(*s);
 	s->nchannels = o->nchannels;
 	s->generation = 1;
-	for (unsigned i = 0; i < FS_MAX_CHANNELS; i++)
+	for (unsigned i = 0; i < FS_MAX_CHANNELS; i++) {
 		s->catalog_fd[i] =
 		    i < o->nchannels
 			? memfd_create("s3pipe-catalog", MFD_CLOEXEC)
 			: -1;
+		s->order_fd[i] =
+		    i < o->nchannels
+			? memfd_create("s3pipe-orders", MFD_CLOEXEC)
+			: -1;
+	}
 	if (!realpath(o->mountpoint, s->mountpoint))
 		snprintf(s->mountpoint, sizeof(s->mountpoint), "%s",
 			 o->mountpoint);
@@ -163,8 +168,13 @@ static int worker_spawn(struct keeper *k, const char *binary, pid_t *pid,
 		fcntl(k->shared_fd, F_SETFD, 0);
 		fcntl(sv[1], F_SETFD, 0);
 		for (unsigned i = 0; i < k->shared->nchannels; i++)
-			if (k->shared->catalog_fd[i] >= 0)
-				fcntl(k->shared->catalog_fd[i], F_SETFD, 0);
+			for (int j = 0; j < 2; j++) {
+				int fd = j ? k->shared->order_fd[i]
+					   : k->shared->catalog_fd[i];
+
+				if (fd >= 0)
+					fcntl(fd, F_SETFD, 0);
+			}
 		snprintf(env, sizeof(env), "%d,%d,%d", k->fuse_fd, k->shared_fd,
 			 sv[1]);
 		setenv(KEEPER_ENV, env, 1);

@@ -22,10 +22,10 @@
  * (struct keeper_shared): which epochs are visible, the INIT, the restart
  * count and cause, where each key-order epoch's listing can go on from;
  * beside it, a memfd a channel holds its listed catalog as an image the
- * next worker maps (cache/catalog_image.c).  Inode numbers are derived from what the catalog and
- * the channel fix (fs/ops.c); file handles carry the generation of the
- * worker that opened them, so a new worker knows a handle it did not make
- * and rebuilds it from the inode and the read's offset.
+ * next worker maps (cache/catalog_image.c).  Inode numbers are derived from
+ * what the catalog and the channel fix (fs/ops.c); file handles carry the
+ * generation of the worker that opened them, so a new worker knows a handle it
+ * did not make and rebuilds it from the inode and the read's offset.
  */
 #ifndef S3PIPE_FS_KEEPER_H
 #define S3PIPE_FS_KEEPER_H
@@ -66,6 +66,9 @@ struct keeper_shared {
 	 * where a worker keeps the channel's listed catalog for the next
 	 * (channel_set_handover); -1 when there is none */
 	int32_t catalog_fd[FS_MAX_CHANNELS];
+	/* a memfd a channel, the keeper's: where a worker keeps each
+	 * shuffled epoch's order for the next (channel_set_handover) */
+	int32_t order_fd[FS_MAX_CHANNELS];
 	/* where each channel's key-order epochs can list on from, a slot an
 	 * epoch's parity (channel_set_resume): a worker taking over a reader
 	 * deep in an epoch lists from there, not from the start */

@@ -164,7 +164,8 @@ static void build_stack(struct fs_options *o, struct fs_state *st,
 		if (!ch->channel)
 			die("out of memory");
 		/* a listing made once is kept for the workers after this one */
-		channel_set_handover(ch->channel, shared->catalog_fd[i]);
+		channel_set_handover(ch->channel, shared->catalog_fd[i],
+				     shared->order_fd[i]);
 		channel_set_resume(ch->channel, shared->resume[i]);
 		if (channel_start(ch->channel, err, sizeof(err)))
 			die("%s", err);

@@ -88,8 +88,13 @@ void keeper_worker_cloexec(int fuse_fd, int shared_fd, int ctl_fd,
 	fcntl(shared_fd, F_SETFD, FD_CLOEXEC);
 	fcntl(ctl_fd, F_SETFD, FD_CLOEXEC);
 	for (unsigned i = 0; i < shared->nchannels && i < FS_MAX_CHANNELS; i++)
-		if (shared->catalog_fd[i] >= 0)
-			fcntl(shared->catalog_fd[i], F_SETFD, FD_CLOEXEC);
+		for (int j = 0; j < 2; j++) {
+			int fd =
+			    j ? shared->order_fd[i] : shared->catalog_fd[i];
+
+			if (fd >= 0)
+				fcntl(fd, F_SETFD, FD_CLOEXEC);
+		}
 }
 
 uint16_t keeper_generation(const struct keeper_shared *shared)

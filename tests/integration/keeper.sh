@@ -155,14 +155,16 @@ grep -q 'killed while starting' "$TEST_TMP/listing.log" ||
 	fail "the kill while starting was not reported: $(cat "$TEST_TMP/listing.log")"
 tcat "$MP/train_0" >"$TEST_TMP/shuffled" || fail "reading the shuffled train_0 failed"
 assert_eq "$(stat -c %s "$TEST_TMP/train.exp")" "$(stat -c %s "$TEST_TMP/shuffled")" "size of the shuffled train_0"
-# the next worker takes the listing the last one kept (no LIST), and its
-# epoch 0 is the same shuffle
+# the next worker takes the listing and the order the last one kept (no
+# LIST, no shuffle), and its epoch 0 is the same shuffle
 W2=$(worker_of "$KEEPER")
 kill -KILL "$W2"
 wait_until 10 eval '[ -n "$(worker_of "$KEEPER")" ] && [ "$(worker_of "$KEEPER")" != "$W2" ]' ||
 	fail "no worker after the shuffled mount's kill"
 wait_until 10 grep -q "keys mapped from the last worker's catalog, no LIST" "$TEST_TMP/listing.log" ||
 	fail "the new worker listed again: $(tail -n 3 "$TEST_TMP/listing.log")"
+grep -q "epoch 0's order of [0-9]* entries from the last worker" "$TEST_TMP/listing.log" ||
+	fail "the new worker shuffled again: $(tail -n 3 "$TEST_TMP/listing.log")"
 tcat "$MP/train_0" >"$TEST_TMP/shuffled2" || fail "reading train_0 after the kill failed"
 cmp -s "$TEST_TMP/shuffled" "$TEST_TMP/shuffled2" || fail "train_0 is another shuffle after the kill"
 unmount "$MP"
