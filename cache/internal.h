@@ -86,9 +86,9 @@
  * outside holders (cache_object_get); the last put frees it.
  */
 struct cache_object {
-	char *bucket; /* owned */
-	char *key;    /* owned */
-	char *etag;   /* owned, may be NULL */
+	char *bucket; /* in the same allocation as the object */
+	char *key;    /* (the same) */
+	char *etag;   /* (the same), may be NULL */
 	uint64_t size;
 	int64_t mtime; /* LastModified, when a HEAD said it; 0: unknown */
 	uint64_t hash;

@@ -88,6 +88,25 @@ static void table_grow(struct cache *c)
 	c->nobject_buckets = n;
 }
 
+/* A fresh object with its names (bucket, key, ETag) in the same
+ * allocation: a small object's record is one allocation, not four. */
+static struct cache_object *object_alloc(const char *bucket, const char *key,
+					 const char *etag)
+{
+	size_t lb = strlen(bucket) + 1, lk = strlen(key) + 1,
+	       le = etag ? strlen(etag) + 1 : 0;
+	struct cache_object *o = calloc(1, sizeof(*o) + lb + lk + le);
+	char *names;
+
+	if (!o)
+		return NULL;
+	names = (char *)(o + 1);
+	o->bucket = memcpy(names, bucket, lb);
+	o->key = memcpy(names + lb, key, lk);
+	o->etag = etag ? memcpy(names + lb + lk, etag, le) : NULL;
+	return o;
+}
+
 struct cache_object *cache_object_intern(struct cache *c, const char *bucket,
 					 const char *key, const char *etag,
 					 uint64_t size)
@@ -111,19 +130,9 @@ struct cache_object *cache_object_intern(struct cache *c, const char *bucket,
 		table_grow(c);
 	if (!c->nobject_buckets)
 		return NULL;
-	o = calloc(1, sizeof(*o));
+	o = object_alloc(bucket, key, etag);
 	if (!o)
 		return NULL;
-	o->bucket = strdup(bucket);
-	o->key = strdup(key);
-	o->etag = util_strdup0(etag);
-	if (!o->bucket || !o->key || (etag && !o->etag)) {
-		free(o->bucket);
-		free(o->key);
-		free(o->etag);
-		free(o);
-		return NULL;
-	}
 	o->size = size;
 	o->hash = hash;
 	o->refs = 1;
@@ -173,10 +182,7 @@ void cache_object_unref(struct cache *c, struct cache_object *o)
 		*pp = o->hash_next;
 		c->nobjects--;
 	}
-	free(o->bucket);
-	free(o->key);
-	free(o->etag);
-	free(o);
+	free(o); /* (its names with it) */
 }
 
 uint64_t cache_object_size(const struct cache_object *o)

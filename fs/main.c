@@ -179,8 +179,9 @@ static void build_stack(struct fs_options *o, struct fs_state *st,
 	}
 	/* the first epoch streams at full speed from its first byte: the
 	 * fresh memory its window takes is faulted in before the mount
-	 * appears */
-	for (unsigned i = 0; i < st->nchannels; i++)
+	 * appears (not by a replacement: its readers are waiting, and most
+	 * are not at an epoch's start) */
+	for (unsigned i = 0; i < st->nchannels && !replacement; i++)
 		channel_fault_in(st->channels[i].channel);
 	st->stats = fs_stats_create(st);
 	if (!st->stats)
