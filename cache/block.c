@@ -169,7 +169,7 @@ static void buffer_put(struct cache *c, char *data, size_t cap)
 		c->spare_cap[c->nspare++] = cap;
 		c->spare_bytes += cap;
 	} else {
-		cache_buffer_free(data, cap);
+		cache_buffer_free(c, data, cap);
 		c->stats.used_bytes -= cap;
 	}
 	pthread_cond_broadcast(&c->memory);
@@ -239,7 +239,8 @@ UNITTEST void kept_expire(struct cache *c)
 }
 
 /* Buffers from 2 MiB are 2 MiB aligned (huge pages); from BUFFER_MAP_MIN
- * they are mappings of their own; smaller ones come from malloc. */
+ * they are mappings of their own; up to CACHE_SLAB_MAX slots of a slab
+ * (slab.c); between the two they come from malloc. */
 #define BUFFER_HUGE    (2u << 20)
 #define BUFFER_MAP_MIN (64u << 10)
 #define PAGE_BYTES     4096u
@@ -255,7 +256,14 @@ UNITTEST size_t buffer_cap(const struct cache *c, size_t len)
 		return c->conf.block_size;
 	if (len >= BUFFER_MAP_MIN)
 		return (len + PAGE_BYTES - 1) / PAGE_BYTES * PAGE_BYTES;
+	if (len <= CACHE_SLAB_MAX)
+		return cache_slab_cap(len);
 	return len;
+}
+
+static bool buffer_slab(const struct cache *c, size_t cap)
+{
+	return cap <= CACHE_SLAB_MAX && cap != c->conf.block_size;
 }
 
 /*
@@ -266,10 +274,12 @@ UNITTEST size_t buffer_cap(const struct cache *c, size_t len)
  * in LRU order and made again among smaller allocations fragment it, and
  * RSS grew a quarter past the budget (FastFile, 100 KiB files).
  */
-static char *buffer_alloc(size_t cap)
+static char *buffer_alloc(struct cache *c, size_t cap)
 {
 	void *p = NULL;
 
+	if (buffer_slab(c, cap))
+		return cache_slab_alloc(&c->slabs, cap);
 	if (cap >= BUFFER_MAP_MIN && cap < BUFFER_HUGE) {
 		p = mmap(NULL, cap, PROT_READ | PROT_WRITE,
 			 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -288,9 +298,11 @@ static bool buffer_mapped(size_t cap)
 	return cap >= BUFFER_MAP_MIN && cap < BUFFER_HUGE;
 }
 
-void cache_buffer_free(char *data, size_t cap)
+void cache_buffer_free(struct cache *c, char *data, size_t cap)
 {
-	if (data && buffer_mapped(cap))
+	if (data && buffer_slab(c, cap))
+		cache_slab_free(&c->slabs, data);
+	else if (data && buffer_mapped(cap))
 		munmap(data, cap);
 	else
 		free(data);
@@ -322,7 +334,7 @@ static bool spare_drop(struct cache *c)
 {
 	if (!c->nspare)
 		return false;
-	cache_buffer_free(c->spare[0], c->spare_cap[0]);
+	cache_buffer_free(c, c->spare[0], c->spare_cap[0]);
 	c->stats.used_bytes -= c->spare_cap[0];
 	c->spare_bytes -= c->spare_cap[0];
 	c->nspare--;
@@ -359,7 +371,7 @@ static char *buffer_get(struct cache *c, size_t cap, enum cache_admit admit)
 			continue;
 		}
 		if (c->stats.used_bytes + cap <= c->conf.budget_bytes) {
-			p = buffer_alloc(cap);
+			p = buffer_alloc(c, cap);
 			if (p) {
 				c->stats.used_bytes += cap;
 				if (c->stats.used_bytes > c->stats.peak_bytes)
@@ -369,7 +381,7 @@ static char *buffer_get(struct cache *c, size_t cap, enum cache_admit admit)
 			return p;
 		}
 		if (c->pool_count) {
-			cache_buffer_free(c->pool[--c->pool_count],
+			cache_buffer_free(c, c->pool[--c->pool_count],
 					  c->conf.block_size);
 			c->stats.used_bytes -= c->conf.block_size;
 			continue;
@@ -640,7 +652,7 @@ static bool fault_in_one(struct cache *c)
 		return false;
 	c->stats.used_bytes += bs; /* held while faulting */
 	pthread_mutex_unlock(&c->lock);
-	p = buffer_alloc(bs);
+	p = buffer_alloc(c, bs);
 	for (size_t o = 0; p && o < bs; o += page)
 		p[o] = 0;
 	pthread_mutex_lock(&c->lock);

@@ -154,8 +154,10 @@ void cache_destroy(struct cache *c)
 	free(c->table);
 	cache_object_table_free(c);
 	while (c->pool_count)
-		cache_buffer_free(c->pool[--c->pool_count], c->conf.block_size);
+		cache_buffer_free(c, c->pool[--c->pool_count],
+				  c->conf.block_size);
 	cache_spares_free(c);
+	cache_slabs_destroy(&c->slabs);
 	free(c->pool);
 	pthread_cond_destroy(&c->memory);
 	pthread_mutex_destroy(&c->lock);

@@ -152,6 +152,24 @@ struct cache_block {
 	pthread_cond_t ready;
 };
 
+/* small objects' buffers: slots of size classes in slabs (slab.c) */
+#define CACHE_SLAB_MAX	   (16u << 10) /* the largest slot */
+#define CACHE_SLAB_CLASSES 33	       /* 64 B to 16 KiB by quarters */
+struct slab;
+struct cache_slabs {
+	struct slab *partial[CACHE_SLAB_CLASSES]; /* slabs with a free slot */
+	struct slab *empty;			  /* kept for reuse */
+	unsigned nempty;
+	uint64_t mapped; /* bytes of slabs mapped */
+};
+/* The slot size that holds len bytes (len <= CACHE_SLAB_MAX), else 0. */
+size_t cache_slab_cap(size_t len);
+/* A slot of cap bytes (a slot size), NULL when there is no memory. */
+void *cache_slab_alloc(struct cache_slabs *s, size_t cap);
+void cache_slab_free(struct cache_slabs *s, void *p);
+/* Gives back the empty slabs kept (every slot freed before). */
+void cache_slabs_destroy(struct cache_slabs *s);
+
 /* mapped small buffers kept free for reuse, at most (block.c) */
 #define CACHE_SPARE_MAX 64
 
@@ -185,6 +203,7 @@ struct cache {
 	size_t pool_max;
 	/* free mapped buffers of small objects (block.c), kept for the next
 	 * of the same size and counted in used_bytes like the pool */
+	struct cache_slabs slabs;
 	char *spare[CACHE_SPARE_MAX];
 	size_t spare_cap[CACHE_SPARE_MAX];
 	unsigned nspare;
@@ -316,7 +335,7 @@ bool cache_block_room(struct cache *c, size_t len, bool demand);
 bool cache_block_room_run(struct cache *c, uint64_t bytes);
 
 /* Frees a block buffer of cap bytes (buffer_cap()'s) as it was made. */
-void cache_buffer_free(char *data, size_t cap);
+void cache_buffer_free(struct cache *c, char *data, size_t cap);
 /* Frees the spare buffers (the cache going away). */
 void cache_spares_free(struct cache *c);
 /* Frees b's memory (its buffer may go to the pool); b must be out of the

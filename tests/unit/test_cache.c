@@ -320,9 +320,23 @@ static size_t lru_from_cold(struct cache *c, struct cache_block **out,
 	return n;
 }
 
+/* The slot a small buffer takes: the first of 64, 80, 96, 112, 128, 160
+ * ... (quarters of each power of two from 64) that holds len. */
+static size_t expected_slot(size_t len)
+{
+	for (size_t base = 64;; base *= 2)
+		for (size_t q = 0; q < 4; q++)
+			if (base + q * (base / 4) >= len)
+				return base + q * (base / 4);
+}
+
 static size_t expected_cap(size_t len, size_t block_size)
 {
-	return len > block_size / 2 ? block_size : len;
+	if (len > block_size / 2)
+		return block_size;
+	if (len >= (64u << 10))
+		return (len + 4095) / 4096 * 4096;
+	return len <= (16u << 10) ? expected_slot(len) : len;
 }
 
 /* ---- budget under random operations ---- */
@@ -1202,13 +1216,13 @@ static void test_failed_fetch_removed(void **state)
 	assert_int_equal(c->nblocks, 1);
 	st = stats(c);
 	assert_int_equal(st.fetch_errors, 2);
-	assert_int_equal(st.used_bytes, BS + 1000 + 500);
+	assert_int_equal(st.used_bytes, BS + 1024 + 512); /* slots */
 	/* the last unpin frees it (valgrind checks there is no leak) */
 	unpin(c, a);
 	unpin(c, s);
 	st = stats(c);
 	assert_int_equal(c->pool_count, 1);	   /* a's whole buffer */
-	assert_int_equal(st.used_bytes, BS + 500); /* s's bytes returned */
+	assert_int_equal(st.used_bytes, BS + 512); /* s's slot returned */
 	/* an unpinned block that fails is freed at once */
 	fail_fetch(u, EIO);
 	assert_null(lookup(c, obj(c, 0), 2));
@@ -1329,10 +1343,10 @@ static void test_pool_counts_toward_budget(void **state)
 	s1 = create(c, obj(c, 1), 0, 1000, false);
 	assert_non_null(s1);
 	assert_int_equal(c->pool_count, 0);
-	assert_int_equal(stats(c).used_bytes, BS + 1000);
+	assert_int_equal(stats(c).used_bytes, BS + 1024);
 	s2 = create(c, obj(c, 1), 1, 1000, false);
 	assert_non_null(s2);
-	assert_int_equal(stats(c).used_bytes, BS + 2000);
+	assert_int_equal(stats(c).used_bytes, BS + 2048);
 	/* and now a whole block does not fit */
 	assert_false(room(c, BS, true));
 	assert_null(create(c, obj(c, 1), 2, BS, true));
@@ -1458,7 +1472,7 @@ static void test_fault_in_within_budget_and_max(void **state)
 	assert_int_equal(stats(c).used_bytes, 3 * BS);
 	assert_non_null(create(c, obj(c, 0), 0, 1000, false));
 	assert_int_equal(c->pool_count, 2);
-	assert_int_equal(stats(c).used_bytes, 2 * BS + 1000);
+	assert_int_equal(stats(c).used_bytes, 2 * BS + 1024);
 	assert_int_equal(stats(c).peak_bytes, 3 * BS);
 	/* max bounds it below one window */
 	fake_stream(&f, d, sizes, 1);
@@ -1478,7 +1492,7 @@ static void test_small_blocks_exact(void **state)
 	const size_t lens[] = {1,	 4096,		 (64 << 10) - 1,
 			       64 << 10, (64 << 10) + 1, BS / 2 - 1,
 			       BS / 2,	 BS / 2 + 1,	 BS};
-	const size_t caps[] = {1,
+	const size_t caps[] = {64,
 			       4096,
 			       (64 << 10) - 1,
 			       64 << 10,
@@ -1509,10 +1523,60 @@ static void test_small_blocks_exact(void **state)
 		assert_true(evict_one(c, false));
 		pthread_mutex_unlock(&c->lock);
 		assert_null(lookup(c, obj(c, 0), 0));
-		assert_int_equal(stats(c).used_bytes, used - 1);
+		assert_int_equal(stats(c).used_bytes, used - caps[0]);
 		assert_int_equal(c->pool_count, 0);
 	}
 	destroy_cache(c);
+}
+
+/*
+ * Slabs: a slot holds its length and wastes at most a fifth of itself
+ * (from 64 bytes), a freed slot is the next one its class hands out,
+ * classes never share a slab, and slabs filled and then freed in the
+ * order they were filled go back to the system but the few kept.
+ */
+static void test_slabs(void **state)
+{
+	struct cache_slabs s;
+	enum { N = 4000 };
+	static void *p[N];
+	void *a, *b;
+
+	(void)state;
+	memset(&s, 0, sizeof(s));
+	for (size_t len = 1; len <= CACHE_SLAB_MAX; len++) {
+		size_t cap = cache_slab_cap(len);
+
+		assert_int_equal(cap, expected_slot(len));
+		assert_true(cap >= len);
+		assert_true(len <= 64 || cap * 4 <= len * 5);
+	}
+	assert_int_equal(cache_slab_cap(CACHE_SLAB_MAX + 1), 0);
+	a = cache_slab_alloc(&s, 1024);
+	b = cache_slab_alloc(&s, 1280);
+	assert_non_null(a);
+	assert_non_null(b);
+	assert_true(((uintptr_t)a >> 16) != ((uintptr_t)b >> 16));
+	memset(a, 0xab, 1024);
+	cache_slab_free(&s, a);
+	assert_ptr_equal(cache_slab_alloc(&s, 1024), a);
+	cache_slab_free(&s, a);
+	cache_slab_free(&s, b);
+	/* 4,000 slots of 2 KiB (31 a slab): 130 slabs, then none but 4 */
+	for (int i = 0; i < N; i++) {
+		p[i] = cache_slab_alloc(&s, 2048);
+		assert_non_null(p[i]);
+		memset(p[i], i & 0xff, 2048);
+	}
+	assert_int_equal(s.mapped, 130 * (64u << 10)); /* 2 kept ones reused */
+	for (int i = 0; i < N; i++) {
+		assert_int_equal(*(unsigned char *)p[i], i & 0xff);
+		cache_slab_free(&s, p[i]);
+	}
+	assert_int_equal(s.nempty, 4);
+	assert_int_equal(s.mapped, 4 * (64u << 10));
+	cache_slabs_destroy(&s);
+	assert_int_equal(s.mapped, 0);
 }
 
 /* a small object's mapping freed by eviction is kept and reused by the
@@ -1624,7 +1688,7 @@ static void test_table_growth(void **state)
 	assert_int_equal(c->nblocks, n);
 	assert_true(c->nbuckets > initial);
 	assert_true(c->nblocks <= 2 * c->nbuckets);
-	assert_int_equal(stats(c).used_bytes, 16 * n);
+	assert_int_equal(stats(c).used_bytes, 64 * n); /* 64-byte slots */
 	for (size_t i = 0; i < n; i++)
 		assert_ptr_equal(lookup(c, obj(c, i % 3), (i / 3) * 1024),
 				 blocks[i]);
@@ -1669,14 +1733,14 @@ static void test_stats(void **state)
 	s = ready(c, obj(c, 0), 0, 100, true);
 	a = ready(c, obj(c, 0), 1, BS, true);
 	st = stats(c);
-	assert_int_equal(st.used_bytes, BS + 100);
-	assert_int_equal(st.peak_bytes, BS + 100);
+	assert_int_equal(st.used_bytes, BS + 112); /* 100 bytes: a 112 slot */
+	assert_int_equal(st.peak_bytes, BS + 112);
 	b = ready(c, obj(c, 0), 2, BS, true);
 	st = stats(c);
-	assert_int_equal(st.used_bytes, 2 * BS + 100);
-	assert_int_equal(st.peak_bytes, 2 * BS + 100);
+	assert_int_equal(st.used_bytes, 2 * BS + 112);
+	assert_int_equal(st.peak_bytes, 2 * BS + 112);
 	assert_int_equal(st.evictions, 0);
-	/* 3 BS + 100 would not fit: s, the coldest, goes */
+	/* 3 BS + 112 would not fit: s, the coldest, goes */
 	assert_non_null(ready(c, obj(c, 0), 3, BS, true));
 	assert_null(lookup(c, obj(c, 0), 0));
 	st = stats(c);
@@ -1690,7 +1754,7 @@ static void test_stats(void **state)
 	assert_non_null(ready(c, obj(c, 0), 4, 10, false)); /* evicts a */
 	st = stats(c);
 	assert_int_equal(st.evictions, 2);
-	assert_int_equal(st.used_bytes, 2 * BS + 10);
+	assert_int_equal(st.used_bytes, 2 * BS + 64); /* 10 bytes: a slot */
 	assert_int_equal(st.peak_bytes, 3 * BS);
 	assert_int_equal(st.fetch_errors, 0);
 	assert_int_equal(st.hits + st.misses + st.prefetched + st.seeks, 0);
@@ -2006,11 +2070,11 @@ static void test_buffer_lent_half(void **state)
 	assert_null(cache_buffer_get(c, false));
 	/* a small block takes pooled bytes back */
 	assert_non_null(create(c, obj(c, 0), 0, 1000, true));
-	assert_int_equal(stats(c).used_bytes, 7 * BS + 1000);
+	assert_int_equal(stats(c).used_bytes, 7 * BS + 1024);
 	for (int i = 1; i < 4; i++)
 		cache_buffer_put(c, buf[i]);
 	cache_buffer_put(c, buf[8]);
-	assert_int_equal(stats(c).used_bytes, 7 * BS + 1000);
+	assert_int_equal(stats(c).used_bytes, 7 * BS + 1024);
 	destroy_cache(c);
 }
 
@@ -2092,6 +2156,7 @@ int main(void)
 	    cmocka_unit_test(test_fault_in_counts_pooled_blocks_only),
 	    cmocka_unit_test(test_fault_in_within_budget_and_max),
 	    cmocka_unit_test(test_small_blocks_exact),
+	    cmocka_unit_test(test_slabs),
 	    cmocka_unit_test(test_spare_buffers),
 	    cmocka_unit_test(test_block_larger_than_budget_refused),
 	    cmocka_unit_test(test_block_over_block_size_refused),
