@@ -20,10 +20,11 @@
  *             the section
  *
  * Entries are written in the catalog's key order, so the image's entry i
- * is its position i.  A mapping is checked once (offsets, lengths, the
- * text's two closing NULs, bucket and prefix); a name's offset is checked
- * when it is read (catalog.c), so an image changed under a reader gives
- * wrong names at worst, never a read outside the mapping.
+ * is its position i.  The writer uses pwrite, never a mapping of its own.  A
+ * mapping is checked once (offsets, lengths, the text's two closing NULs,
+ * bucket and prefix); a name's offset is checked when it is read (catalog.c),
+ * so an image changed under a reader gives wrong names at worst, never a read
+ * outside the mapping.
  */
 #include "config.h"
 
@@ -101,16 +102,111 @@ static void image_lay_out(struct image_header *h, uint64_t count,
 	h->file_bytes = at + text_bytes;
 }
 
+/* Bytes written to fd from an offset on, through a buffer. */
+#define OUT_BUFFER (256u << 10)
+struct image_out {
+	int fd;
+	uint64_t at; /* where buf goes */
+	size_t len;
+	int error; /* the first */
+	unsigned char buf[OUT_BUFFER];
+};
+
+static void out_flush(struct image_out *o)
+{
+	size_t done = 0;
+
+	while (done < o->len && !o->error) {
+		ssize_t n = pwrite(o->fd, o->buf + done, o->len - done,
+				   (off_t)(o->at + done));
+
+		if (n < 0 && errno != EINTR)
+			o->error = errno;
+		else if (n > 0)
+			done += (size_t)n;
+	}
+	o->at += o->len;
+	o->len = 0;
+}
+
+static void out_seek(struct image_out *o, uint64_t at)
+{
+	out_flush(o);
+	o->at = at;
+}
+
+static void out_put(struct image_out *o, const void *p, size_t n)
+{
+	while (n) {
+		size_t room = OUT_BUFFER - o->len, take = n < room ? n : room;
+
+		memcpy(o->buf + o->len, p, take);
+		o->len += take;
+		p = (const unsigned char *)p + take;
+		n -= take;
+		if (o->len == OUT_BUFFER)
+			out_flush(o);
+	}
+}
+
+/* One section: each entry's field (which: 0 size, 1 mtime, 2 MD5, 3
+ * kind, 4 name offset, 5 text), in position order. */
+static void out_section(struct image_out *o, const struct cache_catalog *cat,
+			int which)
+{
+	size_t count = cache_catalog_count(cat);
+	uint64_t off = 0;
+
+	for (size_t pos = 0; pos < count; pos++) {
+		uint32_t e = cache_catalog_at(cat, pos);
+		struct catalog_raw raw;
+		uint64_t size;
+		uint32_t mtime;
+		unsigned char kind;
+
+		switch (which) {
+		case 0:
+			size = cache_catalog_size(cat, e);
+			out_put(o, &size, sizeof(size));
+			continue;
+		case 1:
+			mtime = (uint32_t)cache_catalog_mtime(cat, e);
+			out_put(o, &mtime, sizeof(mtime));
+			continue;
+		}
+		catalog_entry_raw(cat, e, &raw);
+		kind = (unsigned char)raw.kind;
+		if (which == 2)
+			out_put(o, raw.md5, CACHE_ETAG_MD5_BYTES);
+		else if (which == 3)
+			out_put(o, &kind, 1);
+		else if (which == 4)
+			out_put(o, &off, sizeof(off));
+		else
+			out_put(o, raw.name,
+				entry_text_bytes(raw.name, raw.kind));
+		off += entry_text_bytes(raw.name, raw.kind);
+	}
+}
+
+/*
+ * Written section by section with pwrite (each a pass in position order
+ * over one field), not through a mapping: the pages go to the memfd
+ * without ever being this process's, so its RSS does not carry them.  The
+ * file is sized first (zeros: no magic, the text's closing NULs) and the
+ * header, magic included, goes last.
+ */
 int cache_catalog_image_save_fd(const struct cache_catalog *cat, int fd,
 				int64_t listed_at)
 {
 	const char *bucket = cache_catalog_bucket(cat),
 		   *prefix = cache_catalog_prefix(cat);
 	size_t count = cache_catalog_count(cat);
+	const uint64_t *at[6];
 	struct image_header h;
-	uint64_t text_bytes = 2, off;
-	unsigned char *base;
-	char *text;
+	uint64_t text_bytes = 2;
+	struct image_out *o;
+	int rc;
 
 	for (size_t pos = 0; pos < count; pos++) {
 		struct catalog_raw raw;
@@ -120,45 +216,37 @@ int cache_catalog_image_save_fd(const struct cache_catalog *cat, int fd,
 	}
 	image_lay_out(&h, count, text_bytes, strlen(bucket), strlen(prefix));
 	h.listed_at = listed_at;
-	if (h.file_bytes > (uint64_t)SIZE_MAX || ftruncate(fd, 0) != 0 ||
+	if (h.file_bytes > (uint64_t)INT64_MAX || ftruncate(fd, 0) != 0 ||
 	    ftruncate(fd, (off_t)h.file_bytes) != 0)
 		return errno ? errno : EFBIG;
-	base = mmap(NULL, (size_t)h.file_bytes, PROT_READ | PROT_WRITE,
-		    MAP_SHARED, fd, 0);
-	if (base == MAP_FAILED)
-		return errno;
-	memcpy(base + h.bucket_at, bucket, strlen(bucket) + 1);
-	memcpy(base + h.prefix_at, prefix, strlen(prefix) + 1);
-	text = (char *)base + h.text_at;
-	off = 0;
-	for (size_t pos = 0; pos < count; pos++) {
-		struct catalog_raw raw;
-		uint32_t e = cache_catalog_at(cat, pos);
-		size_t n;
-		uint64_t size = cache_catalog_size(cat, e);
-		uint32_t mtime = (uint32_t)cache_catalog_mtime(cat, e);
-
-		catalog_entry_raw(cat, e, &raw);
-		n = entry_text_bytes(raw.name, raw.kind);
-		memcpy(base + h.size_at + pos * sizeof(uint64_t), &size,
-		       sizeof(size));
-		memcpy(base + h.mtime_at + pos * sizeof(uint32_t), &mtime,
-		       sizeof(mtime));
-		memcpy(base + h.md5_at + pos * CACHE_ETAG_MD5_BYTES, raw.md5,
-		       CACHE_ETAG_MD5_BYTES);
-		base[h.kind_at + pos] = (unsigned char)raw.kind;
-		memcpy(base + h.name_at + pos * sizeof(uint64_t), &off,
-		       sizeof(off));
-		memcpy(text + off, raw.name, n);
-		off += n;
+	o = malloc(sizeof(*o));
+	if (!o)
+		return ENOMEM;
+	o->fd = fd;
+	o->len = 0;
+	o->error = 0;
+	o->at = h.bucket_at;
+	out_put(o, bucket, strlen(bucket) + 1);
+	out_seek(o, h.prefix_at);
+	out_put(o, prefix, strlen(prefix) + 1);
+	at[0] = &h.size_at;
+	at[1] = &h.mtime_at;
+	at[2] = &h.md5_at;
+	at[3] = &h.kind_at;
+	at[4] = &h.name_at;
+	at[5] = &h.text_at;
+	for (int which = 0; which < 6 && !o->error; which++) {
+		out_seek(o, *at[which]);
+		out_section(o, cat, which);
 	}
-	text[off] = text[off + 1] = '\0';
 	/* everything else first: the magic says the image is whole */
-	memcpy(base, &h, sizeof(h));
-	__atomic_thread_fence(__ATOMIC_RELEASE);
-	memcpy(base, IMAGE_MAGIC, sizeof(h.magic));
-	munmap(base, (size_t)h.file_bytes);
-	return 0;
+	memcpy(h.magic, IMAGE_MAGIC, sizeof(h.magic));
+	out_seek(o, 0);
+	out_put(o, &h, sizeof(h));
+	out_flush(o);
+	rc = o->error;
+	free(o);
+	return rc;
 }
 
 /* Whether [at, at + len) lies within file bytes, at aligned to align. */
