@@ -122,6 +122,8 @@ static void out_flush(struct image_out *o)
 
 		if (n < 0 && errno != EINTR)
 			o->error = errno;
+		else if (n == 0)
+			o->error = EIO; /* (no progress: not a loop) */
 		else if (n > 0)
 			done += (size_t)n;
 	}

@@ -163,18 +163,9 @@ static int worker_spawn(struct keeper *k, const char *binary, pid_t *pid,
 		if (k->cwd_fd >= 0 && fchdir(k->cwd_fd) != 0) {
 			/* then relative paths mean "/" */
 		}
-		/* the three descriptors stay open across exec */
-		fcntl(k->fuse_fd, F_SETFD, 0);
-		fcntl(k->shared_fd, F_SETFD, 0);
-		fcntl(sv[1], F_SETFD, 0);
-		for (unsigned i = 0; i < k->shared->nchannels; i++)
-			for (int j = 0; j < 2; j++) {
-				int fd = j ? k->shared->order_fd[i]
-					   : k->shared->catalog_fd[i];
-
-				if (fd >= 0)
-					fcntl(fd, F_SETFD, 0);
-			}
+		/* its descriptors stay open across exec */
+		keeper_worker_cloexec(k->fuse_fd, k->shared_fd, sv[1],
+				      k->shared, false);
 		snprintf(env, sizeof(env), "%d,%d,%d", k->fuse_fd, k->shared_fd,
 			 sv[1]);
 		setenv(KEEPER_ENV, env, 1);

@@ -142,10 +142,13 @@ int keeper_send(int sock, char msg, int fd);
  * message, or -1 when the other side is gone. */
 int keeper_recv(int sock, int *fd);
 
-/* The descriptors a worker inherited closed on exec again: what it runs
- * (a credential_process) does not hold the mount. */
+/* The descriptors a worker has from the keeper (the FUSE one, the shared
+ * region, its socket, each channel's memfds) kept open across exec (on
+ * false: the keeper's child, about to exec a worker) or closed on exec
+ * again (on true: in the worker, so that what it runs, a
+ * credential_process, does not hold the mount). */
 void keeper_worker_cloexec(int fuse_fd, int shared_fd, int ctl_fd,
-			   const struct keeper_shared *shared);
+			   const struct keeper_shared *shared, bool on);
 
 /* The generation a handle of this worker carries (0 when there is no
  * keeper). */

@@ -458,7 +458,7 @@ int fs_main(int argc, char **argv)
 		if (!shared)
 			die("%s is not the keeper's (or of another version)",
 			    KEEPER_ENV);
-		keeper_worker_cloexec(fuse_fd, shared_fd, ctl, shared);
+		keeper_worker_cloexec(fuse_fd, shared_fd, ctl, shared, true);
 		if (!opts.foreground)
 			util_log_use_syslog();
 		resolve_client_conf(&opts);

@@ -82,19 +82,20 @@ bool keeper_worker_env(int *fuse_fd, int *shared_fd, int *ctl_fd)
 }
 
 void keeper_worker_cloexec(int fuse_fd, int shared_fd, int ctl_fd,
-			   const struct keeper_shared *shared)
+			   const struct keeper_shared *shared, bool on)
 {
-	fcntl(fuse_fd, F_SETFD, FD_CLOEXEC);
-	fcntl(shared_fd, F_SETFD, FD_CLOEXEC);
-	fcntl(ctl_fd, F_SETFD, FD_CLOEXEC);
-	for (unsigned i = 0; i < shared->nchannels && i < FS_MAX_CHANNELS; i++)
-		for (int j = 0; j < 2; j++) {
-			int fd =
-			    j ? shared->order_fd[i] : shared->catalog_fd[i];
+	int flag = on ? FD_CLOEXEC : 0;
 
-			if (fd >= 0)
-				fcntl(fd, F_SETFD, FD_CLOEXEC);
-		}
+	fcntl(fuse_fd, F_SETFD, flag);
+	fcntl(shared_fd, F_SETFD, flag);
+	fcntl(ctl_fd, F_SETFD, flag);
+	for (unsigned i = 0; i < shared->nchannels && i < FS_MAX_CHANNELS;
+	     i++) {
+		if (shared->catalog_fd[i] >= 0)
+			fcntl(shared->catalog_fd[i], F_SETFD, flag);
+		if (shared->order_fd[i] >= 0)
+			fcntl(shared->order_fd[i], F_SETFD, flag);
+	}
 }
 
 uint16_t keeper_generation(const struct keeper_shared *shared)

@@ -124,7 +124,9 @@ assert_ne() {	# UNEXPECTED ACTUAL [WHAT]
 }
 
 assert_match() {	# ERE STRING [WHAT]
-	if ! printf '%s' "$2" | grep -Eq -- "$1"; then
+	# (a here-string, not a pipe: under pipefail, grep -q leaving at the
+	# first match may kill printf with SIGPIPE and fail a match)
+	if ! grep -Eq -- "$1" <<<"$2"; then
 		fail "${3:-value}: '$2' does not match /$1/"
 	fi
 }
