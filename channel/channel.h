@@ -275,7 +275,7 @@ struct channel_host {
 	unsigned count; /* >= 1 */
 };
 
-/* ---- channel/channel.c: a channel's epochs ---- */
+/* ---- channel/channel.c, start.c and reader.c: a channel's epochs ---- */
 
 /* Settings; channel_conf_init() writes the defaults. */
 struct channel_conf {

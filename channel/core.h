@@ -1,9 +1,12 @@
 /*
  * channel core: what the files of channel/ that make a channel's epochs
  * share: the channel, its epoch plans, and the functions that cross from
- * one file to another.  channel.c holds the plans, the streams they fill
- * and the readers; start.c a channel's start (its listing, its manifest,
- * the listings kept for the next mount and the next worker).
+ * one file to another.  channel.c holds a channel's life and its epochs'
+ * prefetch; plan.c the epochs' plans and what an entry becomes in a
+ * stream; listing.c a key-order epoch's listing stream; reader.c the
+ * readers and their stacks of stages; start.c a channel's start (its
+ * listing, its manifest, the listings kept for the next mount and the
+ * next worker).
  */
 #ifndef S3PIPE_CHANNEL_CORE_H
 #define S3PIPE_CHANNEL_CORE_H
@@ -16,6 +19,7 @@
 #include "channel/internal.h"
 
 struct cache_listing_file;
+struct cache_object;
 struct cache_stream;
 
 enum channel_mode {
@@ -80,7 +84,16 @@ struct channel {
  * conversion): a reader may start anywhere. */
 bool channel_unstaged(const struct channel *ch);
 
-/* ---- channel.c: plans ---- */
+/* HEADs a manifest's plan keeps started ahead of its stream's end */
+#define RESOLVE_AHEAD 256
+
+/* ---- plan.c ---- */
+
+/* One item's bytes (obj's, else text's) added to s, framed as a RecordIO
+ * record when the channel frames in its streams (an empty item is a mark
+ * for the gzip stage, which frames after inflating).  0 or ENOMEM. */
+int epoch_add_item(struct channel *ch, struct cache_stream *s,
+		   struct cache_object *obj, const char *text, uint64_t len);
 
 /* A plan for epoch, not yet linked (no lock).  NULL on ENOMEM.  The
  * epoch's own plan (shared: the one readers share, not one a reader makes
@@ -93,6 +106,15 @@ void plan_destroy(struct epoch_plan *p); /* NULL is fine */
 struct epoch_plan *plan_get(struct channel *ch, unsigned epoch, bool create,
 			    struct epoch_plan *fresh);
 void plan_put(struct channel *ch, struct epoch_plan *p);
+/* Destroys a list of unlinked plans (through ->older). */
+void plans_destroy(struct epoch_plan *list);
+
+/* ---- listing.c ---- */
+
+/* p (calloc'd, ch and epoch set) made a key-order epoch's plan: a listing
+ * stream of its own.  p, or NULL (p freed) on ENOMEM. */
+struct epoch_plan *listing_plan_create(struct channel *ch, struct epoch_plan *p,
+				       bool shared);
 
 /* ---- start.c: epoch orders kept for the next worker ---- */
 

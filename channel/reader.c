@@ -1,0 +1,295 @@
+/*
+ * channel reader: one open epoch file, read through a stack of stages
+ * (channel/stage.h) over its epoch's stream: gunzip (gzip.c) or a cache
+ * reader at the bottom, the conversion of rows (convert.c) on top.  Every
+ * stream is trimmed, so a reader that needs what its epoch's stream
+ * dropped (it opened an epoch others are well into, or seeks back) gets a
+ * stream of its own for the epoch (reader_restream); a stack with stages
+ * cannot jump, so an emulated seek starts it again and drops what comes
+ * before the offset.
+ */
+#include "config.h"
+
+#include "channel/core.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "channel/convert.h"
+#include "channel/gzip.h"
+#include "util/util.h"
+
+struct channel_reader {
+	struct channel *ch;
+	unsigned epoch;
+	bool at_end;		     /* a read found the end */
+	struct cache_stream *stream; /* the epoch's */
+	struct epoch_plan *plan;     /* MODE_PLAN */
+	/* a plan of its own for the epoch, when the shared one's stream
+	 * dropped what this reader needs (unlinked; NULL: none) */
+	struct epoch_plan *own;
+	/* the stages between the stream and the reader (channel/stage.h),
+	 * by stack_open(); NULL after a failed restart */
+	struct channel_stage *top;
+	int stage_error; /* the stack could not be started again: reads
+			    fail with it */
+	char label[CHANNEL_NAME_MAX + 32]; /* "channel 'NAME'" */
+};
+
+/*
+ * The reader's stack over its stream, from the stream's start: the one
+ * place stages are put together.  The bottom reads the stream (gunzip,
+ * which reads several objects at once, or a cache reader); conversion
+ * goes on top.  A stack without stages (channel_unstaged) may begin
+ * where a first read at first_read needs it to.  0, ESTALE when the
+ * stream dropped its start (or first_read), or ENOMEM; on failure r->top
+ * is what it was.
+ */
+static int stack_build(struct channel_reader *r, uint64_t first_read)
+{
+	const struct channel *ch = r->ch;
+	struct channel_stage *bottom;
+	struct channel_converter *cv;
+
+	if (ch->spec->compression == CHANNEL_COMPRESSION_GZIP)
+		bottom = channel_gzip_create(
+		    ch->cache, r->stream, ch->spec->name,
+		    ch->spec->wrapper == CHANNEL_WRAPPER_RECORDIO
+			? ch->conf.recordio_part_max
+			: 0,
+		    ch->conf.inflate_threads);
+	else
+		bottom = channel_cache_stage_create(
+		    ch->cache, r->stream,
+		    channel_unstaged(ch) ? first_read : 0);
+	if (!bottom)
+		return errno == ESTALE ? ESTALE : ENOMEM;
+	if (ch->spec->convert.format == CHANNEL_CONVERT_NONE) {
+		r->top = bottom;
+		return 0;
+	}
+	cv = channel_converter_create(&ch->spec->convert, bottom, r->label,
+				      ch->conf.convert_threads);
+	if (!cv) {
+		int rc = errno;
+
+		channel_stack_destroy(bottom);
+		return rc ? rc : ENOMEM;
+	}
+	r->top = channel_converter_stage(cv);
+	r->top->below = bottom;
+	return 0;
+}
+
+/*
+ * The epoch's stream dropped what this reader needs (every stream is
+ * trimmed): a new reader of an epoch others are well into, or a seek back.
+ * It gets a plan of its own for the epoch, the same entries in the same
+ * order (or a listing of its own), and its stack is built again over it.
+ * 0, or an errno (the reader keeps what it had).
+ */
+static int reader_restream(struct channel_reader *r)
+{
+	struct epoch_plan *own = plan_create(r->ch, r->epoch, false);
+	struct channel_stage *old = r->top;
+	struct cache_stream *old_stream = r->stream;
+	int rc;
+
+	if (!own)
+		return ENOMEM;
+	r->stream = own->stream;
+	rc = stack_build(r, 0);
+	if (rc) {
+		r->stream = old_stream;
+		plan_destroy(own);
+		return rc;
+	}
+	channel_stack_destroy(old);
+	plan_destroy(r->own);
+	r->own = own;
+	return 0;
+}
+
+/* The reader's stack from its stream's start (or for a first read at
+ * first_read), over a stream of its own when the epoch's dropped that.
+ * 0 or an errno. */
+static int stack_open(struct channel_reader *r, uint64_t first_read)
+{
+	int rc = stack_build(r, first_read);
+
+	return rc == ESTALE ? reader_restream(r) : rc;
+}
+
+static void stack_close(struct channel_reader *r)
+{
+	channel_stack_destroy(r->top);
+	r->top = NULL;
+}
+
+/* Whether reads are the stream's own bytes (a cache reader alone), which
+ * can start anywhere. */
+static bool unstaged(const struct channel_reader *r)
+{
+	return r->top && channel_stage_is_cache(r->top);
+}
+
+/*
+ * A stage that makes bytes cannot jump: an emulated seek starts the stack
+ * again and reads (and drops) what comes before offset.
+ */
+static int stack_seek(struct channel_reader *r, uint64_t offset)
+{
+	struct channel_view view;
+	uint64_t pos = 0;
+	int rc;
+
+	stack_close(r);
+	rc = stack_open(r, 0);
+	if (rc) {
+		/* no stages, no raw bytes either: reads fail from here */
+		stack_close(r);
+		r->stage_error = rc;
+		return rc;
+	}
+	while (pos < offset && !rc) {
+		uint64_t want = offset - pos;
+
+		memset(&view, 0, sizeof(view));
+		rc = r->top->ops->read(
+		    r->top, pos, want < (1u << 20) ? (size_t)want : (1u << 20),
+		    &view, NULL);
+		if (!rc && view.bytes == 0)
+			rc = EINVAL; /* past the end: reads return nothing */
+		pos += view.bytes;
+		r->top->ops->release(r->top, &view);
+	}
+	return rc == EINVAL ? 0 : rc;
+}
+
+struct channel_reader *channel_reader_open_at(struct channel *ch,
+					      unsigned epoch, uint64_t offset)
+{
+	struct channel_reader *r = calloc(1, sizeof(*r));
+
+	if (!r)
+		goto nomem;
+	r->ch = ch;
+	r->epoch = epoch;
+	pthread_mutex_lock(&ch->lock);
+	if (!ch->any_opened || epoch > ch->opened)
+		ch->opened = epoch;
+	ch->any_opened = true;
+	pthread_mutex_unlock(&ch->lock);
+	r->plan = plan_get(ch, epoch, true, NULL);
+	if (!r->plan)
+		goto nomem;
+	r->stream = r->plan->stream;
+	snprintf(r->label, sizeof(r->label), "channel '%s'", ch->spec->name);
+	if (stack_open(r, offset))
+		goto nomem;
+	return r;
+
+nomem:
+	channel_reader_close(r);
+	errno = ENOMEM;
+	return NULL;
+}
+
+struct channel_reader *channel_reader_open(struct channel *ch, unsigned epoch)
+{
+	return channel_reader_open_at(ch, epoch, 0);
+}
+
+void channel_reader_close(struct channel_reader *r)
+{
+	if (!r)
+		return;
+	stack_close(r);
+	plan_put(r->ch, r->plan);
+	plan_destroy(r->own);
+	free(r);
+}
+
+uint64_t channel_reader_position(struct channel_reader *r)
+{
+	return r->top ? r->top->ops->position(r->top) : 0;
+}
+
+bool channel_reader_near_end(struct channel_reader *r)
+{
+	uint64_t size = 0, pos;
+
+	if (r->at_end)
+		return true;
+	if (!unstaged(r) || !cache_stream_size(r->stream, &size))
+		return false;
+	pos = r->top->ops->position(r->top);
+	return pos >= size || size - pos <= cache_max_window(r->ch->cache);
+}
+
+/* A read reached the point where the plan ended early: say why, once. */
+static void log_plan_error(struct channel_reader *r)
+{
+	struct epoch_plan *p = r->own ? r->own : r->plan;
+	bool say;
+
+	if (!p)
+		return;
+	pthread_mutex_lock(&r->ch->lock);
+	say = p->error && !p->error_logged;
+	if (say)
+		p->error_logged = true;
+	pthread_mutex_unlock(&r->ch->lock);
+	if (say)
+		util_warn("%s (epoch %u): reads fail with EIO from here",
+			  p->error, r->epoch);
+}
+
+int channel_reader_read(struct channel_reader *r, uint64_t offset, size_t size,
+			struct channel_view *view)
+{
+	int rc;
+
+	view->count = 0;
+	view->bytes = 0;
+	view->nchunks = 0;
+	view->cache.count = 0;
+	view->cache.bytes = 0;
+	if (r->stage_error) {
+		rc = r->stage_error == ENOMEM ? ENOMEM : EIO;
+	} else if (!unstaged(r)) {
+		rc = 0;
+		if (offset != r->top->ops->position(r->top))
+			rc = stack_seek(r, offset);
+		/* (a seek past the end reads nothing) */
+		if (!rc && offset == r->top->ops->position(r->top))
+			rc =
+			    r->top->ops->read(r->top, offset, size, view, NULL);
+	} else {
+		rc = r->top->ops->read(r->top, offset, size, view, NULL);
+		if (rc == ESTALE) {
+			/* a seek back into what the stream dropped */
+			r->top->ops->release(r->top, view);
+			rc = reader_restream(r);
+			if (!rc)
+				rc = r->top->ops->read(r->top, offset, size,
+						       view, NULL);
+		}
+	}
+	if (rc == EIO)
+		log_plan_error(r);
+	if (!rc && size && view->bytes == 0)
+		r->at_end = true;
+	return rc;
+}
+
+void channel_view_release(struct channel_reader *r, struct channel_view *view)
+{
+	if (r->top)
+		r->top->ops->release(r->top, view);
+	view->count = 0;
+	view->bytes = 0;
+}
