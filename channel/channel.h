@@ -117,6 +117,18 @@ struct channel_spec {
 	uint32_t given; /* bit i: channel_settings[i] was given */
 };
 
+/* What an epoch file's records are: what its reader gets (RecordIO once
+ * framed or converted), else what the ContentType says its objects hold
+ * (application/x-recordio and application/x-recordio-protobuf: RecordIO;
+ * text/csv, text/libsvm, application/jsonlines and text/plain: lines). */
+enum channel_record_format {
+	CHANNEL_RECORDS_NONE = 0, /* bytes only */
+	CHANNEL_RECORDS_RECORDIO,
+	CHANNEL_RECORDS_LINES,
+};
+enum channel_record_format
+channel_record_format(const struct channel_spec *spec);
+
 /* Every setting at its default, nothing given (strings NULL). */
 void channel_spec_init(struct channel_spec *spec);
 void channel_spec_free(struct channel_spec *spec);
@@ -481,6 +493,18 @@ struct channel_reader *channel_reader_open(struct channel *ch, unsigned epoch);
  * there without reading what comes before. */
 struct channel_reader *channel_reader_open_at(struct channel *ch,
 					      unsigned epoch, uint64_t offset);
+/*
+ * A reader of epoch from where its record number record begins (from 0;
+ * channel_record_format() says what a record is), *start that offset:
+ * the epoch's end when it has fewer records (the reader then reads
+ * nothing).  The records before it are streamed without being delivered.
+ * NULL and errno: EINVAL when the channel has no records, EIO when they
+ * are malformed (logged, naming the object and the offset), ENOMEM.
+ */
+struct channel_reader *channel_reader_open_record(struct channel *ch,
+						  unsigned epoch,
+						  uint64_t record,
+						  uint64_t *start);
 void channel_reader_close(struct channel_reader *r);
 /* The offset the next sequential read starts at. */
 uint64_t channel_reader_position(struct channel_reader *r);

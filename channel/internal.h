@@ -266,4 +266,33 @@ enum channel_recordio_flag channel_recordio_part_flag(uint64_t part,
 /* Bytes a framed payload of len takes: headers, payload, padding. */
 uint64_t channel_recordio_framed_size(uint64_t len, uint64_t part_max);
 
+/* ---- channel/records.c: where an epoch's records begin ---- */
+
+struct channel_records {
+	enum channel_record_format format;
+	uint64_t pos;	  /* bytes consumed */
+	uint64_t records; /* records begun before pos (lines: ended) */
+	uint64_t part_at; /* RecordIO: where the part being read began */
+	uint64_t skip;	  /* RecordIO: bytes of the part still to pass */
+	unsigned have;	  /* RecordIO: header bytes held */
+	bool open;	  /* inside a record (a line begun, a START part) */
+	unsigned char header[CHANNEL_RECORDIO_HEADER];
+	int error; /* EBADMSG once malformed: why, and where */
+	const char *why;
+	uint64_t error_at;
+};
+
+void channel_records_init(struct channel_records *r,
+			  enum channel_record_format format);
+/*
+ * Consumes the next bytes of the epoch, up to where record target begins:
+ * the bytes consumed, with *reached true when the scan stopped there (r->pos
+ * is then its offset).  Nothing more is consumed once r->error is set.
+ */
+size_t channel_records_feed(struct channel_records *r, const void *bytes,
+			    size_t len, uint64_t target, bool *reached);
+/* The epoch ended at r->pos: 0 (r->records counts every record), or
+ * EBADMSG when it ends inside a RecordIO record (or was malformed). */
+int channel_records_end(struct channel_records *r);
+
 #endif

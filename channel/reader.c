@@ -37,6 +37,11 @@ struct channel_reader {
 	int stage_error; /* the stack could not be started again: reads
 			    fail with it */
 	char label[CHANNEL_NAME_MAX + 32]; /* "channel 'NAME'" */
+	/* the bytes a record scan read past where the reader starts
+	 * (channel_reader_open_record): served before the stack's, from
+	 * carry_next on */
+	char *carry;
+	uint64_t carry_start, carry_next, carry_end;
 };
 
 /*
@@ -203,10 +208,200 @@ struct channel_reader *channel_reader_open(struct channel *ch, unsigned epoch)
 	return channel_reader_open_at(ch, epoch, 0);
 }
 
+/* Where the scan stopped (r->pos of scan) named for a log line: the
+ * object and the offset in it, when the reads said (origin). */
+static void scan_place(const struct channel_records *scan,
+		       const struct channel_origin *origin, uint64_t obj_start,
+		       bool named, char *buf, size_t len)
+{
+	if (named && origin->key && scan->error_at >= obj_start)
+		snprintf(buf, len,
+			 "s3://%s/%s at byte %llu (byte %llu of the "
+			 "epoch)",
+			 origin->bucket, origin->key,
+			 (unsigned long long)(scan->error_at - obj_start),
+			 (unsigned long long)scan->error_at);
+	else
+		snprintf(buf, len, "byte %llu of the epoch",
+			 (unsigned long long)scan->error_at);
+}
+
+/* Appends view's bytes from iov i, byte off, to r->carry: 0 or ENOMEM. */
+static int carry_append(struct channel_reader *r,
+			const struct channel_view *view, int i, size_t off)
+{
+	size_t have = (size_t)(r->carry_end - r->carry_start), add = 0;
+	char *grown;
+
+	for (int k = i; k < view->count; k++)
+		add += view->iov[k].iov_len - (k == i ? off : 0);
+	grown = realloc(r->carry, have + add ? have + add : 1);
+	if (!grown)
+		return ENOMEM;
+	r->carry = grown;
+	for (int k = i; k < view->count; k++) {
+		size_t from = k == i ? off : 0;
+		size_t len = view->iov[k].iov_len - from;
+
+		memcpy(r->carry + have, (char *)view->iov[k].iov_base + from,
+		       len);
+		have += len;
+	}
+	r->carry_end = r->carry_start + have;
+	return 0;
+}
+
+/* One read of the scan (with origin while the stack can say it):
+ * 0, or the read's errno; view->bytes 0 at the end. */
+static int scan_read(struct channel_reader *r, uint64_t pos,
+		     struct channel_view *view, struct channel_origin *origin,
+		     bool *named)
+{
+	enum { SCAN_READ = 1u << 20 };
+	int rc;
+
+	for (;;) {
+		memset(view, 0, sizeof(*view));
+		rc = r->top->ops->read(r->top, pos, SCAN_READ, view,
+				       *named ? origin : NULL);
+		if (rc != EINVAL || !*named)
+			return rc;
+		/* a stage that cannot name objects (conversion) */
+		r->top->ops->release(r->top, view);
+		*named = false;
+	}
+}
+
+/*
+ * Reads r from its start without delivering, up to where record target
+ * begins: 0 with *start its offset (the epoch's end when it has fewer
+ * records), and what was read past it kept in r->carry; EIO when the
+ * records are malformed (logged once, naming the object and offset), or
+ * the read's errno.  A RecordIO record's header is checked before the
+ * scan stops at it.
+ */
+static int record_scan(struct channel_reader *r, uint64_t target,
+		       uint64_t *start)
+{
+	struct channel_records scan;
+	struct channel_origin origin = {0};
+	uint64_t pos = 0, obj_start = 0, obj_index = UINT64_MAX;
+	bool named = true, reached = false, ended = false;
+	/* (not framed here, nor converted: each object's own records) */
+	bool objects_hold_records =
+	    r->ch->spec->wrapper == CHANNEL_WRAPPER_NONE &&
+	    r->ch->spec->convert.format == CHANNEL_CONVERT_NONE;
+	char where[1200];
+	int rc = 0;
+
+	channel_records_init(&scan, channel_record_format(r->ch->spec));
+	/* up to the target, then (RecordIO) its header's 8 bytes */
+	while (!ended && !scan.error &&
+	       (!reached ||
+		(scan.format == CHANNEL_RECORDS_RECORDIO &&
+		 r->carry_end - r->carry_start < CHANNEL_RECORDIO_HEADER))) {
+		struct channel_view view;
+		size_t fed = 0;
+
+		rc = scan_read(r, pos, &view, &origin, &named);
+		ended = !rc && view.bytes == 0;
+		if (rc || ended) {
+			r->top->ops->release(r->top, &view);
+			break;
+		}
+		if (reached) {
+			rc = carry_append(r, &view, 0, 0);
+		} else if (named && origin.index != obj_index) {
+			/* a RecordIO part the objects hold does not run past
+			 * its object */
+			if (obj_index != UINT64_MAX && objects_hold_records &&
+			    scan.format == CHANNEL_RECORDS_RECORDIO &&
+			    (scan.have || scan.skip)) {
+				scan.error = EBADMSG;
+				scan.why =
+				    "a RecordIO part runs past the end of "
+				    "its object";
+			}
+			obj_index = origin.index;
+			obj_start = pos;
+		}
+		for (int i = 0;
+		     i < view.count && !reached && !scan.error && !rc; i++) {
+			size_t n = channel_records_feed(
+			    &scan, view.iov[i].iov_base, view.iov[i].iov_len,
+			    target, &reached);
+
+			if (reached) {
+				r->carry_start = r->carry_next = scan.pos;
+				r->carry_end = scan.pos;
+				rc = carry_append(r, &view, i, n);
+			}
+			fed += n;
+		}
+		pos += view.bytes;
+		r->top->ops->release(r->top, &view);
+	}
+	if (rc)
+		return rc;
+	if (reached && scan.format == CHANNEL_RECORDS_RECORDIO &&
+	    r->carry_end > r->carry_start) {
+		enum channel_recordio_flag flag;
+		uint32_t len;
+
+		scan.error_at = r->carry_start;
+		if (r->carry_end - r->carry_start < CHANNEL_RECORDIO_HEADER) {
+			scan.error = EBADMSG;
+			scan.why = "the epoch ends inside a RecordIO header";
+		} else if (channel_recordio_parse_header(
+			       (const unsigned char *)r->carry, &flag, &len) ||
+			   (flag != RECORDIO_WHOLE && flag != RECORDIO_START)) {
+			scan.error = EBADMSG;
+			scan.why = "a RecordIO header with a bad magic or flag";
+		}
+	}
+	if (!reached && !scan.error)
+		(void)channel_records_end(&scan); /* fewer records: the end */
+	if (scan.error) {
+		scan_place(&scan, &origin, obj_start, named, where,
+			   sizeof(where));
+		util_warn("%s (epoch %u): %s, at %s: resuming at a record "
+			  "fails with EIO",
+			  r->label, r->epoch, scan.why, where);
+		return EIO;
+	}
+	*start = reached ? r->carry_start : scan.pos;
+	return 0;
+}
+
+struct channel_reader *channel_reader_open_record(struct channel *ch,
+						  unsigned epoch,
+						  uint64_t record,
+						  uint64_t *start)
+{
+	struct channel_reader *r;
+	int rc;
+
+	if (channel_record_format(ch->spec) == CHANNEL_RECORDS_NONE) {
+		errno = EINVAL; /* no records to count */
+		return NULL;
+	}
+	r = channel_reader_open(ch, epoch);
+	if (!r)
+		return NULL;
+	rc = record_scan(r, record, start);
+	if (rc) {
+		channel_reader_close(r);
+		errno = rc;
+		return NULL;
+	}
+	return r;
+}
+
 void channel_reader_close(struct channel_reader *r)
 {
 	if (!r)
 		return;
+	free(r->carry);
 	stack_close(r);
 	plan_put(r->ch, r->plan);
 	plan_destroy(r->own);
@@ -215,6 +410,8 @@ void channel_reader_close(struct channel_reader *r)
 
 uint64_t channel_reader_position(struct channel_reader *r)
 {
+	if (r->carry)
+		return r->carry_next;
 	return r->top ? r->top->ops->position(r->top) : 0;
 }
 
@@ -248,6 +445,24 @@ static void log_plan_error(struct channel_reader *r)
 			  p->error, r->epoch);
 }
 
+/* The next bytes a record scan read ahead (r->carry, read at
+ * r->carry_next). */
+static int carry_read(struct channel_reader *r, size_t size,
+		      struct channel_view *view)
+{
+	uint64_t left = r->carry_end - r->carry_next;
+	size_t n = size < left ? size : (size_t)left;
+	size_t at = (size_t)(r->carry_next - r->carry_start);
+
+	view->stage_iov[0].iov_base = r->carry + at;
+	view->stage_iov[0].iov_len = n;
+	view->iov = view->stage_iov;
+	view->count = n ? 1 : 0;
+	view->bytes = n;
+	r->carry_next += n;
+	return 0;
+}
+
 int channel_reader_read(struct channel_reader *r, uint64_t offset, size_t size,
 			struct channel_view *view)
 {
@@ -258,6 +473,13 @@ int channel_reader_read(struct channel_reader *r, uint64_t offset, size_t size,
 	view->nchunks = 0;
 	view->cache.count = 0;
 	view->cache.bytes = 0;
+	if (r->carry && offset == r->carry_next && offset < r->carry_end)
+		return carry_read(r, size, view);
+	if (r->carry) {
+		/* a seek away from the scan's bytes: the stack's from here */
+		free(r->carry);
+		r->carry = NULL;
+	}
 	if (r->stage_error) {
 		rc = r->stage_error == ENOMEM ? ENOMEM : EIO;
 	} else if (!unstaged(r)) {

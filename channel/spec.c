@@ -145,11 +145,15 @@ const struct channel_setting channel_settings[] = {
      .metavar = "LIST",
      .help = "augmented+s3:// channels: the attributes to stream, "
 	     "comma-separated"},
-    {.field = "ContentType",
+    {.option = "content-type",
+     .field = "ContentType",
      .type = CHANNEL_SETTING_STRING,
      SPEC_FIELD(content_type),
-     .help = "the MIME type of the objects, passed on to the training "
-	     "code; with S3pipeConvert, what the rows are"},
+     .metavar = "TYPE",
+     .help = "the MIME type of the objects: application/x-recordio(-protobuf) "
+	     "holds RecordIO records; text/csv, text/libsvm, "
+	     "application/jsonlines and text/plain hold lines (an epoch "
+	     "resumes at a record); with S3pipeConvert, what the rows are"},
     {.option = "convert",
      .field = "S3pipeConvert",
      .type = CHANNEL_SETTING_ENUM,
@@ -792,6 +796,36 @@ static int content_format(const char *ct, enum channel_convert_format *format,
 			    util_shorten(ct, buf, sizeof(buf)));
 	}
 	return 0;
+}
+
+enum channel_record_format
+channel_record_format(const struct channel_spec *spec)
+{
+	static const char *const recordio[] = {
+	    "application/x-recordio", "application/x-recordio-protobuf"};
+	static const char *const lines[] = {"text/csv",
+					    "text/libsvm",
+					    "text/x-libsvm",
+					    "application/jsonlines",
+					    "application/x-jsonlines",
+					    "text/plain"};
+	const char *type;
+	size_t len;
+
+	if (spec->wrapper == CHANNEL_WRAPPER_RECORDIO ||
+	    spec->convert.format != CHANNEL_CONVERT_NONE)
+		return CHANNEL_RECORDS_RECORDIO;
+	if (!spec->content_type)
+		return CHANNEL_RECORDS_NONE;
+	len = strcspn(spec->content_type, ";");
+	type = trim(spec->content_type, &len);
+	for (size_t i = 0; i < COUNT(recordio); i++)
+		if (word_is(type, len, recordio[i]))
+			return CHANNEL_RECORDS_RECORDIO;
+	for (size_t i = 0; i < COUNT(lines); i++)
+		if (word_is(type, len, lines[i]))
+			return CHANNEL_RECORDS_LINES;
+	return CHANNEL_RECORDS_NONE;
 }
 
 /* S3pipeConvert: the format the spec's ContentType names */

@@ -16,6 +16,11 @@
  * A FastFile channel NAME is a directory NAME/ instead, its objects files
  * (channel_tree()), and FS_ORDER_DIR/NAME_N, found by name and never
  * listed, is epoch N's order of its files, one path a line.
+ *
+ * FS_RESUME_DIR/NAME_N@record=K and NAME_N@byte=B (fs/resume.h), found by
+ * name and never listed, are Pipe channel NAME's epoch N from its record
+ * K or byte B to its end; opening one makes N the channel's current
+ * epoch, so that closing it makes NAME_{N+1} appear.
  */
 #ifndef S3PIPE_FS_FS_H
 #define S3PIPE_FS_FS_H
@@ -34,6 +39,7 @@
 
 struct fs_handle;
 struct fs_adopted;
+struct fs_resume_files;
 struct keeper_shared;
 
 struct fs_channel {
@@ -61,6 +67,9 @@ struct fs_state {
 	/* what outlives this worker (fs/keeper.h): visible epochs, the
 	 * generation its handles carry */
 	struct keeper_shared *shared;
+	/* the resume files' slots: the shared region's, or the state's own
+	 * (under lock) */
+	struct fs_resume_files *resume_files;
 };
 
 /* The operations table; userdata for fuse_session_new is the fs_state. */

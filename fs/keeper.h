@@ -36,6 +36,7 @@
 #include <sys/types.h>
 
 #include "fs/options.h"
+#include "fs/resume.h"
 
 /* How a worker the keeper started finds its descriptors: "FUSE,SHARED,CTL"
  * (decimal descriptor numbers) */
@@ -77,6 +78,9 @@ struct keeper_shared {
 	 * answered (0: a free slot): what a kernel without
 	 * FUSE_NOTIFY_RESEND will not send again */
 	uint64_t inflight[KEEPER_INFLIGHT];
+	/* the resume files' names the kernel holds, their inodes
+	 * (fs/resume.h) */
+	struct fs_resume_files resume_files;
 	/* the mountpoint's realpath, made before the mount: a worker never
 	 * looks at the mountpoint itself (its own mount, which may be
 	 * waiting for it) */

@@ -138,6 +138,7 @@ static void build_stack(struct fs_options *o, struct fs_state *st,
 	memset(st, 0, sizeof(*st));
 	st->opts = o;
 	st->shared = shared;
+	st->resume_files = &shared->resume_files;
 	/* made by the keeper before the mount: the mountpoint is not looked
 	 * at again (a new worker's own mount waits for it) */
 	st->mountpoint_real = strdup(shared->mountpoint);

@@ -26,10 +26,16 @@
  * holds NAME_N, epoch N's order (channel_tree_order()), found by lookup and
  * never listed, each open a snapshot like the stats file.
  *
+ * FS_RESUME_DIR holds NAME_N@record=K and NAME_N@byte=B (fs/resume.h),
+ * found by lookup and never listed: a Pipe file's tail, read as the file
+ * itself is from there (its offsets from 0), its inode a slot of the
+ * resume table that FORGET frees.
+ *
  * Inodes: 1 the root; 2 + epoch * nchannels + channel a Pipe channel's
  * file; top bits 010 a tree's node (channel in bits 48-53), top bits 001
- * an order file (channel in bits 32-37, the epoch below); the stats file
- * and FS_ORDER_DIR just below UINT64_MAX.
+ * an order file (channel in bits 32-37, the epoch below), top bits 011 a
+ * resume file (its slot below); the stats file, FS_ORDER_DIR and
+ * FS_RESUME_DIR just below UINT64_MAX.
  */
 #include "config.h"
 
@@ -45,17 +51,20 @@
 #include <unistd.h>
 
 #include "fs/keeper.h"
+#include "fs/resume.h"
 #include "util/util.h"
 
 #define ROOT_INO       1
 #define FIRST_FILE_INO 2
 /* FS_STATS_FILE and FS_ORDER_DIR: far above any channel file's number */
-#define STATS_INO     ((fuse_ino_t)UINT64_MAX - 1)
-#define ORDER_DIR_INO ((fuse_ino_t)UINT64_MAX - 2)
+#define STATS_INO      ((fuse_ino_t)UINT64_MAX - 1)
+#define ORDER_DIR_INO  ((fuse_ino_t)UINT64_MAX - 2)
+#define RESUME_DIR_INO ((fuse_ino_t)UINT64_MAX - 3)
 /* the kind of an inode in its top three bits (below the two above) */
 #define INO_KIND(ino)	 ((uint64_t)(ino) >> 61)
 #define INO_KIND_TREE	 2u
 #define INO_KIND_ORDER	 1u
+#define INO_KIND_RESUME	 3u
 #define TREE_NODE_BITS	 48
 #define ORDER_EPOCH_BITS 32
 /* how long the kernel may keep what never changes while mounted */
@@ -69,10 +78,12 @@ struct fs_handle {
 	struct fs_epoch_stats *stats;  /* what reads count in; may be NULL */
 	unsigned channel;
 	unsigned epoch;
+	uint64_t start; /* the epoch's byte at the file's 0 (a resume file) */
 	bool near_end; /* within a window of the end: prefetching the next epoch
 			*/
-	bool adopted;  /* made for another worker's handle: its first read
-			  places it, at whatever offset */
+	bool adopted;  /* made for another worker's handle, or a resume
+			  file's: its first read places it, at whatever
+			  offset */
 	pthread_mutex_t lock; /* one read at a time per open file */
 	/* in st->handles (under st->lock), for fs_close_handles() */
 	struct fs_handle *prev, *next;
@@ -182,7 +193,7 @@ static bool ino_split(const struct fs_state *st, fuse_ino_t ino, unsigned kind,
 {
 	uint64_t c;
 
-	if (ino >= ORDER_DIR_INO || INO_KIND(ino) != kind)
+	if (ino >= RESUME_DIR_INO || INO_KIND(ino) != kind)
 		return false;
 	c = (ino >> bits) & ((1u << (61 - bits)) - 1);
 	if (c >= st->nchannels || !tree_of(st, (unsigned)c))
@@ -207,6 +218,29 @@ static bool ino_order(const struct fs_state *st, fuse_ino_t ino, unsigned *ch,
 		return false;
 	*epoch = (unsigned)n;
 	return true;
+}
+
+static fuse_ino_t resume_ino(int slot)
+{
+	return ((fuse_ino_t)INO_KIND_RESUME << 61) | (fuse_ino_t)slot;
+}
+
+/* A resume file's slot (a copy, under st->lock); false when ino is none
+ * that the kernel holds. */
+static bool ino_resume(struct fs_state *st, fuse_ino_t ino,
+		       struct fs_resume_slot *out)
+{
+	struct fs_resume_slot *s = NULL;
+
+	if (ino < RESUME_DIR_INO && INO_KIND(ino) == INO_KIND_RESUME) {
+		pthread_mutex_lock(&st->lock);
+		s = fs_resume_slot(st->resume_files,
+				   ino & ~((uint64_t)7 << 61));
+		if (s)
+			*out = *s;
+		pthread_mutex_unlock(&st->lock);
+	}
+	return s != NULL;
 }
 
 static bool epoch_visible(struct fs_state *st, unsigned ch, unsigned epoch)
@@ -282,7 +316,10 @@ static void node_attr(struct fs_state *st, fuse_ino_t ino, bool dir,
 
 static void base_attr(struct fs_state *st, fuse_ino_t ino, struct stat *stbuf)
 {
-	node_attr(st, ino, ino == ROOT_INO || ino == ORDER_DIR_INO, stbuf);
+	node_attr(st, ino,
+		  ino == ROOT_INO || ino == ORDER_DIR_INO ||
+		      ino == RESUME_DIR_INO,
+		  stbuf);
 }
 
 /* An order file's: every epoch's is as long (reads are direct all the
@@ -334,6 +371,23 @@ static double file_attr(struct fs_state *st, unsigned ch, unsigned epoch,
 	return complete ? FOREVER : 0.0;
 }
 
+/* A resume file's: its epoch's size from where it starts, when both are
+ * known (reads are direct: a size of 0 reads all the same). */
+static void resume_attr(struct fs_state *st, fuse_ino_t ino,
+			const struct fs_resume_slot *r, struct stat *stbuf)
+{
+	uint64_t size = 0, start = r->by_record ? 0 : r->value + 1;
+
+	if (r->start)
+		start = r->start;
+	base_attr(st, ino, stbuf);
+	if (start && channel_epoch_size(st->channels[r->channel].channel,
+					r->epoch, &size))
+		size = size > start - 1 ? size - (start - 1) : 0;
+	stbuf->st_size = (off_t)size;
+	stbuf->st_blocks = (blkcnt_t)((size + 511) / 512);
+}
+
 static void op_init(void *userdata, struct fuse_conn_info *conn)
 {
 	conn->max_read = FS_MAX_READ; /* as the session args say */
@@ -360,6 +414,11 @@ static int root_lookup(struct fs_state *st, const char *name,
 		base_attr(st, ORDER_DIR_INO, &e->attr);
 		return 0;
 	}
+	if (strcmp(name, FS_RESUME_DIR) == 0) {
+		e->ino = RESUME_DIR_INO;
+		base_attr(st, RESUME_DIR_INO, &e->attr);
+		return 0;
+	}
 	for (ch = 0; ch < st->nchannels; ch++) {
 		if (tree_of(st, ch) &&
 		    strcmp(name, st->channels[ch].name) == 0) {
@@ -374,6 +433,64 @@ static int root_lookup(struct fs_state *st, const char *name,
 	e->ino = file_ino(st, ch, epoch);
 	e->attr_timeout = file_attr(st, ch, epoch, &e->attr);
 	return 0;
+}
+
+/* NAME_N@record=K or NAME_N@byte=B in FS_RESUME_DIR: a slot taken for
+ * it, for as long as the kernel holds the name (op_forget). */
+static int resume_lookup(struct fs_state *st, const char *name,
+			 struct fuse_entry_param *e)
+{
+	char file[CHANNEL_NAME_MAX + 16];
+	struct fs_resume_slot r;
+	unsigned ch, epoch, limit = st->opts->epochs;
+	bool by_record;
+	uint64_t value;
+	size_t len = fs_resume_name(name, &by_record, &value);
+	int slot;
+
+	if (len == 0 || len >= sizeof(file))
+		return ENOENT;
+	memcpy(file, name, len);
+	file[len] = '\0';
+	/* a Pipe channel's epoch that may exist (--epochs) */
+	if (!name_file(st, file, false, &ch, &epoch) ||
+	    (limit && epoch >= limit))
+		return ENOENT;
+	pthread_mutex_lock(&st->lock);
+	slot = fs_resume_take(st->resume_files, ch, epoch, by_record, value);
+	if (slot >= 0)
+		r = st->resume_files->slot[slot];
+	pthread_mutex_unlock(&st->lock);
+	if (slot < 0)
+		return ENFILE; /* FS_RESUME_SLOTS names held already */
+	e->ino = resume_ino(slot);
+	resume_attr(st, e->ino, &r, &e->attr);
+	e->entry_timeout = e->attr_timeout = 0.0;
+	return 0;
+}
+
+static void op_forget_one(struct fs_state *st, fuse_ino_t ino, uint64_t nlookup)
+{
+	if (ino >= RESUME_DIR_INO || INO_KIND(ino) != INO_KIND_RESUME)
+		return; /* every other inode is derived: nothing to free */
+	pthread_mutex_lock(&st->lock);
+	fs_resume_forget(st->resume_files, ino & ~((uint64_t)7 << 61), nlookup);
+	pthread_mutex_unlock(&st->lock);
+}
+
+static void op_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
+{
+	op_forget_one(state_of(req), ino, nlookup);
+	fuse_reply_none(req);
+}
+
+static void op_forget_multi(fuse_req_t req, size_t count,
+			    struct fuse_forget_data *forgets)
+{
+	for (size_t i = 0; i < count; i++)
+		op_forget_one(state_of(req), forgets[i].ino,
+			      forgets[i].nlookup);
+	fuse_reply_none(req);
 }
 
 static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
@@ -395,6 +512,8 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 			order_attr(st, ch, e.ino, &e.attr);
 			e.attr_timeout = e.entry_timeout = FOREVER;
 		}
+	} else if (parent == RESUME_DIR_INO) {
+		rc = resume_lookup(st, name, &e);
 	} else if (ino_tree(st, parent, &ch, &node)) {
 		/* a name that is not there is known not to be, for good */
 		e.entry_timeout = FOREVER;
@@ -423,12 +542,17 @@ static void op_getattr(fuse_req_t req, fuse_ino_t ino,
 {
 	struct fs_state *st = state_of(req);
 	struct stat stbuf;
+	struct fs_resume_slot r;
 	unsigned ch, epoch;
 	uint64_t node;
 	double timeout = 1.0;
 
-	if (ino == ROOT_INO || ino == STATS_INO || ino == ORDER_DIR_INO) {
+	if (ino == ROOT_INO || ino == STATS_INO || ino == ORDER_DIR_INO ||
+	    ino == RESUME_DIR_INO) {
 		base_attr(st, ino, &stbuf);
+	} else if (ino_resume(st, ino, &r)) {
+		resume_attr(st, ino, &r, &stbuf);
+		timeout = 0.0;
 	} else if (ino_order(st, ino, &ch, &epoch)) {
 		order_attr(st, ch, ino, &stbuf);
 		timeout = FOREVER;
@@ -814,6 +938,74 @@ static struct fs_handle *pipe_handle(struct fs_state *st, unsigned ch,
 	    NULL);
 }
 
+/* Epoch of channel ch is the current one (a resume file of it opened):
+ * it is visible, and closing it makes the next appear. */
+static void epoch_current(struct fs_state *st, unsigned ch, unsigned epoch)
+{
+	struct fs_channel *chan = &st->channels[ch];
+
+	pthread_mutex_lock(&st->lock);
+	if (chan->visible < epoch + 1)
+		chan->visible = epoch + 1;
+	if (st->shared)
+		__atomic_store_n(&st->shared->visible[ch], chan->visible,
+				 __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&st->lock);
+}
+
+/*
+ * A resume file's handle, its reader at the file's offset (0 for an open;
+ * a read's for another worker's handle): from the start its slot keeps,
+ * else from record K (counted now, then kept in the slot) or byte B.
+ * NULL and errno.
+ */
+static struct fs_handle *resume_handle(struct fs_state *st, fuse_ino_t ino,
+				       uint64_t offset)
+{
+	struct fs_resume_slot r, *kept;
+	struct channel *chan;
+	struct channel_reader *reader;
+	struct fs_handle *h;
+	uint64_t start = 0;
+
+	if (!ino_resume(st, ino, &r)) {
+		errno = ENOENT;
+		return NULL;
+	}
+	chan = st->channels[r.channel].channel;
+	errno = 0;
+	if (r.start || !r.by_record) {
+		start = r.start ? r.start - 1 : r.value;
+		reader = channel_reader_open_at(
+		    chan, r.epoch,
+		    start + offset < start ? UINT64_MAX : start + offset);
+	} else {
+		reader =
+		    channel_reader_open_record(chan, r.epoch, r.value, &start);
+		if (reader && offset) {
+			/* (a read of an open file: the open found its start) */
+			channel_reader_close(reader);
+			reader = NULL;
+			errno = EIO;
+		}
+	}
+	if (reader && !r.start) {
+		pthread_mutex_lock(&st->lock);
+		kept = fs_resume_slot(st->resume_files,
+				      ino & ~((uint64_t)7 << 61));
+		if (kept && kept->value == r.value &&
+		    kept->by_record == r.by_record)
+			kept->start = start + 1;
+		pthread_mutex_unlock(&st->lock);
+	}
+	h = handle_new(st, r.channel, r.epoch, reader, NULL);
+	if (h) {
+		h->start = start;
+		h->adopted = true; /* (a reader may start before start) */
+	}
+	return h;
+}
+
 /* A handle for ino as open would make it, for another worker's handle
  * whose next read is at offset: NULL and errno when ino names nothing
  * that can be open now. */
@@ -831,11 +1023,14 @@ static void *handle_rebuild(struct fs_state *st, fuse_ino_t ino,
 		return order_take(st, ch, epoch);
 	if (ino_tree(st, ino, &ch, &node))
 		return tree_handle(st, ch, node);
-	if (!ino_file(st, ino, &ch, &epoch)) {
+	if (INO_KIND(ino) == INO_KIND_RESUME && ino < RESUME_DIR_INO)
+		h = resume_handle(st, ino, offset);
+	else if (ino_file(st, ino, &ch, &epoch))
+		h = pipe_handle(st, ch, epoch, offset);
+	else {
 		errno = ENOENT;
 		return NULL;
 	}
-	h = pipe_handle(st, ch, epoch, offset);
 	if (h)
 		h->adopted = true;
 	return h;
@@ -941,7 +1136,7 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 
 	uint64_t node;
 
-	if (ino == ROOT_INO || ino == ORDER_DIR_INO) {
+	if (ino == ROOT_INO || ino == ORDER_DIR_INO || ino == RESUME_DIR_INO) {
 		fuse_reply_err(req, EISDIR);
 		return;
 	}
@@ -961,15 +1156,21 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		tree_open(req, ch, node, fi);
 		return;
 	}
-	if (!ino_file(st, ino, &ch, &epoch)) {
-		fuse_reply_err(req, ENOENT);
-		return;
+	if (INO_KIND(ino) == INO_KIND_RESUME && ino < RESUME_DIR_INO) {
+		h = resume_handle(st, ino, 0);
+		if (h)
+			epoch_current(st, h->channel, h->epoch);
+	} else if (ino_file(st, ino, &ch, &epoch)) {
+		h = pipe_handle(st, ch, epoch, 0);
+	} else {
+		errno = ENOENT;
 	}
-	h = pipe_handle(st, ch, epoch, 0);
 	if (!h) {
-		fuse_reply_err(req, errno);
+		fuse_reply_err(req, errno ? errno : ENOMEM);
 		return;
 	}
+	ch = h->channel;
+	epoch = h->epoch;
 	fi->fh = fh_make(st, h);
 	fi->direct_io = 1;
 	fi->keep_cache = 0;
@@ -1028,7 +1229,7 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		return;
 	}
 	pthread_mutex_lock(&h->lock);
-	if ((uint64_t)off != channel_reader_position(h->reader) &&
+	if (h->start + (uint64_t)off != channel_reader_position(h->reader) &&
 	    !h->adopted) {
 		if (st->opts->seek == FS_SEEK_REJECT) {
 			pthread_mutex_unlock(&h->lock);
@@ -1038,13 +1239,15 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		warn_seek_once(st, h);
 	}
 	h->adopted = false; /* its first read placed it */
-	rc = channel_reader_read(h->reader, (uint64_t)off, size, &view);
+	rc = channel_reader_read(h->reader, h->start + (uint64_t)off, size,
+				 &view);
 	/* counted before the reply: a reader that has its bytes sees them
 	 * in the stats */
 	if (rc)
 		fs_stats_epoch_error(h->stats);
 	else if (size)
-		fs_stats_epoch_read(h->stats, (uint64_t)off, view.bytes);
+		fs_stats_epoch_read(h->stats, h->start + (uint64_t)off,
+				    view.bytes);
 	if (rc)
 		util_debug("read %s_%u at %lld: %s",
 			   st->channels[h->channel].name, h->epoch,
@@ -1072,8 +1275,12 @@ static void op_release(fuse_req_t req, fuse_ino_t ino,
 	if (!p) {
 		/* another worker's handle this one never read: only what
 		 * its release makes appear */
+		struct fs_resume_slot r;
+
 		if (ino_file(st, ino, &ch, &epoch))
 			epoch_released(st, ch, epoch);
+		else if (ino_resume(st, ino, &r))
+			epoch_released(st, r.channel, r.epoch);
 		fuse_reply_err(req, 0);
 		return;
 	}
@@ -1121,6 +1328,8 @@ static void op_statfs(fuse_req_t req, fuse_ino_t ino)
 static const struct fuse_lowlevel_ops operations = {
     .init = op_init,
     .lookup = op_lookup,
+    .forget = op_forget,
+    .forget_multi = op_forget_multi,
     .getattr = op_getattr,
     .readdir = op_readdir,
     .open = op_open,

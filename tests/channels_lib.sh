@@ -6,6 +6,16 @@
 RECORDIO_PY="$S3PIPE_SRCDIR/tests/recordio.py"
 [ -f "$RECORDIO_PY" ] || fail "tests/recordio.py not found in $S3PIPE_SRCDIR"
 
+# The usual start of a channel test: FUSE and python3 are there, the
+# RecordIO reader checks itself, the server runs with a bucket "data".
+channels_start() {
+	require_fuse
+	require_cmd python3
+	recordio_selftest
+	s3_start
+	s3_mb data
+}
+
 # The RecordIO reader checks itself first: a broken reader must not pass
 # (or fail) the channel tests.
 recordio_selftest() {

@@ -24,6 +24,8 @@ Usage:
   recordio.py size [--skip-empty] FILE...
                                    print the framed size of FILE... (what
                                    frame would write), without writing it
+  recordio.py offsets FILE         print the byte offset where each record
+                                   of FILE begins, one a line
   recordio.py selftest             check this script on hand-made streams
 
 split exits 1 with one line on stderr on a bad magic, a truncated record,
@@ -132,6 +134,29 @@ def parse(f, on_record_start, sinks_for_record):
         raise FormatError(
             "stream ends at offset %d inside a split record (no end part, flag 3)" % off)
     return records, parts
+
+
+def offsets(path):
+    """The offsets where the records of the RecordIO stream at path begin
+    (a header with flag 0 or 1); FormatError on a bad magic or flag."""
+    starts = []
+    off = 0
+    with open(path, "rb") as f:
+        while True:
+            head = f.read(8)
+            if not head:
+                return starts
+            if len(head) < 8:
+                raise FormatError("truncated header at offset %d" % off)
+            magic, word = struct.unpack("<II", head)
+            flag, length = word >> LEN_BITS, word & LEN_MASK
+            if magic != MAGIC or flag > END:
+                raise FormatError("bad header at offset %d" % off)
+            if flag in (WHOLE, START):
+                starts.append(off)
+            step = length + (-length) % 4
+            f.seek(step, 1)
+            off += 8 + step
 
 
 def split(path, outdir):
@@ -402,6 +427,17 @@ def main(argv):
                 if n or not skip:
                     total += framed_size(n, part_max)
             print(total)
+        return 0
+    if cmd == "offsets":
+        if len(argv) != 3:
+            sys.stderr.write("usage: %s offsets FILE\n" % prog)
+            return 2
+        try:
+            for at in offsets(argv[2]):
+                print(at)
+        except FormatError as e:
+            sys.stderr.write("%s: %s: %s\n" % (prog, argv[2], e))
+            return 1
         return 0
     if cmd == "selftest":
         failures = selftest()

@@ -13,12 +13,7 @@
 # mount fails with one line naming the manifest and leaves no mount.
 . "$(cd "$(dirname "$0")/.." && pwd)/lib.sh"
 . "$S3PIPE_SRCDIR/tests/channels_lib.sh"
-require_fuse
-require_cmd python3
-recordio_selftest
-s3_start
-
-s3_mb data
+channels_start
 s3_mb meta
 E=(--endpoint-url "$S3_URL")
 G="$TEST_TMP/gen"

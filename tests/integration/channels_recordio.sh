@@ -10,12 +10,7 @@
 # st_size = the framed size once the listing is complete.
 . "$(cd "$(dirname "$0")/.." && pwd)/lib.sh"
 . "$S3PIPE_SRCDIR/tests/channels_lib.sh"
-require_fuse
-require_cmd python3
-recordio_selftest
-s3_start
-
-s3_mb data
+channels_start
 # 40 objects: every size 0..9, a few odd and even KiB, one of ~3 MiB placed
 # in the middle of the key order, and empty objects at the start, in the
 # middle and at the end. Names sort in the order listed.

@@ -12,12 +12,7 @@
 # different for another seed.
 . "$(cd "$(dirname "$0")/.." && pwd)/lib.sh"
 . "$S3PIPE_SRCDIR/tests/channels_lib.sh"
-require_fuse
-require_cmd python3
-recordio_selftest
-s3_start
-
-s3_mb data
+channels_start
 N=61
 # random contents: unique (records_to_keys refuses duplicates)
 s3_seed data shard/ "$N" 2000

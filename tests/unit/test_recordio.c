@@ -3,12 +3,16 @@
  * hand from the format: magic 0xCED7230A and (flag << 29) | length, both
  * little-endian), padding, how payloads are cut into parts (with a small
  * part_max as the test hook, and with the real one by arithmetic only),
- * the parts' flags and the framed size.
+ * the parts' flags and the framed size; and the record scanner
+ * (channel/records.c): where record K begins in RecordIO and in lines,
+ * fed whole and a byte at a time, split records, CRLF, a last line
+ * without its newline, and malformed RecordIO with its offset.
  */
 #include "config.h"
 
 #include "channel/internal.h"
 
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -178,6 +182,199 @@ static void test_framed_size(void **state)
 	}
 }
 
+/* hand-framed: the header written out from the format */
+static size_t put_part(unsigned char *out, unsigned flag, const char *payload,
+		       size_t len)
+{
+	uint32_t word = (uint32_t)flag << 29 | (uint32_t)len;
+	const unsigned char magic[4] = {0x0a, 0x23, 0xd7, 0xce};
+	size_t pad = (4 - len % 4) % 4;
+
+	memcpy(out, magic, 4);
+	for (int i = 0; i < 4; i++)
+		out[4 + i] = (unsigned char)(word >> (8 * i));
+	memcpy(out + 8, payload, len);
+	memset(out + 8 + len, 0, pad);
+	return 8 + len + pad;
+}
+
+/* Where record target begins in bytes[0, len), fed in pieces of piece
+ * bytes: the offset, or (uint64_t)-1 for "past the end" with *count the
+ * records; the error in *error. */
+static uint64_t scan_to(enum channel_record_format format, const void *bytes,
+			size_t len, uint64_t target, size_t piece,
+			uint64_t *count, int *error)
+{
+	struct channel_records r;
+	bool reached = false;
+	size_t at = 0;
+
+	channel_records_init(&r, format);
+	while (at < len && !reached && !r.error) {
+		size_t n = len - at < piece ? len - at : piece;
+
+		at += channel_records_feed(&r, (const char *)bytes + at, n,
+					   target, &reached);
+	}
+	*error = reached ? 0 : (r.error ? r.error : channel_records_end(&r));
+	*count = r.records;
+	return reached ? r.pos : (uint64_t)-1;
+}
+
+static void test_scan_recordio(void **state)
+{
+	unsigned char buf[256];
+	size_t len = 0, starts[5];
+	uint64_t count;
+	int error;
+
+	(void)state;
+	starts[0] = len;
+	len += put_part(buf + len, 0, "one", 3);
+	starts[1] = len;
+	len += put_part(buf + len, 1, "split-", 6); /* START MIDDLE END */
+	len += put_part(buf + len, 2, "re", 2);
+	len += put_part(buf + len, 3, "cord", 4);
+	starts[2] = len;
+	len += put_part(buf + len, 0, "", 0); /* an empty record */
+	starts[3] = len;
+	len += put_part(buf + len, 0, "last!", 5);
+	for (size_t piece = 1; piece <= len; piece += piece < 9 ? 1 : 13) {
+		for (uint64_t k = 0; k < 4; k++) {
+			assert_int_equal(scan_to(CHANNEL_RECORDS_RECORDIO, buf,
+						 len, k, piece, &count, &error),
+					 starts[k]);
+			assert_int_equal(error, 0);
+			assert_int_equal(count, k);
+		}
+		/* past the last: the end, every record counted */
+		assert_int_equal(scan_to(CHANNEL_RECORDS_RECORDIO, buf, len, 4,
+					 piece, &count, &error),
+				 (uint64_t)-1);
+		assert_int_equal(error, 0);
+		assert_int_equal(count, 4);
+	}
+}
+
+static void test_scan_recordio_malformed(void **state)
+{
+	unsigned char buf[128];
+	size_t len, bad;
+	uint64_t count;
+	int error;
+	struct channel_records r;
+	bool reached;
+
+	(void)state;
+	/* a bad magic after one good record: the error names its header */
+	len = put_part(buf, 0, "good", 4);
+	bad = len;
+	len += put_part(buf + len, 0, "x", 1);
+	buf[bad] ^= 0xff;
+	channel_records_init(&r, CHANNEL_RECORDS_RECORDIO);
+	channel_records_feed(&r, buf, len, 5, &reached);
+	assert_false(reached);
+	assert_int_equal(r.error, EBADMSG);
+	assert_int_equal(r.error_at, bad);
+	assert_non_null(r.why);
+	/* nothing more once malformed */
+	assert_int_equal(channel_records_feed(&r, buf, len, 5, &reached), 0);
+	/* a MIDDLE part with no START */
+	len = put_part(buf, 2, "mid", 3);
+	scan_to(CHANNEL_RECORDS_RECORDIO, buf, len, 9, 1, &count, &error);
+	assert_int_equal(error, EBADMSG);
+	/* a START inside a split record */
+	len = put_part(buf, 1, "a", 1);
+	len += put_part(buf + len, 1, "b", 1);
+	scan_to(CHANNEL_RECORDS_RECORDIO, buf, len, 9, 3, &count, &error);
+	assert_int_equal(error, EBADMSG);
+	/* the epoch ends inside a record: a truncated payload, a split
+	 * record without its END, half a header */
+	len = put_part(buf, 0, "abcdef", 6) - 3;
+	scan_to(CHANNEL_RECORDS_RECORDIO, buf, len, 9, 2, &count, &error);
+	assert_int_equal(error, EBADMSG);
+	len = put_part(buf, 1, "abc", 3);
+	scan_to(CHANNEL_RECORDS_RECORDIO, buf, len, 9, 2, &count, &error);
+	assert_int_equal(error, EBADMSG);
+	len = put_part(buf, 0, "ab", 2) + 5;
+	memset(buf + len - 5, 0x0a, 5);
+	scan_to(CHANNEL_RECORDS_RECORDIO, buf, len, 9, 4, &count, &error);
+	assert_int_equal(error, EBADMSG);
+}
+
+static void test_scan_lines(void **state)
+{
+	/* a CRLF line, an empty line, a last line without its newline */
+	const char text[] = "a,1\nb,2\r\n\nlast";
+	const size_t starts[] = {0, 4, 9, 10};
+	size_t len = strlen(text);
+	uint64_t count;
+	int error;
+
+	(void)state;
+	for (size_t piece = 1; piece <= len; piece++) {
+		for (uint64_t k = 0; k < 4; k++) {
+			assert_int_equal(scan_to(CHANNEL_RECORDS_LINES, text,
+						 len, k, piece, &count, &error),
+					 starts[k]);
+			assert_int_equal(count, k);
+		}
+		assert_int_equal(scan_to(CHANNEL_RECORDS_LINES, text, len, 4,
+					 piece, &count, &error),
+				 (uint64_t)-1);
+		assert_int_equal(count, 4); /* "last" counts */
+		assert_int_equal(error, 0);
+	}
+	/* with a final newline, nothing follows the last line */
+	assert_int_equal(
+	    scan_to(CHANNEL_RECORDS_LINES, "x\ny\n", 4, 2, 1, &count, &error),
+	    (uint64_t)-1);
+	assert_int_equal(count, 2);
+	/* nothing at all: no line */
+	assert_int_equal(
+	    scan_to(CHANNEL_RECORDS_LINES, "", 0, 0, 1, &count, &error),
+	    (uint64_t)-1);
+	assert_int_equal(count, 0);
+}
+
+static void test_record_format(void **state)
+{
+	struct channel_spec spec;
+	static const struct {
+		const char *ct;
+		enum channel_record_format want;
+	} cases[] = {
+	    {"application/x-recordio", CHANNEL_RECORDS_RECORDIO},
+	    {"Application/X-RecordIO-Protobuf; charset=x",
+	     CHANNEL_RECORDS_RECORDIO},
+	    {"text/csv", CHANNEL_RECORDS_LINES},
+	    {" text/csv ;label_size=0", CHANNEL_RECORDS_LINES},
+	    {"application/jsonlines", CHANNEL_RECORDS_LINES},
+	    {"text/plain", CHANNEL_RECORDS_LINES},
+	    {"text/libsvm", CHANNEL_RECORDS_LINES},
+	    {"image/jpeg", CHANNEL_RECORDS_NONE},
+	    {"text/csvx", CHANNEL_RECORDS_NONE},
+	};
+
+	(void)state;
+	channel_spec_init(&spec);
+	assert_int_equal(channel_record_format(&spec), CHANNEL_RECORDS_NONE);
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		spec.content_type = (char *)cases[i].ct;
+		assert_int_equal(channel_record_format(&spec), cases[i].want);
+	}
+	/* what the reader gets wins: framed or converted is RecordIO */
+	spec.content_type = (char *)"text/csv";
+	spec.wrapper = CHANNEL_WRAPPER_RECORDIO;
+	assert_int_equal(channel_record_format(&spec),
+			 CHANNEL_RECORDS_RECORDIO);
+	spec.wrapper = CHANNEL_WRAPPER_NONE;
+	spec.convert.format = CHANNEL_CONVERT_CSV;
+	assert_int_equal(channel_record_format(&spec),
+			 CHANNEL_RECORDS_RECORDIO);
+	spec.content_type = NULL;
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -187,6 +384,10 @@ int main(void)
 	    cmocka_unit_test(test_parts_real),
 	    cmocka_unit_test(test_part_flags),
 	    cmocka_unit_test(test_framed_size),
+	    cmocka_unit_test(test_scan_recordio),
+	    cmocka_unit_test(test_scan_recordio_malformed),
+	    cmocka_unit_test(test_scan_lines),
+	    cmocka_unit_test(test_record_format),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,242 @@
+#!/bin/bash
+# resume: MOUNTPOINT/.s3pipe-resume/NAME_N@record=K and NAME_N@byte=B read
+# exactly what NAME_N holds from its record K (or byte B) to its end, for
+# every kind of Pipe channel: key order, shuffled and sharded RecordIO
+# wrapping, lines (text/csv: with and without a final newline, CRLF, a line
+# running from one object into the next), objects of RecordIO records
+# (application/x-recordio: records split into parts, records crossing
+# blocks), gunzipped JSON lines, rows converted to protobuf RecordIO, and a
+# manifest. Records 0, 1, the middle, the last and past the end (an empty
+# file), checked against the tail of an uninterrupted read, found by an
+# independent parser (tests/recordio.py, or Python's own line split). A
+# malformed RecordIO stream fails the open with EIO and one log line naming
+# the object and the offset; a channel without records refuses @record.
+# Opening epoch N's resume file makes N current (N+1 appears once it is
+# closed), and a worker killed while a resume file is read goes on from
+# where the reader was.
+. "$(cd "$(dirname "$0")/.." && pwd)/lib.sh"
+. "$S3PIPE_SRCDIR/tests/channels_lib.sh"
+channels_start
+
+# ---- the objects ----
+GEN=$TEST_TMP/gen
+python3 - "$GEN" "$RECORDIO_PY" <<'PY' || fail "making the objects failed"
+import gzip, os, random, struct, subprocess, sys
+gen, rio = sys.argv[1], sys.argv[2]
+rnd = random.Random(36)
+def put(key, data):
+    path = os.path.join(gen, key)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "wb") as f:
+        f.write(data)
+def hdr(flag, n):
+    return struct.pack("<II", 0xCED7230A, (flag << 29) | n)
+def rec(payload, flag=0):
+    return hdr(flag, len(payload)) + payload + b"\0" * ((-len(payload)) % 4)
+# rio/: objects wrapped as one record each; one of 3 MiB crosses blocks
+sizes = [rnd.randrange(0, 5000) for _ in range(24)] + [3 * 1024 * 1024 + 5]
+rnd.shuffle(sizes)
+for i, n in enumerate(sizes):
+    put("rio/obj-%03d.bin" % i, bytes(rnd.getrandbits(8) for _ in range(min(n, 64))) * (n // 64) + bytes(n % 64))
+# lines/: a final newline, CRLF, none (the line runs into the next object)
+put("lines/l0.csv", b"a,1\nb,2\n")
+put("lines/l1.csv", b"c,3\r\nd,4\r\n")
+put("lines/l2.csv", b"e,5\nf,6")
+put("lines/l3.csv", b"".join(b"%d,%d,%d\n" % (i, rnd.randrange(10**6), i * 7) for i in range(3000)))
+put("lines/l4.csv", b"")
+put("lines/l5.csv", b"\n\nz,9")
+# recs/: objects of RecordIO records, one split into START MIDDLE END parts,
+# one of 1.5 MiB (crossing a 1 MiB block)
+put("recs/r0.rec", b"".join(rec(b"r0-%d" % i * (i + 1)) for i in range(5)))
+put("recs/r1.rec", rec(b"s" * 10, 1) + rec(b"m" * 7, 2) + rec(b"e" * 3, 3) + rec(b"after"))
+put("recs/r2.rec", b"".join(rec(bytes([i % 251]) * (i % 37)) for i in range(300)))
+put("recs/r3.rec", rec(b"x" * (1536 * 1024 + 3)) + rec(b"tail"))
+# gz/: gzipped JSON lines
+for j in range(3):
+    text = b"".join(b'{"i": %d, "j": %d}\n' % (i, j) for i in range(400 + j))
+    put("gz/g%d.jsonl.gz" % j, gzip.compress(text))
+# csv/: rows converted to protobuf RecordIO
+for j in range(3):
+    put("csv/c%d.csv" % j, b"".join(b"%d,%d.5,%d\n" % (i % 2, i, j) for i in range(500)))
+# bad/: a valid object, then one whose third header has a bad magic
+put("bad/b0.rec", rec(b"one") + rec(b"two") + rec(b"three"))
+put("bad/b1.rec", rec(b"four") + rec(b"five") + b"\x01\x02\x03\x04\x05\x00\x00\x00" + b"junk")
+# manifest: some of rio/, in an order of its own
+keys = ["obj-%03d.bin" % i for i in (7, 3, 20, 11, 0, 24)]
+put("m/manifest.json", ("[{\"prefix\": \"s3://data/rio/\"}, %s]" % ", ".join('"%s"' % k for k in keys)).encode())
+PY
+(cd "$GEN" && find . -type f | sed 's|^\./||' | LC_ALL=C sort) >"$TEST_TMP/objects"
+while IFS= read -r k; do s3_put data "$k" "$GEN/$k"; done <"$TEST_TMP/objects"
+
+idc_channel() { # NAME URI [EXTRA_JSON]
+	printf '{"ChannelName": "%s", "DataSource": {"S3DataSource": {"S3DataType": "%s", "S3Uri": "%s"%s}}%s}' \
+		"$1" "${TYPE:-S3Prefix}" "$2" "${DIST:-}" "${3:-}"
+}
+{
+	echo "["
+	idc_channel rio s3://data/rio/ ', "RecordWrapperType": "RecordIO"'
+	echo ","
+	idc_channel rios s3://data/rio/ ', "RecordWrapperType": "RecordIO", "ShuffleConfig": {"Seed": 7}'
+	echo ","
+	DIST=', "S3DataDistributionType": "ShardedByS3Key"' idc_channel rioh s3://data/rio/ \
+		', "RecordWrapperType": "RecordIO", "ShuffleConfig": {"Seed": 3}'
+	echo ","
+	idc_channel lines s3://data/lines/ ', "ContentType": "text/csv"'
+	echo ","
+	idc_channel recs s3://data/recs/ ', "ContentType": "application/x-recordio"'
+	echo ","
+	idc_channel gz s3://data/gz/ ', "ContentType": "application/jsonlines", "CompressionType": "Gzip"'
+	echo ","
+	idc_channel conv s3://data/csv/ ', "ContentType": "text/csv", "S3pipeConvert": "application/x-recordio-protobuf"'
+	echo ","
+	TYPE=ManifestFile idc_channel man s3://data/m/manifest.json ', "RecordWrapperType": "RecordIO"'
+	echo ","
+	idc_channel bad s3://data/bad/ ', "ContentType": "application/x-recordio"'
+	echo ","
+	idc_channel raw s3://data/lines/
+	echo "]"
+} >"$TEST_TMP/idc.json"
+python3 -c 'import json, sys; json.load(open(sys.argv[1]))' "$TEST_TMP/idc.json" ||
+	fail "the test's InputDataConfig is not JSON"
+
+MP=$(new_mountpoint resume)
+LOG=$TEST_TMP/daemon.log
+mount_fg "$LOG" --endpoint-url "$S3_URL" --part-size 1M --host-index 1 --host-count 2 \
+	--input-data-config "$TEST_TMP/idc.json" "$MP"
+R=$MP/.s3pipe-resume
+
+# offsets_of FORMAT FILE: where each record of FILE begins, one a line
+offsets_of() {
+	if [ "$1" = recordio ]; then
+		python3 "$RECORDIO_PY" offsets "$2" || fail "$2 is not RecordIO"
+	else
+		# lines: after each '\n'; the bytes after the last one are a line
+		python3 - "$2" <<'PY'
+import sys
+data = open(sys.argv[1], "rb").read()
+at = 0
+while at < len(data):
+    print(at)
+    nl = data.find(b"\n", at)
+    at = len(data) if nl < 0 else nl + 1
+PY
+	fi
+}
+
+# tail_from FILE OFFSET OUT: FILE's bytes from OFFSET on
+tail_from() {
+	python3 -c 'import sys; d = open(sys.argv[1], "rb").read(); open(sys.argv[3], "wb").write(d[int(sys.argv[2]):])' "$1" "$2" "$3"
+}
+
+# check_channel NAME FORMAT [MIN_RECORDS]: resume files of NAME_0 at records
+# 0, 1, the middle, the last, past the end, and at bytes, vs NAME_0 read
+# whole
+check_channel() {
+	local name=$1 format=$2 min=${3:-3} ref n size k off b
+	ref=$TEST_TMP/$name.ref
+	tcat "$MP/${name}_0" >"$ref" || fail "$name: reading ${name}_0 failed"
+	size=$(stat -c %s "$ref")
+	offsets_of "$format" "$ref" >"$TEST_TMP/$name.offsets"
+	n=$(wc -l <"$TEST_TMP/$name.offsets")
+	[ "$n" -ge "$min" ] || fail "$name: $n records in ${name}_0 (test set-up wants $min)"
+	for k in 0 1 $((n / 2)) $((n - 1)) "$n" $((n + 3)); do
+		if [ "$k" -lt "$n" ]; then
+			off=$(sed -n "$((k + 1))p" "$TEST_TMP/$name.offsets")
+		else
+			off=$size
+		fi
+		tail_from "$ref" "$off" "$TEST_TMP/want"
+		tcat "$R/${name}_0@record=$k" >"$TEST_TMP/got" ||
+			fail "$name: reading ${name}_0@record=$k failed"
+		assert_file_eq "$TEST_TMP/want" "$TEST_TMP/got" "$name: record $k of $n (byte $off)"
+	done
+	for b in 0 1 $((size / 2)) $((size - 1)) "$size" $((size + 7)); do
+		tail_from "$ref" "$b" "$TEST_TMP/want"
+		tcat "$R/${name}_0@byte=$b" >"$TEST_TMP/got" ||
+			fail "$name: reading ${name}_0@byte=$b failed"
+		assert_file_eq "$TEST_TMP/want" "$TEST_TMP/got" "$name: byte $b of $size"
+	done
+	note "$name: $n records, $size bytes: resumed at 6 records and 6 bytes"
+}
+
+check_channel rio recordio 20
+check_channel rios recordio 20
+check_channel rioh recordio 10
+check_channel lines lines 3000
+check_channel recs recordio 300
+check_channel gz lines 1200
+check_channel conv recordio 1500
+check_channel man recordio 5
+
+# the shuffle is not key order, and the sharded share is not all of it
+cmp -s "$TEST_TMP/rio.ref" "$TEST_TMP/rios.ref" && fail "rios_0 is in key order (set-up)"
+[ "$(stat -c %s "$TEST_TMP/rioh.ref")" -lt "$(stat -c %s "$TEST_TMP/rio.ref")" ] ||
+	fail "rioh_0 is not a share of the objects (set-up)"
+# lines: CRLF endings are kept, and l2's last line runs into l3's first
+grep -q $'d,4\r$' "$TEST_TMP/lines.ref" || fail "lines: the CRLF lines are not there (set-up)"
+grep -qE '^f,60,[0-9]+,0$' "$TEST_TMP/lines.ref" || fail "lines: l2's last line does not run into l3's (set-up)"
+
+# ---- malformed records: EIO on open, one line naming the object ----
+tcat "$MP/bad_0" >"$TEST_TMP/bad.ref" || fail "reading bad_0 failed"
+python3 "$RECORDIO_PY" offsets "$TEST_TMP/bad.ref" >/dev/null 2>&1 && fail "bad_0 parses (set-up)"
+tcat "$R/bad_0@record=4" >"$TEST_TMP/got" || fail "bad_0@record=4 (before the bad header) failed"
+# b0.rec is 40 bytes (3 records), b1.rec's second record begins 12 further
+assert_eq "$(($(stat -c %s "$TEST_TMP/bad.ref") - 52))" "$(stat -c %s "$TEST_TMP/got")" \
+	"bad_0@record=4: the bytes from record 4 (b1.rec's second) on"
+assert_eq EIO "$(errno_of open_read "$R/bad_0@record=5")" "bad_0@record=5: the scan meets a bad magic"
+wait_until 10 grep -q 'bad magic.*s3://data/bad/b1.rec at byte 24 ' "$LOG" ||
+	fail "no log line naming s3://data/bad/b1.rec at byte 24: $(grep -i recordio "$LOG" | tail -n 3)"
+
+# ---- a channel without records: @record refused, @byte served ----
+assert_eq EINVAL "$(errno_of open_read "$R/raw_0@record=1")" "raw_0@record=1 (no ContentType)"
+tcat "$MP/raw_0" >"$TEST_TMP/raw.ref" || fail "reading raw_0 failed"
+tail_from "$TEST_TMP/raw.ref" 5 "$TEST_TMP/want"
+tcat "$R/raw_0@byte=5" >"$TEST_TMP/got" || fail "reading raw_0@byte=5 failed"
+assert_file_eq "$TEST_TMP/want" "$TEST_TMP/got" "raw_0@byte=5"
+
+# names that are not resume files, and the folder is never listed
+for bad in 'rio_0@record=01' 'rio_0@record=-1' 'rio_0@record=' 'rio_0@rec=1' \
+	'rio_0@record=18446744073709551616' 'nosuch_0@byte=1' 'rio_x@byte=1' 'rio_0'; do
+	assert_eq ENOENT "$(errno_of stat "$R/$bad")" "$bad"
+done
+ls -a "$MP" | grep -q s3pipe-resume && fail "the mount root lists .s3pipe-resume"
+
+# ---- opening epoch N's resume file makes N current ----
+assert_eq ENOENT "$(errno_of stat "$MP/recs_3")" "recs_3 before its resume file is opened"
+tcat "$R/recs_3@record=2" >"$TEST_TMP/got" || fail "reading recs_3@record=2 failed"
+tail_from "$TEST_TMP/recs.ref" "$(sed -n 3p "$TEST_TMP/recs.offsets")" "$TEST_TMP/want"
+assert_file_eq "$TEST_TMP/want" "$TEST_TMP/got" "recs_3@record=2 (key order: epoch 3 holds what epoch 0 does)"
+wait_until 10 test -e "$MP/recs_4" || fail "recs_4 did not appear once recs_3@record=2 was closed"
+test -e "$MP/recs_3" || fail "recs_3 is not visible after its resume file was read"
+
+# ---- a worker killed while a resume file is read ----
+k=$(($(wc -l <"$TEST_TMP/rios.offsets") / 3))
+off=$(sed -n "$((k + 1))p" "$TEST_TMP/rios.offsets")
+tail_from "$TEST_TMP/rios.ref" "$off" "$TEST_TMP/want"
+W=$(worker_pids "$MP")
+[ -n "$W" ] || fail "no worker found"
+python3 - "$R/rios_0@record=$k" "$TEST_TMP/got" "$TEST_TMP/held" <<'PY' &
+import os, sys, time
+fd = os.open(sys.argv[1], os.O_RDONLY)
+with open(sys.argv[2], "wb") as out:
+    out.write(os.read(fd, 65536))
+    open(sys.argv[3], "w").close()
+    while os.path.exists(sys.argv[3]):
+        time.sleep(0.01)
+    while True:
+        b = os.read(fd, 1 << 20)
+        if not b:
+            break
+        out.write(b)
+PY
+reader=$!
+wait_until 20 test -e "$TEST_TMP/held" || fail "the reader of rios_0@record=$k did not start"
+kill -KILL "$W"
+rm -f "$TEST_TMP/held"
+wait "$reader" || fail "reading rios_0@record=$k across a worker's death failed"
+assert_file_eq "$TEST_TMP/want" "$TEST_TMP/got" "rios_0@record=$k read across a worker's death"
+wait_until 20 test -n "$(worker_pids "$MP")" || fail "no new worker"
+
+unmount "$MP"
+assert_not_mounted "$MP"
+note "ok"
