@@ -337,6 +337,7 @@ size_t cache_stream_count(const struct cache_stream *s);
 struct cache_segment_info {
 	uint64_t start;
 	uint64_t size;
+	uint64_t obj_offset; /* the object's first byte here (0: literal) */
 	bool literal;
 	/* the object's, for messages (NULL for literal bytes); valid while
 	 * the stream lives */

@@ -1043,6 +1043,7 @@ int cache_stream_segment(struct cache_stream *s, size_t idx,
 		info->start = seg->start;
 		info->size = seg->size;
 		info->literal = seg->obj == NULL;
+		info->obj_offset = seg->obj ? seg->obj_offset : 0;
 		info->bucket = info->literal ? NULL : seg->obj->bucket;
 		info->key = info->literal ? NULL : seg->obj->key;
 	}

@@ -373,6 +373,52 @@ static int record_scan(struct channel_reader *r, uint64_t target,
 	return 0;
 }
 
+/*
+ * Where record target begins in an epoch the channel frames itself from a
+ * prefix's objects (each object one record, none empty): before the
+ * header of the target'th object segment that starts its object, found
+ * from a stream of the epoch's own (its listing's pages, or the catalog:
+ * no GET), whose passed segments a hold lets go.  0 with *start (the
+ * epoch's end when it has fewer records), or an errno.
+ */
+static int record_walk(struct channel *ch, unsigned epoch, uint64_t target,
+		       uint64_t *start)
+{
+	struct epoch_plan *p = plan_create(ch, epoch, false);
+	struct cache_hold *hold = p ? cache_hold_create(p->stream, 0) : NULL;
+	struct cache_segment_info info;
+	uint64_t records = 0, end = 0;
+	int rc = 0;
+
+	if (!hold) {
+		plan_destroy(p);
+		return ENOMEM;
+	}
+	for (size_t idx = 0;; idx++) {
+		rc = cache_stream_segment(p->stream, idx, &info);
+		if (rc == ENODATA) {
+			*start = end; /* fewer records: the end */
+			rc = 0;
+			break;
+		}
+		if (rc)
+			break;
+		end = info.start + info.size;
+		if (!info.literal && info.obj_offset == 0) {
+			if (records == target) {
+				*start = info.start - CHANNEL_RECORDIO_HEADER;
+				break;
+			}
+			records++;
+		}
+		if (idx % 1024 == 0)
+			cache_hold_move(hold, idx);
+	}
+	cache_hold_release(hold);
+	plan_destroy(p);
+	return rc == ENODATA ? 0 : rc;
+}
+
 struct channel_reader *channel_reader_open_record(struct channel *ch,
 						  unsigned epoch,
 						  uint64_t record,
@@ -384,6 +430,15 @@ struct channel_reader *channel_reader_open_record(struct channel *ch,
 	if (channel_record_format(ch->spec) == CHANNEL_RECORDS_NONE) {
 		errno = EINVAL; /* no records to count */
 		return NULL;
+	}
+	if (ch->framed && channel_unstaged(ch) &&
+	    ch->spec->data_type == CHANNEL_S3_PREFIX) {
+		rc = record_walk(ch, epoch, record, start);
+		if (rc) {
+			errno = rc;
+			return NULL;
+		}
+		return channel_reader_open_at(ch, epoch, *start);
 	}
 	r = channel_reader_open(ch, epoch);
 	if (!r)

@@ -34,8 +34,8 @@ def hdr(flag, n):
 def rec(payload, flag=0):
     return hdr(flag, len(payload)) + payload + b"\0" * ((-len(payload)) % 4)
 # rio/: objects wrapped as one record each; one of 3 MiB crosses blocks
-sizes = [rnd.randrange(0, 5000) for _ in range(24)] + [3 * 1024 * 1024 + 5]
-rnd.shuffle(sizes)
+sizes = [rnd.randrange(1, 5000) for _ in range(24)]
+sizes.insert(4, 3 * 1024 * 1024 + 5)
 for i, n in enumerate(sizes):
     put("rio/obj-%03d.bin" % i, bytes(rnd.getrandbits(8) for _ in range(min(n, 64))) * (n // 64) + bytes(n % 64))
 # lines/: a final newline, CRLF, none (the line runs into the next object)
@@ -175,6 +175,39 @@ cmp -s "$TEST_TMP/rio.ref" "$TEST_TMP/rios.ref" && fail "rios_0 is in key order 
 # lines: CRLF endings are kept, and l2's last line runs into l3's first
 grep -q $'d,4\r$' "$TEST_TMP/lines.ref" || fail "lines: the CRLF lines are not there (set-up)"
 grep -qE '^f,60,[0-9]+,0$' "$TEST_TMP/lines.ref" || fail "lines: l2's last line does not run into l3's (set-up)"
+
+# ---- a wrapped prefix finds record K from the listing (or the catalog),
+# not by reading what comes before: a fresh mount receives the tail from
+# S3, not the 3 MiB object before it ----
+{
+	echo "["
+	idc_channel rio s3://data/rio/ ', "RecordWrapperType": "RecordIO"'
+	echo ","
+	idc_channel rios s3://data/rio/ ', "RecordWrapperType": "RecordIO", "ShuffleConfig": {"Seed": 7}'
+	echo "]"
+} >"$TEST_TMP/idc-walk.json"
+for name in rio rios; do
+	MPW=$(new_mountpoint "walk-$name")
+	# (--epochs 1: no prefetch of epoch 1 counts in the bytes received)
+	mount_ok --endpoint-url "$S3_URL" --part-size 1M --epochs 1 \
+		--input-data-config "$TEST_TMP/idc-walk.json" "$MPW"
+	# the first record that begins past the 3 MiB object (obj-004.bin)
+	k=0
+	while read -r off; do
+		[ "$off" -ge $((3 * 1024 * 1024)) ] && break
+		k=$((k + 1))
+	done <"$TEST_TMP/$name.offsets"
+	[ "$name" = rio ] && assert_eq 5 "$k" "rio: the record after the 3 MiB object (set-up)"
+	tail_from "$TEST_TMP/$name.ref" "$off" "$TEST_TMP/want"
+	tcat "$MPW/.s3pipe-resume/${name}_0@record=$k" >"$TEST_TMP/got" || fail "$name: reading ${name}_0@record=$k on a fresh mount failed"
+	assert_file_eq "$TEST_TMP/want" "$TEST_TMP/got" "$name: record $k on a fresh mount"
+	got=$("$S3PIPE" stats --json "$MPW" | python3 -c 'import json, sys; print(json.load(sys.stdin)["s3"]["bytes_received"])')
+	want=$(stat -c %s "$TEST_TMP/want")
+	note "$name: record $k resumed with $got bytes from S3 ($want bytes in the tail)"
+	[ "$got" -le $((want + 1048576)) ] ||
+		fail "$name: ${name}_0@record=$k received $got bytes from S3, more than its $want bytes and a block"
+	unmount "$MPW"
+done
 
 # ---- malformed records: EIO on open, one line naming the object ----
 tcat "$MP/bad_0" >"$TEST_TMP/bad.ref" || fail "reading bad_0 failed"
