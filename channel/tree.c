@@ -36,7 +36,9 @@
  * tree follow that order: an open of the file at position p (within reach
  * of the prefetched window) moves the frontier to p + 1, and the files
  * after the frontier are prefetched whole (cache_object_prefetch()) until
- * a quarter of the budget is ahead.  Opens that keep landing far from the
+ * a quarter of the budget is ahead.  A first open far into the order (a
+ * sampler resumed at line K) moves the following there, and gives up
+ * what it prefetched before.  Opens that keep landing far from the
  * window stop the following: a reader that does not follow loses the
  * prefetch and nothing else.  A file the order prefetched that no open
  * took is given up (cache_object_release()) once the frontier has gone
@@ -87,6 +89,7 @@ struct tree_follow {
 	unsigned char *opened; /* a bit a position: taken by an open */
 	uint64_t ahead;	       /* bytes of order[frontier, next) */
 	unsigned strays;       /* opens in a row beyond the window */
+	bool followed;	       /* an open followed (moved the frontier) */
 };
 
 struct channel_tree {
@@ -611,17 +614,46 @@ static size_t follow_passed(struct channel_tree *t, uint32_t *gone)
 	return n;
 }
 
+/*
+ * The first open lands at position p, far beyond what the order
+ * prefetched: a sampler that resumed there (a job restarted from a
+ * checkpoint).  The following goes on from p, and the files prefetched
+ * before it, which no open will take, are given up: *skipped (malloc'd,
+ * *nskipped of them; lock held).
+ */
+static void follow_jump(struct channel_tree *t, size_t p, uint32_t **skipped,
+			size_t *nskipped)
+{
+	struct tree_follow *f = &t->follow;
+	size_t n = f->next - f->released;
+
+	*skipped = n ? malloc(n * sizeof(**skipped)) : NULL;
+	if (*skipped) {
+		memcpy(*skipped, f->order + f->released, n * sizeof(**skipped));
+		*nskipped = n;
+	}
+	util_info("channel '%s': the first open is at position %zu of epoch "
+		  "%u's order: its prefetch goes on from there",
+		  t->spec->name, p, f->epoch);
+	f->released = p;
+	f->behind = file_size(t, f->order[p]);
+	f->frontier = f->next = p + 1;
+	f->ahead = 0;
+}
+
 /* File i was opened: the frontier moves when the open follows the order,
  * and the files it went far past that no open took go to gone[] (*ngone
- * of them, at most FOLLOW_BATCH; lock held); true when there may be more
- * to prefetch. */
+ * of them, at most FOLLOW_BATCH), or to *skipped when the first open
+ * jumps ahead (follow_jump; lock held); true when there may be more to
+ * prefetch. */
 static bool follow_opened(struct channel_tree *t, size_t i, uint32_t *gone,
-			  size_t *ngone)
+			  size_t *ngone, uint32_t **skipped, size_t *nskipped)
 {
 	struct tree_follow *f = &t->follow;
 	size_t p;
 
-	*ngone = 0;
+	*ngone = *nskipped = 0;
+	*skipped = NULL;
 	if (!f->active)
 		return false;
 	p = f->position[i];
@@ -630,6 +662,11 @@ static bool follow_opened(struct channel_tree *t, size_t i, uint32_t *gone,
 		t->stats.opens_prefetched++;
 	if (p < f->frontier)
 		return false; /* a worker a little behind */
+	if (p >= f->next + FOLLOW_BATCH && !f->followed) {
+		follow_jump(t, p, skipped, nskipped);
+		f->followed = true;
+		return true;
+	}
 	if (p >= f->next + FOLLOW_BATCH) {
 		/* beyond anything prefetched: not following (yet) */
 		if (++f->strays >= FOLLOW_STRAYS_MAX) {
@@ -641,6 +678,7 @@ static bool follow_opened(struct channel_tree *t, size_t i, uint32_t *gone,
 		return false;
 	}
 	f->strays = 0;
+	f->followed = true;
 	for (size_t q = f->frontier; q <= p; q++) {
 		if (q < f->next)
 			f->ahead -= file_size(t, f->order[q]);
@@ -736,8 +774,9 @@ struct channel_file *channel_file_open(struct channel_tree *t, uint64_t node)
 {
 	struct channel_file *f;
 	struct cache_object *obj;
-	uint32_t gone[FOLLOW_BATCH];
-	size_t i, ngone;
+	uint32_t gone[FOLLOW_BATCH] = {0};
+	uint32_t *skipped;
+	size_t i, ngone, nskipped;
 	bool more;
 
 	if (node < t->ndirs || node - t->ndirs >= t->nfiles) {
@@ -762,9 +801,11 @@ struct channel_file *channel_file_open(struct channel_tree *t, uint64_t node)
 	cache_object_put(t->cache, obj);
 	pthread_mutex_lock(&t->lock);
 	t->stats.opens++;
-	more = follow_opened(t, i, gone, &ngone);
+	more = follow_opened(t, i, gone, &ngone, &skipped, &nskipped);
 	pthread_mutex_unlock(&t->lock);
 	follow_release(t, gone, ngone);
+	follow_release(t, skipped, nskipped);
+	free(skipped);
 	if (more)
 		follow_top_up(t);
 	return f;

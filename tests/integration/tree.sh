@@ -156,6 +156,24 @@ for seed in 11 -3; do
 	unmount "$MP"
 done
 
+# ---- a sampler that resumes at line K of the order: the prefetch follows
+# from there (300 files of 64 KiB, a 16 MiB budget: the order's prefetch
+# covers its first 64 files when the order is taken) ----
+s3_seed data jump/ 300 65536
+MP=$(new_mountpoint jump)
+mount_ok --endpoint-url "$S3_URL" --input-mode fastfile --shuffle-seed 4 --cache-size 16M \
+	jump=s3://data/jump/ "$MP"
+tcat "$MP/.s3pipe-order/jump_0" >"$TEST_TMP/jump.order" || fail "reading the order of jump_0 failed"
+sed -n '200,$p' "$TEST_TMP/jump.order" >"$TEST_TMP/jump.tail"
+(cd "$MP/jump" && while IFS= read -r f; do cat -- "$f"; done) <"$TEST_TMP/jump.tail" >"$TEST_TMP/jump.out"
+(cd "$S3_LOCAL/data/jump" && while IFS= read -r f; do cat -- "$f"; done) <"$TEST_TMP/jump.tail" >"$TEST_TMP/jump.exp"
+assert_file_eq "$TEST_TMP/jump.exp" "$TEST_TMP/jump.out" "files 200 to 300 of the order"
+# every open after the first found its file prefetched
+assert_eq 101 "$(json_eval 's.channels[0].tree.opens' <"$MP/.s3pipe-stats")" "opens from line 200"
+assert_eq 100 "$(json_eval 's.channels[0].tree.opens_prefetched' <"$MP/.s3pipe-stats")" \
+	"opens from line 201 on that found their file prefetched"
+unmount "$MP"
+
 # ---- InputDataConfig: a Pipe and a FastFile channel over one prefix ----
 cat >"$TEST_TMP/idc.json" <<EOF
 [{"ChannelName": "pipe", "InputMode": "Pipe",
