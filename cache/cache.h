@@ -5,10 +5,10 @@
  * A stream is an ordered list of segments (a range of one object, or
  * literal bytes) that is read as one byte sequence.  A listing stream is
  * filled page by page from ListObjectsV2, on demand, so a reader waits only
- * for the segment it needs; a framer may turn each listed object into
- * several segments (a record header, the object, padding).  A plan stream
+ * for the segment it needs; an on-listed function may turn each listed object
+ * into several segments (a record header, the object, padding).  A plan stream
  * is filled by its owner, in any order of objects, and asked for more
- * (a want hook) as readers come near its end.
+ * (a refill function) as readers come near its end.
  *
  * Objects are versions (bucket, key, ETag, size), interned: blocks are
  * pieces of one object (at most block_size bytes), keyed by (object, block
@@ -25,8 +25,8 @@
  * Locking: the cache's one lock is its own (cache/internal.h).  Every
  * function here takes it as it needs it, and none may be called with it
  * held; calls out of the cache (the store's get, list and head, a
- * stream's framer and want hook, a resolve's done) are made without it,
- * so a store that is slow to take a request, or a hook that waits for a
+ * stream's on-listed and refill functions, a resolve's done) are made without
+ * it, so a store that is slow to take a request, or a hook that waits for a
  * lock of its owner's, never holds up a reader of blocks in memory.
  */
 #ifndef S3PIPE_CACHE_H
@@ -175,15 +175,15 @@ int cache_object_read_sync(struct cache *c, const struct cache_object *o,
  * fails the page.  What it adds is seen by readers once the whole page is
  * framed (a page that fails adds nothing).
  */
-typedef int cache_frame_fn(void *arg, struct cache_stream *s,
-			   struct cache_object *obj);
+typedef int cache_on_listed_fn(void *arg, struct cache_stream *s,
+			       struct cache_object *obj);
 /*
  * A plan stream's owner is asked for more segments when a reader comes
  * near the end of what it added: on the reader's thread, without the
  * cache's lock (several readers may ask at once).  It may add segments or
  * end the stream there, or later from any thread; it must not wait long.
  */
-typedef void cache_want_fn(void *arg, struct cache_stream *s);
+typedef void cache_refill_fn(void *arg, struct cache_stream *s);
 
 /*
  * A stream over every object under bucket/prefix in listing order, skipping
@@ -224,12 +224,12 @@ void cache_stream_record(struct cache_stream *s,
  * Sets how each listed object becomes segments (default: the whole object
  * as one segment).  Before cache_stream_start().
  */
-void cache_stream_set_framer(struct cache_stream *s, cache_frame_fn *frame,
-			     void *arg);
+void cache_stream_on_listed(struct cache_stream *s, cache_on_listed_fn *fn,
+			    void *arg);
 /*
- * For a framer: how many non-empty objects the listing gave before the one
- * being framed (whether the framer added segments for them or not); for
- * others, how many it gave so far.
+ * For an on-listed function: how many non-empty objects the listing gave before
+ * the one being added (whether the function added segments for them or not);
+ * for others, how many it gave so far.
  */
 uint64_t cache_stream_listed_objects(const struct cache_stream *s);
 /*
@@ -274,9 +274,9 @@ void cache_stream_keep_resume(struct cache_stream *s, struct cache_resume *at,
 int cache_stream_resume(struct cache_stream *s, const struct cache_resume *at,
 			uint64_t tag);
 
-/* A stream whose segments its owner adds (want may be NULL). */
-struct cache_stream *cache_stream_create_plan(struct cache *c,
-					      cache_want_fn *want, void *arg);
+/* A stream whose segments its owner adds (refill may be NULL). */
+struct cache_stream *
+cache_stream_create_plan(struct cache *c, cache_refill_fn *refill, void *arg);
 /*
  * Appends bytes [offset, offset + len) of obj (a reference is taken) or a
  * copy of literal bytes; empty additions are skipped.  0, ENOMEM or

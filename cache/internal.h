@@ -7,11 +7,11 @@
  * functions of cache.h take it themselves.  Waiting never holds it: a
  * reader waits on the block's own condition variable (or the stream's)
  * and the wait releases the lock.  Nor does a call out of the cache: the
- * store's get (cache_block_fetch()) and list (cache_stream_want()) and a
- * plan's want hook are called with the lock dropped, as a wait drops it,
- * and a framer runs with it dropped (its segments wait in the stream's
- * pending list until the page is taken whole).  So code that calls them,
- * or prefetch(), keeps across the call only what a wait lets it keep: its
+ * store's get (cache_block_fetch()) and list (cache_stream_need()) and a
+ * plan's refill function are called with the lock dropped, as a wait drops it,
+ * and an on-listed function runs with it dropped (its segments wait in the
+ * stream's pending list until the page is taken whole).  So code that calls
+ * them, or prefetch(), keeps across the call only what a wait lets it keep: its
  * own pinned blocks, FETCHING blocks (nobody frees one before its fetch
  * ends), and segments at or after the hold of a reader on the stream's
  * list (see cache_stream_trim()).  The lock comes after a channel's (a
@@ -255,12 +255,12 @@ struct cache_stream {
 	struct cache_resume *resume_at;
 	uint64_t resume_tag;
 	/* non-empty objects listed before the one being framed (their
-	 * ordinal in the listing, for framers that keep a share) */
+	 * ordinal in the listing, for on-listed functions that keep a share) */
 	uint64_t listed_objects;
-	cache_frame_fn *frame; /* turns a listed object into segments */
-	void *frame_arg;
-	cache_want_fn *want; /* a plan stream's owner, asked for more */
-	void *want_arg;
+	cache_on_listed_fn *on_listed; /* turns a listed object into segments */
+	void *on_listed_arg;
+	cache_refill_fn *refill; /* a plan stream's owner, asked for more */
+	void *refill_arg;
 	/* the page being framed (framing): its segments, seen by readers
 	 * once it is taken whole; start and obj_seq are set then */
 	bool framing;
@@ -356,12 +356,12 @@ int cache_stream_wait(struct cache_stream *s, size_t idx);
 bool cache_stream_known_size(const struct cache_stream *s, uint64_t *size);
 /*
  * Asks for the next listing page, or a plan's owner for more segments
- * (its want hook), if the frontier idx is getting close.  The lock is
+ * (its refill function), if the frontier idx is getting close.  The lock is
  * dropped during the call out.
  */
-void cache_stream_want(struct cache_stream *s, size_t idx);
+void cache_stream_need(struct cache_stream *s, size_t idx);
 /* Appends one listed object of s->bucket (skipping empty ones) through
- * the stream's framer, to the page being taken (lock not held: the
+ * the stream's on-listed function, to the page being taken (lock not held: the
  * page's taker only); for tests as well. */
 int cache_stream_append(struct cache_stream *s, const char *key,
 			const char *etag, uint64_t size);
@@ -400,9 +400,9 @@ struct cache_reader {
 	 * at a time per reader), so a trimmed stream keeps them */
 	size_t hold;
 	/* prefetch frontier: the first block not yet requested */
-	size_t pf_seg;
+	size_t prefetch_seg;
 	uint64_t pf_block;
-	uint64_t pf_offset; /* stream offset of that block */
+	uint64_t prefetch_offset; /* stream offset of that block */
 	uint64_t window;
 	uint64_t max_window; /* the window's cap */
 	uint64_t end;	     /* reads and prefetch stop here; 0 = never */

@@ -179,17 +179,17 @@ static void frontier_to_segment(struct cache_reader *r, size_t idx)
 {
 	struct cache_stream *s = r->stream;
 
-	r->pf_seg = idx;
+	r->prefetch_seg = idx;
 	if (idx < s->count) {
 		const struct cache_segment *seg = cache_stream_seg(s, idx);
 
 		r->pf_block =
 		    seg->obj ? cache_segment_block(s->cache, seg, seg->start)
 			     : 0;
-		r->pf_offset = seg->start;
+		r->prefetch_offset = seg->start;
 	} else {
 		r->pf_block = 0;
-		r->pf_offset = s->listed_bytes;
+		r->prefetch_offset = s->listed_bytes;
 	}
 }
 
@@ -207,7 +207,7 @@ UNITTEST void frontier_to_position(struct cache_reader *r)
 	if (!seg->obj)
 		return;
 	r->pf_block = cache_segment_block(s->cache, seg, r->pos);
-	r->pf_offset = block_start_in(s->cache, seg, r->pf_block);
+	r->prefetch_offset = block_start_in(s->cache, seg, r->pf_block);
 }
 
 /* Moves the frontier past its block of seg (len bytes of the stream), or
@@ -219,11 +219,11 @@ static void frontier_advance(struct cache_reader *r,
 	uint64_t next = (r->pf_block + 1) * c->conf.block_size;
 
 	if (next >= seg->obj_offset + seg->size) {
-		frontier_to_segment(r, r->pf_seg + 1);
+		frontier_to_segment(r, r->prefetch_seg + 1);
 		return;
 	}
 	r->pf_block++;
-	r->pf_offset = block_start_in(c, seg, r->pf_block);
+	r->prefetch_offset = block_start_in(c, seg, r->pf_block);
 }
 
 /*
@@ -236,13 +236,13 @@ static void release_window(struct cache_reader *r)
 	struct cache *c = s->cache;
 	uint64_t at = r->pos;
 
-	for (size_t idx = r->seg_idx; idx < s->count && idx <= r->pf_seg;
+	for (size_t idx = r->seg_idx; idx < s->count && idx <= r->prefetch_seg;
 	     idx++) {
 		const struct cache_segment *seg = cache_stream_seg(s, idx);
 		uint64_t stop = seg->start + seg->size;
 
-		if (idx == r->pf_seg && r->pf_offset < stop)
-			stop = r->pf_offset;
+		if (idx == r->prefetch_seg && r->prefetch_offset < stop)
+			stop = r->prefetch_offset;
 		if (at < seg->start)
 			at = seg->start;
 		while (seg->obj && at < stop) {
@@ -295,21 +295,23 @@ static bool run_should_wait(const struct cache_reader *r,
 {
 	struct cache *c = r->stream->cache;
 	const uint64_t bs = c->conf.block_size;
-	uint64_t run_end = r->pf_offset + c->run_max * bs;
+	uint64_t run_end = r->prefetch_offset + c->run_max * bs;
 	uint64_t seg_end = seg->start + seg->size;
 
 	if (run_end > seg_end)
 		run_end = seg_end;
 	/* the frontier may start behind an unaligned position */
-	if (!(r->pf_offset > r->pos && r->pf_offset - r->pos > window / 2))
+	if (!(r->prefetch_offset > r->pos &&
+	      r->prefetch_offset - r->pos > window / 2))
 		return false;
 	/* at the end of a reader's range the run will never be longer */
 	if (run_end > limit && (!r->end || limit < r->end))
 		return true;
 	if (run_end > limit)
 		run_end = limit;
-	return fresh && !cache_block_room_run(
-			    c, (run_end - r->pf_offset + bs - 1) / bs * bs);
+	return fresh &&
+	       !cache_block_room_run(
+		   c, (run_end - r->prefetch_offset + bs - 1) / bs * bs);
 }
 
 /*
@@ -345,14 +347,14 @@ prefetch(struct cache_reader *r, uint64_t ahead, bool urgent, bool may_list)
 
 	if (r->end && limit > r->end)
 		limit = r->end;
-	if (r->pf_offset < r->pos || r->pf_seg < r->seg_idx)
+	if (r->prefetch_offset < r->pos || r->prefetch_seg < r->seg_idx)
 		frontier_to_position(r);
 	/* a fetch drops the lock: the segment is looked up again after one
 	 * (and a next-epoch prefetch's reader, on no list, may find it dropped)
 	 */
-	while (r->pf_offset < limit && r->pf_seg < s->count &&
-	       r->pf_seg >= s->base) {
-		const size_t seg_idx = r->pf_seg;
+	while (r->prefetch_offset < limit && r->prefetch_seg < s->count &&
+	       r->prefetch_seg >= s->base) {
+		const size_t seg_idx = r->prefetch_seg;
 		const struct cache_segment *seg = cache_stream_seg(s, seg_idx);
 		size_t len;
 		struct cache_block *b;
@@ -360,7 +362,7 @@ prefetch(struct cache_reader *r, uint64_t ahead, bool urgent, bool may_list)
 		if (!seg->obj) {
 			/* literal bytes: nothing to fetch; a run of
 			 * blocks never spans them */
-			frontier_to_segment(r, r->pf_seg + 1);
+			frontier_to_segment(r, r->prefetch_seg + 1);
 			if (n)
 				cache_block_fetch(run, n, urgent);
 			n = 0;
@@ -408,18 +410,18 @@ prefetch(struct cache_reader *r, uint64_t ahead, bool urgent, bool may_list)
 		run[n++] = b;
 		frontier_advance(r, seg);
 		/* a run ends with its segment */
-		if (n == c->run_max || r->pf_seg != seg_idx) {
+		if (n == c->run_max || r->prefetch_seg != seg_idx) {
 			cache_block_fetch(run, n, urgent);
 			n = 0;
 		}
 	}
-	if (stop == PREFETCH_DONE && r->pf_offset < limit &&
-	    r->pf_seg >= s->count && !s->complete)
+	if (stop == PREFETCH_DONE && r->prefetch_offset < limit &&
+	    r->prefetch_seg >= s->count && !s->complete)
 		stop = PREFETCH_UNLISTED;
 	if (n)
 		cache_block_fetch(run, n, urgent);
 	if (may_list)
-		cache_stream_want(s, r->pf_seg);
+		cache_stream_need(s, r->prefetch_seg);
 	return stop;
 }
 

@@ -5,17 +5,17 @@
  * by cache_stream_start() (it doubles as the start-up check).  Later pages
  * are asked for only when a reader's prefetch frontier comes within half a
  * page of the end of what is listed, one request at a time, and appended
- * from the engine thread, each object through the stream's framer (by
- * default the whole object as one segment).  Readers wait on s->grown for
+ * from the engine thread, each object through the stream's on-listed function
+ * (by default the whole object as one segment).  Readers wait on s->grown for
  * the segment they need, so the first byte never waits for the whole
- * listing.  A page is framed without the cache's lock (the framer is its
+ * listing.  A page is framed without the cache's lock (that function is its
  * owner's code): the segments it makes wait in the stream's pending list
  * and are added, with their offsets, once the whole page is framed, so
  * that readers never see part of a page that then fails.
  *
  * A plan stream has no listing: its owner adds segments (objects in any
  * order, literal bytes) and ends it, and is asked for more through its
- * want hook at the same distance from the end as a listing would be; the
+ * refill function at the same distance from the end as a listing would be; the
  * hook, like the store's list, is called with the cache's lock dropped.
  *
  * Segments are never moved (the array holds pointers), so a reader may hold
@@ -104,8 +104,8 @@ void cache_stream_record(struct cache_stream *s, struct cache_listing_writer *w)
 	s->record = w;
 }
 
-struct cache_stream *cache_stream_create_plan(struct cache *c,
-					      cache_want_fn *want, void *arg)
+struct cache_stream *
+cache_stream_create_plan(struct cache *c, cache_refill_fn *refill, void *arg)
 {
 	struct cache_stream *s = calloc(1, sizeof(*s));
 
@@ -114,17 +114,17 @@ struct cache_stream *cache_stream_create_plan(struct cache *c,
 		return NULL;
 	}
 	s->cache = c;
-	s->want = want;
-	s->want_arg = arg;
+	s->refill = refill;
+	s->refill_arg = arg;
 	pthread_cond_init(&s->grown, NULL);
 	return s;
 }
 
-void cache_stream_set_framer(struct cache_stream *s, cache_frame_fn *frame,
-			     void *arg)
+void cache_stream_on_listed(struct cache_stream *s, cache_on_listed_fn *fn,
+			    void *arg)
 {
-	s->frame = frame;
-	s->frame_arg = arg;
+	s->on_listed = fn;
+	s->on_listed_arg = arg;
 }
 
 uint64_t cache_stream_listed_objects(const struct cache_stream *s)
@@ -590,8 +590,8 @@ int cache_stream_append(struct cache_stream *s, const char *key,
 	if (rc)
 		return rc;
 	/* the owner's code, without the lock */
-	if (s->frame)
-		rc = s->frame(s->frame_arg, s, obj);
+	if (s->on_listed)
+		rc = s->on_listed(s->on_listed_arg, s, obj);
 	else
 		rc = cache_stream_add_object(s, obj, 0, size);
 	pthread_mutex_lock(&c->lock);
@@ -702,8 +702,9 @@ static void record_page(struct cache_stream *s,
 }
 
 /* Adds a page's objects and remembers where to continue (lock not held:
- * the framer runs without it).  All or nothing: on failure the stream is
- * as it was, so the page can be asked for again with the same token. */
+ * the on-listed function runs without it).  All or nothing: on failure the
+ * stream is as it was, so the page can be asked for again with the same token.
+ */
 UNITTEST int take_page(struct cache_stream *s, struct store_list_page *page)
 {
 	struct cache *c = s->cache;
@@ -897,7 +898,7 @@ static bool saved_switch(struct cache_stream *s)
 	return true;
 }
 
-void cache_stream_want(struct cache_stream *s, size_t idx)
+void cache_stream_need(struct cache_stream *s, size_t idx)
 {
 	struct cache *c = s->cache;
 	size_t ahead = c->conf.list_page_keys / 2;
@@ -916,9 +917,9 @@ void cache_stream_want(struct cache_stream *s, size_t idx)
 	if (!s->bucket) {
 		/* the owner's code, without the lock (it may add segments,
 		 * which takes it) */
-		if (s->want) {
+		if (s->refill) {
 			pthread_mutex_unlock(&c->lock);
-			s->want(s->want_arg, s);
+			s->refill(s->refill_arg, s);
 			pthread_mutex_lock(&c->lock);
 		}
 		return;
@@ -961,7 +962,7 @@ int cache_stream_wait(struct cache_stream *s, size_t idx)
 			return s->end_error ? s->end_error : ENODATA;
 		if (s->error && asked)
 			return EIO;
-		cache_stream_want(s, idx);
+		cache_stream_need(s, idx);
 		asked = true;
 		if (s->error)
 			return EIO;
@@ -1017,7 +1018,7 @@ int cache_stream_list_all(struct cache_stream *s)
 				rc = EIO;
 				break;
 			}
-			cache_stream_want(s, s->count);
+			cache_stream_need(s, s->count);
 			if (s->error) {
 				rc = EIO;
 				break;

@@ -10,21 +10,18 @@
  *   listing  an S3 prefix in key order: each epoch's stream is a listing
  *            of its own, which goes on page by page as readers need it,
  *            so the first byte waits for one page.  With ShardedByS3Key
- *            its framer keeps this host's share as pages arrive (the
- *            objects whose ordinal is index mod count), so a sharded
- *            channel in key order streams too;
- *   plan     a shuffle or a manifest: the channel's entries are put in
- *            the epoch's order (channel/order.c), this host's share is
- *            kept, and a plan stream of the cache is filled in that order,
- *            PLAN_FILL entries at a time as readers near its end.  A
- *            shuffled prefix is listed in full at start-up (start.c) into
- *            the channel's catalog (cache/catalog.h): each plan is an
- *            array of catalog entry numbers, and its size is known from
- *            the listed sizes before it is filled.  A manifest's entries are
- * its elements or lines; an entry whose object's size is not known yet
- * (manifests name keys, not sizes) is resolved with a HEAD a window ahead of
- *            the stream's end, many at once, and added once every entry
- *            before it is.
+ *            its on-listed function keeps this host's share as pages arrive
+ * (the objects whose ordinal is index mod count), so a sharded channel in key
+ * order streams too; plan     a shuffle or a manifest: the channel's entries
+ * are put in the epoch's order (channel/order.c), this host's share is kept,
+ * and a plan stream of the cache is filled in that order, PLAN_FILL entries at
+ * a time as readers near its end.  A shuffled prefix is listed in full at
+ * start-up (start.c) into the channel's catalog (cache/catalog.h): each plan is
+ * an array of catalog entry numbers, and its size is known from the listed
+ * sizes before it is filled.  A manifest's entries are its elements or lines;
+ * an entry whose object's size is not known yet (manifests name keys, not
+ * sizes) is resolved with a HEAD a window ahead of the stream's end, many at
+ * once, and added once every entry before it is.
  *
  * Either way RecordIO framing (channel/recordio.c) becomes literal segments
  * around the object ranges, so framed epochs are still served from block
@@ -63,11 +60,11 @@
  * state and the newest opened and prefetched epochs.  The order is
  * ch->lock, then the cache's (the cache's functions take theirs inside
  * ours, when a plan adds segments), never the other way: the cache calls
- * the hooks (the framer, a plan's want hook) without its lock, and the
- * want hook takes ours.  The framer touches nothing of the channel's that
- * changes, so it takes no lock.  No store call is made under ch->lock
- * either: HEADs that resolve entries are queued under it and started once
- * it is dropped (resolves_start()).
+ * the hooks (the on-listed function, a plan's refill function) without its
+ * lock, and the refill function takes ours.  The on-listed function touches
+ * nothing of the channel's that changes, so it takes no lock.  No store call is
+ * made under ch->lock either: HEADs that resolve entries are queued under it
+ * and started once it is dropped (resolves_start()).
  */
 #include "config.h"
 
@@ -239,7 +236,7 @@ void channel_destroy(struct channel *ch)
 	free(ch);
 }
 
-bool channel_unstaged(const struct channel *ch)
+bool channel_bytes_as_stored(const struct channel *ch)
 {
 	return ch->spec->compression != CHANNEL_COMPRESSION_GZIP &&
 	       ch->spec->convert.format == CHANNEL_CONVERT_NONE;

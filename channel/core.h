@@ -82,7 +82,7 @@ struct channel {
 
 /* Whether the channel's bytes are its objects' (no gunzip, no
  * conversion): a reader may start anywhere. */
-bool channel_unstaged(const struct channel *ch);
+bool channel_bytes_as_stored(const struct channel *ch);
 
 /* HEADs a manifest's plan keeps started ahead of its stream's end */
 #define RESOLVE_AHEAD 256

@@ -175,13 +175,14 @@ static int piece_add_bytes(struct channel_gzip *g, struct gz_job *j,
 
 /* ---- framing (g->lock held) ---- */
 
-struct framer {
+struct record_parts {
 	uint64_t total; /* the payload's length */
 	uint64_t done;	/* payload bytes emitted */
 	uint64_t parts;
 };
 
-static void framer_init(struct framer *f, uint64_t total, uint64_t part_max)
+static void record_parts_init(struct record_parts *f, uint64_t total,
+			      uint64_t part_max)
 {
 	f->total = total;
 	f->done = 0;
@@ -189,7 +190,7 @@ static void framer_init(struct framer *f, uint64_t total, uint64_t part_max)
 }
 
 static int frame_header(struct channel_gzip *g, struct gz_job *j,
-			struct framer *f)
+			struct record_parts *f)
 {
 	unsigned char hdr[CHANNEL_RECORDIO_HEADER];
 	uint64_t part = f->done / g->part_max;
@@ -204,8 +205,9 @@ static int frame_header(struct channel_gzip *g, struct gz_job *j,
 
 /* Payload bytes [off, off + len) of c, with a part header before each
  * part's first byte; the padding after the last. */
-static int frame_add(struct channel_gzip *g, struct gz_job *j, struct framer *f,
-		     struct channel_chunk *c, size_t off, size_t len)
+static int frame_add(struct channel_gzip *g, struct gz_job *j,
+		     struct record_parts *f, struct channel_chunk *c,
+		     size_t off, size_t len)
 {
 	static const unsigned char zeros[4];
 	int rc = 0;
@@ -240,13 +242,13 @@ static int frame_add(struct channel_gzip *g, struct gz_job *j, struct framer *f,
 static int frame_held(struct channel_gzip *g, struct gz_job *j)
 {
 	struct gz_piece *raw = j->head;
-	struct framer f;
+	struct record_parts f;
 	uint64_t total = j->held;
 	int rc = 0;
 
 	j->head = j->tail = NULL;
 	job_held_add(g, j, -(int64_t)total);
-	framer_init(&f, total, g->part_max);
+	record_parts_init(&f, total, g->part_max);
 	if (total == 0)
 		rc = frame_add(g, j, &f, NULL, 0, 0);
 	while (raw) {
@@ -327,9 +329,9 @@ struct inflate_run {
 	struct channel_gzip *g;
 	struct gz_job *j;
 	enum pass pass;
-	struct framer framer; /* PASS_STREAM with framing */
-	z_stream *zs;	      /* the worker's, reset for each job */
-	bool member_open;     /* inside a gzip member */
+	struct record_parts parts; /* PASS_STREAM with framing */
+	z_stream *zs;		   /* the worker's, reset for each job */
+	bool member_open;	   /* inside a gzip member */
 	struct channel_chunk *out;
 	size_t out_used;  /* bytes of out filled */
 	size_t out_given; /* bytes of out already in pieces */
@@ -349,7 +351,7 @@ static int flush_out(struct inflate_run *ir)
 		return 0;
 	pthread_mutex_lock(&g->lock);
 	if (ir->pass == PASS_STREAM && g->part_max)
-		rc = frame_add(g, ir->j, &ir->framer, ir->out, ir->out_given,
+		rc = frame_add(g, ir->j, &ir->parts, ir->out, ir->out_given,
 			       len);
 	else
 		rc = piece_add(g, ir->j, ir->out, ir->out_given, len);
@@ -557,11 +559,11 @@ static int run_framed(struct inflate_run *ir)
 		   "after counting them",
 		   g->name, j->bucket, j->key, (unsigned long long)total);
 	ir->pass = PASS_STREAM;
-	framer_init(&ir->framer, total, g->part_max);
+	record_parts_init(&ir->parts, total, g->part_max);
 	pthread_mutex_lock(&g->lock);
 	j->visible = true;
 	if (total == 0)
-		rc = frame_add(g, j, &ir->framer, NULL, 0, 0);
+		rc = frame_add(g, j, &ir->parts, NULL, 0, 0);
 	pthread_mutex_unlock(&g->lock);
 	if (!rc)
 		rc = run_pass(ir);

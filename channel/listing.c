@@ -1,7 +1,7 @@
 /*
  * listing: a key-order epoch's plan, a listing stream of its own that goes
  * on page by page as readers need it, so the first byte waits for one
- * page.  Each listed object goes into the stream through frame_listed():
+ * page.  Each listed object goes into the stream through add_listed():
  * with ShardedByS3Key only this host's share (the objects whose ordinal is
  * index mod count), framed as a record when the channel wraps in RecordIO.
  * A listing is not kept from one epoch to the next: each epoch lists
@@ -18,13 +18,13 @@
 #include "util/util.h"
 
 /*
- * The listing stream's framer: every listed object (one record when
+ * The listing stream's on-listed function: every listed object (one record when
  * framed), or with ShardedByS3Key this host's share, the objects whose
  * ordinal among the non-empty ones is index mod count: the same share a
  * whole listing in key order gives (channel_shard()), known page by page.
  */
-static int frame_listed(void *arg, struct cache_stream *s,
-			struct cache_object *obj)
+static int add_listed(void *arg, struct cache_stream *s,
+		      struct cache_object *obj)
 {
 	struct channel *ch = arg;
 
@@ -66,7 +66,7 @@ struct epoch_plan *listing_plan_create(struct channel *ch, struct epoch_plan *p,
 		free(p);
 		return NULL;
 	}
-	if (slot && channel_unstaged(ch)) {
+	if (slot && channel_bytes_as_stored(ch)) {
 		struct cache_resume *had = &ch->inherited[p->epoch & 1], point;
 		uint64_t tag = (uint64_t)p->epoch + 1;
 
@@ -89,7 +89,7 @@ struct epoch_plan *listing_plan_create(struct channel *ch, struct epoch_plan *p,
 		saved_listing_record(ch, p->stream);
 	if (!file && ch->conf.listing_ttl)
 		saved_listing_prefer(ch, p->stream);
-	cache_stream_set_framer(p->stream, frame_listed, ch);
+	cache_stream_on_listed(p->stream, add_listed, ch);
 	cache_stream_set_trim(p->stream);
 	return p;
 }

@@ -42,7 +42,7 @@
 #define PLAN_FILL 1024
 
 /* ---- what an entry becomes in a stream (nothing here changes: with
- * ch->lock for a plan, without it in the framer) ---- */
+ * ch->lock for a plan, without it in the on-listed function) ---- */
 
 static const unsigned char zeros[4];
 
@@ -403,8 +403,8 @@ static void plan_top_up(struct epoch_plan *p)
 	plan_advance(p);
 }
 
-/* The stream's want hook (a reader's thread, no lock held). */
-static void plan_want(void *arg, struct cache_stream *s)
+/* The stream's refill function (a reader's thread, no lock held). */
+static void plan_refill(void *arg, struct cache_stream *s)
 {
 	struct epoch_plan *p = arg;
 	struct channel *ch = p->ch;
@@ -476,7 +476,7 @@ struct epoch_plan *plan_create(struct channel *ch, unsigned epoch, bool shared)
 	n = ch->catalog ? cache_catalog_count(ch->catalog)
 			: channel_entries_count(ch->entries);
 	p->order = malloc((n ? n : 1) * sizeof(*p->order));
-	p->stream = cache_stream_create_plan(ch->cache, plan_want, p);
+	p->stream = cache_stream_create_plan(ch->cache, plan_refill, p);
 	if (!p->order || !p->stream) {
 		cache_stream_destroy(p->stream);
 		free(p->order);

@@ -30,7 +30,7 @@ struct channel_reader {
 	struct epoch_plan *plan;     /* MODE_PLAN */
 	/* a plan of its own for the epoch, when the shared one's stream
 	 * dropped what this reader needs (unlinked; NULL: none) */
-	struct epoch_plan *own;
+	struct epoch_plan *private_plan;
 	/* the stages between the stream and the reader (channel/stage.h),
 	 * by stack_open(); NULL after a failed restart */
 	struct channel_stage *top;
@@ -48,7 +48,7 @@ struct channel_reader {
  * The reader's stack over its stream, from the stream's start: the one
  * place stages are put together.  The bottom reads the stream (gunzip,
  * which reads several objects at once, or a cache reader); conversion
- * goes on top.  A stack without stages (channel_unstaged) may begin
+ * goes on top.  A stack without stages (channel_bytes_as_stored) may begin
  * where a first read at first_read needs it to.  0, ESTALE when the
  * stream dropped its start (or first_read), or ENOMEM; on failure r->top
  * is what it was.
@@ -69,7 +69,7 @@ static int stack_build(struct channel_reader *r, uint64_t first_read)
 	else
 		bottom = channel_cache_stage_create(
 		    ch->cache, r->stream,
-		    channel_unstaged(ch) ? first_read : 0);
+		    channel_bytes_as_stored(ch) ? first_read : 0);
 	if (!bottom)
 		return errno == ESTALE ? ESTALE : ENOMEM;
 	if (ch->spec->convert.format == CHANNEL_CONVERT_NONE) {
@@ -98,23 +98,23 @@ static int stack_build(struct channel_reader *r, uint64_t first_read)
  */
 static int reader_restream(struct channel_reader *r)
 {
-	struct epoch_plan *own = plan_create(r->ch, r->epoch, false);
+	struct epoch_plan *private_plan = plan_create(r->ch, r->epoch, false);
 	struct channel_stage *old = r->top;
 	struct cache_stream *old_stream = r->stream;
 	int rc;
 
-	if (!own)
+	if (!private_plan)
 		return ENOMEM;
-	r->stream = own->stream;
+	r->stream = private_plan->stream;
 	rc = stack_build(r, 0);
 	if (rc) {
 		r->stream = old_stream;
-		plan_destroy(own);
+		plan_destroy(private_plan);
 		return rc;
 	}
 	channel_stack_destroy(old);
-	plan_destroy(r->own);
-	r->own = own;
+	plan_destroy(r->private_plan);
+	r->private_plan = private_plan;
 	return 0;
 }
 
@@ -136,7 +136,7 @@ static void stack_close(struct channel_reader *r)
 
 /* Whether reads are the stream's own bytes (a cache reader alone), which
  * can start anywhere. */
-static bool unstaged(const struct channel_reader *r)
+static bool reads_cache_directly(const struct channel_reader *r)
 {
 	return r->top && channel_stage_is_cache(r->top);
 }
@@ -431,7 +431,7 @@ struct channel_reader *channel_reader_open_record(struct channel *ch,
 		errno = EINVAL; /* no records to count */
 		return NULL;
 	}
-	if (ch->framed && channel_unstaged(ch) &&
+	if (ch->framed && channel_bytes_as_stored(ch) &&
 	    ch->spec->data_type == CHANNEL_S3_PREFIX) {
 		rc = record_walk(ch, epoch, record, start);
 		if (rc) {
@@ -459,7 +459,7 @@ void channel_reader_close(struct channel_reader *r)
 	free(r->carry);
 	stack_close(r);
 	plan_put(r->ch, r->plan);
-	plan_destroy(r->own);
+	plan_destroy(r->private_plan);
 	free(r);
 }
 
@@ -476,7 +476,7 @@ bool channel_reader_near_end(struct channel_reader *r)
 
 	if (r->at_end)
 		return true;
-	if (!unstaged(r) || !cache_stream_size(r->stream, &size))
+	if (!reads_cache_directly(r) || !cache_stream_size(r->stream, &size))
 		return false;
 	pos = r->top->ops->position(r->top);
 	return pos >= size || size - pos <= cache_max_window(r->ch->cache);
@@ -485,7 +485,7 @@ bool channel_reader_near_end(struct channel_reader *r)
 /* A read reached the point where the plan ended early: say why, once. */
 static void log_plan_error(struct channel_reader *r)
 {
-	struct epoch_plan *p = r->own ? r->own : r->plan;
+	struct epoch_plan *p = r->private_plan ? r->private_plan : r->plan;
 	bool say;
 
 	if (!p)
@@ -537,7 +537,7 @@ int channel_reader_read(struct channel_reader *r, uint64_t offset, size_t size,
 	}
 	if (r->stage_error) {
 		rc = r->stage_error == ENOMEM ? ENOMEM : EIO;
-	} else if (!unstaged(r)) {
+	} else if (!reads_cache_directly(r)) {
 		rc = 0;
 		if (offset != r->top->ops->position(r->top))
 			rc = stack_seek(r, offset);

@@ -7,8 +7,8 @@
  * test opens it: what a disk read that does not come back, or a store
  * call that blocks, looks like from above.  While one reader is stuck
  * there, another reads an object whose blocks are in memory already, and
- * must finish within STALL_WAIT_S seconds.  A listing stream's framer and
- * a plan stream's want hook must find the cache's lock free.
+ * must finish within STALL_WAIT_S seconds.  A listing stream's on-listed
+ * function and a plan stream's refill function must find the cache's lock free.
  */
 #include "config.h"
 
@@ -435,10 +435,10 @@ static void test_hooks_unlocked(void **state)
 	(void)state;
 	fixture_start(&f, GATE_ONLY);
 	frames.c = wants.c = f.c;
-	/* a framer, for the first page and the next */
+	/* an on-listed function, for the first page and the next */
 	s = cache_stream_create(f.c, "bucket", "list/");
 	assert_non_null(s);
-	cache_stream_set_framer(s, frame_check, &frames);
+	cache_stream_on_listed(s, frame_check, &frames);
 	assert_int_equal(cache_stream_start(s, &err), 0);
 	assert_int_equal(cache_stream_list_all(s), 0);
 	assert_int_equal(frames.calls, 2);

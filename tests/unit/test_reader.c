@@ -976,7 +976,7 @@ static void test_framer_exact(void **state)
 		c = new_cache(ts, 512 * KIB, 64 * KIB, 6);
 		s = cache_stream_create(c, "bucket", "data/");
 		assert_non_null(s);
-		cache_stream_set_framer(s, frame_header, &calls);
+		cache_stream_on_listed(s, frame_header, &calls);
 		assert_int_equal(cache_stream_start(s, &err), 0);
 		assert_int_equal(calls, 3); /* the first page: 3 keys */
 		if (all) {

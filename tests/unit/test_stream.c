@@ -1,8 +1,8 @@
 /*
  * test_stream: stream offset -> segment mapping, listing pages, and the
  * reader's block arithmetic, on objects larger than 4 GiB; plan streams
- * (object ranges, literal bytes, marks), framers, the want hook, waiting
- * for segments, and readers of a range.
+ * (object ranges, literal bytes, marks), on-listed functions, the refill
+ * function, waiting for segments, and readers of a range.
  *
  * take_page(), frontier_to_position() and prefetch() are reached through
  * the UNITTEST convention (cache/internal.h).  The cache sits on the
@@ -542,13 +542,13 @@ static void test_stream_want(void **state)
 	}
 	pthread_mutex_lock(&c->lock);
 	/* list_page_keys 100: far from the end, no request */
-	cache_stream_want(s, 0);
-	cache_stream_want(s, 149);
+	cache_stream_need(s, 0);
+	cache_stream_need(s, 149);
 	assert_false(s->listing);
 	/* complete: never a request */
 	s->complete = true;
-	cache_stream_want(s, 150);
-	cache_stream_want(s, 10000);
+	cache_stream_need(s, 150);
+	cache_stream_need(s, 10000);
 	assert_false(s->listing);
 	pthread_mutex_unlock(&c->lock);
 	check_no_requests();
@@ -599,9 +599,9 @@ static void check_frontier(struct cache_reader *r, uint64_t pos,
 	r->seg_idx = cache_stream_find(r->stream, pos);
 	assert_int_equal(r->seg_idx, want_seg);
 	frontier_to_position(r);
-	assert_int_equal(r->pf_seg, want_seg);
+	assert_int_equal(r->prefetch_seg, want_seg);
 	assert_int_equal(r->pf_block, want_block);
-	assert_int_equal(r->pf_offset, want_offset);
+	assert_int_equal(r->prefetch_offset, want_offset);
 	pthread_mutex_unlock(&c->lock);
 }
 
@@ -656,7 +656,7 @@ static void test_read_at_end(void **state)
 	assert_int_equal(v->count, 0);
 	assert_int_equal(cache_reader_position(r), MIXED_TOTAL);
 	assert_int_equal(r->seg_idx, MIXED_COUNT);
-	assert_int_equal(r->pf_offset, MIXED_TOTAL);
+	assert_int_equal(r->prefetch_offset, MIXED_TOTAL);
 	/* again at the same place: not a seek */
 	assert_int_equal(cache_reader_read(r, MIXED_TOTAL, 4096, v), 0);
 	assert_int_equal(v->bytes, 0);
@@ -1324,8 +1324,8 @@ static void test_plan_prefetch_ranges(void **state)
 	assert_int_equal(store->gets[2].flags & STORE_GET_WHOLE, 0);
 	check_get(3, "p/b", 0, 100, 1);
 	assert_true(store->gets[3].flags & STORE_GET_WHOLE);
-	assert_int_equal(r->pf_seg, s->count);
-	assert_int_equal(r->pf_offset, s->listed_bytes);
+	assert_int_equal(r->prefetch_seg, s->count);
+	assert_int_equal(r->prefetch_offset, s->listed_bytes);
 	/* every block once: a lookup finds each */
 	for (uint64_t i = 0; i < 10; i++)
 		assert_int_equal(lookup_block(c, s, 1, i) != NULL,
@@ -1613,7 +1613,7 @@ static bool wanted_enough(void *arg)
 }
 
 /*
- * Waits until the want hook has run n times in all.  A reader that needs
+ * Waits until the refill function has run n times in all.  A reader that needs
  * a segment not there yet asks (the hook, without the cache's lock), then
  * looks again under it and sleeps on the stream: once the count has
  * moved, a reader that asked waits, or is about to, until a segment is
@@ -1623,14 +1623,14 @@ static void wait_wants(struct cache *c, const struct want_log *w, unsigned n)
 {
 	struct want_wait ww = {.c = c, .w = w, .n = n};
 
-	assert_int_equal(
-	    test_store_wait_until(store, wanted_enough, &ww, "the want hook"),
-	    0);
+	assert_int_equal(test_store_wait_until(store, wanted_enough, &ww,
+					       "the refill function"),
+			 0);
 }
 
 /*
  * cache_stream_segment(): a segment that is there at once; one that is
- * not yet waits, asking the owner (want hook), until it is added; after
+ * not yet waits, asking the owner (refill function), until it is added; after
  * the end, ENODATA, or the error the stream ended with.
  */
 static void test_segment_wait(void **state)
@@ -1755,7 +1755,7 @@ static void test_segment_wait_listing(void **state)
 }
 
 /*
- * The want hook may add segments itself (it runs with the lock held, and
+ * The refill function may add segments itself (it runs with the lock held, and
  * adding is a lock-held call): a reader waiting for the first segment of
  * an empty plan stream must then get it, not sleep on a wake-up that came
  * before it slept.
@@ -1802,7 +1802,7 @@ static void test_want_adds_at_once(void **state)
 		j = (struct segment_job){.s = s, .idx = 1};
 		if (!segment_within(&j))
 			stuck = "cache_stream_segment(1) still waited after "
-				"the want hook ended the stream";
+				"the refill function ended the stream";
 		else
 			assert_int_equal(j.rc, ENODATA);
 	}
@@ -1966,7 +1966,7 @@ static void test_plan_reader_woken(void **state)
 	cache_destroy(c);
 }
 
-/* A first read of an empty plan stream whose want hook adds at once. */
+/* A first read of an empty plan stream whose refill function adds at once. */
 static void test_want_adds_first_read(void **state)
 {
 	struct cache *c = new_conf_cache(64 * MIB, 4 * KIB, 8 * KIB, 0);
@@ -1998,13 +1998,14 @@ static void test_want_adds_first_read(void **state)
 	cache_stream_destroy(s);
 	cache_destroy(c);
 	if (!done)
-		fail_msg("the first read still waited after the want hook "
-			 "added the stream's first bytes");
+		fail_msg(
+		    "the first read still waited after the refill function "
+		    "added the stream's first bytes");
 }
 
-/* ---- framers ---- */
+/* ---- on-listed functions ---- */
 
-struct framer {
+struct on_listed {
 	unsigned calls;
 	unsigned fail_at; /* 1-based call that fails; 0 = none */
 };
@@ -2013,7 +2014,7 @@ struct framer {
  * and the header's bytes reversed after it. */
 static int frame3(void *arg, struct cache_stream *s, struct cache_object *obj)
 {
-	struct framer *f = arg;
+	struct on_listed *f = arg;
 	unsigned char hdr[3] = {'<', (unsigned char)cache_object_size(obj),
 				'>'};
 	int rc;
@@ -2030,15 +2031,15 @@ static int frame3(void *arg, struct cache_stream *s, struct cache_object *obj)
 	return cache_stream_add_bytes(s, ">", 1);
 }
 
-static void test_framer_take_page(void **state)
+static void test_on_listed_take_page(void **state)
 {
 	struct cache *c = new_cache(64 * MIB, MIB);
-	struct framer f = {0};
+	struct on_listed f = {0};
 	struct cache_stream *s = cache_stream_create(c, "b", "p/");
 	struct store_list_page page;
 
 	assert_non_null(s);
-	cache_stream_set_framer(s, frame3, &f);
+	cache_stream_on_listed(s, frame3, &f);
 	page_init(&page, 3, true, "t1");
 	page_add(&page, "p/a", "\"a\"", 300);
 	page_add(&page, "p/empty", "\"e\"", 0); /* no call, no segment */
@@ -2091,7 +2092,7 @@ static void test_framer_take_page(void **state)
 static void test_resume_point(void **state)
 {
 	struct cache *c = new_cache(64 * MIB, MIB);
-	struct framer f = {0};
+	struct on_listed f = {0};
 	struct cache_stream *s = cache_stream_create(c, "b", "p/"), *s2;
 	struct cache_resume slot, copy;
 	struct store_list_page page;
@@ -2102,7 +2103,7 @@ static void test_resume_point(void **state)
 	(void)state;
 	memset(&slot, 0, sizeof(slot));
 	assert_non_null(s);
-	cache_stream_set_framer(s, frame3, &f);
+	cache_stream_on_listed(s, frame3, &f);
 	cache_stream_set_trim(s);
 	cache_stream_keep_resume(s, &slot, 7);
 	/* 700 objects of 5 bytes (and empty ones, which frame nothing and
@@ -2172,7 +2173,7 @@ static void test_resume_point(void **state)
 	assert_non_null(r);
 	assert_int_equal(cache_reader_position(r), 4500);
 	pthread_mutex_lock(&c->lock);
-	cache_stream_want(s2, s2->count);
+	cache_stream_need(s2, s2->count);
 	pthread_mutex_unlock(&c->lock);
 	assert_int_equal(test_store_wait_made(store, TEST_LIST, 1), 0);
 	assert_string_equal(store->lists[0].start_after, "p/0499");
@@ -2335,7 +2336,7 @@ int main(void)
 	    TEST(test_want_near_end),
 	    TEST(test_plan_reader_woken),
 	    TEST(test_want_adds_first_read),
-	    TEST(test_framer_take_page),
+	    TEST(test_on_listed_take_page),
 	    TEST(test_resume_point),
 	    TEST(test_list_all),
 	};

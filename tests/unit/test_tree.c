@@ -1351,7 +1351,7 @@ static void test_follow_strays(void **state)
 	struct channel_tree_stats st;
 	uint64_t far;
 	unsigned want_new = 0;
-	char asked[5][64];
+	char asked[6][64];
 
 	(void)state;
 	follow_tree(&f, N, names);
@@ -1359,34 +1359,39 @@ static void test_follow_strays(void **state)
 	assert_int_equal(split_lines(text, lines, N), N);
 	assert_int_equal(f.ts->ngets, 4);
 
-	/* position 90: beyond the window and a batch after it */
-	far = must_lookup(f.t, lines[90]);
-	for (int i = 0; i < 31; i++)
-		open_close(&f, far);
-	assert_int_equal(f.ts->ngets, 4);
-	channel_tree_get_stats(f.t, &st);
-	assert_int_equal(st.opens, 31);
-	assert_int_equal(st.opens_prefetched, 0);
-
-	/* in the order again: following, the window moves */
+	/* following from the first open on: the window moves */
 	open_close(&f, must_lookup(f.t, lines[0]));
 	assert_int_equal(f.ts->ngets, 5);
 	assert_int_equal(gets_of(&f, lines[4]), 1);
+
+	/* position 90: beyond the window and a batch after it, a stray */
+	far = must_lookup(f.t, lines[90]);
+	for (int i = 0; i < 31; i++)
+		open_close(&f, far);
+	assert_int_equal(f.ts->ngets, 5);
 	channel_tree_get_stats(f.t, &st);
+	assert_int_equal(st.opens, 1 + 31);
 	assert_int_equal(st.opens_prefetched, 1);
+
+	/* in the order again: following, the window moves */
+	open_close(&f, must_lookup(f.t, lines[1]));
+	assert_int_equal(f.ts->ngets, 6);
+	assert_int_equal(gets_of(&f, lines[5]), 1);
+	channel_tree_get_stats(f.t, &st);
+	assert_int_equal(st.opens_prefetched, 2);
 
 	/* 32 in a row stop it */
 	for (int i = 0; i < 32; i++)
 		open_close(&f, far);
-	open_close(&f, must_lookup(f.t, lines[1]));
-	assert_int_equal(f.ts->ngets, 5);
+	open_close(&f, must_lookup(f.t, lines[2]));
+	assert_int_equal(f.ts->ngets, 6);
 	channel_tree_get_stats(f.t, &st);
-	assert_int_equal(st.opens, 31 + 1 + 32 + 1);
-	assert_int_equal(st.opens_prefetched, 1);
-	assert_int_equal(st.prefetched, 5);
+	assert_int_equal(st.opens, 1 + 31 + 1 + 32 + 1);
+	assert_int_equal(st.opens_prefetched, 2);
+	assert_int_equal(st.prefetched, 6);
 
 	/* a new order file: its first four, less those asked for already */
-	for (unsigned i = 0; i < 5; i++)
+	for (unsigned i = 0; i < 6; i++)
 		snprintf(asked[i], sizeof(asked[i]), "%s", f.ts->gets[i].key);
 	assert_int_equal(channel_tree_order(f.t, 1, &text1, &len), 0);
 	assert_int_equal(split_lines(text1, lines1, N), N);
@@ -1395,16 +1400,16 @@ static void test_follow_strays(void **state)
 		bool before = false;
 
 		snprintf(key, sizeof(key), "%s%s", PREFIX, lines1[p]);
-		for (unsigned i = 0; i < 5; i++)
+		for (unsigned i = 0; i < 6; i++)
 			before = before || strcmp(asked[i], key) == 0;
 		want_new += !before;
 	}
 	for (size_t p = 0; p < 4; p++)
 		assert_int_equal(gets_of(&f, lines1[p]), 1);
-	assert_int_equal(f.ts->ngets, 5 + want_new);
+	assert_int_equal(f.ts->ngets, 6 + want_new);
 	channel_tree_get_stats(f.t, &st);
 	assert_int_equal(st.orders, 2);
-	assert_int_equal(st.prefetched, 5 + 4);
+	assert_int_equal(st.prefetched, 6 + 4);
 	free(text);
 	free(text1);
 	fx_fini(&f);
@@ -1482,6 +1487,51 @@ static void test_follow_order_reread(void **state)
  * 1 MiB budget and stop the prefetch; given up, every open finds its file
  * prefetched to the end.
  */
+/*
+ * A sampler resumed at position 70 of the order: its first open there
+ * moves the following (the next four are fetched, then one more each open
+ * in the order), and the four prefetched at the head, which no open will
+ * take, are given up.
+ */
+static void test_follow_jump(void **state)
+{
+	static struct fx f; /* outlives a failed assertion */
+	enum { N = 100 };
+	static char names[N][16];
+	char *text = NULL, *lines[N];
+	size_t len = 0;
+	struct channel_tree_stats st;
+
+	(void)state;
+	follow_tree(&f, N, names);
+	assert_int_equal(channel_tree_order(f.t, 0, &text, &len), 0);
+	assert_int_equal(split_lines(text, lines, N), N);
+	assert_int_equal(f.ts->ngets, 4); /* the head: 0 to 3 */
+	open_close(&f, must_lookup(f.t, lines[70]));
+	assert_int_equal(f.ts->ngets, 8);
+	for (size_t p = 71; p < 75; p++)
+		assert_int_equal(gets_of(&f, lines[p]), 1);
+	channel_tree_get_stats(f.t, &st);
+	assert_int_equal(st.released, 4);
+	assert_int_equal(st.opens_prefetched, 0);
+	/* the order from there on: each open found prefetched, the window
+	 * one file further each time */
+	for (size_t p = 71; p < 80; p++)
+		open_read_close(&f, lines[p]);
+	assert_int_equal(f.ts->ngets, 8 + 9);
+	assert_int_equal(gets_of(&f, lines[83]), 1);
+	assert_int_equal(gets_of(&f, lines[84]), 0);
+	assert_int_equal(gets_of(&f, lines[4]), 0);
+	channel_tree_get_stats(f.t, &st);
+	assert_int_equal(st.opens_prefetched, 9);
+	/* an open behind the frontier (a worker a little behind) asks for
+	 * nothing */
+	open_close(&f, must_lookup(f.t, lines[5]));
+	assert_int_equal(f.ts->ngets, 17);
+	free(text);
+	fx_fini(&f);
+}
+
 static void test_follow_skipped(void **state)
 {
 	static struct fx f; /* outlives a failed assertion */
@@ -1538,6 +1588,8 @@ int main(void)
 					    watchdog, teardown),
 	    cmocka_unit_test_setup_teardown(test_follow, watchdog, teardown),
 	    cmocka_unit_test_setup_teardown(test_follow_strays, watchdog,
+					    teardown),
+	    cmocka_unit_test_setup_teardown(test_follow_jump, watchdog,
 					    teardown),
 	    cmocka_unit_test_setup_teardown(test_follow_order_reread, watchdog,
 					    teardown),
