@@ -1263,6 +1263,20 @@ static void follow_tree(struct fx *f, size_t nfiles, char names[][16])
 	fx_tree(f);
 }
 
+/* follow_tree(), then epoch 0's order file taken: its text (the caller's
+ * to free) cut into lines[0, nfiles). */
+static char *follow_order0(struct fx *f, size_t nfiles, char names[][16],
+			   char *lines[])
+{
+	char *text = NULL;
+	size_t len = 0;
+
+	follow_tree(f, nfiles, names);
+	assert_int_equal(channel_tree_order(f->t, 0, &text, &len), 0);
+	assert_int_equal(split_lines(text, lines, nfiles), nfiles);
+	return text;
+}
+
 static void test_follow(void **state)
 {
 	static struct fx f; /* outlives a failed assertion */
@@ -1354,9 +1368,7 @@ static void test_follow_strays(void **state)
 	char asked[6][64];
 
 	(void)state;
-	follow_tree(&f, N, names);
-	assert_int_equal(channel_tree_order(f.t, 0, &text, &len), 0);
-	assert_int_equal(split_lines(text, lines, N), N);
+	text = follow_order0(&f, N, names, lines);
 	assert_int_equal(f.ts->ngets, 4);
 
 	/* following from the first open on: the window moves */
@@ -1447,9 +1459,7 @@ static void test_follow_order_reread(void **state)
 	struct channel_tree_stats st;
 
 	(void)state;
-	follow_tree(&f, N, names);
-	assert_int_equal(channel_tree_order(f.t, 0, &text, &len), 0);
-	assert_int_equal(split_lines(text, lines, N), N);
+	text = follow_order0(&f, N, names, lines);
 	for (size_t p = 0; p < FIRST; p++) {
 		if (gets_of(&f, lines[p]) != 1)
 			fail_msg("no GET of '%s' (position %zu) before its "
@@ -1499,13 +1509,10 @@ static void test_follow_jump(void **state)
 	enum { N = 100 };
 	static char names[N][16];
 	char *text = NULL, *lines[N];
-	size_t len = 0;
 	struct channel_tree_stats st;
 
 	(void)state;
-	follow_tree(&f, N, names);
-	assert_int_equal(channel_tree_order(f.t, 0, &text, &len), 0);
-	assert_int_equal(split_lines(text, lines, N), N);
+	text = follow_order0(&f, N, names, lines);
 	assert_int_equal(f.ts->ngets, 4); /* the head: 0 to 3 */
 	open_close(&f, must_lookup(f.t, lines[70]));
 	assert_int_equal(f.ts->ngets, 8);
@@ -1538,13 +1545,11 @@ static void test_follow_skipped(void **state)
 	enum { N = 61 };
 	static char names[N][16];
 	char *text = NULL, *lines[N];
-	size_t len = 0, opened = 0, skipped = 0;
+	size_t opened = 0, skipped = 0;
 	struct channel_tree_stats st;
 
 	(void)state;
-	follow_tree(&f, N, names);
-	assert_int_equal(channel_tree_order(f.t, 0, &text, &len), 0);
-	assert_int_equal(split_lines(text, lines, N), N);
+	text = follow_order0(&f, N, names, lines);
 	for (size_t p = 0; p < N; p++) {
 		if (p % 3 == 2) {
 			/* skipped, but prefetched all the same */
