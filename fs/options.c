@@ -6,11 +6,11 @@
  * or a setter for the few that need more), where the value lands in struct
  * fs_options (often inside a module's conf), its limits and its help line.
  * Every form of an option ends in opt_apply() with its row, and
- * fs_options_usage() prints the same rows, with the defaults read from a
- * freshly initialised struct.  Names compare with '-' and '_' equal.
+ * fs_options_usage() (fs/usage.c) prints the same rows, with the defaults read
+ * from a freshly initialised struct.  Names compare with '-' and '_' equal.
  *
  * fs_options_parse() runs fuse_opt_parse() over argv with templates built
- * from the table (build_templates()) and one processing function,
+ * from the table (opt_templates_build()) and one processing function,
  * opt_proc():
  *
  *   --name VALUE     templates "--name" (a value follows: noted in
@@ -33,21 +33,9 @@
  *   NAME=URI, MOUNTPOINT  non-options, checked once all options are in
  *                    (fs/positionals.c; the parse's state is fs/parse.h).
  *
- * mount(8) runs helpers as (section EXTERNAL HELPERS of util-linux mount(8))
- *
- *   /sbin/mount.TYPE SPEC DIR [-sfnv] [-N NAMESPACE] [-o OPTS] [-t TYPE.SUB]
- *
- * where -s -f -n -v keep mount's meanings: -s sloppy, -f fake ("dry run; skip
- * the mount(2) syscall"), -n no mtab, -v verbose.  So for mount.s3pipe, -f
- * is NOT foreground: "mount -f" must not mount, and a helper that stayed in
- * the foreground would hang mount(8).  We set o->fake (check everything,
- * mount nothing) and foreground is "-o foreground".  -s, -n and -v are
- * accepted and ignored.  -t only names a subtype and is ignored.  -N asks
- * for a mount in another namespace, which we cannot honour, so it is
- * refused rather than mounting in the wrong place.  mount(8) strips auto,
- * noauto, comment= and x-* itself; the fstab keywords it does pass (_netdev,
- * nofail, user, user=NAME for user mounts, rw, ...) are dropped here: the
- * mount is always read-only.
+ * mount.s3pipe's own rules (mount(8) calls it as a helper) are in
+ * fs/helper_rules.c; the templates fuse_opt_parse() matches in
+ * fs/option_templates.c; --help in fs/usage.c.
  *
  * Error messages are one line: control characters from argv are replaced
  * with '?' so a hostile argument cannot forge extra lines.
@@ -75,44 +63,6 @@
 #include <strings.h>
 
 #define ID_MAX 4294967294ULL /* (uid_t)-1 means "no change" */
-
-enum opt_kind {
-	OPT_FLAG,    /* bool at offset, no value */
-	OPT_STRING,  /* char * at offset, owned, non-empty */
-	OPT_SIZE,    /* uint64_t at offset, util_parse_size in [min, max] */
-	OPT_UINT,    /* unsigned at offset, util_parse_uint in [min, max] */
-	OPT_SETTER,  /* set() does the work */
-	OPT_CHANNEL, /* a per-channel setting: channel_setting_parse() */
-};
-
-enum opt_form {
-	FORM_LONG,  /* --name or --name=value */
-	FORM_SHORT, /* -x */
-	FORM_O,	    /* -o name[=value] */
-};
-
-/* opt_proc()'s keys for our templates (fuse_opt's own are negative) */
-enum {
-	KEY_PASS = -100,    /* not a key: o_item() hands the item to libfuse */
-	KEY_TYPE_NEXT = 1,  /* mount.s3pipe "-t": its value follows */
-	KEY_TYPE,	    /* "-t TYPE" or "-tTYPE" */
-	KEY_NEXT = 0x1000,  /* + row: "--name", its value follows */
-	KEY_VALUE = 0x2000, /* + row: "--name VALUE" glued, or "--name..." */
-};
-
-struct opt_def {
-	const char *name;    /* canonical, with dashes; the start of another
-				name only if it comes after that one
-				("--name " matches prefixes: long_value()) */
-	char short_name;     /* 0 when none; only for flags */
-	enum opt_kind kind;  /* how the value is parsed and stored */
-	size_t offset;	     /* into struct fs_options (not OPT_SETTER) */
-	uint64_t min, max;   /* OPT_SIZE, OPT_UINT */
-	const char *metavar; /* NULL: the option takes no value */
-	int (*set)(struct parse_state *st, const char *val); /* OPT_SETTER */
-	const char *help; /* fs_options_usage() adds SIZE and UINT defaults */
-	const struct channel_setting *setting; /* OPT_CHANNEL */
-};
 
 static int set_endpoint(struct parse_state *st, const char *val);
 static int set_no_verify_ssl(struct parse_state *st, const char *val);
@@ -346,7 +296,7 @@ static const struct opt_def opt_table[] = {
 #define OPT_COUNT (sizeof(opt_table) / sizeof(opt_table[0]))
 
 /* the per-channel settings (channel_settings[]) that have an option, as
- * rows after opt_table's: row_at(OPT_COUNT + i) */
+ * rows after opt_table's: opt_row_at(OPT_COUNT + i) */
 static struct opt_def channel_rows[32];
 static size_t nchannel_rows;
 static pthread_once_t channel_rows_once = PTHREAD_ONCE_INIT;
@@ -370,53 +320,21 @@ static void build_channel_rows(void)
 	}
 }
 
-static size_t row_count(void)
+size_t opt_row_count(void)
 {
 	pthread_once(&channel_rows_once, build_channel_rows);
 	return OPT_COUNT + nchannel_rows;
 }
 
-static const struct opt_def *row_at(size_t i)
+size_t opt_general_rows(void)
+{
+	return OPT_COUNT;
+}
+
+const struct opt_def *opt_row_at(size_t i)
 {
 	return i < OPT_COUNT ? &opt_table[i] : &channel_rows[i - OPT_COUNT];
 }
-
-/*
- * fstab(5) and mount(8) keywords that mean nothing to a read-only s3pipe,
- * dropped wherever they appear in -o.  x-* is dropped in o_item(): a
- * template without '=' matches only itself.
- */
-static const struct fuse_opt discard_templates[] = {
-    FUSE_OPT_KEY("_netdev", FUSE_OPT_KEY_DISCARD),
-    FUSE_OPT_KEY("nofail", FUSE_OPT_KEY_DISCARD),
-    FUSE_OPT_KEY("auto", FUSE_OPT_KEY_DISCARD),
-    FUSE_OPT_KEY("noauto", FUSE_OPT_KEY_DISCARD),
-    FUSE_OPT_KEY("user", FUSE_OPT_KEY_DISCARD),
-    FUSE_OPT_KEY("users", FUSE_OPT_KEY_DISCARD),
-    FUSE_OPT_KEY("nouser", FUSE_OPT_KEY_DISCARD),
-    FUSE_OPT_KEY("owner", FUSE_OPT_KEY_DISCARD),
-    FUSE_OPT_KEY("group", FUSE_OPT_KEY_DISCARD),
-    FUSE_OPT_KEY("defaults", FUSE_OPT_KEY_DISCARD),
-    FUSE_OPT_KEY("rw", FUSE_OPT_KEY_DISCARD),
-    FUSE_OPT_KEY("ro", FUSE_OPT_KEY_DISCARD),
-    FUSE_OPT_KEY("exec", FUSE_OPT_KEY_DISCARD),
-    FUSE_OPT_KEY("noexec", FUSE_OPT_KEY_DISCARD),
-    FUSE_OPT_KEY("suid", FUSE_OPT_KEY_DISCARD),
-    FUSE_OPT_KEY("nosuid", FUSE_OPT_KEY_DISCARD),
-    FUSE_OPT_KEY("dev", FUSE_OPT_KEY_DISCARD),
-    FUSE_OPT_KEY("nodev", FUSE_OPT_KEY_DISCARD),
-    FUSE_OPT_KEY("comment=", FUSE_OPT_KEY_DISCARD),
-    FUSE_OPT_KEY("user=", FUSE_OPT_KEY_DISCARD),
-};
-
-/* mount.s3pipe's "-t TYPE" ("-t" notes that a value follows) */
-static const struct fuse_opt helper_templates[] = {
-    FUSE_OPT_KEY("-t", KEY_TYPE_NEXT),
-    FUSE_OPT_KEY("-t ", KEY_TYPE),
-};
-
-#define NDISCARD (sizeof(discard_templates) / sizeof(discard_templates[0]))
-#define NHELPER	 (sizeof(helper_templates) / sizeof(helper_templates[0]))
 
 int options_fail(struct parse_state *st, int rc, const char *fmt, ...)
 {
@@ -434,7 +352,7 @@ int options_fail_nomem(struct parse_state *st)
 }
 
 /* Compares name[0..len) with canon, '-' and '_' equal. */
-static bool name_eq(const char *name, size_t len, const char *canon)
+bool opt_name_eq(const char *name, size_t len, const char *canon)
 {
 	size_t i;
 	char a, b;
@@ -448,24 +366,24 @@ static bool name_eq(const char *name, size_t len, const char *canon)
 	return canon[len] == '\0';
 }
 
-static const struct opt_def *find_long(const char *name, size_t len)
+const struct opt_def *opt_find_long(const char *name, size_t len)
 {
 	size_t i;
 
-	for (i = 0; i < row_count(); i++) {
-		if (name_eq(name, len, row_at(i)->name))
-			return row_at(i);
+	for (i = 0; i < opt_row_count(); i++) {
+		if (opt_name_eq(name, len, opt_row_at(i)->name))
+			return opt_row_at(i);
 	}
 	return NULL;
 }
 
-static const struct opt_def *find_short(char c)
+const struct opt_def *opt_find_short(char c)
 {
 	size_t i;
 
-	for (i = 0; i < row_count(); i++) {
-		if (row_at(i)->short_name && row_at(i)->short_name == c)
-			return row_at(i);
+	for (i = 0; i < opt_row_count(); i++) {
+		if (opt_row_at(i)->short_name && opt_row_at(i)->short_name == c)
+			return opt_row_at(i);
 	}
 	return NULL;
 }
@@ -495,7 +413,7 @@ static void set_shown(struct parse_state *st, const struct opt_def *d,
 }
 
 /* "256M", "64K", "1G" or plain bytes, for messages. */
-static const char *size_str(uint64_t v, char *buf, size_t len)
+const char *opt_size_str(uint64_t v, char *buf, size_t len)
 {
 	if (v >= (1ULL << 30) && v % (1ULL << 30) == 0)
 		snprintf(buf, len, "%lluG", (unsigned long long)(v >> 30));
@@ -536,12 +454,13 @@ static int parse_size(struct parse_state *st, const struct opt_def *d,
 		return options_fail(
 		    st, EINVAL, "size '%s' for %s is too large%s%s", val,
 		    st->shown, d->max < UINT64_MAX ? ": at most " : "",
-		    d->max < UINT64_MAX ? size_str(d->max, hi, sizeof(hi))
+		    d->max < UINT64_MAX ? opt_size_str(d->max, hi, sizeof(hi))
 					: "");
 	if (*out < d->min)
 		return options_fail(st, EINVAL, "%s must be between %s and %s",
-				    st->shown, size_str(d->min, lo, sizeof(lo)),
-				    size_str(d->max, hi, sizeof(hi)));
+				    st->shown,
+				    opt_size_str(d->min, lo, sizeof(lo)),
+				    opt_size_str(d->max, hi, sizeof(hi)));
 	return 0;
 }
 
@@ -701,8 +620,8 @@ static int set_cache_dir_size(struct parse_state *st, const char *val)
 }
 
 /* Applies row d; val is NULL when the user gave no value. */
-static int opt_apply(struct parse_state *st, const struct opt_def *d,
-		     enum opt_form form, const char *val)
+int opt_apply(struct parse_state *st, const struct opt_def *d,
+	      enum opt_form form, const char *val)
 {
 	char *base = (char *)st->o;
 	uint64_t v = 0;
@@ -752,130 +671,6 @@ static int opt_apply(struct parse_state *st, const struct opt_def *d,
 	}
 }
 
-/* ---- templates for fuse_opt_parse() ---- */
-
-static unsigned count_dashes(const char *name)
-{
-	unsigned n = 0;
-
-	for (; *name; name++)
-		n += *name == '-';
-	return n;
-}
-
-/*
- * "--NAME" (or "--NAME " with space) where bit i of mask turns the i-th
- * '-' of name into '_'.  NULL when out of memory.
- */
-static char *spelling(const char *name, unsigned mask, bool space)
-{
-	size_t len = strlen(name);
-	char *s = malloc(len + 4);
-	unsigned bit = 0;
-	size_t i;
-
-	if (!s)
-		return NULL;
-	s[0] = s[1] = '-';
-	for (i = 0; i < len; i++) {
-		s[i + 2] = name[i];
-		if (name[i] == '-' && (mask >> bit++) & 1)
-			s[i + 2] = '_';
-	}
-	s[len + 2] = space ? ' ' : '\0';
-	s[len + 3] = '\0';
-	return s;
-}
-
-/* Frees what build_templates() made: the first n templates' strings. */
-static void free_templates(struct fuse_opt *t, size_t n)
-{
-	size_t i;
-
-	if (!t)
-		return;
-	for (i = 0; i < n; i++)
-		free((char *)t[i].templ);
-	free(t);
-}
-
-/*
- * The templates for one parse: "--NAME" and "--NAME " for each spelling
- * of each option that takes a value, then the keywords to discard (and
- * mount.s3pipe's -t), then FUSE_OPT_END.  *nbuilt gets the number of
- * allocated template strings at the start.  NULL when out of memory.
- */
-static struct fuse_opt *build_templates(bool mount_helper, size_t *nbuilt)
-{
-	struct fuse_opt *t;
-	size_t i, n = 0, cap = NDISCARD + NHELPER + 1;
-	unsigned mask;
-
-	for (i = 0; i < row_count(); i++) {
-		if (row_at(i)->metavar)
-			cap += 2u << count_dashes(row_at(i)->name);
-	}
-	t = calloc(cap, sizeof(*t));
-	if (!t)
-		return NULL;
-	for (i = 0; i < row_count(); i++) {
-		const char *name = row_at(i)->name;
-
-		if (!row_at(i)->metavar)
-			continue;
-		for (mask = 0; mask < 1u << count_dashes(name); mask++) {
-			t[n] = (struct fuse_opt)FUSE_OPT_KEY(
-			    spelling(name, mask, false), KEY_NEXT + (int)i);
-			t[n + 1] = (struct fuse_opt)FUSE_OPT_KEY(
-			    spelling(name, mask, true), KEY_VALUE + (int)i);
-			n += 2;
-			if (!t[n - 2].templ || !t[n - 1].templ) {
-				free_templates(t, n);
-				return NULL;
-			}
-		}
-	}
-	*nbuilt = n;
-	memcpy(t + n, discard_templates, sizeof(discard_templates));
-	if (mount_helper)
-		memcpy(t + n + NDISCARD, helper_templates,
-		       sizeof(helper_templates));
-	return t; /* calloc wrote FUSE_OPT_END */
-}
-
-/*
- * An -o item s3pipe does not know: KEY_PASS (fuse_opt keeps it for libfuse)
- * when a session takes it, else an error.
- */
-static int passthrough(struct parse_state *st, const char *item, size_t len)
-{
-	char fuse_msg[256];
-	const char *msg = fuse_msg;
-	int n = (int)(len > 64 ? 64 : len);
-	int rc;
-
-	if (name_eq(item, len, "max-read"))
-		return options_fail(
-		    st, EINVAL,
-		    "option -o max_read cannot be set: s3pipe mounts "
-		    "with max_read=%u",
-		    FS_MAX_READ);
-	rc = fs_session_option_check(item, fuse_msg, sizeof(fuse_msg));
-	if (rc == ENOMEM)
-		return options_fail_nomem(st);
-	if (rc == 0)
-		return KEY_PASS;
-	if (strstr(fuse_msg, "unknown option") || !fuse_msg[0])
-		return options_fail(st, EINVAL,
-				    "unknown option '-o %.*s' (see %s --help)",
-				    n, item, st->prog);
-	if (strncmp(msg, "fuse: ", 6) == 0)
-		msg += 6;
-	return options_fail(st, EINVAL,
-			    "option '-o %.*s' refused by libfuse: %.*s", n,
-			    item, (int)strcspn(msg, "\n"), msg);
-}
-
 /* ---- what opt_proc() gets ---- */
 
 static int unknown_long(struct parse_state *st, const char *arg)
@@ -892,7 +687,7 @@ static int unknown_long(struct parse_state *st, const char *arg)
  * name. */
 static int long_value(struct parse_state *st, int row, const char *arg)
 {
-	const struct opt_def *d = row_at((size_t)row);
+	const struct opt_def *d = opt_row_at((size_t)row);
 	const char *rest = arg + 2 + strlen(d->name);
 	bool separate = st->pending == KEY_NEXT + row;
 
@@ -904,7 +699,7 @@ static int long_value(struct parse_state *st, int row, const char *arg)
 	/* fuse_opt runs every template that matches: "--cache-dir " also
 	 * matches "--cache-dir-size...", which that row's own templates
 	 * (before this one in the table) have taken */
-	if (find_long(arg + 2, strcspn(arg + 2, "=")))
+	if (opt_find_long(arg + 2, strcspn(arg + 2, "=")))
 		return 0;
 	return unknown_long(st, arg);
 }
@@ -914,33 +709,11 @@ static int long_flag(struct parse_state *st, const char *arg)
 {
 	const char *name = arg + 2;
 	size_t len = strcspn(name, "=");
-	const struct opt_def *d = find_long(name, len);
+	const struct opt_def *d = opt_find_long(name, len);
 
 	if (!d)
 		return unknown_long(st, arg);
 	return opt_apply(st, d, FORM_LONG, name[len] ? name + len + 1 : NULL);
-}
-
-/* mount(8)'s letters for mount.s3pipe (-t aside); 1 when c is not one. */
-static int helper_letter(struct parse_state *st, char c)
-{
-	switch (c) {
-	case 'f':
-		st->o->fake = true;
-		return 0;
-	case 's':
-	case 'n':
-	case 'v':
-		return 0; /* accepted, ignored */
-	case 'N':
-		return options_fail(
-		    st, EINVAL,
-		    "option -N (mount in another namespace) is not "
-		    "supported: run mount.s3pipe inside that "
-		    "namespace");
-	default:
-		return 1;
-	}
 }
 
 /* Short flags, one or several: "-f", "-fd", "-sfnv". */
@@ -957,7 +730,7 @@ static int short_flags(struct parse_state *st, const char *p)
 			return p[1] ? 0 /* the rest is the type */
 				    : options_fail(st, EINVAL,
 						   "option -t needs a value");
-		rc = st->mount_helper ? helper_letter(st, *p) : 1;
+		rc = st->mount_helper ? opt_helper_letter(st, *p) : 1;
 		if (rc == 0)
 			continue;
 		if (rc != 1)
@@ -967,7 +740,7 @@ static int short_flags(struct parse_state *st, const char *p)
 			    st, EINVAL,
 			    "option -o must start an argument: -o "
 			    "OPTIONS or -oOPTIONS");
-		d = find_short(*p);
+		d = opt_find_short(*p);
 		if (!d)
 			return options_fail(
 			    st, EINVAL, "unknown option '-%c' (see %s --help)",
@@ -987,9 +760,9 @@ static int o_item(struct parse_state *st, const char *item)
 
 	if (!*item || strncmp(item, "x-", 2) == 0)
 		return 0; /* empty, or an fstab x-* keyword */
-	d = find_long(item, len);
+	d = opt_find_long(item, len);
 	if (!d)
-		return passthrough(st, item, len);
+		return opt_passthrough(st, item, len);
 	return opt_apply(st, d, FORM_O, item[len] ? item + len + 1 : NULL);
 }
 
@@ -1051,7 +824,8 @@ static int parse_failed(struct parse_state *st, int argc, char **argv)
 	if (st->pending == KEY_TYPE_NEXT)
 		return options_fail(st, EINVAL, "option -t needs a value");
 	if (st->pending >= KEY_NEXT)
-		return opt_apply(st, row_at((size_t)(st->pending - KEY_NEXT)),
+		return opt_apply(st,
+				 opt_row_at((size_t)(st->pending - KEY_NEXT)),
 				 FORM_LONG, NULL);
 	if (argc > 1 && strcmp(argv[argc - 1], "-o") == 0)
 		return options_fail(st, EINVAL, "option -o needs a value");
@@ -1124,9 +898,9 @@ static int check_cache_dir(struct parse_state *st)
 		    "--cache-dir-size (%s) must be at least %d times "
 		    "--part-size (%s): raise --cache-dir-size or lower "
 		    "--part-size",
-		    size_str(d->size_bytes, a, sizeof(a)),
+		    opt_size_str(d->size_bytes, a, sizeof(a)),
 		    DISK_STORE_MIN_BLOCKS,
-		    size_str(st->o->cache.block_size, b, sizeof(b)));
+		    opt_size_str(st->o->cache.block_size, b, sizeof(b)));
 	return 0;
 }
 
@@ -1155,8 +929,8 @@ static int finish_parse(struct parse_state *st, struct fuse_args *args)
 		    "--cache-size (%s) must be at least twice "
 		    "--part-size (%s): raise --cache-size or lower "
 		    "--part-size",
-		    size_str(o->cache.budget_bytes, a, sizeof(a)),
-		    size_str(o->cache.block_size, b, sizeof(b)));
+		    opt_size_str(o->cache.budget_bytes, a, sizeof(a)),
+		    opt_size_str(o->cache.block_size, b, sizeof(b)));
 	rc = check_cache_dir(st);
 	if (rc)
 		return rc;
@@ -1190,7 +964,7 @@ int fs_options_parse(int argc, char **argv, bool mount_helper,
 		n++;
 	args = (struct fuse_args)FUSE_ARGS_INIT(n, argv);
 	st.pos = calloc((size_t)n + 1, sizeof(*st.pos));
-	templates = build_templates(mount_helper, &nbuilt);
+	templates = opt_templates_build(mount_helper, &nbuilt);
 	if (!st.pos || !templates) {
 		rc = options_fail_nomem(&st);
 		goto out;
@@ -1203,107 +977,7 @@ int fs_options_parse(int argc, char **argv, bool mount_helper,
 	fs_session_quiet(false);
 out:
 	fuse_opt_free_args(&args); /* a no-op unless fuse_opt made a copy */
-	free_templates(templates, nbuilt);
+	opt_templates_free(templates, nbuilt);
 	free(st.pos);
 	return rc;
-}
-
-/* One row of --help; SIZE and UINT rows end with their default. */
-static void usage_row(FILE *out, const struct opt_def *d,
-		      const struct fs_options *defaults)
-{
-	const char *field = (const char *)defaults + d->offset;
-	char left[64], help[512], v[32];
-	int n;
-
-	if (d->short_name)
-		n = snprintf(left, sizeof(left), "  -%c, --%s%s%s",
-			     d->short_name, d->name, d->metavar ? " " : "",
-			     d->metavar ? d->metavar : "");
-	else
-		n = snprintf(left, sizeof(left), "      --%s%s%s", d->name,
-			     d->metavar ? " " : "",
-			     d->metavar ? d->metavar : "");
-	if (n < 0)
-		return;
-	if (d->kind == OPT_SIZE)
-		snprintf(help, sizeof(help), "%s (default %s)", d->help,
-			 size_str(*(const uint64_t *)field, v, sizeof(v)));
-	else if (d->kind == OPT_UINT)
-		snprintf(help, sizeof(help), "%s (default %u)", d->help,
-			 *(const unsigned *)field);
-	else if (d->kind == OPT_CHANNEL &&
-		 *channel_setting_default_doc(d->setting))
-		snprintf(help, sizeof(help), "%s (default %s)", d->help,
-			 channel_setting_default_doc(d->setting));
-	else
-		snprintf(help, sizeof(help), "%s", d->help);
-	util_help_row(out, left, help);
-}
-
-void fs_options_usage(FILE *out, const char *progname)
-{
-	const char *base = progname ? strrchr(progname, '/') : NULL;
-	struct fs_options defaults;
-	size_t i;
-
-	base = base ? base + 1 : (progname ? progname : "s3pipe");
-	if (strncmp(base, "mount.", 6) == 0) {
-		fprintf(out,
-			"Usage: %s s3://BUCKET[/PREFIX] MOUNTPOINT [-o "
-			"OPTIONS]\n"
-			"       %s NAME MOUNTPOINT -o "
-			"input_data_config=FILE[,OPTIONS]\n",
-			base, base);
-	} else {
-		fprintf(out,
-			"Usage: %s [OPTIONS] NAME=URI [NAME=URI ...] "
-			"MOUNTPOINT\n"
-			"       %s [OPTIONS] --input-data-config FILE "
-			"MOUNTPOINT\n"
-			"       %s stats [--json] [--watch] [--interval "
-			"SECONDS] MOUNTPOINT\n",
-			base, base, base);
-	}
-	fputs("\nServes each channel as read-only files NAME_0, NAME_1, ... "
-	      "(one per epoch)\n"
-	      "holding its objects back to back, like SageMaker Pipe mode.  "
-	      "URI is\n"
-	      "s3://BUCKET[/PREFIX] (every object under the prefix, in key "
-	      "order),\n"
-	      "manifest+s3://BUCKET/KEY (a manifest file) or "
-	      "augmented+s3://BUCKET/KEY\n"
-	      "(an augmented manifest, with --attribute-names).\n"
-	      "\nOptions (each also as -o name=VALUE, or -o name for flags; "
-	      "'-' and '_'\n"
-	      "are the same in names; SIZE takes a K, M or G suffix):\n",
-	      out);
-	fs_options_init(&defaults);
-	for (i = 0; i < OPT_COUNT; i++)
-		usage_row(out, &opt_table[i], &defaults);
-	util_help_row(out, "  -o OPTS",
-		      "options as a comma-separated list; those s3pipe does "
-		      "not know go to libfuse and the kernel (auto_unmount, "
-		      "default_permissions, fsname=, subtype=, ...)");
-	fputs("\nPer-channel options, for every NAME=URI channel that takes "
-	      "them (an\n"
-	      "InputDataConfig gives them per channel instead; see s3pipe(1), "
-	      "SAGEMAKER\n"
-	      "CHANNELS):\n",
-	      out);
-	for (i = OPT_COUNT; i < row_count(); i++)
-		usage_row(out, row_at(i), &defaults);
-	fs_options_free(&defaults);
-	fputs("\nmount.s3pipe (mount -t s3pipe, /etc/fstab) takes one SOURCE "
-	      "and names its\n"
-	      "channel with -o channel=NAME.  Its -f is mount's fake mode, "
-	      "not foreground\n"
-	      "(use -o foreground); -s, -n and -v are ignored, and so are "
-	      "fstab keywords\n"
-	      "such as _netdev, nofail, user, rw, ro, defaults, x-* and "
-	      "comment=.\n"
-	      "\ns3pipe stats MOUNTPOINT prints a mount's live stats (see "
-	      "s3pipe stats --help).\n"
-	      "\nSee s3pipe(1).\n",
-	      out);
 }
