@@ -32,6 +32,7 @@
 
 #include <limits.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -78,14 +79,22 @@ struct keeper_shared {
 	 * answered (0: a free slot): what a kernel without
 	 * FUSE_NOTIFY_RESEND will not send again */
 	uint64_t inflight[KEEPER_INFLIGHT];
-	/* the resume files' names the kernel holds, their inodes
-	 * (fs/resume.h) */
-	struct fs_resume_files resume_files;
 	/* the mountpoint's realpath, made before the mount: a worker never
 	 * looks at the mountpoint itself (its own mount, which may be
 	 * waiting for it) */
 	char mountpoint[PATH_MAX];
+	/* (new fields go last: a worker takes a region of any layout it
+	 * knows, KEEPER_SHARED_BEFORE_RESUME below) */
+	/* the resume files' names the kernel holds, their inodes
+	 * (fs/resume.h) */
+	struct fs_resume_files resume_files;
 };
+
+/* The region of a keeper from before the resume files (s3pipe up to the
+ * version that added them), which a worker of this version takes (a
+ * SIGHUP upgrade): it keeps its resume files' slots to itself then, and
+ * they do not outlive it. */
+#define KEEPER_SHARED_BEFORE_RESUME offsetof(struct keeper_shared, resume_files)
 
 /* Messages on the keeper's socket with a worker (one byte each). */
 enum keeper_msg {

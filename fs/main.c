@@ -138,7 +138,10 @@ static void build_stack(struct fs_options *o, struct fs_state *st,
 	memset(st, 0, sizeof(*st));
 	st->opts = o;
 	st->shared = shared;
-	st->resume_files = &shared->resume_files;
+	/* (a keeper from before the resume files has no room for them) */
+	st->resume_files = shared->size >= sizeof(*shared)
+			       ? &shared->resume_files
+			       : calloc(1, sizeof(*st->resume_files));
 	/* made by the keeper before the mount: the mountpoint is not looked
 	 * at again (a new worker's own mount waits for it) */
 	st->mountpoint_real = strdup(shared->mountpoint);
@@ -150,7 +153,7 @@ static void build_stack(struct fs_options *o, struct fs_state *st,
 	st->gid = o->gid_set ? o->gid : getgid();
 	clock_gettime(CLOCK_REALTIME, &st->mount_time);
 	pthread_mutex_init(&st->lock, NULL);
-	if (!st->cache || !st->channels)
+	if (!st->cache || !st->channels || !st->resume_files)
 		die("out of memory");
 	/* listings are saved beside the disk tier's blocks */
 	o->channel.listing_dir = o->disk.dir;
@@ -242,6 +245,8 @@ static void teardown_stack(struct fs_state *st)
 	cache_destroy(st->cache);
 	free(st->channels);
 	free(st->mountpoint_real);
+	if (st->resume_files != &st->shared->resume_files)
+		free(st->resume_files);
 	pthread_mutex_destroy(&st->lock);
 }
 

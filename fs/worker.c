@@ -52,15 +52,19 @@ struct keeper_shared *keeper_shared_map(int fd)
 {
 	struct keeper_shared *s;
 	struct stat sb;
+	size_t len;
 
-	/* another version's region (another size) is not read at all */
-	if (fstat(fd, &sb) != 0 || sb.st_size != (off_t)sizeof(*s))
+	/* a region of a layout this version does not know (another size)
+	 * is not read at all */
+	if (fstat(fd, &sb) != 0 ||
+	    (sb.st_size != (off_t)sizeof(*s) &&
+	     sb.st_size != (off_t)KEEPER_SHARED_BEFORE_RESUME))
 		return NULL;
-	s = mmap(NULL, sizeof(*s), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	if (s == MAP_FAILED || s->magic != KEEPER_MAGIC ||
-	    s->size != sizeof(*s)) {
+	len = (size_t)sb.st_size;
+	s = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (s == MAP_FAILED || s->magic != KEEPER_MAGIC || s->size != len) {
 		if (s != MAP_FAILED)
-			munmap(s, sizeof(*s));
+			munmap(s, len);
 		return NULL;
 	}
 	return s;
