@@ -274,6 +274,14 @@ void cache_stream_keep_resume(struct cache_stream *s, struct cache_resume *at,
 int cache_stream_resume(struct cache_stream *s, const struct cache_resume *at,
 			uint64_t tag);
 
+/*
+ * A plan stream, before its first segment, starts at byte offset (its
+ * owner adds what comes from there): as if it had held and then dropped
+ * everything before it (reads before offset fail with ESTALE, as in any
+ * trimmed stream).  0, or EINVAL when s has segments already.
+ */
+int cache_stream_start_at(struct cache_stream *s, uint64_t offset);
+
 /* A stream whose segments its owner adds (refill may be NULL). */
 struct cache_stream *
 cache_stream_create_plan(struct cache *c, cache_refill_fn *refill, void *arg);

@@ -647,6 +647,22 @@ int cache_stream_resume(struct cache_stream *s, const struct cache_resume *at,
 	return 0;
 }
 
+int cache_stream_start_at(struct cache_stream *s, uint64_t offset)
+{
+	int rc = 0;
+
+	pthread_mutex_lock(&s->cache->lock);
+	if (s->count || s->base || s->bucket || offset > (uint64_t)INT64_MAX)
+		rc = EINVAL;
+	else if (offset) {
+		/* (a base past 0 is what makes reads before it ESTALE) */
+		s->base = s->count = 1;
+		s->base_offset = s->listed_bytes = offset;
+	}
+	pthread_mutex_unlock(&s->cache->lock);
+	return rc;
+}
+
 /* ---- recording a listing ---- */
 
 static void *commit_main(void *arg)

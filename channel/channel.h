@@ -493,6 +493,11 @@ struct channel_reader *channel_reader_open(struct channel *ch, unsigned epoch);
  * there without reading what comes before. */
 struct channel_reader *channel_reader_open_at(struct channel *ch,
 					      unsigned epoch, uint64_t offset);
+/* The same for a reader that starts at offset and reads on from there
+ * (a resume file): a shuffled prefix's epoch places it from its plan's
+ * index, without adding the entries before it. */
+struct channel_reader *
+channel_reader_open_from(struct channel *ch, unsigned epoch, uint64_t offset);
 /*
  * A reader of epoch from where its record number record begins (from 0;
  * channel_record_format() says what a record is), *start that offset:

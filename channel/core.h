@@ -40,6 +40,9 @@ struct epoch_plan {
 	bool ended;	  /* the stream was ended */
 	char *error;	  /* why it ended early (owned), logged once */
 	bool error_logged;
+	/* a catalog plan's: the stream bytes before every PLAN_INDEX_STEP'th
+	 * entry, made on the first plan_locate() (NULL until then) */
+	uint64_t *index;
 	struct epoch_plan *older;
 };
 
@@ -106,6 +109,17 @@ void plan_destroy(struct epoch_plan *p); /* NULL is fine */
 struct epoch_plan *plan_get(struct channel *ch, unsigned epoch, bool create,
 			    struct epoch_plan *fresh);
 void plan_put(struct channel *ch, struct epoch_plan *p);
+/*
+ * A catalog plan's own plan for epoch (unlinked, made here), its stream
+ * starting at the entry that holds byte offset (from *start, where that
+ * entry begins), or at entry *entry when entry is not NULL (*start then
+ * says where it begins: the end past the last).  The places come from an
+ * index of the plan (8 bytes every 256 entries): O(log n) and at most 256
+ * sizes.  NULL on ENOMEM, or EINVAL for a channel without a catalog.
+ */
+struct epoch_plan *plan_create_from(struct channel *ch, unsigned epoch,
+				    uint64_t offset, const size_t *entry,
+				    uint64_t *start);
 /* Destroys a list of unlinked plans (through ->older). */
 void plans_destroy(struct epoch_plan *list);
 

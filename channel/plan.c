@@ -40,6 +40,8 @@
 /* catalog entries a plan adds to its stream at a time, as readers near
  * its end: an epoch's segments are made as it is read, not up front */
 #define PLAN_FILL 1024
+/* entries between two points of a catalog plan's index */
+#define PLAN_INDEX_STEP 256
 
 /* ---- what an entry becomes in a stream (nothing here changes: with
  * ch->lock for a plan, without it in the on-listed function) ---- */
@@ -519,12 +521,140 @@ struct epoch_plan *plan_create(struct channel *ch, unsigned epoch, bool shared)
 	return p;
 }
 
+/* A plan of epoch of its own, its order the epoch's shared plan's (not
+ * shuffled again: that plan may hold the order the last worker kept);
+ * NULL on ENOMEM. */
+static struct epoch_plan *plan_copy(struct channel *ch, unsigned epoch)
+{
+	struct epoch_plan *shared = plan_get(ch, epoch, true, NULL);
+	struct epoch_plan *p = shared ? calloc(1, sizeof(*p)) : NULL;
+	uint64_t size;
+
+	if (p) {
+		p->ch = ch;
+		p->epoch = epoch;
+		p->n = shared->n;
+		/* (an order never changes once made) */
+		p->order = malloc((p->n ? p->n : 1) * sizeof(*p->order));
+		p->stream = cache_stream_create_plan(ch->cache, plan_refill, p);
+		if (!p->order || !p->stream) {
+			plan_destroy(p);
+			p = NULL;
+		} else {
+			memcpy(p->order, shared->order,
+			       p->n * sizeof(*p->order));
+			if (cache_stream_size(shared->stream, &size))
+				cache_stream_set_size(p->stream, size);
+			cache_stream_set_trim(p->stream);
+		}
+	}
+	plan_put(ch, shared);
+	return p;
+}
+
+/* The bytes entry i of catalog plan p adds to its stream. */
+static uint64_t entry_bytes(const struct epoch_plan *p, size_t i)
+{
+	return item_bytes(p->ch,
+			  cache_catalog_size(p->ch->catalog, p->order[i]));
+}
+
+/* p's index: the stream bytes before entries 0, STEP, 2 STEP, ..., and
+ * before n (the epoch's size) last.  0 or ENOMEM. */
+static int plan_index_make(struct epoch_plan *p)
+{
+	size_t points = p->n / PLAN_INDEX_STEP + 2;
+	uint64_t sum = 0;
+
+	if (p->index)
+		return 0;
+	p->index = malloc(points * sizeof(*p->index));
+	if (!p->index)
+		return ENOMEM;
+	for (size_t i = 0; i < p->n; i++) {
+		if (i % PLAN_INDEX_STEP == 0)
+			p->index[i / PLAN_INDEX_STEP] = sum;
+		sum = stream_bytes_add(sum, entry_bytes(p, i));
+	}
+	p->index[points - 1] = sum;
+	if (p->n % PLAN_INDEX_STEP == 0)
+		p->index[p->n / PLAN_INDEX_STEP] = sum;
+	return 0;
+}
+
+/* Where entry e (at most p->n: the end) begins in p's stream. */
+static uint64_t plan_entry_start(const struct epoch_plan *p, size_t e)
+{
+	size_t from = e / PLAN_INDEX_STEP * PLAN_INDEX_STEP;
+	uint64_t at = p->index[e / PLAN_INDEX_STEP];
+
+	if (e >= p->n)
+		return p->index[p->n / PLAN_INDEX_STEP + 1];
+	for (size_t i = from; i < e; i++)
+		at = stream_bytes_add(at, entry_bytes(p, i));
+	return at;
+}
+
+/* The entry that holds byte b of p's stream (p->n past the end). */
+static size_t plan_entry_at(const struct epoch_plan *p, uint64_t b)
+{
+	size_t lo = 0, hi = p->n / PLAN_INDEX_STEP + 1, e;
+	uint64_t at;
+
+	/* the last point at or before b */
+	if (p->n == 0 || b >= p->index[hi])
+		return p->n;
+	while (hi - lo > 1) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (p->index[mid] <= b)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	e = lo * PLAN_INDEX_STEP;
+	at = p->index[lo];
+	while (e + 1 < p->n && at + entry_bytes(p, e) <= b)
+		at += entry_bytes(p, e++);
+	return e;
+}
+
+struct epoch_plan *plan_create_from(struct channel *ch, unsigned epoch,
+				    uint64_t offset, const size_t *entry,
+				    uint64_t *start)
+{
+	struct epoch_plan *p;
+	size_t e;
+
+	if (!ch->catalog || ch->mode != MODE_PLAN) {
+		errno = EINVAL;
+		return NULL;
+	}
+	p = plan_copy(ch, epoch);
+	if (!p || plan_index_make(p)) {
+		plan_destroy(p);
+		errno = ENOMEM;
+		return NULL;
+	}
+	e = entry ? (*entry < p->n ? *entry : p->n) : plan_entry_at(p, offset);
+	*start = plan_entry_start(p, e);
+	p->next = e;
+	if (cache_stream_start_at(p->stream, *start)) {
+		plan_destroy(p);
+		errno = ENOMEM;
+		return NULL;
+	}
+	plan_end_when_full(p);
+	return p;
+}
+
 /* No lock: the plan is unlinked. */
 void plan_destroy(struct epoch_plan *p)
 {
 	if (!p)
 		return;
 	cache_stream_destroy(p->stream);
+	free(p->index);
 	free(p->order);
 	free(p->error);
 	free(p);

@@ -174,15 +174,24 @@ static int stack_seek(struct channel_reader *r, uint64_t offset)
 	return rc == EINVAL ? 0 : rc;
 }
 
-struct channel_reader *channel_reader_open_at(struct channel *ch,
-					      unsigned epoch, uint64_t offset)
+/*
+ * A reader of epoch, its first read at offset, over the epoch's shared
+ * stream, or over its own plan's when private is set (taken: freed with
+ * the reader, also on failure).
+ */
+static struct channel_reader *reader_open(struct channel *ch, unsigned epoch,
+					  uint64_t offset,
+					  struct epoch_plan *private_plan)
 {
 	struct channel_reader *r = calloc(1, sizeof(*r));
 
-	if (!r)
+	if (!r) {
+		plan_destroy(private_plan);
 		goto nomem;
+	}
 	r->ch = ch;
 	r->epoch = epoch;
+	r->private_plan = private_plan;
 	pthread_mutex_lock(&ch->lock);
 	if (!ch->any_opened || epoch > ch->opened)
 		ch->opened = epoch;
@@ -191,7 +200,7 @@ struct channel_reader *channel_reader_open_at(struct channel *ch,
 	r->plan = plan_get(ch, epoch, true, NULL);
 	if (!r->plan)
 		goto nomem;
-	r->stream = r->plan->stream;
+	r->stream = private_plan ? private_plan->stream : r->plan->stream;
 	snprintf(r->label, sizeof(r->label), "channel '%s'", ch->spec->name);
 	if (stack_open(r, offset))
 		goto nomem;
@@ -201,6 +210,34 @@ nomem:
 	channel_reader_close(r);
 	errno = ENOMEM;
 	return NULL;
+}
+
+/* Whether a reader of ch may start deep in an epoch on a plan of its own,
+ * placed by the plan's index (plan_create_from()). */
+static bool starts_from_index(const struct channel *ch)
+{
+	return ch->catalog && ch->mode == MODE_PLAN &&
+	       channel_bytes_as_stored(ch);
+}
+
+struct channel_reader *channel_reader_open_at(struct channel *ch,
+					      unsigned epoch, uint64_t offset)
+{
+	return reader_open(ch, epoch, offset, NULL);
+}
+
+struct channel_reader *channel_reader_open_from(struct channel *ch,
+						unsigned epoch, uint64_t offset)
+{
+	struct epoch_plan *from;
+	uint64_t start;
+
+	if (!offset || !starts_from_index(ch))
+		return channel_reader_open_at(ch, epoch, offset);
+	/* deep in a catalog's epoch: from the entry that holds offset, not
+	 * the epoch's entries added up to it */
+	from = plan_create_from(ch, epoch, offset, NULL, &start);
+	return from ? reader_open(ch, epoch, offset, from) : NULL;
 }
 
 struct channel_reader *channel_reader_open(struct channel *ch, unsigned epoch)
@@ -430,6 +467,14 @@ struct channel_reader *channel_reader_open_record(struct channel *ch,
 	if (channel_record_format(ch->spec) == CHANNEL_RECORDS_NONE) {
 		errno = EINVAL; /* no records to count */
 		return NULL;
+	}
+	if (ch->framed && starts_from_index(ch)) {
+		/* each entry one record: record K begins entry K */
+		size_t entry = record > SIZE_MAX ? SIZE_MAX : (size_t)record;
+		struct epoch_plan *from =
+		    plan_create_from(ch, epoch, 0, &entry, start);
+
+		return from ? reader_open(ch, epoch, *start, from) : NULL;
 	}
 	if (ch->framed && channel_bytes_as_stored(ch) &&
 	    ch->spec->data_type == CHANNEL_S3_PREFIX) {

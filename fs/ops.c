@@ -976,7 +976,7 @@ static struct fs_handle *resume_handle(struct fs_state *st, fuse_ino_t ino,
 	errno = 0;
 	if (r.start || !r.by_record) {
 		start = r.start ? r.start - 1 : r.value;
-		reader = channel_reader_open_at(
+		reader = channel_reader_open_from(
 		    chan, r.epoch,
 		    start + offset < start ? UINT64_MAX : start + offset);
 	} else {

@@ -1141,6 +1141,110 @@ static void test_plan_trims_framed(void **state)
 	fx_fini(&f);
 }
 
+/* r's bytes from offset to its end into got. */
+static void read_rest(struct channel_reader *r, uint64_t offset,
+		      struct buf *got)
+{
+	struct channel_view v;
+
+	for (;;) {
+		size_t n;
+
+		memset(&v, 0, sizeof(v));
+		assert_int_equal(channel_reader_read(r, offset, 4093, &v), 0);
+		for (int k = 0; k < v.count; k++)
+			buf_add(got, v.iov[k].iov_base, v.iov[k].iov_len);
+		n = v.bytes;
+		offset += n;
+		channel_view_release(r, &v);
+		if (!n)
+			return;
+	}
+}
+
+/*
+ * A shuffled prefix's reader that starts deep in the epoch is placed by
+ * its plan's index (an entry a point, every 256 of the 6,000): at bytes
+ * and records around the points, inside their chunks, the last and past
+ * the end, the bytes are the epoch's from there.
+ */
+static void test_plan_index(void **state)
+{
+	static struct fx f; /* outlives a failed assertion */
+	static uint64_t starts[TRIM_OBJS + 1];
+	struct buf want = {0};
+	struct channel *ch;
+	size_t nrec = 0;
+
+	(void)state;
+	ch = trim_channel(&f, 5, true, &want);
+	/* the records' offsets, from the RecordIO headers (one part each) */
+	for (size_t at = 0; at < want.len; nrec++) {
+		uint32_t len;
+
+		memcpy(&len, want.p + at + 4, 4);
+		starts[nrec] = at;
+		at += 8 + len + (4 - len % 4) % 4;
+	}
+	assert_int_equal(nrec, TRIM_OBJS);
+	starts[nrec] = want.len;
+	{
+		const uint64_t records[] = {
+		    0,	 1,    255,	      256,	 257,	       511,
+		    512, 3001, TRIM_OBJS - 1, TRIM_OBJS, TRIM_OBJS + 9};
+
+		for (size_t i = 0; i < sizeof(records) / sizeof(records[0]);
+		     i++) {
+			uint64_t k = records[i], start = 0;
+			uint64_t at = starts[k < nrec ? k : nrec];
+			struct channel_reader *r =
+			    channel_reader_open_record(ch, 0, k, &start);
+			struct buf got = {0};
+
+			assert_non_null(r);
+			live_reader = r;
+			assert_int_equal(start, at);
+			read_rest(r, start, &got);
+			assert_int_equal(got.len, want.len - at);
+			assert_memory_equal(got.p, want.p + at, got.len);
+			channel_reader_close(r);
+			live_reader = NULL;
+			buf_free(&got);
+		}
+	}
+	{
+		const uint64_t offsets[] = {1,
+					    starts[256] - 1,
+					    starts[256],
+					    starts[256] + 3,
+					    starts[4000] + 9,
+					    want.len - 1,
+					    want.len,
+					    want.len + 5};
+
+		for (size_t i = 0; i < sizeof(offsets) / sizeof(offsets[0]);
+		     i++) {
+			uint64_t b = offsets[i];
+			struct channel_reader *r =
+			    channel_reader_open_from(ch, 0, b);
+			struct buf got = {0};
+
+			assert_non_null(r);
+			live_reader = r;
+			read_rest(r, b, &got);
+			assert_int_equal(got.len,
+					 b < want.len ? want.len - b : 0);
+			if (got.len)
+				assert_memory_equal(got.p, want.p + b, got.len);
+			channel_reader_close(r);
+			live_reader = NULL;
+			buf_free(&got);
+		}
+	}
+	buf_free(&want);
+	fx_fini(&f);
+}
+
 /* ---- manifests ---- */
 
 static void test_manifest_resolve_ahead(void **state)
@@ -1823,6 +1927,8 @@ int main(int argc, char **argv)
 	    cmocka_unit_test_setup_teardown(test_flat_converted, watchdog,
 					    teardown),
 	    cmocka_unit_test_setup_teardown(test_plan_trims_framed, watchdog,
+					    teardown),
+	    cmocka_unit_test_setup_teardown(test_plan_index, watchdog,
 					    teardown),
 	    cmocka_unit_test_setup_teardown(test_manifest_resolve_ahead,
 					    watchdog, teardown),
