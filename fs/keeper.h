@@ -20,7 +20,9 @@
  *
  * What survives a worker lives in a shared memory region the keeper made
  * (struct keeper_shared): which epochs are visible, the INIT, the restart
- * count and cause, where each key-order epoch's listing can go on from;
+ * count and cause, where each key-order epoch's listing can go on from,
+ * the resume files' slots (their inodes, fs/resume.h; new fields go last,
+ * so that a worker takes an older keeper's region on an upgrade);
  * beside it, a memfd a channel holds its listed catalog as an image the
  * next worker maps (cache/catalog_image.c).  Inode numbers are derived from
  * what the catalog and the channel fix (fs/ops.c); file handles carry the
