@@ -41,8 +41,10 @@ struct epoch_plan {
 	char *error;	  /* why it ended early (owned), logged once */
 	bool error_logged;
 	/* a catalog plan's: the stream bytes before every PLAN_INDEX_STEP'th
-	 * entry, made on the first plan_locate() (NULL until then) */
+	 * entry, made for the first plan_create_from() (NULL until then) */
 	uint64_t *index;
+	/* order and index are the shared plan's (plan_create_from()) */
+	bool borrowed;
 	struct epoch_plan *older;
 };
 
@@ -110,16 +112,16 @@ struct epoch_plan *plan_get(struct channel *ch, unsigned epoch, bool create,
 			    struct epoch_plan *fresh);
 void plan_put(struct channel *ch, struct epoch_plan *p);
 /*
- * A catalog plan's own plan for epoch (unlinked, made here), its stream
- * starting at the entry that holds byte offset (from *start, where that
- * entry begins), or at entry *entry when entry is not NULL (*start then
- * says where it begins: the end past the last).  The places come from an
- * index of the plan (8 bytes every 256 entries): O(log n) and at most 256
- * sizes.  NULL on ENOMEM, or EINVAL for a channel without a catalog.
+ * A plan of its own over shared's entries (a catalog's plan with a reader
+ * counted, which must outlive it: it borrows shared's order and index),
+ * its stream starting at the entry that holds byte offset (*start says
+ * where that entry begins), or at entry *entry when entry is not NULL (the
+ * end past the last).  The index (8 bytes every 256 entries) is made once
+ * for shared; then O(log n) and at most 256 sizes.  NULL with errno:
+ * EINVAL for a channel without a catalog, ENOMEM.
  */
-struct epoch_plan *plan_create_from(struct channel *ch, unsigned epoch,
-				    uint64_t offset, const size_t *entry,
-				    uint64_t *start);
+struct epoch_plan *plan_create_from(struct epoch_plan *shared, uint64_t offset,
+				    const size_t *entry, uint64_t *start);
 /* Destroys a list of unlinked plans (through ->older). */
 void plans_destroy(struct epoch_plan *list);
 

@@ -521,37 +521,6 @@ struct epoch_plan *plan_create(struct channel *ch, unsigned epoch, bool shared)
 	return p;
 }
 
-/* A plan of epoch of its own, its order the epoch's shared plan's (not
- * shuffled again: that plan may hold the order the last worker kept);
- * NULL on ENOMEM. */
-static struct epoch_plan *plan_copy(struct channel *ch, unsigned epoch)
-{
-	struct epoch_plan *shared = plan_get(ch, epoch, true, NULL);
-	struct epoch_plan *p = shared ? calloc(1, sizeof(*p)) : NULL;
-	uint64_t size;
-
-	if (p) {
-		p->ch = ch;
-		p->epoch = epoch;
-		p->n = shared->n;
-		/* (an order never changes once made) */
-		p->order = malloc((p->n ? p->n : 1) * sizeof(*p->order));
-		p->stream = cache_stream_create_plan(ch->cache, plan_refill, p);
-		if (!p->order || !p->stream) {
-			plan_destroy(p);
-			p = NULL;
-		} else {
-			memcpy(p->order, shared->order,
-			       p->n * sizeof(*p->order));
-			if (cache_stream_size(shared->stream, &size))
-				cache_stream_set_size(p->stream, size);
-			cache_stream_set_trim(p->stream);
-		}
-	}
-	plan_put(ch, shared);
-	return p;
-}
-
 /* The bytes entry i of catalog plan p adds to its stream. */
 static uint64_t entry_bytes(const struct epoch_plan *p, size_t i)
 {
@@ -559,26 +528,28 @@ static uint64_t entry_bytes(const struct epoch_plan *p, size_t i)
 			  cache_catalog_size(p->ch->catalog, p->order[i]));
 }
 
-/* p's index: the stream bytes before entries 0, STEP, 2 STEP, ..., and
- * before n (the epoch's size) last.  0 or ENOMEM. */
+/* p's index, made once (ch->lock held): the stream bytes before entries
+ * 0, STEP, 2 STEP, ..., and before n (the epoch's size) last.  0 or
+ * ENOMEM. */
 static int plan_index_make(struct epoch_plan *p)
 {
 	size_t points = p->n / PLAN_INDEX_STEP + 2;
-	uint64_t sum = 0;
+	uint64_t *index, sum = 0;
 
 	if (p->index)
 		return 0;
-	p->index = malloc(points * sizeof(*p->index));
-	if (!p->index)
+	index = malloc(points * sizeof(*index));
+	if (!index)
 		return ENOMEM;
 	for (size_t i = 0; i < p->n; i++) {
 		if (i % PLAN_INDEX_STEP == 0)
-			p->index[i / PLAN_INDEX_STEP] = sum;
+			index[i / PLAN_INDEX_STEP] = sum;
 		sum = stream_bytes_add(sum, entry_bytes(p, i));
 	}
-	p->index[points - 1] = sum;
+	index[points - 1] = sum;
 	if (p->n % PLAN_INDEX_STEP == 0)
-		p->index[p->n / PLAN_INDEX_STEP] = sum;
+		index[p->n / PLAN_INDEX_STEP] = sum;
+	p->index = index;
 	return 0;
 }
 
@@ -619,31 +590,47 @@ static size_t plan_entry_at(const struct epoch_plan *p, uint64_t b)
 	return e;
 }
 
-struct epoch_plan *plan_create_from(struct channel *ch, unsigned epoch,
-				    uint64_t offset, const size_t *entry,
-				    uint64_t *start)
+struct epoch_plan *plan_create_from(struct epoch_plan *shared, uint64_t offset,
+				    const size_t *entry, uint64_t *start)
 {
+	struct channel *ch = shared->ch;
 	struct epoch_plan *p;
+	uint64_t size;
 	size_t e;
+	int rc;
 
 	if (!ch->catalog || ch->mode != MODE_PLAN) {
 		errno = EINVAL;
 		return NULL;
 	}
-	p = plan_copy(ch, epoch);
-	if (!p || plan_index_make(p)) {
-		plan_destroy(p);
+	pthread_mutex_lock(&ch->lock);
+	rc = plan_index_make(shared);
+	pthread_mutex_unlock(&ch->lock);
+	p = rc ? NULL : calloc(1, sizeof(*p));
+	if (!p) {
 		errno = ENOMEM;
 		return NULL;
 	}
+	/* the shared plan's order and index, which never change once made,
+	 * and which it keeps while its reader (the caller's) is counted */
+	p->ch = ch;
+	p->epoch = shared->epoch;
+	p->order = shared->order;
+	p->index = shared->index;
+	p->n = shared->n;
+	p->borrowed = true;
+	p->stream = cache_stream_create_plan(ch->cache, plan_refill, p);
 	e = entry ? (*entry < p->n ? *entry : p->n) : plan_entry_at(p, offset);
 	*start = plan_entry_start(p, e);
 	p->next = e;
-	if (cache_stream_start_at(p->stream, *start)) {
+	if (!p->stream || cache_stream_start_at(p->stream, *start)) {
 		plan_destroy(p);
 		errno = ENOMEM;
 		return NULL;
 	}
+	if (cache_stream_size(shared->stream, &size))
+		cache_stream_set_size(p->stream, size);
+	cache_stream_set_trim(p->stream);
 	plan_end_when_full(p);
 	return p;
 }
@@ -654,8 +641,10 @@ void plan_destroy(struct epoch_plan *p)
 	if (!p)
 		return;
 	cache_stream_destroy(p->stream);
-	free(p->index);
-	free(p->order);
+	if (!p->borrowed) {
+		free(p->index);
+		free(p->order);
+	}
 	free(p->error);
 	free(p);
 }

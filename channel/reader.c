@@ -174,24 +174,25 @@ static int stack_seek(struct channel_reader *r, uint64_t offset)
 	return rc == EINVAL ? 0 : rc;
 }
 
+/* How a reader starts: at the epoch's shared stream, or on a plan of its
+ * own placed by the shared plan's index at a byte or at an entry. */
+enum reader_start { START_SHARED, START_AT_BYTE, START_AT_ENTRY };
+
 /*
- * A reader of epoch, its first read at offset, over the epoch's shared
- * stream, or over its own plan's when private is set (taken: freed with
- * the reader, also on failure).
+ * A reader of epoch, its first read at offset (START_SHARED, START_AT_BYTE)
+ * or at entry *entry (START_AT_ENTRY: *offset then says where), over the
+ * epoch's shared stream or a plan of its own (plan_create_from()).
  */
 static struct channel_reader *reader_open(struct channel *ch, unsigned epoch,
-					  uint64_t offset,
-					  struct epoch_plan *private_plan)
+					  enum reader_start how,
+					  uint64_t *offset, size_t entry)
 {
 	struct channel_reader *r = calloc(1, sizeof(*r));
 
-	if (!r) {
-		plan_destroy(private_plan);
+	if (!r)
 		goto nomem;
-	}
 	r->ch = ch;
 	r->epoch = epoch;
-	r->private_plan = private_plan;
 	pthread_mutex_lock(&ch->lock);
 	if (!ch->any_opened || epoch > ch->opened)
 		ch->opened = epoch;
@@ -200,9 +201,21 @@ static struct channel_reader *reader_open(struct channel *ch, unsigned epoch,
 	r->plan = plan_get(ch, epoch, true, NULL);
 	if (!r->plan)
 		goto nomem;
-	r->stream = private_plan ? private_plan->stream : r->plan->stream;
+	r->stream = r->plan->stream;
+	if (how != START_SHARED) {
+		uint64_t start;
+
+		r->private_plan = plan_create_from(
+		    r->plan, *offset, how == START_AT_ENTRY ? &entry : NULL,
+		    &start);
+		if (!r->private_plan)
+			goto nomem;
+		if (how == START_AT_ENTRY)
+			*offset = start;
+		r->stream = r->private_plan->stream;
+	}
 	snprintf(r->label, sizeof(r->label), "channel '%s'", ch->spec->name);
-	if (stack_open(r, offset))
+	if (stack_open(r, *offset))
 		goto nomem;
 	return r;
 
@@ -223,21 +236,18 @@ static bool starts_from_index(const struct channel *ch)
 struct channel_reader *channel_reader_open_at(struct channel *ch,
 					      unsigned epoch, uint64_t offset)
 {
-	return reader_open(ch, epoch, offset, NULL);
+	return reader_open(ch, epoch, START_SHARED, &offset, 0);
 }
 
 struct channel_reader *channel_reader_open_from(struct channel *ch,
 						unsigned epoch, uint64_t offset)
 {
-	struct epoch_plan *from;
-	uint64_t start;
-
-	if (!offset || !starts_from_index(ch))
-		return channel_reader_open_at(ch, epoch, offset);
 	/* deep in a catalog's epoch: from the entry that holds offset, not
 	 * the epoch's entries added up to it */
-	from = plan_create_from(ch, epoch, offset, NULL, &start);
-	return from ? reader_open(ch, epoch, offset, from) : NULL;
+	return reader_open(ch, epoch,
+			   offset && starts_from_index(ch) ? START_AT_BYTE
+							   : START_SHARED,
+			   &offset, 0);
 }
 
 struct channel_reader *channel_reader_open(struct channel *ch, unsigned epoch)
@@ -245,22 +255,29 @@ struct channel_reader *channel_reader_open(struct channel *ch, unsigned epoch)
 	return channel_reader_open_at(ch, epoch, 0);
 }
 
-/* Where the scan stopped (r->pos of scan) named for a log line: the
- * object and the offset in it, when the reads said (origin). */
-static void scan_place(const struct channel_records *scan,
-		       const struct channel_origin *origin, uint64_t obj_start,
-		       bool named, char *buf, size_t len)
+/* An object a record scan read, for its log line. */
+struct scan_object {
+	uint64_t start; /* the epoch's byte at its first */
+	bool named;
+	char name[CACHE_KEY_MAX + 80]; /* "s3://bucket/key" */
+};
+
+/* Where byte at of the epoch is, for a log line: in the object the scan
+ * reads (cur) or the one before it (prev), when the reads named them. */
+static void scan_place(uint64_t at, const struct scan_object *cur,
+		       const struct scan_object *prev, char *buf, size_t len)
 {
-	if (named && origin->key && scan->error_at >= obj_start)
-		snprintf(buf, len,
-			 "s3://%s/%s at byte %llu (byte %llu of the "
-			 "epoch)",
-			 origin->bucket, origin->key,
-			 (unsigned long long)(scan->error_at - obj_start),
-			 (unsigned long long)scan->error_at);
+	const struct scan_object *o = cur->named && at >= cur->start	 ? cur
+				      : prev->named && at >= prev->start ? prev
+									 : NULL;
+
+	if (o)
+		snprintf(buf, len, "%s at byte %llu (byte %llu of the epoch)",
+			 o->name, (unsigned long long)(at - o->start),
+			 (unsigned long long)at);
 	else
 		snprintf(buf, len, "byte %llu of the epoch",
-			 (unsigned long long)scan->error_at);
+			 (unsigned long long)at);
 }
 
 /* Appends view's bytes from iov i, byte off, to r->carry: 0 or ENOMEM. */
@@ -322,7 +339,8 @@ static int record_scan(struct channel_reader *r, uint64_t target,
 {
 	struct channel_records scan;
 	struct channel_origin origin = {0};
-	uint64_t pos = 0, obj_start = 0, obj_index = UINT64_MAX;
+	struct scan_object objs[2] = {{0}}, *cur = &objs[0], *prev = &objs[1];
+	uint64_t pos = 0, obj_index = UINT64_MAX;
 	bool named = true, reached = false, ended = false;
 	/* (not framed here, nor converted: each object's own records) */
 	bool objects_hold_records =
@@ -333,7 +351,7 @@ static int record_scan(struct channel_reader *r, uint64_t target,
 
 	channel_records_init(&scan, channel_record_format(r->ch->spec));
 	/* up to the target, then (RecordIO) its header's 8 bytes */
-	while (!ended && !scan.error &&
+	while (!ended && !scan.error && !rc &&
 	       (!reached ||
 		(scan.format == CHANNEL_RECORDS_RECORDIO &&
 		 r->carry_end - r->carry_start < CHANNEL_RECORDIO_HEADER))) {
@@ -346,22 +364,33 @@ static int record_scan(struct channel_reader *r, uint64_t target,
 			r->top->ops->release(r->top, &view);
 			break;
 		}
-		if (reached) {
-			rc = carry_append(r, &view, 0, 0);
-		} else if (named && origin.index != obj_index) {
+		if (named && origin.index != obj_index) {
+			struct scan_object *was = prev;
+
 			/* a RecordIO part the objects hold does not run past
 			 * its object */
-			if (obj_index != UINT64_MAX && objects_hold_records &&
+			if (!reached && obj_index != UINT64_MAX &&
+			    objects_hold_records &&
 			    scan.format == CHANNEL_RECORDS_RECORDIO &&
 			    (scan.have || scan.skip)) {
 				scan.error = EBADMSG;
 				scan.why =
 				    "a RecordIO part runs past the end of "
 				    "its object";
+				scan.error_at = scan.part_at;
 			}
 			obj_index = origin.index;
-			obj_start = pos;
+			prev = cur;
+			cur = was;
+			cur->start = pos;
+			cur->named = origin.key != NULL;
+			if (cur->named)
+				snprintf(cur->name, sizeof(cur->name),
+					 "s3://%s/%s", origin.bucket,
+					 origin.key);
 		}
+		if (reached)
+			rc = carry_append(r, &view, 0, 0);
 		for (int i = 0;
 		     i < view.count && !reached && !scan.error && !rc; i++) {
 			size_t n = channel_records_feed(
@@ -399,8 +428,7 @@ static int record_scan(struct channel_reader *r, uint64_t target,
 	if (!reached && !scan.error)
 		(void)channel_records_end(&scan); /* fewer records: the end */
 	if (scan.error) {
-		scan_place(&scan, &origin, obj_start, named, where,
-			   sizeof(where));
+		scan_place(scan.error_at, cur, prev, where, sizeof(where));
 		util_warn("%s (epoch %u): %s, at %s: resuming at a record "
 			  "fails with EIO",
 			  r->label, r->epoch, scan.why, where);
@@ -470,11 +498,10 @@ struct channel_reader *channel_reader_open_record(struct channel *ch,
 	}
 	if (ch->framed && starts_from_index(ch)) {
 		/* each entry one record: record K begins entry K */
-		size_t entry = record > SIZE_MAX ? SIZE_MAX : (size_t)record;
-		struct epoch_plan *from =
-		    plan_create_from(ch, epoch, 0, &entry, start);
-
-		return from ? reader_open(ch, epoch, *start, from) : NULL;
+		*start = 0;
+		return reader_open(ch, epoch, START_AT_ENTRY, start,
+				   record > SIZE_MAX ? SIZE_MAX
+						     : (size_t)record);
 	}
 	if (ch->framed && channel_bytes_as_stored(ch) &&
 	    ch->spec->data_type == CHANNEL_S3_PREFIX) {
@@ -503,8 +530,10 @@ void channel_reader_close(struct channel_reader *r)
 		return;
 	free(r->carry);
 	stack_close(r);
-	plan_put(r->ch, r->plan);
+	/* (a plan of its own may borrow the shared plan's order: it goes
+	 * first) */
 	plan_destroy(r->private_plan);
+	plan_put(r->ch, r->plan);
 	free(r);
 }
 

@@ -220,9 +220,38 @@ static bool ino_order(const struct fs_state *st, fuse_ino_t ino, unsigned *ch,
 	return true;
 }
 
-static fuse_ino_t resume_ino(int slot)
+/*
+ * A resume file's inode: its slot, and above it the worker's generation
+ * when the slots are the worker's own (a keeper from before the resume
+ * files): the next worker's table is empty, and must not read another
+ * worker's slot numbers as its own.
+ */
+#define RESUME_TAG_SHIFT 32
+static uint64_t resume_tag(const struct fs_state *st)
 {
-	return ((fuse_ino_t)INO_KIND_RESUME << 61) | (fuse_ino_t)slot;
+	return st->shared && st->resume_files != &st->shared->resume_files
+		   ? keeper_generation(st->shared)
+		   : 0;
+}
+
+static fuse_ino_t resume_ino(const struct fs_state *st, int slot)
+{
+	return ((fuse_ino_t)INO_KIND_RESUME << 61) |
+	       resume_tag(st) << RESUME_TAG_SHIFT | (fuse_ino_t)slot;
+}
+
+/* The slot number of a resume file's inode of this worker's table; false
+ * when ino is no such inode. */
+static bool resume_slot_of(const struct fs_state *st, fuse_ino_t ino,
+			   uint64_t *slot)
+{
+	uint64_t low = ino & ~((uint64_t)7 << 61);
+
+	if (ino >= RESUME_DIR_INO || INO_KIND(ino) != INO_KIND_RESUME ||
+	    low >> RESUME_TAG_SHIFT != resume_tag(st))
+		return false;
+	*slot = low & (((uint64_t)1 << RESUME_TAG_SHIFT) - 1);
+	return true;
 }
 
 /* A resume file's slot (a copy, under st->lock); false when ino is none
@@ -231,11 +260,11 @@ static bool ino_resume(struct fs_state *st, fuse_ino_t ino,
 		       struct fs_resume_slot *out)
 {
 	struct fs_resume_slot *s = NULL;
+	uint64_t slot;
 
-	if (ino < RESUME_DIR_INO && INO_KIND(ino) == INO_KIND_RESUME) {
+	if (resume_slot_of(st, ino, &slot)) {
 		pthread_mutex_lock(&st->lock);
-		s = fs_resume_slot(st->resume_files,
-				   ino & ~((uint64_t)7 << 61));
+		s = fs_resume_slot(st->resume_files, slot);
 		if (s)
 			*out = *s;
 		pthread_mutex_unlock(&st->lock);
@@ -463,7 +492,7 @@ static int resume_lookup(struct fs_state *st, const char *name,
 	pthread_mutex_unlock(&st->lock);
 	if (slot < 0)
 		return ENFILE; /* FS_RESUME_SLOTS names held already */
-	e->ino = resume_ino(slot);
+	e->ino = resume_ino(st, slot);
 	resume_attr(st, e->ino, &r, &e->attr);
 	e->entry_timeout = e->attr_timeout = 0.0;
 	return 0;
@@ -471,10 +500,13 @@ static int resume_lookup(struct fs_state *st, const char *name,
 
 static void op_forget_one(struct fs_state *st, fuse_ino_t ino, uint64_t nlookup)
 {
-	if (ino >= RESUME_DIR_INO || INO_KIND(ino) != INO_KIND_RESUME)
-		return; /* every other inode is derived: nothing to free */
+	uint64_t slot;
+
+	/* every other inode is derived: nothing to free */
+	if (!resume_slot_of(st, ino, &slot))
+		return;
 	pthread_mutex_lock(&st->lock);
-	fs_resume_forget(st->resume_files, ino & ~((uint64_t)7 << 61), nlookup);
+	fs_resume_forget(st->resume_files, slot, nlookup);
 	pthread_mutex_unlock(&st->lock);
 }
 
@@ -533,8 +565,8 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	}
 	if (rc)
 		fuse_reply_err(req, rc);
-	else
-		fuse_reply_entry(req, &e);
+	else if (fuse_reply_entry(req, &e) != 0 && parent == RESUME_DIR_INO)
+		op_forget_one(st, e.ino, 1); /* the kernel never took it */
 }
 
 static void op_getattr(fuse_req_t req, fuse_ino_t ino,
@@ -650,7 +682,8 @@ static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		d.ch = ch;
 		if (node != a.parent)
 			parent = tree_ino(ch, a.parent);
-	} else if (ino != ROOT_INO && ino != ORDER_DIR_INO) {
+	} else if (ino != ROOT_INO && ino != ORDER_DIR_INO &&
+		   ino != RESUME_DIR_INO) {
 		fuse_reply_err(req, ENOTDIR);
 		return;
 	}
@@ -671,8 +704,8 @@ static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 				  emit_tree_entry, &d);
 		goto reply;
 	}
-	if (ino == ORDER_DIR_INO)
-		goto reply;
+	if (ino == ORDER_DIR_INO || ino == RESUME_DIR_INO)
+		goto reply; /* found by name, never listed */
 	for (ch = 0; ch < st->nchannels; ch++) {
 		if (!tree_of(st, ch) || index++ < off)
 			continue;
@@ -966,7 +999,7 @@ static struct fs_handle *resume_handle(struct fs_state *st, fuse_ino_t ino,
 	struct channel *chan;
 	struct channel_reader *reader;
 	struct fs_handle *h;
-	uint64_t start = 0;
+	uint64_t start = 0, slot;
 
 	if (!ino_resume(st, ino, &r)) {
 		errno = ENOENT;
@@ -991,8 +1024,9 @@ static struct fs_handle *resume_handle(struct fs_state *st, fuse_ino_t ino,
 	}
 	if (reader && !r.start) {
 		pthread_mutex_lock(&st->lock);
-		kept = fs_resume_slot(st->resume_files,
-				      ino & ~((uint64_t)7 << 61));
+		kept = resume_slot_of(st, ino, &slot)
+			   ? fs_resume_slot(st->resume_files, slot)
+			   : NULL;
 		if (kept && kept->value == r.value &&
 		    kept->by_record == r.by_record)
 			kept->start = start + 1;
@@ -1226,6 +1260,11 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	}
 	if (h->file) {
 		tree_read(req, h, size, off);
+		return;
+	}
+	if (h->start + (uint64_t)off < h->start) {
+		/* past what a stream holds (a resume file far out) */
+		fuse_reply_buf(req, NULL, 0);
 		return;
 	}
 	pthread_mutex_lock(&h->lock);

@@ -61,6 +61,9 @@ for j in range(3):
 # bad/: a valid object, then one whose third header has a bad magic
 put("bad/b0.rec", rec(b"one") + rec(b"two") + rec(b"three"))
 put("bad/b1.rec", rec(b"four") + rec(b"five") + b"\x01\x02\x03\x04\x05\x00\x00\x00" + b"junk")
+# past/: a record whose length runs past the end of its object
+put("past/p0.rec", rec(b"fine") + hdr(0, 100) + b"only ten b")
+put("past/p1.rec", rec(b"next"))
 # manifest: some of rio/, in an order of its own
 keys = ["obj-%03d.bin" % i for i in (7, 3, 20, 11, 0, 24)]
 put("m/manifest.json", ("[{\"prefix\": \"s3://data/rio/\"}, %s]" % ", ".join('"%s"' % k for k in keys)).encode())
@@ -92,6 +95,8 @@ idc_channel() { # NAME URI [EXTRA_JSON]
 	TYPE=ManifestFile idc_channel man s3://data/m/manifest.json ', "RecordWrapperType": "RecordIO"'
 	echo ","
 	idc_channel bad s3://data/bad/ ', "ContentType": "application/x-recordio"'
+	echo ","
+	idc_channel past s3://data/past/ ', "ContentType": "application/x-recordio"'
 	echo ","
 	idc_channel raw s3://data/lines/
 	echo "]"
@@ -220,6 +225,12 @@ assert_eq EIO "$(errno_of open_read "$R/bad_0@record=5")" "bad_0@record=5: the s
 wait_until 10 grep -q 'bad magic.*s3://data/bad/b1.rec at byte 24 ' "$LOG" ||
 	fail "no log line naming s3://data/bad/b1.rec at byte 24: $(grep -i recordio "$LOG" | tail -n 3)"
 
+# a part that runs past its object: EIO, naming that object
+assert_eq EIO "$(errno_of open_read "$R/past_0@record=2")" "past_0@record=2: a part runs past its object"
+wait_until 10 grep -q 'runs past the end of its object, at s3://data/past/p0.rec at byte 12 ' "$LOG" ||
+	fail "no log line naming s3://data/past/p0.rec at byte 12: $(grep -i 'past' "$LOG" | tail -n 3)"
+assert_eq OK "$(errno_of open_read "$R/past_0@record=1")" "past_0@record=1 (the record that runs past begins there)"
+
 # ---- a channel without records: @record refused, @byte served ----
 assert_eq EINVAL "$(errno_of open_read "$R/raw_0@record=1")" "raw_0@record=1 (no ContentType)"
 tcat "$MP/raw_0" >"$TEST_TMP/raw.ref" || fail "reading raw_0 failed"
@@ -233,6 +244,9 @@ for bad in 'rio_0@record=01' 'rio_0@record=-1' 'rio_0@record=' 'rio_0@rec=1' \
 	assert_eq ENOENT "$(errno_of stat "$R/$bad")" "$bad"
 done
 ls -a "$MP" | grep -q s3pipe-resume && fail "the mount root lists .s3pipe-resume"
+assert_eq "" "$(ls -A "$R")" "readdir of .s3pipe-resume (names are found, never listed)"
+tcat "$R/rio_0@byte=18446744073709551615" >"$TEST_TMP/got" || fail "reading rio_0@byte=2^64-1 failed"
+assert_eq 0 "$(stat -c %s "$TEST_TMP/got")" "rio_0@byte=2^64-1: empty"
 
 # ---- opening epoch N's resume file makes N current ----
 assert_eq ENOENT "$(errno_of stat "$MP/recs_3")" "recs_3 before its resume file is opened"
