@@ -189,6 +189,11 @@ uint64_t cache_budget(const struct cache *c)
 	return c->conf.budget_bytes;
 }
 
+uint64_t cache_block_size(const struct cache *c)
+{
+	return c->conf.block_size;
+}
+
 uint64_t cache_max_window(const struct cache *c)
 {
 	return c->conf.max_window;

@@ -476,5 +476,7 @@ size_t cache_buffer_size(const struct cache *c);
 uint64_t cache_budget(const struct cache *c);
 /* The cache's own prefetch window cap. */
 uint64_t cache_max_window(const struct cache *c);
+/* Bytes a block holds (the last of an object holds what is left). */
+uint64_t cache_block_size(const struct cache *c);
 
 #endif

@@ -77,6 +77,7 @@
 
 #include "cache/catalog.h"
 #include "cache/lister.h"
+#include "channel/mix.h"
 #include "util/util.h"
 
 void channel_conf_init(struct channel_conf *conf)
@@ -118,6 +119,7 @@ struct channel *channel_create(const struct channel_spec *spec,
 	ch->framed = spec->wrapper == CHANNEL_WRAPPER_RECORDIO &&
 		     spec->compression == CHANNEL_COMPRESSION_NONE;
 	pthread_mutex_init(&ch->lock, NULL);
+	pthread_mutex_init(&ch->records_lock, NULL);
 	return ch;
 }
 
@@ -125,8 +127,9 @@ void channel_fault_in(struct channel *ch)
 {
 	struct epoch_plan *p;
 
-	if (ch->tree)
-		return; /* files are read as they are opened */
+	if (ch->tree || ch->spec->shuffle_buffer)
+		return; /* files are read as they are opened; a record
+			   shuffle reads its blocks in an order of its own */
 	p = plan_get(ch, 0, false, NULL);
 	if (p)
 		cache_stream_fault_in(p->stream);
@@ -147,7 +150,10 @@ bool channel_epoch_size(struct channel *ch, unsigned epoch, uint64_t *size)
 	create = !ch->plans || epoch > ch->plans->epoch;
 	pthread_mutex_unlock(&ch->lock);
 	p = plan_get(ch, epoch, create, NULL);
-	known = p && cache_stream_size(p->stream, size);
+	if (p && ch->spec->shuffle_buffer)
+		known = channel_mix_epoch_size(ch, p, size) == 0;
+	else
+		known = p && cache_stream_size(p->stream, size);
 	plan_put(ch, p);
 	return known;
 }
@@ -176,6 +182,8 @@ void channel_prefetch_epoch(struct channel *ch, unsigned epoch)
 	struct cache_stream *s;
 	bool needless, covered;
 
+	if (ch->spec->shuffle_buffer)
+		return; /* its blocks come in an order of the reader's */
 	pthread_mutex_lock(&ch->lock);
 	needless = epoch_prefetch_needless(ch, epoch);
 	pthread_mutex_unlock(&ch->lock);
@@ -210,6 +218,9 @@ void channel_get_stats(struct channel *ch, struct channel_stats *out)
 	}
 	if (ch->tree)
 		out->bytes += channel_tree_memory(ch->tree);
+	pthread_mutex_lock(&ch->records_lock);
+	out->bytes += record_index_memory(ch->records);
+	pthread_mutex_unlock(&ch->records_lock);
 	for (struct epoch_plan *p = ch->plans; p; p = p->older) {
 		out->bytes +=
 		    p->n * sizeof(*p->order) + cache_stream_memory(p->stream);
@@ -232,12 +243,15 @@ void channel_destroy(struct channel *ch)
 	cache_catalog_destroy(ch->catalog);
 	channel_entries_destroy(ch->entries);
 	free(ch->to_resolve);
+	record_index_destroy(ch->records);
+	pthread_mutex_destroy(&ch->records_lock);
 	pthread_mutex_destroy(&ch->lock);
 	free(ch);
 }
 
 bool channel_bytes_as_stored(const struct channel *ch)
 {
-	return ch->spec->compression != CHANNEL_COMPRESSION_GZIP &&
+	return !ch->spec->shuffle_buffer &&
+	       ch->spec->compression != CHANNEL_COMPRESSION_GZIP &&
 	       ch->spec->convert.format == CHANNEL_CONVERT_NONE;
 }

@@ -112,7 +112,8 @@ struct channel_spec {
 	int64_t seed;	   /* ShuffleConfig.Seed */
 	char **attributes; /* AttributeNames, in order; NULL when none */
 	size_t nattributes;
-	char *content_type;		     /* ContentType, NULL when unset */
+	char *content_type;	/* ContentType, NULL when unset */
+	int64_t shuffle_buffer; /* --shuffle-buffer bytes; 0: objects only */
 	struct channel_convert_conf convert; /* format NONE: no conversion */
 	uint32_t given; /* bit i: channel_settings[i] was given */
 };
@@ -196,6 +197,9 @@ struct channel_setting {
 	bool config_any_case;	 /* config values in any case (s3pipe's own
 				    S3pipe* fields); SageMaker's are exact */
 	bool config_required;	 /* a config must give it */
+	bool bytes; /* INTEGER: a byte count, with a K, M, G or T suffix on
+		       the command line (or a string so written in a
+		       config) */
 	bool needs_parent_field; /* a config whose parent object is present
 				    must give it ("ShuffleConfig" without
 				    "Seed") */

@@ -83,6 +83,11 @@ struct channel {
 	 * is set) */
 	unsigned opened, prefetched;
 	bool any_opened, any_prefetched;
+	/* --shuffle-buffer: where the catalog's records begin, made on first
+	 * use (record_index_get), or the error that stopped it */
+	struct record_index *records;
+	int records_error;
+	pthread_mutex_t records_lock;
 };
 
 /* Whether the channel's bytes are its objects' (no gunzip, no

@@ -569,20 +569,13 @@ static uint64_t plan_entry_start(const struct epoch_plan *p, size_t e)
 /* The entry that holds byte b of p's stream (p->n past the end). */
 static size_t plan_entry_at(const struct epoch_plan *p, uint64_t b)
 {
-	size_t lo = 0, hi = p->n / PLAN_INDEX_STEP + 1, e;
+	size_t hi = p->n / PLAN_INDEX_STEP + 1, lo, e;
 	uint64_t at;
 
-	/* the last point at or before b */
 	if (p->n == 0 || b >= p->index[hi])
 		return p->n;
-	while (hi - lo > 1) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (p->index[mid] <= b)
-			lo = mid;
-		else
-			hi = mid;
-	}
+	/* the last point at or before b */
+	lo = util_last_at_most(p->index, hi, b);
 	e = lo * PLAN_INDEX_STEP;
 	at = p->index[lo];
 	while (e + 1 < p->n && at + entry_bytes(p, e) <= b)

@@ -20,6 +20,7 @@
 
 #include "channel/convert.h"
 #include "channel/gzip.h"
+#include "channel/mix.h"
 #include "util/util.h"
 
 struct channel_reader {
@@ -55,11 +56,13 @@ struct channel_reader {
  */
 static int stack_build(struct channel_reader *r, uint64_t first_read)
 {
-	const struct channel *ch = r->ch;
+	struct channel *ch = r->ch;
 	struct channel_stage *bottom;
 	struct channel_converter *cv;
 
-	if (ch->spec->compression == CHANNEL_COMPRESSION_GZIP)
+	if (ch->spec->shuffle_buffer)
+		bottom = channel_mix_create(ch, r->plan, first_read);
+	else if (ch->spec->compression == CHANNEL_COMPRESSION_GZIP)
 		bottom = channel_gzip_create(
 		    ch->cache, r->stream, ch->spec->name,
 		    ch->spec->wrapper == CHANNEL_WRAPPER_RECORDIO
@@ -71,7 +74,7 @@ static int stack_build(struct channel_reader *r, uint64_t first_read)
 		    ch->cache, r->stream,
 		    channel_bytes_as_stored(ch) ? first_read : 0);
 	if (!bottom)
-		return errno == ESTALE ? ESTALE : ENOMEM;
+		return errno == ESTALE || errno == EIO ? errno : ENOMEM;
 	if (ch->spec->convert.format == CHANNEL_CONVERT_NONE) {
 		r->top = bottom;
 		return 0;
@@ -152,6 +155,15 @@ static int stack_seek(struct channel_reader *r, uint64_t offset)
 	int rc;
 
 	stack_close(r);
+	if (r->ch->spec->shuffle_buffer) {
+		/* the record shuffle starts anywhere, from its index */
+		rc = stack_open(r, offset);
+		if (rc) {
+			stack_close(r);
+			r->stage_error = rc;
+		}
+		return rc;
+	}
 	rc = stack_open(r, 0);
 	if (rc) {
 		/* no stages, no raw bytes either: reads fail from here */
@@ -188,6 +200,7 @@ static struct channel_reader *reader_open(struct channel *ch, unsigned epoch,
 					  uint64_t *offset, size_t entry)
 {
 	struct channel_reader *r = calloc(1, sizeof(*r));
+	int rc;
 
 	if (!r)
 		goto nomem;
@@ -215,13 +228,16 @@ static struct channel_reader *reader_open(struct channel *ch, unsigned epoch,
 		r->stream = r->private_plan->stream;
 	}
 	snprintf(r->label, sizeof(r->label), "channel '%s'", ch->spec->name);
-	if (stack_open(r, *offset))
-		goto nomem;
+	rc = stack_open(r, *offset);
+	if (rc)
+		goto fail;
 	return r;
 
 nomem:
+	rc = ENOMEM;
+fail:
 	channel_reader_close(r);
-	errno = ENOMEM;
+	errno = rc == EIO ? EIO : ENOMEM;
 	return NULL;
 }
 
@@ -495,6 +511,21 @@ struct channel_reader *channel_reader_open_record(struct channel *ch,
 	if (channel_record_format(ch->spec) == CHANNEL_RECORDS_NONE) {
 		errno = EINVAL; /* no records to count */
 		return NULL;
+	}
+	if (ch->spec->shuffle_buffer) {
+		/* drawn from the index: where record K begins, then there */
+		r = channel_reader_open(ch, epoch);
+		if (!r)
+			return NULL;
+		rc = channel_mix_record_offset(ch, r->plan, record, start);
+		if (!rc)
+			rc = stack_seek(r, *start);
+		if (rc) {
+			channel_reader_close(r);
+			errno = rc;
+			return NULL;
+		}
+		return r;
 	}
 	if (ch->framed && starts_from_index(ch)) {
 		/* each entry one record: record K begins entry K */

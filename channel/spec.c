@@ -154,6 +154,19 @@ const struct channel_setting channel_settings[] = {
 	     "holds RecordIO records; text/csv, text/libsvm, "
 	     "application/jsonlines and text/plain hold lines (an epoch "
 	     "resumes at a record); with S3pipeConvert, what the rows are"},
+    {.option = "shuffle-buffer",
+     .field = "ShuffleConfig.S3pipeBufferSize",
+     .type = CHANNEL_SETTING_INTEGER,
+     SPEC_FIELD(shuffle_buffer),
+     .min = 64 << 10,
+     .max = 1LL << 40,
+     .bytes = true,
+     .metavar = "SIZE",
+     .help = "with --shuffle-seed and records (--content-type): shuffle the "
+	     "epoch's records across its objects through a buffer of SIZE "
+	     "bytes, not only the objects",
+     .default_doc = "objects only",
+     .config_any_case = true},
     {.option = "convert",
      .field = "S3pipeConvert",
      .type = CHANNEL_SETTING_ENUM,
@@ -262,6 +275,22 @@ static const struct channel_rule channel_rules[] = {
      ", the number of features (the tensor's shape)"},
     {"attribute-names", ANY_VALUE, "DataSource.S3DataSource.S3DataType",
      VALUES(CHANNEL_AUGMENTED_MANIFEST_FILE), NULL},
+    {"shuffle-buffer", ANY_VALUE, "shuffle-seed", ANY_VALUE,
+     ": the records' order comes from the seed"},
+    {"shuffle-buffer", ANY_VALUE, "DataSource.S3DataSource.S3DataType",
+     VALUES(CHANNEL_S3_PREFIX), NULL},
+    {"shuffle-buffer", ANY_VALUE, "input-mode", VALUES(CHANNEL_INPUT_PIPE),
+     NULL},
+    {"shuffle-buffer", ANY_VALUE, "record-wrapper",
+     VALUES(CHANNEL_WRAPPER_NONE),
+     ": each object is one record already (--shuffle-seed mixes them)"},
+    {"shuffle-buffer", ANY_VALUE, "compression",
+     VALUES(CHANNEL_COMPRESSION_NONE),
+     ": records are cut from the objects as stored"},
+    {"shuffle-buffer", ANY_VALUE, "convert", VALUES(CHANNEL_CONVERT_NONE),
+     ": records are cut from the objects as stored"},
+    {"shuffle-buffer", ANY_VALUE, "content-type", ANY_VALUE,
+     ", which says what a record is"},
     {"DataSource.S3DataSource.S3DataType",
      VALUES(CHANNEL_AUGMENTED_MANIFEST_FILE), "attribute-names", ANY_VALUE,
      ": the names of the attributes to read from each line"},
@@ -401,7 +430,10 @@ static const char *integer_range(const struct channel_setting *s, char *buf,
 	const char *none = s->none_word ? s->none_word : "";
 	const char * or = s->none_word ? " or " : "";
 
-	if (s->min == INT64_MIN && s->max == INT64_MAX)
+	if (s->bytes)
+		snprintf(buf, size, "a size from %" PRId64 "K to %" PRId64 "G",
+			 s->min >> 10, s->max >> 30);
+	else if (s->min == INT64_MIN && s->max == INT64_MAX)
 		snprintf(buf, size, "%s%sa 64-bit integer", none, or);
 	else
 		snprintf(buf, size,
@@ -529,6 +561,12 @@ static bool parse_integer(const struct channel_setting *s, const char *text,
 	bool negative = text[0] == '-';
 	uint64_t u;
 
+	if (s->bytes) {
+		if (util_parse_size(text, &u) != 0 || u > (uint64_t)INT64_MAX)
+			return false;
+		*v = (int64_t)u;
+		return *v >= s->min && *v <= s->max;
+	}
 	if (util_parse_uint(negative ? text + 1 : text, 0,
 			    negative ? (uint64_t)INT64_MAX + 1
 				     : (uint64_t)INT64_MAX,
@@ -593,6 +631,8 @@ int channel_setting_set_word(const struct channel_setting *s, const char *word,
 	case CHANNEL_SETTING_INTEGER:
 		if (s->none_word && strcasecmp(word, s->none_word) == 0)
 			return set_value(spec, s, s->none_value);
+		if (s->bytes && parse_integer(s, word, &v))
+			return set_value(spec, s, v);
 		return bad_integer(s, s->field, word, true, err, errlen);
 	case CHANNEL_SETTING_ENUM:
 	case CHANNEL_SETTING_FLAG:
@@ -892,6 +932,18 @@ int channel_spec_check(struct channel_spec *spec, enum channel_syntax syntax,
 	}
 	spec->shuffle = channel_setting_given(
 	    spec, channel_setting_find(CHANNEL_SYNTAX_CLI, "shuffle-seed"));
+	if (spec->shuffle_buffer &&
+	    channel_record_format(spec) == CHANNEL_RECORDS_NONE)
+		return util_fail(
+		    err, errlen, EINVAL,
+		    "%s needs a %s that holds records (RecordIO or lines), "
+		    "not '%s'",
+		    syntax == CHANNEL_SYNTAX_CLI
+			? "--shuffle-buffer"
+			: "ShuffleConfig.S3pipeBufferSize",
+		    syntax == CHANNEL_SYNTAX_CLI ? "--content-type"
+						 : "ContentType",
+		    util_shorten(spec->content_type, a, sizeof(a)));
 	return 0;
 }
 

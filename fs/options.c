@@ -653,6 +653,8 @@ int opt_apply(struct parse_state *st, const struct opt_def *d,
 		if (rc)
 			return rc;
 		*(uint64_t *)(base + d->offset) = v;
+		if (d->offset == OFF(cache.block_size))
+			st->o->part_size_given = true;
 		return 0;
 	case OPT_UINT:
 		rc = parse_number(st, val, d->min, d->max, &v);
@@ -832,6 +834,24 @@ static int parse_failed(struct parse_state *st, int argc, char **argv)
 	return options_fail_nomem(st); /* fuse_opt fails in no other way */
 }
 
+/*
+ * --part-size when not given: the default, or smaller with a record
+ * shuffle, whose unit is the block: its buffer should hold 64 blocks or
+ * more to draw from many objects at once (a power of two, 256K at least).
+ */
+static uint64_t auto_part_size(const struct fs_options *o)
+{
+	uint64_t size = CACHE_DEFAULT_BLOCK_SIZE;
+
+	for (unsigned i = 0; i < o->nchannels; i++) {
+		uint64_t buffer = (uint64_t)o->channels[i].shuffle_buffer;
+
+		while (buffer && size > (256ULL << 10) && size * 64 > buffer)
+			size /= 2;
+	}
+	return size;
+}
+
 void fs_options_init(struct fs_options *o)
 {
 	memset(o, 0, sizeof(*o));
@@ -923,6 +943,8 @@ static int finish_parse(struct parse_state *st, struct fuse_args *args)
 	rc = fs_channels_finish(o, st->err, st->errlen);
 	if (rc)
 		return rc;
+	if (!o->part_size_given)
+		o->cache.block_size = auto_part_size(o);
 	if (o->cache.budget_bytes / 2 < o->cache.block_size)
 		return options_fail(
 		    st, EINVAL,

@@ -390,6 +390,21 @@ int util_parse_size(const char *s, uint64_t *out)
 	return 0;
 }
 
+size_t util_last_at_most(const uint64_t *a, size_t n, uint64_t x)
+{
+	size_t lo = 0, hi = n;
+
+	while (hi - lo > 1) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (a[mid] <= x)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
 uint64_t util_now_ns(void)
 {
 	struct timespec ts;

@@ -93,6 +93,10 @@ const char *util_strerror(int err, char *buf, size_t len);
  */
 const char *util_shorten(const char *s, char *buf, size_t size);
 
+/* In a[0..n) sorted ascending (n >= 1): the last i with a[i] <= x (0 when
+ * there is none), by binary search. */
+size_t util_last_at_most(const uint64_t *a, size_t n, uint64_t x);
+
 #define UTIL_HELP_COLUMN 28 /* where --help text starts */
 #define UTIL_HELP_WIDTH	 79 /* and where it wraps */
 
