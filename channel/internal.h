@@ -209,6 +209,8 @@ uint64_t channel_rng_below(struct channel_rng *rng, uint64_t m); /* m >= 1 */
  */
 void channel_shuffle(uint32_t *items, size_t n, bool shuffle, int64_t seed,
 		     uint64_t epoch);
+/* The same Fisher-Yates, drawing from rng as it stands (n may be 0). */
+void channel_shuffle_with(struct channel_rng *rng, uint32_t *items, size_t n);
 
 /* The epoch's order of n entries: order = 0..n-1, then channel_shuffle. */
 void channel_order(uint32_t *order, size_t n, bool shuffle, int64_t seed,

@@ -1,34 +1,26 @@
 /*
- * mix: the stage that serves a record-shuffled epoch (--shuffle-buffer).
+ * mix: the stage that serves a record-shuffled epoch (--shuffle-buffer),
+ * reading the blocks that the draws (channel/mix_draw.c) need.
  *
- * The epoch's objects (this host's share, in the plan's order) are cut at
- * cache blocks; the blocks are shuffled (the load order P), and their
- * records go, block by block, into a pool of pool_cap records (the buffer's
- * bytes at the epoch's mean record size).  Each record out is the pool's
- * slot j = below(npool), whose place the next record loaded takes (the
- * last slot's, once nothing is left to load).  A record that spans blocks
- * is loaded with the last of its blocks in P, so that all its bytes have
- * come by then.  Everything here is a function of the index, the seed,
- * the epoch and the share: the keys (record numbers) can be drawn without
- * a byte of data, so a reader starts at record K or byte B by drawing the
- * first K keys (the simulation), and fetches only what comes after.
+ * A stream of the epoch's blocks (a plan stream of the cache, prefetched
+ * as any) is read in the order the draws load them: each block's records
+ * are copied out as it loads (the pool holds them, each in a slab slot of
+ * its size), and the pieces of a record that spans blocks wait, held by
+ * number, for the last of them.  A fresh epoch's stream is P itself.  A
+ * reader started at K reads first the blocks of the records the pool
+ * holds at K (the next one out first), keeping those records (held by
+ * number: the draws know them by number only), then P from the load point,
+ * each block preceded by the blocks before that point that its records
+ * reach into.
  *
- * Data follows the keys lazily.  A stream of the epoch's blocks (a plan
- * stream of the cache, prefetched as any) is read as records drawn need
- * it: each block read gives its pieces of the records still to come (the
- * store: complete records and pieces of those waiting for their last
- * block).  A fresh epoch's stream is P itself.  A reader started at K
- * reads first the blocks of the records that the pool holds at K (the
- * next one drawn first), then P from the load point on, with the blocks
- * before it that a later block's records reach into, once each.
- *
- * Memory: the pool's keys (8 bytes a record), the store (the pool's
- * records and pieces waiting for a block: about the buffer's bytes), the
- * epoch's block order (8 bytes a block) and one block being read.
+ * Memory: the pool's records (about the buffer's bytes, in slabs that
+ * stay at their peak until the reader goes), 16 bytes a record in the
+ * pool (its number and its bytes' place), the held records and pieces,
+ * 8 bytes a block.
  */
 #include "config.h"
 
-#include "channel/mix.h"
+#include "channel/mix_draw.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -39,354 +31,123 @@
 #include "channel/core.h"
 #include "util/util.h"
 
-/* the generators' keys, so that the block order and the draws differ
- * from the object shuffle of the same epoch (s3pipe(1)) */
-#define MIX_BLOCKS_KEY 0x6d69782d626c6f63ULL /* "mix-bloc" */
-#define MIX_DRAWS_KEY  0x6d69782d64726177ULL /* "mix-draw" */
-
 /* blocks the mixer's stream is given at a time */
 #define MIX_FILL 256
 /* bytes a read hands out at most */
 #define MIX_READ_MAX (1u << 20)
 
-/* ---- the epoch: what the index, the seed and the share fix ---- */
+/* A record's bytes as the stage keeps them: a header (its stored length,
+ * and bit 63: a '\n' to add), then the bytes. */
+#define REC_HDR	     8
+#define REC_OPEN_BIT (1ULL << 63)
 
-struct mix_epoch {
-	const struct record_index *ix;
-	const struct cache_catalog *cat;
-	const uint32_t *objs; /* catalog entries, the plan's order */
-	size_t nobjs;
-	uint64_t *ebase; /* [nobjs + 1]: each object's first epoch block */
-	uint32_t *emap;	 /* [entries]: the object's place, or UINT32_MAX */
-	uint32_t *perm;	 /* P: the epoch's blocks in load order */
-	uint32_t *posof; /* the place of each block in P */
-	size_t nblocks;
-	uint64_t pool_cap;
-	uint64_t bytes; /* what the epoch file holds */
+static uint64_t rec_len(const char *p)
+{
+	uint64_t h;
+
+	memcpy(&h, p, sizeof(h));
+	return h & ~REC_OPEN_BIT;
+}
+
+static uint64_t rec_out(const char *p)
+{
+	uint64_t h;
+
+	memcpy(&h, p, sizeof(h));
+	return (h & ~REC_OPEN_BIT) + (h >> 63);
+}
+
+/* ---- the slab: records' bytes, in slots of 16-byte sizes up to
+ * SLAB_MAX (malloc past it), reused once freed: a stack of free slots a
+ * size (an array, not a list through the slots, whose bytes are far out
+ * of the caches by the time they are reused) ---- */
+
+#define SLAB_STEP    16
+#define SLAB_MAX     4096
+#define SLAB_CLASSES (SLAB_MAX / SLAB_STEP + 1)
+#define SLAB_CHUNK   (256u << 10)
+
+struct slab_stack {
+	char **slots;
+	size_t n, cap;
 };
 
-/* The object (its place in the epoch) that epoch block eb belongs to. */
-static size_t block_object(const struct mix_epoch *me, uint64_t eb)
-{
-	return util_last_at_most(me->ebase, me->nobjs ? me->nobjs : 1, eb);
-}
-
-/* The epoch blocks record r (of entry e) spans: [*a, *z]. */
-static void record_span(const struct mix_epoch *me, size_t e, uint64_t r,
-			uint64_t *a, uint64_t *z)
-{
-	const struct record_index *ix = me->ix;
-	uint64_t base = me->ebase[me->emap[e]];
-	uint64_t len = record_stored_len(ix, e, r);
-
-	*a = base + ix->start[r] / ix->block;
-	*z = base + (ix->start[r] + len - 1) / ix->block;
-}
-
-/* The block that loads record r: the last of its blocks in P. */
-static uint64_t record_owner(const struct mix_epoch *me, size_t e, uint64_t r)
-{
-	uint64_t a, z, best;
-
-	record_span(me, e, r, &a, &z);
-	best = a;
-	for (uint64_t b = a + 1; b <= z; b++)
-		if (me->posof[b] > me->posof[best])
-			best = b;
-	return best;
-}
-
-/* Epoch block eb: its entry, its first byte in the object and the
- * records that begin in it, [*rf, *rl). */
-struct block_at {
-	size_t obj, entry;
-	uint64_t begin, end; /* bytes of the object */
-	uint64_t rf, rl;
+struct rec_slab {
+	struct slab_stack free[SLAB_CLASSES];
+	struct slab_stack chunks;
+	char *at; /* the rest of the newest chunk */
+	size_t left;
 };
 
-static void block_locate(const struct mix_epoch *me, uint64_t eb,
-			 struct block_at *b)
+static int stack_push(struct slab_stack *st, char *p)
 {
-	const struct record_index *ix = me->ix;
-	uint64_t j, g;
+	if (st->n == st->cap) {
+		size_t cap = st->cap ? st->cap * 2 : 256;
+		char **n = realloc(st->slots, cap * sizeof(*n));
 
-	b->obj = block_object(me, eb);
-	b->entry = me->objs[b->obj];
-	j = eb - me->ebase[b->obj];
-	g = ix->block_base[b->entry] + j;
-	b->begin = j * ix->block;
-	b->end = b->begin + ix->block;
-	if (b->end > ix->sizes[b->entry])
-		b->end = ix->sizes[b->entry];
-	b->rf = ix->block_first[g];
-	b->rl = g + 1 < ix->block_base[b->entry + 1] ? ix->block_first[g + 1]
-						     : ix->first[b->entry + 1];
-}
-
-/* The record that begins before block b and reaches into it, or
- * UINT64_MAX. */
-static uint64_t block_straddle_in(const struct mix_epoch *me,
-				  const struct block_at *b)
-{
-	const struct record_index *ix = me->ix;
-	uint64_t r;
-
-	if (b->rf == ix->first[b->entry])
-		return UINT64_MAX;
-	r = b->rf - 1;
-	return ix->start[r] + record_stored_len(ix, b->entry, r) > b->begin
-		   ? r
-		   : UINT64_MAX;
-}
-
-static void mix_epoch_free(struct mix_epoch *me)
-{
-	free(me->ebase);
-	free(me->emap);
-	free(me->perm);
-	free(me->posof);
-	memset(me, 0, sizeof(*me));
-}
-
-static int mix_epoch_init(struct mix_epoch *me, struct channel *ch,
-			  const struct record_index *ix,
-			  const struct epoch_plan *plan)
-{
-	uint64_t blocks = 0, records = 0, stored = 0;
-
-	memset(me, 0, sizeof(*me));
-	me->ix = ix;
-	me->cat = ch->catalog;
-	me->objs = plan->order;
-	me->nobjs = plan->n;
-	me->ebase = malloc((plan->n + 1) * sizeof(uint64_t));
-	me->emap = malloc((ix->entries ? ix->entries : 1) * sizeof(uint32_t));
-	if (!me->ebase || !me->emap)
-		goto nomem;
-	memset(me->emap, 0xff, ix->entries * sizeof(uint32_t));
-	for (size_t i = 0; i < plan->n; i++) {
-		size_t e = plan->order[i];
-
-		if (e >= ix->entries) {
-			mix_epoch_free(me);
-			return ESTALE; /* an index of another listing */
-		}
-		me->ebase[i] = blocks;
-		me->emap[e] = (uint32_t)i;
-		blocks += ix->block_base[e + 1] - ix->block_base[e];
-		records += ix->first[e + 1] - ix->first[e];
-		stored += ix->sizes[e];
-		me->bytes +=
-		    ix->sizes[e] + (ix->open_end[e / 64] >> (e % 64) & 1);
-	}
-	me->ebase[plan->n] = blocks;
-	if (blocks > UINT32_MAX) {
-		mix_epoch_free(me);
-		return EFBIG;
-	}
-	me->nblocks = (size_t)blocks;
-	me->perm = malloc((blocks ? blocks : 1) * sizeof(uint32_t));
-	me->posof = malloc((blocks ? blocks : 1) * sizeof(uint32_t));
-	if (!me->perm || !me->posof)
-		goto nomem;
-	for (size_t b = 0; b < me->nblocks; b++)
-		me->perm[b] = (uint32_t)b;
-	channel_shuffle(me->perm, me->nblocks, true, ch->spec->seed,
-			plan->epoch ^ MIX_BLOCKS_KEY);
-	for (size_t t = 0; t < me->nblocks; t++)
-		me->posof[me->perm[t]] = (uint32_t)t;
-	/* the buffer's bytes at the epoch's mean record */
-	me->pool_cap = stored ? (uint64_t)((double)ch->spec->shuffle_buffer *
-					   (double)records / (double)stored)
-			      : 1;
-	if (me->pool_cap < 1)
-		me->pool_cap = 1;
-	if (me->pool_cap > records && records)
-		me->pool_cap = records;
-	return 0;
-
-nomem:
-	mix_epoch_free(me);
-	return ENOMEM;
-}
-
-/* ---- the draws: keys only ---- */
-
-struct mix_draws {
-	struct channel_rng rng;
-	uint64_t *pool;
-	uint64_t npool;
-	bool filled;
-	size_t t;      /* the next place in P to load */
-	uint64_t *inq; /* the last loaded block's records ... */
-	size_t ninq, inq_next, inq_cap; /* ... from inq_next on still to load */
-	uint64_t drawn;			/* records drawn */
-	uint64_t out;			/* their bytes */
-};
-
-static int inq_push(struct mix_draws *d, uint64_t r)
-{
-	if (d->ninq == d->inq_cap) {
-		size_t cap = d->inq_cap ? d->inq_cap * 2 : 1024;
-		uint64_t *p = realloc(d->inq, cap * sizeof(*p));
-
-		if (!p)
+		if (!n)
 			return ENOMEM;
-		d->inq = p;
-		d->inq_cap = cap;
+		st->slots = n;
+		st->cap = cap;
 	}
-	d->inq[d->ninq++] = r;
+	st->slots[st->n++] = p;
 	return 0;
 }
 
-/* The records block eb loads, in order: the one reaching into it from
- * before when it is the last of that one's blocks, then those that begin
- * in it (the last only when it ends in it, or its later blocks came
- * before). */
-static int load_block(const struct mix_epoch *me, struct mix_draws *d,
-		      uint64_t eb)
+static size_t slab_class(uint64_t len)
 {
-	const struct record_index *ix = me->ix;
-	struct block_at b;
-	uint64_t in;
+	size_t c = (size_t)((len + SLAB_STEP - 1) / SLAB_STEP);
 
-	d->ninq = d->inq_next = 0;
-	block_locate(me, eb, &b);
-	in = block_straddle_in(me, &b);
-	if (in != UINT64_MAX && record_owner(me, b.entry, in) == eb &&
-	    inq_push(d, in))
-		return ENOMEM;
-	for (uint64_t r = b.rf; r < b.rl; r++) {
-		if (r + 1 == b.rl &&
-		    ix->start[r] + record_stored_len(ix, b.entry, r) > b.end &&
-		    record_owner(me, b.entry, r) != eb)
-			continue;
-		if (inq_push(d, r))
-			return ENOMEM;
-	}
-	return 0;
+	return c ? c : 1;
 }
 
-/* The next record loaded into the pool: false when none is left. */
-static int next_loaded(const struct mix_epoch *me, struct mix_draws *d,
-		       uint64_t *r, bool *got)
+static char *slab_alloc(struct rec_slab *s, uint64_t len)
 {
-	while (d->inq_next == d->ninq) {
-		int rc;
+	size_t c = slab_class(len), size = c * SLAB_STEP;
+	char *p;
 
-		if (d->t == me->nblocks) {
-			*got = false;
-			return 0;
+	if (len > SLAB_MAX)
+		return malloc(len);
+	if (s->free[c].n)
+		return s->free[c].slots[--s->free[c].n];
+	if (s->left < size) {
+		s->at = malloc(SLAB_CHUNK);
+		if (!s->at || stack_push(&s->chunks, s->at)) {
+			free(s->at);
+			s->left = 0;
+			return NULL;
 		}
-		rc = load_block(me, d, me->perm[d->t++]);
-		if (rc)
-			return rc;
+		s->left = SLAB_CHUNK;
 	}
-	*r = d->inq[d->inq_next++];
-	*got = true;
-	return 0;
+	p = s->at;
+	s->at += size;
+	s->left -= size;
+	return p;
 }
 
-static int draws_init(struct mix_draws *d, const struct mix_epoch *me,
-		      struct channel *ch, unsigned epoch)
+static void slab_free(struct rec_slab *s, char *p, uint64_t len)
 {
-	memset(d, 0, sizeof(*d));
-	channel_rng_init(&d->rng, ch->spec->seed, epoch ^ MIX_DRAWS_KEY);
-	d->pool = malloc(me->pool_cap * sizeof(uint64_t));
-	return d->pool ? 0 : ENOMEM;
-}
-
-static void draws_free(struct mix_draws *d)
-{
-	free(d->pool);
-	free(d->inq);
-	memset(d, 0, sizeof(*d));
-}
-
-/* Fills the pool before the first draw. */
-static int draws_fill(const struct mix_epoch *me, struct mix_draws *d)
-{
-	bool got = true;
-	uint64_t r;
-
-	while (!d->filled && d->npool < me->pool_cap) {
-		int rc = next_loaded(me, d, &r, &got);
-
-		if (rc)
-			return rc;
-		if (!got)
-			break;
-		d->pool[d->npool++] = r;
+	if (len > SLAB_MAX) {
+		free(p);
+		return;
 	}
-	d->filled = true;
-	return 0;
+	/* (out of memory for the stack: the slot stays unused until the
+	 * slab goes) */
+	(void)stack_push(&s->free[slab_class(len)], p);
 }
 
-/* The next record out into *r (false at the epoch's end). */
-static int draw(const struct mix_epoch *me, struct mix_draws *d, uint64_t *r,
-		bool *got)
+static void slab_destroy(struct rec_slab *s)
 {
-	uint64_t j, next;
-	bool more;
-	int rc = draws_fill(me, d);
-
-	if (rc)
-		return rc;
-	if (d->npool == 0) {
-		*got = false;
-		return 0;
-	}
-	j = channel_rng_below(&d->rng, d->npool);
-	*r = d->pool[j];
-	rc = next_loaded(me, d, &next, &more);
-	if (rc)
-		return rc;
-	d->pool[j] = more ? next : d->pool[--d->npool];
-	d->drawn++;
-	*got = true;
-	return 0;
+	for (size_t i = 0; i < s->chunks.n; i++)
+		free(s->chunks.slots[i]);
+	free(s->chunks.slots);
+	for (size_t c = 0; c < SLAB_CLASSES; c++)
+		free(s->free[c].slots);
+	memset(s, 0, sizeof(*s));
 }
 
-/* Which record the next draw gives, without drawing it. */
-static uint64_t peek_draw(const struct mix_draws *d)
-{
-	struct channel_rng rng = d->rng;
-
-	return d->pool[channel_rng_below(&rng, d->npool)];
-}
-
-/*
- * Draws up to byte target of the epoch: every record that ends at or
- * before it.  *cur gets the record target falls in (UINT64_MAX: none, the
- * end) and *skip its bytes before target.
- */
-static int draws_skip(const struct mix_epoch *me, struct mix_draws *d,
-		      uint64_t target, uint64_t *cur, uint64_t *skip)
-{
-	*cur = UINT64_MAX;
-	*skip = 0;
-	while (d->out < target) {
-		uint64_t r, len;
-		bool got;
-		int rc = draw(me, d, &r, &got);
-
-		if (rc)
-			return rc;
-		if (!got)
-			return 0;
-		len = record_out_len(me->ix, record_entry(me->ix, r), r);
-		if (d->out + len > target) {
-			*cur = r;
-			*skip = target - d->out;
-			d->out = target;
-			return 0;
-		}
-		d->out += len;
-	}
-	return 0;
-}
-
-/* ---- the store: records and pieces still to go out ---- */
+/* ---- held: records the pool holds by number, and pieces of records
+ * waiting for their last block ---- */
 
 struct stored {
 	uint64_t key; /* record number + 1; 0: a free slot */
@@ -399,7 +160,7 @@ struct stored {
 struct held_map {
 	struct stored *slots;
 	size_t cap, used; /* cap a power of two */
-	uint64_t bytes;
+	struct rec_slab *slab; /* where their bytes are */
 };
 
 static size_t slot_of(const struct held_map *m, uint64_t key)
@@ -440,14 +201,16 @@ static int held_grow(struct held_map *m)
 		bigger.slots[j] = m->slots[i];
 	}
 	bigger.used = m->used;
-	bigger.bytes = m->bytes;
+	bigger.slab = m->slab;
 	free(m->slots);
 	*m = bigger;
 	return 0;
 }
 
-/* Record r's slot, made empty (len bytes) when it has none. */
-static struct stored *held_get(struct held_map *m, uint64_t r, uint64_t len)
+/* Record r's slot, made empty (len bytes; hdr its header) when it has
+ * none. */
+static struct stored *held_get(struct held_map *m, uint64_t r, uint64_t len,
+			       uint64_t hdr)
 {
 	struct stored *s = held_find(m, r);
 	size_t i;
@@ -459,26 +222,26 @@ static struct stored *held_get(struct held_map *m, uint64_t r, uint64_t len)
 	for (i = slot_of(m, r + 1); m->slots[i].key; i = (i + 1) & (m->cap - 1))
 		;
 	s = &m->slots[i];
-	s->buf = malloc(len ? len : 1);
+	s->buf = slab_alloc(m->slab, REC_HDR + len);
 	if (!s->buf)
 		return NULL;
+	memcpy(s->buf, &hdr, sizeof(hdr));
 	s->key = r + 1;
 	s->len = len;
 	s->filled = 0;
 	s->pieces = 0;
 	m->used++;
-	m->bytes += len;
 	return s;
 }
 
-/* Frees s's record and its slot (backward-shift deletion). */
-static void held_drop(struct held_map *m, struct stored *s)
+/* Takes s's bytes (the caller's now: slab_free() them) and frees its
+ * slot (backward-shift deletion). */
+static char *held_take(struct held_map *m, struct stored *s)
 {
 	size_t mask = m->cap - 1;
 	size_t i = (size_t)(s - m->slots), j = i;
+	char *buf = s->buf;
 
-	free(s->buf);
-	m->bytes -= s->len;
 	m->used--;
 	for (;;) {
 		size_t home;
@@ -497,12 +260,15 @@ static void held_drop(struct held_map *m, struct stored *s)
 		i = j;
 	}
 	memset(&m->slots[i], 0, sizeof(m->slots[i]));
+	return buf;
 }
 
 static void held_free(struct held_map *m)
 {
 	for (size_t i = 0; i < m->cap; i++)
-		free(m->slots[i].buf);
+		if (m->slots[i].key)
+			slab_free(m->slab, m->slots[i].buf,
+				  REC_HDR + m->slots[i].len);
 	free(m->slots);
 	memset(m, 0, sizeof(*m));
 }
@@ -514,6 +280,7 @@ struct mix {
 	struct channel *ch;
 	struct mix_epoch me;
 	struct mix_draws d;
+	struct rec_slab slab;
 	struct held_map held;
 	/* the records live at the start (a reader started at K: the pool's,
 	 * the last loaded block's still to load, the one begun), sorted; and
@@ -529,10 +296,11 @@ struct mix {
 	struct channel_stage *src; /* a cache stage over the stream */
 	uint64_t src_pos;	   /* the stream's bytes read */
 	size_t next_block;	   /* order[next_block] is read next */
-	char *block;		   /* one block's bytes */
-	/* the record going out, and its bytes out so far */
-	struct stored *cur;
-	uint64_t cur_key, cur_off, cur_len;
+	char *block;		   /* a block's bytes when they come in pieces */
+	/* the record going out: its bytes, its stored and its output
+	 * length, its bytes out so far */
+	char *cur;
+	uint64_t cur_len, cur_out, cur_off;
 	uint64_t pos; /* the epoch's bytes before the next read */
 	int error;
 	char label[CHANNEL_NAME_MAX + 32];
@@ -558,16 +326,10 @@ static bool is_live(const struct mix *mx, uint64_t r)
 	return lo < mx->nlive && mx->live[lo] == r;
 }
 
-/* Whether record r (loaded by owner) is still to go out. */
-static bool still_wanted(const struct mix *mx, uint64_t owner, uint64_t r)
-{
-	return mx->me.posof[owner] >= mx->floor || is_live(mx, r);
-}
-
-/* Keeps record r's piece in block eb (bytes [from, to) of its object, at
- * data). */
+/* Keeps record r's piece of block eb (at data, the block's bytes), when r
+ * is still to go out: held until its last piece comes.  *s: its slot. */
 static int keep_piece(struct mix *mx, const struct block_at *b, uint64_t eb,
-		      uint64_t r, const char *data)
+		      uint64_t r, const char *data, struct stored **out)
 {
 	const struct record_index *ix = mx->me.ix;
 	uint64_t len = record_stored_len(ix, b->entry, r);
@@ -576,35 +338,42 @@ static int keep_piece(struct mix *mx, const struct block_at *b, uint64_t eb,
 	uint64_t a, z, bit;
 	struct stored *s;
 
-	record_span(&mx->me, b->entry, r, &a, &z);
-	if (!still_wanted(mx, record_owner(&mx->me, b->entry, r), r))
-		return 0;
-	s = held_get(&mx->held, r, len);
+	*out = NULL;
+	mix_record_span(&mx->me, b->entry, r, &a, &z);
+	if (mx->me.posof[mix_record_owner(&mx->me, b->entry, r)] < mx->floor &&
+	    !is_live(mx, r))
+		return 0; /* out before the reader's start */
+	s = held_get(&mx->held, r, len,
+		     len | (record_out_len(ix, b->entry, r) > len ? REC_OPEN_BIT
+								   : 0));
 	if (!s)
 		return ENOMEM;
 	bit = 1ULL << (eb - a);
-	if (s->pieces & bit)
-		return 0;
-	memcpy(s->buf + (from - ix->start[r]), data + (from - b->begin),
-	       to - from);
-	s->pieces |= bit;
-	s->filled += to - from;
+	if (!(s->pieces & bit)) {
+		memcpy(s->buf + REC_HDR + (from - ix->start[r]),
+		       data + (from - b->begin), to - from);
+		s->pieces |= bit;
+		s->filled += to - from;
+	}
+	*out = s;
 	return 0;
 }
 
-/* A block's bytes came: its pieces of the records still to go out. */
-static int harvest(struct mix *mx, uint64_t eb)
+/* A block read but not loaded (a reader started at K): its pieces of the
+ * records still to go out. */
+static int harvest(struct mix *mx, uint64_t eb, const char *data)
 {
 	struct block_at b;
+	struct stored *s;
 	uint64_t in;
 	int rc = 0;
 
-	block_locate(&mx->me, eb, &b);
-	in = block_straddle_in(&mx->me, &b);
+	mix_block_locate(&mx->me, eb, &b);
+	in = mix_block_straddle_in(&mx->me, &b);
 	if (in != UINT64_MAX)
-		rc = keep_piece(mx, &b, eb, in, mx->block);
+		rc = keep_piece(mx, &b, eb, in, data, &s);
 	for (uint64_t r = b.rf; !rc && r < b.rl; r++)
-		rc = keep_piece(mx, &b, eb, r, mx->block);
+		rc = keep_piece(mx, &b, eb, r, data, &s);
 	return rc;
 }
 
@@ -620,11 +389,11 @@ static void mix_refill(void *arg, struct cache_stream *s)
 		struct block_at b;
 		struct cache_object *obj;
 
-		block_locate(me, mx->order[mx->given], &b);
+		mix_block_locate(me, mx->order[mx->given], &b);
 		obj = cache_catalog_object(mx->ch->cache, me->cat,
 					   (uint32_t)b.entry);
-		if (!obj ||
-		    cache_stream_add_object(s, obj, b.begin, b.end - b.begin)) {
+		if (!obj || cache_stream_add_object(s, obj, b.begin,
+						    b.end - b.begin)) {
 			cache_object_put(mx->ch->cache, obj);
 			cache_stream_end(s, ENOMEM);
 			mx->given = mx->norder + 1;
@@ -637,53 +406,159 @@ static void mix_refill(void *arg, struct cache_stream *s)
 	pthread_mutex_unlock(&mx->lock);
 }
 
-/* Reads the next block of the order into mx->block and keeps its pieces.
- * EIO when there is none (a record drawn that no block gives: a bug). */
-static int read_block(struct mix *mx)
+/*
+ * Reads the next block of the order: *eb, its bytes at *data (the cache's
+ * block itself when it comes whole, else a copy in mx->block), valid until
+ * view is released.  EIO when there is none (a record drawn that no block
+ * gives: a bug) or a read failed.
+ */
+static int read_block(struct mix *mx, uint64_t *eb, const char **data,
+		      struct channel_view *view)
 {
 	struct block_at b;
-	uint64_t eb, got = 0;
+	uint64_t got = 0, len;
 
+	memset(view, 0, sizeof(*view));
 	if (mx->next_block >= mx->norder)
 		return EIO;
-	eb = mx->order[mx->next_block++];
-	block_locate(&mx->me, eb, &b);
-	while (got < b.end - b.begin) {
-		struct channel_view view;
-		uint64_t want = b.end - b.begin - got;
+	*eb = mx->order[mx->next_block++];
+	mix_block_locate(&mx->me, *eb, &b);
+	len = b.end - b.begin;
+	while (got < len) {
+		uint64_t want = len - got;
 		int rc;
 
-		memset(&view, 0, sizeof(view));
-		rc = mx->src->ops->read(
-		    mx->src, mx->src_pos,
-		    want < (1u << 20) ? (size_t)want : (1u << 20), &view, NULL);
-		if (!rc && view.bytes == 0)
+		rc = mx->src->ops->read(mx->src, mx->src_pos,
+					want < (1u << 20) ? (size_t)want
+							  : (1u << 20),
+					view, NULL);
+		if (!rc && view->bytes == 0)
 			rc = EIO; /* shorter than listed */
-		for (int i = 0; !rc && i < view.count; i++) {
-			memcpy(mx->block + got, view.iov[i].iov_base,
-			       view.iov[i].iov_len);
-			got += view.iov[i].iov_len;
+		if (rc) {
+			mx->src->ops->release(mx->src, view);
+			return rc;
 		}
-		mx->src_pos += view.bytes;
-		mx->src->ops->release(mx->src, &view);
+		mx->src_pos += view->bytes;
+		if (got == 0 && view->count == 1 && view->bytes == len) {
+			*data = view->iov[0].iov_base; /* whole: no copy */
+			return 0;
+		}
+		for (int i = 0; i < view->count; i++) {
+			memcpy(mx->block + got, view->iov[i].iov_base,
+			       view->iov[i].iov_len);
+			got += view->iov[i].iov_len;
+		}
+		mx->src->ops->release(mx->src, view);
+	}
+	*data = mx->block;
+	return 0;
+}
+
+/* Reads the next block of the order as one not loaded (harvest). */
+static int read_other(struct mix *mx)
+{
+	struct channel_view view;
+	const char *data;
+	uint64_t eb;
+	int rc = read_block(mx, &eb, &data, &view);
+
+	if (rc)
+		return rc;
+	rc = harvest(mx, eb, data);
+	mx->src->ops->release(mx->src, &view);
+	return rc;
+}
+
+/* A record loaded with its last piece: its bytes, held no more (NULL: it
+ * is not whole, which the draws rule out: a bug). */
+static char *take_whole(struct mix *mx, struct stored *s)
+{
+	return s && s->filled == s->len ? held_take(&mx->held, s) : NULL;
+}
+
+/* The draws loaded block eb (the next block of the order, after those
+ * before it that only a reader started at K reads): its records' bytes
+ * into d->inq_data, in the order the draws listed them. */
+static int mix_loaded(void *arg, uint64_t eb)
+{
+	struct mix *mx = arg;
+	const struct record_index *ix = mx->me.ix;
+	struct channel_view view;
+	struct block_at b;
+	struct stored *s;
+	const char *data;
+	uint64_t got_eb, in;
+	size_t q = 0;
+	int rc;
+
+	while (mx->next_block < mx->norder && mx->order[mx->next_block] != eb) {
+		rc = read_other(mx);
 		if (rc)
 			return rc;
 	}
-	return harvest(mx, eb);
+	rc = read_block(mx, &got_eb, &data, &view);
+	if (rc)
+		return rc;
+	mix_block_locate(&mx->me, eb, &b);
+	in = mix_block_straddle_in(&mx->me, &b);
+	if (in != UINT64_MAX) {
+		rc = keep_piece(mx, &b, eb, in, data, &s);
+		if (!rc && q < mx->d.ninq && mx->d.inq[q] == in) {
+			mx->d.inq_data[q] = take_whole(mx, s);
+			rc = mx->d.inq_data[q++] ? 0 : EIO;
+		}
+	}
+	for (uint64_t r = b.rf; !rc && r < b.rl; r++) {
+		uint64_t len = record_stored_len(ix, b.entry, r);
+		char *p;
+
+		if (ix->start[r] + len <= b.end) {
+			/* whole in the block: the draws listed it */
+			uint64_t hdr =
+			    len | (r + 1 == ix->first[b.entry + 1] &&
+					   record_out_len(ix, b.entry, r) > len
+				       ? REC_OPEN_BIT
+				       : 0);
+
+			p = slab_alloc(&mx->slab, REC_HDR + len);
+			if (!p) {
+				rc = ENOMEM;
+				break;
+			}
+			memcpy(p, &hdr, sizeof(hdr));
+			memcpy(p + REC_HDR, data + (ix->start[r] - b.begin),
+			       len);
+			mx->d.inq_data[q++] = p;
+			continue;
+		}
+		rc = keep_piece(mx, &b, eb, r, data, &s);
+		if (!rc && q < mx->d.ninq && mx->d.inq[q] == r) {
+			mx->d.inq_data[q] = take_whole(mx, s);
+			rc = mx->d.inq_data[q++] ? 0 : EIO;
+		}
+	}
+	mx->src->ops->release(mx->src, &view);
+	if (!rc && q != mx->d.ninq)
+		rc = EIO; /* the draws and the blocks disagree: a bug */
+	return rc;
 }
 
-/* Record r, whole in the store (reading blocks until it is). */
-static int record_ready(struct mix *mx, uint64_t r, struct stored **out)
+/* Record r's bytes, held by number (a reader started at K: the blocks the
+ * pool's records need come first in the order). */
+static int held_ready(struct mix *mx, uint64_t r, char **out)
 {
 	for (;;) {
 		struct stored *s = held_find(&mx->held, r);
 		int rc;
 
 		if (s && s->filled == s->len) {
-			*out = s;
+			*out = held_take(&mx->held, s);
 			return 0;
 		}
-		rc = read_block(mx);
+		if (mx->next_block < mx->norder &&
+		    mx->me.posof[mx->order[mx->next_block]] >= mx->d.t)
+			return EIO; /* past the held ones: a bug */
+		rc = read_other(mx);
 		if (rc)
 			return rc;
 	}
@@ -692,18 +567,46 @@ static int record_ready(struct mix *mx, uint64_t r, struct stored **out)
 /* The next record out becomes mx->cur: false at the end. */
 static int next_record(struct mix *mx, bool *got)
 {
+	const struct mix_slot *soon;
+	void *data;
+	size_t slot;
 	uint64_t r;
-	int rc = draw(&mx->me, &mx->d, &r, got);
+	int rc = mix_draw_pick(&mx->me, &mx->d, &r, &data, &slot, got);
 
 	if (rc || !*got)
 		return rc;
-	rc = record_ready(mx, r, &mx->cur);
-	if (rc)
-		return rc;
-	mx->cur_key = r;
+	/* the pool is larger than the caches: the next picks' slots, and
+	 * the records of those a little nearer, are fetched ahead */
+	soon = mix_draw_ahead(&mx->d, 10);
+	if (soon)
+		__builtin_prefetch(soon);
+	soon = mix_draw_ahead(&mx->d, 4);
+	if (soon && soon->data) {
+		/* (a record's first lines: its header and what follows) */
+		__builtin_prefetch(soon->data);
+		__builtin_prefetch((const char *)soon->data + 64);
+		__builtin_prefetch((const char *)soon->data + 128);
+	}
+	if (!data) {
+		char *p;
+
+		rc = held_ready(mx, r, &p);
+		if (rc)
+			return rc;
+		data = p;
+	}
+	mx->cur = data;
+	mx->cur_len = rec_len(mx->cur);
+	mx->cur_out = rec_out(mx->cur);
 	mx->cur_off = 0;
-	mx->cur_len = record_out_len(mx->me.ix, record_entry(mx->me.ix, r), r);
-	return 0;
+	/* its place in the pool goes to the next record loaded */
+	return mix_draw_refill(&mx->me, &mx->d, slot);
+}
+
+static void cur_done(struct mix *mx)
+{
+	slab_free(&mx->slab, mx->cur, REC_HDR + mx->cur_len);
+	mx->cur = NULL;
 }
 
 static int mix_read(struct channel_stage *st, uint64_t offset, size_t size,
@@ -729,7 +632,7 @@ static int mix_read(struct channel_stage *st, uint64_t offset, size_t size,
 	if (!chunk)
 		return ENOMEM;
 	while (n < size) {
-		uint64_t left, take;
+		uint64_t take;
 
 		if (!mx->cur) {
 			bool got;
@@ -738,38 +641,40 @@ static int mix_read(struct channel_stage *st, uint64_t offset, size_t size,
 			if (rc || !got)
 				break;
 		}
-		left = mx->cur_len - mx->cur_off;
-		take = left < size - n ? left : size - n;
-		if (mx->cur_off < mx->cur->len) {
-			uint64_t have = mx->cur->len - mx->cur_off;
-			uint64_t c = take < have ? take : have;
+		take = mx->cur_out - mx->cur_off;
+		if (take > size - n)
+			take = size - n;
+		for (uint64_t i = 0; i < take;) {
+			uint64_t at = mx->cur_off + i;
+			uint64_t c = at < mx->cur_len ? mx->cur_len - at : 0;
 
-			memcpy(chunk->data + n, mx->cur->buf + mx->cur_off, c);
-			if (c < take)
-				chunk->data[n + c] =
-				    '\n'; /* an open last line */
-		} else {
-			chunk->data[n] = '\n';
+			if (c > take - i)
+				c = take - i;
+			if (c) {
+				memcpy(chunk->data + n + i,
+				       mx->cur + REC_HDR + at, c);
+				i += c;
+			} else {
+				chunk->data[n + i++] = '\n'; /* an open line */
+			}
 		}
 		n += take;
 		mx->cur_off += take;
-		if (mx->cur_off == mx->cur_len) {
-			held_drop(&mx->held, mx->cur);
-			mx->cur = NULL;
-		}
+		if (mx->cur_off == mx->cur_out)
+			cur_done(mx);
 	}
-	if (rc && n == 0) {
-		channel_chunk_unref(NULL, chunk);
+	if (rc) {
 		if (rc != ENOMEM)
 			util_error("%s: the record shuffle: reads fail (%s)",
 				   mx->label,
 				   rc == EIO ? "a block could not be read"
 					     : "out of memory");
 		mx->error = rc == ENOMEM ? ENOMEM : EIO;
-		return mx->error;
+		if (n == 0) {
+			channel_chunk_unref(NULL, chunk);
+			return mx->error;
+		}
 	}
-	if (rc)
-		mx->error = rc == ENOMEM ? ENOMEM : EIO; /* at the next read */
 	mx->pos += n;
 	if (n) {
 		view->stage_iov[0].iov_base = chunk->data;
@@ -806,7 +711,20 @@ static void mix_destroy(struct channel_stage *st)
 	channel_stack_destroy(mx->src);
 	cache_stream_destroy(mx->stream);
 	held_free(&mx->held);
-	draws_free(&mx->d);
+	/* (records bigger than a slab slot are malloc'd: the pool's, the
+	 * inq's and the one going out go back one by one) */
+	for (uint64_t i = 0; mx->d.pool && i < mx->d.npool; i++)
+		if (mx->d.pool[i].data)
+			slab_free(&mx->slab, mx->d.pool[i].data,
+				  REC_HDR + rec_len(mx->d.pool[i].data));
+	for (size_t i = mx->d.inq_next; mx->d.inq_data && i < mx->d.ninq; i++)
+		if (mx->d.inq_data[i])
+			slab_free(&mx->slab, mx->d.inq_data[i],
+				  REC_HDR + rec_len(mx->d.inq_data[i]));
+	if (mx->cur)
+		cur_done(mx);
+	slab_destroy(&mx->slab);
+	mix_draws_free(&mx->d);
 	free(mx->live);
 	if (mx->order != mx->me.perm)
 		free(mx->order);
@@ -836,7 +754,7 @@ static void order_span(struct mix *mx, uint8_t *mark, uint64_t r)
 	size_t e = record_entry(mx->me.ix, r);
 	uint64_t a, z;
 
-	record_span(&mx->me, e, r, &a, &z);
+	mix_record_span(&mx->me, e, r, &a, &z);
 	for (uint64_t b = a; b <= z; b++)
 		if (!mark[b]) {
 			mark[b] = 1;
@@ -866,8 +784,8 @@ static int plan_resumed(struct mix *mx, uint64_t cur)
 		free(mark);
 		return ENOMEM;
 	}
-	memcpy(mx->live, d->pool, d->npool * sizeof(uint64_t));
-	n = d->npool;
+	for (n = 0; n < d->npool; n++)
+		mx->live[n] = d->pool[n].key;
 	for (size_t i = d->inq_next; i < d->ninq; i++)
 		mx->live[n++] = d->inq[i];
 	if (cur != UINT64_MAX)
@@ -878,7 +796,7 @@ static int plan_resumed(struct mix *mx, uint64_t cur)
 	if (cur != UINT64_MAX)
 		order_span(mx, mark, cur);
 	else if (d->npool)
-		order_span(mx, mark, peek_draw(d));
+		order_span(mx, mark, mix_draw_peek(d));
 	for (size_t i = 0; i < n; i++)
 		order_span(mx, mark, mx->live[i]);
 	qsort(mx->live, n, sizeof(uint64_t), cmp_u64);
@@ -888,17 +806,17 @@ static int plan_resumed(struct mix *mx, uint64_t cur)
 		uint64_t ends[2];
 		int nends = 0;
 
-		block_locate(me, eb, &b);
-		ends[nends] = block_straddle_in(me, &b);
+		mix_block_locate(me, eb, &b);
+		ends[nends] = mix_block_straddle_in(me, &b);
 		nends += ends[nends] != UINT64_MAX;
 		if (b.rl > b.rf)
 			ends[nends++] = b.rl - 1;
 		for (int k = 0; k < nends; k++) {
 			uint64_t a, z;
 
-			if (record_owner(me, b.entry, ends[k]) != eb)
+			if (mix_record_owner(me, b.entry, ends[k]) != eb)
 				continue;
-			record_span(me, b.entry, ends[k], &a, &z);
+			mix_record_span(me, b.entry, ends[k], &a, &z);
 			for (uint64_t x = a; x <= z; x++)
 				if (!mark[x] && me->posof[x] < d->t) {
 					mark[x] = 1;
@@ -914,13 +832,16 @@ static int plan_resumed(struct mix *mx, uint64_t cur)
 	return 0;
 }
 
-/* Places mx at byte first_read: draws what comes before it, and orders
- * the blocks to read from there.  *cur and *skip: the record begun there
- * (UINT64_MAX: none). */
+/*
+ * Places mx at byte first_read: draws what comes before it (no data), and
+ * orders the blocks to read from there; from then on the draws load with
+ * their bytes.  *cur and *skip: the record begun there (UINT64_MAX: none).
+ */
 static int mix_place(struct mix *mx, uint64_t first_read, uint64_t *cur,
 		     uint64_t *skip)
 {
-	int rc;
+	struct mix_draws *d = &mx->d;
+	int rc = 0;
 
 	*cur = UINT64_MAX;
 	*skip = 0;
@@ -929,27 +850,34 @@ static int mix_place(struct mix *mx, uint64_t first_read, uint64_t *cur,
 	if (first_read == 0) {
 		mx->order = mx->me.perm;
 		mx->norder = mx->me.nblocks;
-		return 0;
+	} else {
+		rc = mix_draws_skip(&mx->me, d, first_read, cur, skip);
+		if (!rc)
+			rc = plan_resumed(mx, *cur);
+		/* the last loaded block's records still to load: held */
+		if (!rc && d->inq_cap) {
+			d->inq_data = calloc(d->inq_cap, sizeof(void *));
+			rc = d->inq_data ? 0 : ENOMEM;
+		}
 	}
-	rc = draws_skip(&mx->me, &mx->d, first_read, cur, skip);
-	return rc ? rc : plan_resumed(mx, *cur);
+	d->loaded = mix_loaded;
+	d->arg = mx;
+	return rc;
 }
 
-/* The record begun at the first read, whole in the store (its blocks
- * come first in the order). */
+/* The record begun at the first read (its blocks come first). */
 static int mix_begin(struct mix *mx, uint64_t cur, uint64_t skip)
 {
 	int rc;
 
 	if (cur == UINT64_MAX)
 		return 0;
-	rc = record_ready(mx, cur, &mx->cur);
+	rc = held_ready(mx, cur, &mx->cur);
 	if (rc)
 		return rc;
-	mx->cur_key = cur;
+	mx->cur_len = rec_len(mx->cur);
+	mx->cur_out = rec_out(mx->cur);
 	mx->cur_off = skip;
-	mx->cur_len =
-	    record_out_len(mx->me.ix, record_entry(mx->me.ix, cur), cur);
 	return 0;
 }
 
@@ -971,12 +899,13 @@ struct channel_stage *channel_mix_create(struct channel *ch,
 	}
 	mx->stage.ops = &mix_ops;
 	mx->ch = ch;
+	mx->held.slab = &mx->slab;
 	pthread_mutex_init(&mx->lock, NULL);
 	snprintf(mx->label, sizeof(mx->label), "channel '%s' epoch %u",
 		 ch->spec->name, plan->epoch);
 	rc = mix_epoch_init(&mx->me, ch, ix, plan);
 	if (!rc)
-		rc = draws_init(&mx->d, &mx->me, ch, plan->epoch);
+		rc = mix_draws_init(&mx->d, &mx->me, ch, plan->epoch);
 	if (!rc) {
 		mx->block = malloc(ix->block);
 		rc = mx->block ? 0 : ENOMEM;
@@ -1007,55 +936,4 @@ struct channel_stage *channel_mix_create(struct channel *ch,
 		return NULL;
 	}
 	return &mx->stage;
-}
-
-int channel_mix_record_offset(struct channel *ch, struct epoch_plan *plan,
-			      uint64_t record, uint64_t *offset)
-{
-	const struct record_index *ix = record_index_get(ch);
-	struct mix_epoch me;
-	struct mix_draws d;
-	int rc;
-
-	if (!ix)
-		return errno;
-	rc = mix_epoch_init(&me, ch, ix, plan);
-	if (rc)
-		return rc;
-	rc = draws_init(&d, &me, ch, plan->epoch);
-	while (!rc && d.drawn < record) {
-		uint64_t r;
-		bool got;
-
-		rc = draw(&me, &d, &r, &got);
-		if (rc || !got)
-			break;
-		d.out += record_out_len(ix, record_entry(ix, r), r);
-	}
-	*offset = d.out;
-	draws_free(&d);
-	mix_epoch_free(&me);
-	return rc;
-}
-
-int channel_mix_epoch_size(struct channel *ch, struct epoch_plan *plan,
-			   uint64_t *size)
-{
-	const struct record_index *ix;
-	uint64_t bytes = 0;
-
-	pthread_mutex_lock(&ch->records_lock);
-	ix = ch->records;
-	pthread_mutex_unlock(&ch->records_lock);
-	if (!ix)
-		return EAGAIN; /* known once indexed */
-	for (size_t i = 0; i < plan->n; i++) {
-		size_t e = plan->order[i];
-
-		if (e >= ix->entries)
-			return ESTALE;
-		bytes += ix->sizes[e] + (ix->open_end[e / 64] >> (e % 64) & 1);
-	}
-	*size = bytes;
-	return 0;
 }

@@ -56,6 +56,17 @@ uint64_t channel_rng_below(struct channel_rng *rng, uint64_t m)
 	}
 }
 
+void channel_shuffle_with(struct channel_rng *rng, uint32_t *items, size_t n)
+{
+	for (size_t i = n - 1; n >= 2 && i >= 1; i--) {
+		size_t j = (size_t)channel_rng_below(rng, (uint64_t)i + 1);
+		uint32_t t = items[i];
+
+		items[i] = items[j];
+		items[j] = t;
+	}
+}
+
 void channel_shuffle(uint32_t *items, size_t n, bool shuffle, int64_t seed,
 		     uint64_t epoch)
 {
@@ -64,13 +75,7 @@ void channel_shuffle(uint32_t *items, size_t n, bool shuffle, int64_t seed,
 	if (!shuffle || n < 2)
 		return;
 	channel_rng_init(&rng, seed, epoch);
-	for (size_t i = n - 1; i >= 1; i--) {
-		size_t j = (size_t)channel_rng_below(&rng, (uint64_t)i + 1);
-		uint32_t t = items[i];
-
-		items[i] = items[j];
-		items[j] = t;
-	}
+	channel_shuffle_with(&rng, items, n);
 }
 
 void channel_order(uint32_t *order, size_t n, bool shuffle, int64_t seed,

@@ -1,0 +1,117 @@
+/*
+ * The record shuffle's draws (channel/mix_draw.c): what an epoch's order of
+ * records is, from the index, the seed, the epoch and the share alone.
+ * Shared by the stage (channel/mix.c), which draws and reads, and by the
+ * places that only count (where record K begins, the epoch's size).
+ */
+#ifndef S3PIPE_CHANNEL_MIX_DRAW_H
+#define S3PIPE_CHANNEL_MIX_DRAW_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "channel/internal.h"
+#include "channel/mix.h"
+
+struct channel;
+struct epoch_plan;
+struct cache_catalog;
+
+/* An epoch: its objects cut into blocks, and the blocks' load order P. */
+struct mix_epoch {
+	const struct record_index *ix;
+	const struct cache_catalog *cat;
+	const uint32_t *objs; /* catalog entries, the plan's order */
+	size_t nobjs;
+	uint64_t *ebase; /* [nobjs + 1]: each object's first epoch block */
+	uint32_t *emap;	 /* [entries]: the object's place, or UINT32_MAX */
+	uint32_t *perm;	 /* P: the epoch's blocks in load order */
+	uint32_t *posof; /* the place of each block in P */
+	size_t nblocks;
+	uint64_t pool_cap;
+	uint64_t records; /* in the epoch */
+	uint64_t bytes;	  /* what the epoch file holds */
+};
+
+int mix_epoch_init(struct mix_epoch *me, struct channel *ch,
+		   const struct record_index *ix, const struct epoch_plan *plan);
+void mix_epoch_free(struct mix_epoch *me);
+
+/* Epoch block eb: its object, its bytes in it and the records that begin
+ * in it, [rf, rl). */
+struct block_at {
+	size_t obj, entry;
+	uint64_t begin, end;
+	uint64_t rf, rl;
+};
+void mix_block_locate(const struct mix_epoch *me, uint64_t eb,
+		      struct block_at *b);
+/* The record that begins before block b and reaches into it, or
+ * UINT64_MAX. */
+uint64_t mix_block_straddle_in(const struct mix_epoch *me,
+			       const struct block_at *b);
+/* The epoch blocks record r (of entry e) spans, [*a, *z], and the one of
+ * them that loads it (the last in P). */
+void mix_record_span(const struct mix_epoch *me, size_t e, uint64_t r,
+		     uint64_t *a, uint64_t *z);
+uint64_t mix_record_owner(const struct mix_epoch *me, size_t e, uint64_t r);
+
+/*
+ * The draws: a pool of record numbers fed by the blocks in the order P.
+ * With loaded set (the stage), each block's records, once listed in
+ * inq[0..ninq), are handed to it to fill inq_data[] (their bytes) before
+ * any goes into the pool; the pool's data[] follows its keys.
+ */
+struct mix_slot {
+	uint64_t key; /* the record's number */
+	void *data;   /* with loaded: its bytes, or NULL (not read yet) */
+};
+
+/* picks drawn ahead, while the pool's size cannot change: the stage
+ * prefetches their records */
+#define MIX_AHEAD 16
+
+struct mix_draws {
+	struct channel_rng rng;
+	struct mix_slot *pool;
+	uint64_t npool;
+	uint64_t left; /* records not loaded yet */
+	size_t ahead[MIX_AHEAD]; /* a ring: nahead picks from ahead_at */
+	unsigned nahead, ahead_at;
+	bool filled;
+	size_t t;     /* the next place in P to load */
+	uint64_t *inq; /* the last loaded block's records, in order ... */
+	void **inq_data;
+	size_t ninq, inq_next, inq_cap; /* ... from inq_next on still to load */
+	uint64_t drawn;			/* records drawn */
+	uint64_t out;			/* their bytes (draws_skip) */
+	int (*loaded)(void *arg, uint64_t eb);
+	void *arg;
+};
+
+int mix_draws_init(struct mix_draws *d, const struct mix_epoch *me,
+		   struct channel *ch, unsigned epoch);
+void mix_draws_free(struct mix_draws *d);
+/* The next record out: its number, its bytes (with data, NULL when not
+ * read yet) and its slot, which mix_draw_refill() must be given next;
+ * *got false at the end. */
+int mix_draw_pick(const struct mix_epoch *me, struct mix_draws *d,
+		  uint64_t *r, void **data, size_t *slot, bool *got);
+int mix_draw_refill(const struct mix_epoch *me, struct mix_draws *d,
+		    size_t slot);
+/* Which record the next pick gives, without picking it (a filled,
+ * non-empty pool). */
+uint64_t mix_draw_peek(const struct mix_draws *d);
+/* The slot the k-th pick after the next will take, when drawn already
+ * (else NULL): a hint for prefetching. */
+const struct mix_slot *mix_draw_ahead(const struct mix_draws *d, unsigned k);
+/*
+ * Draws up to byte target of the epoch: every record that ends at or
+ * before it.  *cur gets the record target falls in (UINT64_MAX: none)
+ * and *skip its bytes before target.
+ */
+int mix_draws_skip(const struct mix_epoch *me, struct mix_draws *d,
+		   uint64_t target, uint64_t *cur, uint64_t *skip);
+
+#endif
