@@ -221,6 +221,7 @@ void channel_get_stats(struct channel *ch, struct channel_stats *out)
 	pthread_mutex_lock(&ch->records_lock);
 	out->bytes += record_index_memory(ch->records);
 	pthread_mutex_unlock(&ch->records_lock);
+	out->bytes += __atomic_load_n(&ch->mix_bytes, __ATOMIC_RELAXED);
 	for (struct epoch_plan *p = ch->plans; p; p = p->older) {
 		out->bytes +=
 		    p->n * sizeof(*p->order) + cache_stream_memory(p->stream);

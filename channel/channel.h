@@ -356,7 +356,7 @@ void channel_prefetch_epoch(struct channel *ch, unsigned epoch);
 struct channel_stats {
 	uint64_t objects; /* listed so far (a manifest: its entries) */
 	uint64_t bytes;	  /* the catalog, the plans and the listing's
-			     segments */
+			     segments; a record shuffle's index and pools */
 };
 
 void channel_get_stats(struct channel *ch, struct channel_stats *out);

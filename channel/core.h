@@ -87,6 +87,8 @@ struct channel {
 	 * use (record_index_get), or the error that stopped it */
 	struct record_index *records;
 	int records_error;
+	/* bytes the record shuffle's readers hold for their pools (atomic) */
+	uint64_t mix_bytes;
 	pthread_mutex_t records_lock;
 };
 

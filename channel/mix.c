@@ -1,22 +1,24 @@
 /*
  * mix: the stage that serves a record-shuffled epoch (--shuffle-buffer),
- * reading the blocks that the draws (channel/mix_draw.c) need.
+ * reading the blocks that the draws (channel/mix_draw.c) load.
  *
  * A stream of the epoch's blocks (a plan stream of the cache, prefetched
- * as any) is read in the order the draws load them: each block's records
- * are copied out as it loads (the pool holds them, each in a slab slot of
- * its size), and the pieces of a record that spans blocks wait, held by
- * number, for the last of them.  A fresh epoch's stream is P itself.  A
- * reader started at K reads first the blocks of the records the pool
- * holds at K (the next one out first), keeping those records (held by
- * number: the draws know them by number only), then P from the load point,
- * each block preceded by the blocks before that point that its records
- * reach into.
+ * as any) is read in the order the draws load them.  A block read as it
+ * loads becomes a buffer of the records it loads, back to back: the
+ * records that begin in it, copied in one piece, with the one that
+ * reaches into it from before (or runs on past it) when it loads that
+ * one, made whole from the pieces that earlier blocks left held.  Each
+ * pick of the block's ticket takes its buffer's next record, so a buffer
+ * is read front to back and shrinks (copied smaller) once half of it has
+ * gone out: memory stays near what the pool holds.  A fresh epoch's stream
+ * is P itself.  A reader started at K reads first the blocks whose
+ * records the pool holds at K (the next one out first, each after the
+ * blocks its records reach into), taking their records from the cursor
+ * on, then P from the load point on.
  *
- * Memory: the pool's records (about the buffer's bytes, in slabs that
- * stay at their peak until the reader goes), 16 bytes a record in the
- * pool (its number and its bytes' place), the held records and pieces,
- * 8 bytes a block.
+ * Memory: the buffers (the pool's records, at most twice over), pieces
+ * waiting for their block, 4 bytes a record in the pool, about 40 bytes
+ * a block.
  */
 #include "config.h"
 
@@ -35,119 +37,11 @@
 #define MIX_FILL 256
 /* bytes a read hands out at most */
 #define MIX_READ_MAX (1u << 20)
+/* a buffer this big or bigger is copied smaller once half of it is out */
+#define SHRINK_MIN (64u << 10)
 
-/* A record's bytes as the stage keeps them: a header (its stored length,
- * and bit 63: a '\n' to add), then the bytes. */
-#define REC_HDR	     8
-#define REC_OPEN_BIT (1ULL << 63)
-
-static uint64_t rec_len(const char *p)
-{
-	uint64_t h;
-
-	memcpy(&h, p, sizeof(h));
-	return h & ~REC_OPEN_BIT;
-}
-
-static uint64_t rec_out(const char *p)
-{
-	uint64_t h;
-
-	memcpy(&h, p, sizeof(h));
-	return (h & ~REC_OPEN_BIT) + (h >> 63);
-}
-
-/* ---- the slab: records' bytes, in slots of 16-byte sizes up to
- * SLAB_MAX (malloc past it), reused once freed: a stack of free slots a
- * size (an array, not a list through the slots, whose bytes are far out
- * of the caches by the time they are reused) ---- */
-
-#define SLAB_STEP    16
-#define SLAB_MAX     4096
-#define SLAB_CLASSES (SLAB_MAX / SLAB_STEP + 1)
-#define SLAB_CHUNK   (256u << 10)
-
-struct slab_stack {
-	char **slots;
-	size_t n, cap;
-};
-
-struct rec_slab {
-	struct slab_stack free[SLAB_CLASSES];
-	struct slab_stack chunks;
-	char *at; /* the rest of the newest chunk */
-	size_t left;
-};
-
-static int stack_push(struct slab_stack *st, char *p)
-{
-	if (st->n == st->cap) {
-		size_t cap = st->cap ? st->cap * 2 : 256;
-		char **n = realloc(st->slots, cap * sizeof(*n));
-
-		if (!n)
-			return ENOMEM;
-		st->slots = n;
-		st->cap = cap;
-	}
-	st->slots[st->n++] = p;
-	return 0;
-}
-
-static size_t slab_class(uint64_t len)
-{
-	size_t c = (size_t)((len + SLAB_STEP - 1) / SLAB_STEP);
-
-	return c ? c : 1;
-}
-
-static char *slab_alloc(struct rec_slab *s, uint64_t len)
-{
-	size_t c = slab_class(len), size = c * SLAB_STEP;
-	char *p;
-
-	if (len > SLAB_MAX)
-		return malloc(len);
-	if (s->free[c].n)
-		return s->free[c].slots[--s->free[c].n];
-	if (s->left < size) {
-		s->at = malloc(SLAB_CHUNK);
-		if (!s->at || stack_push(&s->chunks, s->at)) {
-			free(s->at);
-			s->left = 0;
-			return NULL;
-		}
-		s->left = SLAB_CHUNK;
-	}
-	p = s->at;
-	s->at += size;
-	s->left -= size;
-	return p;
-}
-
-static void slab_free(struct rec_slab *s, char *p, uint64_t len)
-{
-	if (len > SLAB_MAX) {
-		free(p);
-		return;
-	}
-	/* (out of memory for the stack: the slot stays unused until the
-	 * slab goes) */
-	(void)stack_push(&s->free[slab_class(len)], p);
-}
-
-static void slab_destroy(struct rec_slab *s)
-{
-	for (size_t i = 0; i < s->chunks.n; i++)
-		free(s->chunks.slots[i]);
-	free(s->chunks.slots);
-	for (size_t c = 0; c < SLAB_CLASSES; c++)
-		free(s->free[c].slots);
-	memset(s, 0, sizeof(*s));
-}
-
-/* ---- held: records the pool holds by number, and pieces of records
- * waiting for their last block ---- */
+/* ---- held: pieces of records waiting for the block that loads them,
+ * by record number ---- */
 
 struct stored {
 	uint64_t key; /* record number + 1; 0: a free slot */
@@ -160,7 +54,6 @@ struct stored {
 struct held_map {
 	struct stored *slots;
 	size_t cap, used; /* cap a power of two */
-	struct rec_slab *slab; /* where their bytes are */
 };
 
 static size_t slot_of(const struct held_map *m, uint64_t key)
@@ -201,16 +94,13 @@ static int held_grow(struct held_map *m)
 		bigger.slots[j] = m->slots[i];
 	}
 	bigger.used = m->used;
-	bigger.slab = m->slab;
 	free(m->slots);
 	*m = bigger;
 	return 0;
 }
 
-/* Record r's slot, made empty (len bytes; hdr its header) when it has
- * none. */
-static struct stored *held_get(struct held_map *m, uint64_t r, uint64_t len,
-			       uint64_t hdr)
+/* Record r's slot, made empty (len bytes) when it has none. */
+static struct stored *held_get(struct held_map *m, uint64_t r, uint64_t len)
 {
 	struct stored *s = held_find(m, r);
 	size_t i;
@@ -222,10 +112,9 @@ static struct stored *held_get(struct held_map *m, uint64_t r, uint64_t len,
 	for (i = slot_of(m, r + 1); m->slots[i].key; i = (i + 1) & (m->cap - 1))
 		;
 	s = &m->slots[i];
-	s->buf = slab_alloc(m->slab, REC_HDR + len);
+	s->buf = malloc(len ? len : 1);
 	if (!s->buf)
 		return NULL;
-	memcpy(s->buf, &hdr, sizeof(hdr));
 	s->key = r + 1;
 	s->len = len;
 	s->filled = 0;
@@ -234,14 +123,13 @@ static struct stored *held_get(struct held_map *m, uint64_t r, uint64_t len,
 	return s;
 }
 
-/* Takes s's bytes (the caller's now: slab_free() them) and frees its
- * slot (backward-shift deletion). */
-static char *held_take(struct held_map *m, struct stored *s)
+/* Frees s and its slot (backward-shift deletion). */
+static void held_drop(struct held_map *m, struct stored *s)
 {
 	size_t mask = m->cap - 1;
 	size_t i = (size_t)(s - m->slots), j = i;
-	char *buf = s->buf;
 
+	free(s->buf);
 	m->used--;
 	for (;;) {
 		size_t home;
@@ -260,49 +148,214 @@ static char *held_take(struct held_map *m, struct stored *s)
 		i = j;
 	}
 	memset(&m->slots[i], 0, sizeof(m->slots[i]));
-	return buf;
 }
 
 static void held_free(struct held_map *m)
 {
 	for (size_t i = 0; i < m->cap; i++)
 		if (m->slots[i].key)
-			slab_free(m->slab, m->slots[i].buf,
-				  REC_HDR + m->slots[i].len);
+			free(m->slots[i].buf);
 	free(m->slots);
 	memset(m, 0, sizeof(*m));
 }
 
 /* ---- the stage ---- */
 
+/* The records a block loaded, back to back, in chunks of CHUNK bytes
+ * (chunk i holds bytes [i * CHUNK, ...)), from off on still to go: a
+ * chunk goes back to the pool once off has passed it, so memory follows
+ * what is left to go out, without copying it smaller. */
+#define CHUNK (16u << 10)
+
+struct block_buf {
+	char **chunks; /* NULL: no buffer */
+	uint64_t off, size;
+	/* its last bytes, [tail_at, size), once few: copied out of their
+	 * chunks into a block of their own, so that a buffer whose last
+	 * records linger in the pool pins no chunk */
+	char *tail;
+	uint64_t tail_at;
+};
+/* bytes left that a buffer keeps in a tail */
+#define TAIL_MAX (CHUNK / 8)
+
+/* chunks freed, for the next buffers: their pages stay mapped and warm */
+struct chunk_pool {
+	char **free;
+	size_t n, cap;
+	uint64_t in_use;   /* chunks in buffers */
+	uint64_t peak;	   /* the most there were at once (all held: the
+			      freed ones are kept) */
+	uint64_t *counted; /* the channel's tally of them, in bytes */
+};
+
+static char *chunk_get(struct chunk_pool *cp)
+{
+	char *c = cp->n ? cp->free[--cp->n] : malloc(CHUNK);
+
+	if (!c)
+		return NULL;
+	if (++cp->in_use > cp->peak) {
+		cp->peak = cp->in_use;
+		/* the channel's memory counts the most a reader's pool took */
+		__atomic_add_fetch(cp->counted, CHUNK, __ATOMIC_RELAXED);
+	}
+	return c;
+}
+
+static void chunk_put(struct chunk_pool *cp, char *c)
+{
+	cp->in_use--;
+	if (cp->n == cp->cap) {
+		size_t cap = cp->cap ? cp->cap * 2 : 64;
+		char **n = realloc(cp->free, cap * sizeof(*n));
+
+		if (!n) {
+			free(c);
+			return;
+		}
+		cp->free = n;
+		cp->cap = cap;
+	}
+	cp->free[cp->n++] = c;
+}
+
+static void chunk_pool_free(struct chunk_pool *cp)
+{
+	if (cp->counted)
+		__atomic_sub_fetch(cp->counted, cp->peak * CHUNK,
+				   __ATOMIC_RELAXED);
+	for (size_t i = 0; i < cp->n; i++)
+		free(cp->free[i]);
+	free(cp->free);
+	memset(cp, 0, sizeof(*cp));
+}
+
+/* Copies len bytes from src to bb at byte at (its chunks there). */
+static void buf_write(struct block_buf *bb, uint64_t at, const char *src,
+		      uint64_t len)
+{
+	while (len) {
+		uint64_t in = at % CHUNK, n = CHUNK - in;
+
+		if (n > len)
+			n = len;
+		memcpy(bb->chunks[at / CHUNK] + in, src, n);
+		src += n;
+		at += n;
+		len -= n;
+	}
+}
+
+/* Copies len bytes of bb from byte at to dst. */
+static void buf_read(const struct block_buf *bb, uint64_t at, char *dst,
+		     uint64_t len)
+{
+	if (bb->tail) {
+		memcpy(dst, bb->tail + (at - bb->tail_at), len);
+		return;
+	}
+	while (len) {
+		uint64_t in = at % CHUNK, n = CHUNK - in;
+
+		if (n > len)
+			n = len;
+		memcpy(dst, bb->chunks[at / CHUNK] + in, n);
+		dst += n;
+		at += n;
+		len -= n;
+	}
+}
+
+static void buf_free(struct chunk_pool *cp, struct block_buf *bb)
+{
+	uint64_t n = (bb->size + CHUNK - 1) / CHUNK;
+
+	if (bb->tail) {
+		__atomic_sub_fetch(cp->counted, bb->size - bb->tail_at,
+				   __ATOMIC_RELAXED);
+		free(bb->tail);
+	}
+
+	for (uint64_t i = 0; bb->chunks && i < n; i++)
+		if (bb->chunks[i])
+			chunk_put(cp, bb->chunks[i]);
+	free(bb->chunks);
+	memset(bb, 0, sizeof(*bb));
+}
+
+/* bb's last bytes, from off, into a tail of their own; its chunks go
+ * back (out of memory: it stays as it is). */
+static void buf_to_tail(struct chunk_pool *cp, struct block_buf *bb)
+{
+	uint64_t left = bb->size - bb->off, n = (bb->size + CHUNK - 1) / CHUNK;
+	char *tail = malloc(left);
+
+	if (!tail)
+		return;
+	buf_read(bb, bb->off, tail, left);
+	for (uint64_t i = bb->off / CHUNK; i < n; i++) {
+		chunk_put(cp, bb->chunks[i]);
+		bb->chunks[i] = NULL;
+	}
+	bb->tail = tail;
+	bb->tail_at = bb->off;
+	__atomic_add_fetch(cp->counted, left, __ATOMIC_RELAXED);
+}
+
+/* A buffer of size bytes, its chunks from cp: 0 or ENOMEM. */
+static int buf_make(struct chunk_pool *cp, struct block_buf *bb, uint64_t size)
+{
+	uint64_t n = (size + CHUNK - 1) / CHUNK;
+
+	bb->size = size;
+	bb->off = 0;
+	bb->chunks = calloc(n ? n : 1, sizeof(char *));
+	if (!bb->chunks)
+		return ENOMEM;
+	for (uint64_t i = 0; i < n; i++) {
+		bb->chunks[i] = chunk_get(cp);
+		if (!bb->chunks[i]) {
+			buf_free(cp, bb);
+			return ENOMEM;
+		}
+	}
+	return 0;
+}
+
 struct mix {
 	struct channel_stage stage; /* first */
 	struct channel *ch;
 	struct mix_epoch me;
 	struct mix_draws d;
-	struct rec_slab slab;
 	struct held_map held;
-	/* the records live at the start (a reader started at K: the pool's,
-	 * the last loaded block's still to load, the one begun), sorted; and
-	 * the first place in P not loaded then */
-	uint64_t *live;
-	size_t nlive;
+	struct block_buf *bufs; /* each block's, once read as it loads */
+	struct chunk_pool chunks;
+	/* the first place in P not loaded when the reader started, and the
+	 * record it began inside (begun: its block, from its draw on) */
 	size_t floor;
+	bool begun;
+	uint32_t begun_block;
 	/* the blocks to read, in order, and how many the stream was given */
 	uint32_t *order;
 	size_t norder, given;
+	uint8_t *in_order;    /* (a reader started past the first draw) */
 	pthread_mutex_t lock; /* given (the refill runs on any thread) */
 	struct cache_stream *stream;
 	struct channel_stage *src; /* a cache stage over the stream */
 	uint64_t src_pos;	   /* the stream's bytes read */
 	size_t next_block;	   /* order[next_block] is read next */
-	char *block;		   /* a block's bytes when they come in pieces */
-	/* the record going out: its bytes, its stored and its output
-	 * length, its bytes out so far */
-	char *cur;
+	char *block; /* a block's bytes when they come in pieces */
+	/* the record going out: its block, stored and output length, and
+	 * its bytes out so far */
+	uint32_t cur_block;
+	bool cur;
 	uint64_t cur_len, cur_out, cur_off;
 	uint64_t pos; /* the epoch's bytes before the next read */
 	int error;
+	/* read buffers handed back, for the next reads (under lock) */
+	char *spare[4];
+	unsigned nspare;
 	char label[CHANNEL_NAME_MAX + 32];
 };
 
@@ -311,23 +364,34 @@ static struct mix *of_stage(struct channel_stage *st)
 	return (struct mix *)st;
 }
 
-static bool is_live(const struct mix *mx, uint64_t r)
+/* The block that loads record r, and r's place among its records. */
+static uint64_t owner_of(const struct mix *mx, size_t e, uint64_t r,
+			 uint64_t *idx)
 {
-	size_t lo = 0, hi = mx->nlive;
+	uint64_t ob = mix_record_owner(&mx->me, e, r);
 
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (mx->live[mid] < r)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo < mx->nlive && mx->live[lo] == r;
+	*idx = r - mx->me.own_lo[ob];
+	return ob;
 }
 
-/* Keeps record r's piece of block eb (at data, the block's bytes), when r
- * is still to go out: held until its last piece comes.  *s: its slot. */
+/* Block eb's records gone out before the reader started (those drawn,
+ * but for the one it began inside). */
+static uint32_t out_before(const struct mix *mx, uint64_t eb)
+{
+	return mx->d.cursor[eb] - (mx->begun && eb == mx->begun_block);
+}
+
+/* Whether block eb is read as it loads (its records go into its buffer):
+ * every block of a fresh epoch; for a reader started at K, those loaded
+ * from K on, and those before with records still to go out. */
+static bool loads_here(const struct mix *mx, uint64_t eb)
+{
+	return mx->me.posof[eb] >= mx->floor ||
+	       out_before(mx, eb) < mx->me.own_n[eb];
+}
+
+/* Record r's piece of block b (at data, the block's bytes) into its held
+ * slot; *out: the slot (NULL when r needs nothing from here). */
 static int keep_piece(struct mix *mx, const struct block_at *b, uint64_t eb,
 		      uint64_t r, const char *data, struct stored **out)
 {
@@ -338,20 +402,14 @@ static int keep_piece(struct mix *mx, const struct block_at *b, uint64_t eb,
 	uint64_t a, z, bit;
 	struct stored *s;
 
-	*out = NULL;
 	mix_record_span(&mx->me, b->entry, r, &a, &z);
-	if (mx->me.posof[mix_record_owner(&mx->me, b->entry, r)] < mx->floor &&
-	    !is_live(mx, r))
-		return 0; /* out before the reader's start */
-	s = held_get(&mx->held, r, len,
-		     len | (record_out_len(ix, b->entry, r) > len ? REC_OPEN_BIT
-								   : 0));
+	s = held_get(&mx->held, r, len);
 	if (!s)
 		return ENOMEM;
 	bit = 1ULL << (eb - a);
 	if (!(s->pieces & bit)) {
-		memcpy(s->buf + REC_HDR + (from - ix->start[r]),
-		       data + (from - b->begin), to - from);
+		memcpy(s->buf + (from - ix->start[r]), data + (from - b->begin),
+		       to - from);
 		s->pieces |= bit;
 		s->filled += to - from;
 	}
@@ -359,21 +417,95 @@ static int keep_piece(struct mix *mx, const struct block_at *b, uint64_t eb,
 	return 0;
 }
 
-/* A block read but not loaded (a reader started at K): its pieces of the
- * records still to go out. */
-static int harvest(struct mix *mx, uint64_t eb, const char *data)
+/* Block eb's pieces of records that other blocks load (and that are still
+ * to go out), held for them. */
+static int keep_others(struct mix *mx, const struct block_at *b, uint64_t eb,
+		       const char *data)
 {
-	struct block_at b;
+	uint64_t ends[2];
+	int n = 0, rc = 0;
+
+	ends[n] = mix_block_straddle_in(&mx->me, b);
+	n += ends[n] != UINT64_MAX;
+	if (b->rl > b->rf && (!n || b->rl - 1 != ends[0]))
+		ends[n++] = b->rl - 1;
+	for (int k = 0; k < n && !rc; k++) {
+		uint64_t idx, ob = owner_of(mx, b->entry, ends[k], &idx);
+		struct stored *s;
+
+		if (ob == eb || mx->bufs[ob].chunks ||
+		    idx < out_before(mx, ob) ||
+		    (mx->me.posof[ob] < mx->floor && !loads_here(mx, ob)))
+			continue; /* loaded here, or out already */
+		rc = keep_piece(mx, b, eb, ends[k], data, &s);
+	}
+	return rc;
+}
+
+/* Appends record r (loaded by eb: whole once this block's piece is in) to
+ * buf at *at. */
+static int take_record(struct mix *mx, const struct block_at *b, uint64_t eb,
+		       uint64_t r, const char *data, struct block_buf *bb,
+		       uint64_t *at)
+{
+	const struct record_index *ix = mx->me.ix;
+	uint64_t len = record_stored_len(ix, b->entry, r);
 	struct stored *s;
-	uint64_t in;
-	int rc = 0;
+	int rc = keep_piece(mx, b, eb, r, data, &s);
+
+	if (rc)
+		return rc;
+	if (s->filled != s->len)
+		return EIO; /* a piece did not come first: a bug */
+	buf_write(bb, *at, s->buf, len);
+	*at += len;
+	held_drop(&mx->held, s);
+	return 0;
+}
+
+/* Block eb's bytes came (data): its buffer, when it is read as it loads,
+ * and the pieces it holds of records other blocks load. */
+static int take_block(struct mix *mx, uint64_t eb, const char *data)
+{
+	const struct record_index *ix = mx->me.ix;
+	uint64_t lo, hi, size = 0, at = 0;
+	struct block_buf *bb;
+	struct block_at b;
+	int rc;
 
 	mix_block_locate(&mx->me, eb, &b);
-	in = mix_block_straddle_in(&mx->me, &b);
-	if (in != UINT64_MAX)
-		rc = keep_piece(mx, &b, eb, in, data, &s);
-	for (uint64_t r = b.rf; !rc && r < b.rl; r++)
-		rc = keep_piece(mx, &b, eb, r, data, &s);
+	rc = keep_others(mx, &b, eb, data);
+	if (rc || !loads_here(mx, eb) || mx->bufs[eb].chunks)
+		return rc;
+	lo = mx->me.own_lo[eb] + out_before(mx, eb);
+	hi = mx->me.own_lo[eb] + mx->me.own_n[eb];
+	for (uint64_t r = lo; r < hi; r++)
+		size += record_stored_len(ix, b.entry, r);
+	bb = &mx->bufs[eb];
+	rc = buf_make(&mx->chunks, bb, size);
+	for (uint64_t r = lo; r < hi && !rc;) {
+		/* the records whole in the block, in one copy */
+		uint64_t run = r;
+
+		while (run < hi && ix->start[run] >= b.begin &&
+		       ix->start[run] + record_stored_len(ix, b.entry, run) <=
+			   b.end)
+			run++;
+		if (run > r) {
+			uint64_t from = ix->start[r];
+			uint64_t to = ix->start[run - 1] +
+				      record_stored_len(ix, b.entry, run - 1);
+
+			buf_write(bb, at, data + (from - b.begin), to - from);
+			at += to - from;
+			r = run;
+			continue;
+		}
+		rc = take_record(mx, &b, eb, r, data, bb, &at);
+		r++;
+	}
+	if (rc)
+		buf_free(&mx->chunks, bb);
 	return rc;
 }
 
@@ -392,8 +524,8 @@ static void mix_refill(void *arg, struct cache_stream *s)
 		mix_block_locate(me, mx->order[mx->given], &b);
 		obj = cache_catalog_object(mx->ch->cache, me->cat,
 					   (uint32_t)b.entry);
-		if (!obj || cache_stream_add_object(s, obj, b.begin,
-						    b.end - b.begin)) {
+		if (!obj ||
+		    cache_stream_add_object(s, obj, b.begin, b.end - b.begin)) {
 			cache_object_put(mx->ch->cache, obj);
 			cache_stream_end(s, ENOMEM);
 			mx->given = mx->norder + 1;
@@ -406,207 +538,171 @@ static void mix_refill(void *arg, struct cache_stream *s)
 	pthread_mutex_unlock(&mx->lock);
 }
 
-/*
- * Reads the next block of the order: *eb, its bytes at *data (the cache's
- * block itself when it comes whole, else a copy in mx->block), valid until
- * view is released.  EIO when there is none (a record drawn that no block
- * gives: a bug) or a read failed.
- */
-static int read_block(struct mix *mx, uint64_t *eb, const char **data,
-		      struct channel_view *view)
+/* Reads the next block of the order and takes it.  EIO when there is none
+ * (a record drawn that no block gives: a bug) or a read failed. */
+static int read_block(struct mix *mx)
 {
+	struct channel_view view;
 	struct block_at b;
-	uint64_t got = 0, len;
+	uint64_t eb, got = 0, len;
+	const char *data = mx->block;
+	int rc = 0;
 
-	memset(view, 0, sizeof(*view));
+	memset(&view, 0, sizeof(view));
 	if (mx->next_block >= mx->norder)
 		return EIO;
-	*eb = mx->order[mx->next_block++];
-	mix_block_locate(&mx->me, *eb, &b);
+	eb = mx->order[mx->next_block++];
+	mix_block_locate(&mx->me, eb, &b);
 	len = b.end - b.begin;
-	while (got < len) {
+	while (got < len && !rc) {
 		uint64_t want = len - got;
-		int rc;
 
-		rc = mx->src->ops->read(mx->src, mx->src_pos,
-					want < (1u << 20) ? (size_t)want
-							  : (1u << 20),
-					view, NULL);
-		if (!rc && view->bytes == 0)
+		rc = mx->src->ops->read(
+		    mx->src, mx->src_pos,
+		    want < (1u << 20) ? (size_t)want : (1u << 20), &view, NULL);
+		if (!rc && view.bytes == 0)
 			rc = EIO; /* shorter than listed */
-		if (rc) {
-			mx->src->ops->release(mx->src, view);
+		if (rc)
+			break;
+		mx->src_pos += view.bytes;
+		if (got == 0 && view.count == 1 && view.bytes == len) {
+			/* whole: taken from the cache's block */
+			rc = take_block(mx, eb, view.iov[0].iov_base);
+			mx->src->ops->release(mx->src, &view);
 			return rc;
 		}
-		mx->src_pos += view->bytes;
-		if (got == 0 && view->count == 1 && view->bytes == len) {
-			*data = view->iov[0].iov_base; /* whole: no copy */
-			return 0;
+		for (int i = 0; i < view.count; i++) {
+			memcpy(mx->block + got, view.iov[i].iov_base,
+			       view.iov[i].iov_len);
+			got += view.iov[i].iov_len;
 		}
-		for (int i = 0; i < view->count; i++) {
-			memcpy(mx->block + got, view->iov[i].iov_base,
-			       view->iov[i].iov_len);
-			got += view->iov[i].iov_len;
-		}
-		mx->src->ops->release(mx->src, view);
+		mx->src->ops->release(mx->src, &view);
 	}
-	*data = mx->block;
+	if (rc) {
+		mx->src->ops->release(mx->src, &view);
+		return rc;
+	}
+	return take_block(mx, eb, data);
+}
+
+/* Reads blocks of the order until eb's buffer is there. */
+static int buffer_ready(struct mix *mx, uint64_t eb)
+{
+	while (!mx->bufs[eb].chunks) {
+		int rc = read_block(mx);
+
+		if (rc)
+			return rc;
+	}
 	return 0;
 }
 
-/* Reads the next block of the order as one not loaded (harvest). */
-static int read_other(struct mix *mx)
-{
-	struct channel_view view;
-	const char *data;
-	uint64_t eb;
-	int rc = read_block(mx, &eb, &data, &view);
-
-	if (rc)
-		return rc;
-	rc = harvest(mx, eb, data);
-	mx->src->ops->release(mx->src, &view);
-	return rc;
-}
-
-/* A record loaded with its last piece: its bytes, held no more (NULL: it
- * is not whole, which the draws rule out: a bug). */
-static char *take_whole(struct mix *mx, struct stored *s)
-{
-	return s && s->filled == s->len ? held_take(&mx->held, s) : NULL;
-}
-
-/* The draws loaded block eb (the next block of the order, after those
- * before it that only a reader started at K reads): its records' bytes
- * into d->inq_data, in the order the draws listed them. */
+/* The draws loaded block eb: its buffer, before any of its tickets is
+ * drawn. */
 static int mix_loaded(void *arg, uint64_t eb)
 {
 	struct mix *mx = arg;
-	const struct record_index *ix = mx->me.ix;
-	struct channel_view view;
-	struct block_at b;
-	struct stored *s;
-	const char *data;
-	uint64_t got_eb, in;
-	size_t q = 0;
-	int rc;
 
-	while (mx->next_block < mx->norder && mx->order[mx->next_block] != eb) {
-		rc = read_other(mx);
-		if (rc)
-			return rc;
-	}
-	rc = read_block(mx, &got_eb, &data, &view);
-	if (rc)
-		return rc;
-	mix_block_locate(&mx->me, eb, &b);
-	in = mix_block_straddle_in(&mx->me, &b);
-	if (in != UINT64_MAX) {
-		rc = keep_piece(mx, &b, eb, in, data, &s);
-		if (!rc && q < mx->d.ninq && mx->d.inq[q] == in) {
-			mx->d.inq_data[q] = take_whole(mx, s);
-			rc = mx->d.inq_data[q++] ? 0 : EIO;
-		}
-	}
-	for (uint64_t r = b.rf; !rc && r < b.rl; r++) {
-		uint64_t len = record_stored_len(ix, b.entry, r);
-		char *p;
-
-		if (ix->start[r] + len <= b.end) {
-			/* whole in the block: the draws listed it */
-			uint64_t hdr =
-			    len | (r + 1 == ix->first[b.entry + 1] &&
-					   record_out_len(ix, b.entry, r) > len
-				       ? REC_OPEN_BIT
-				       : 0);
-
-			p = slab_alloc(&mx->slab, REC_HDR + len);
-			if (!p) {
-				rc = ENOMEM;
-				break;
-			}
-			memcpy(p, &hdr, sizeof(hdr));
-			memcpy(p + REC_HDR, data + (ix->start[r] - b.begin),
-			       len);
-			mx->d.inq_data[q++] = p;
-			continue;
-		}
-		rc = keep_piece(mx, &b, eb, r, data, &s);
-		if (!rc && q < mx->d.ninq && mx->d.inq[q] == r) {
-			mx->d.inq_data[q] = take_whole(mx, s);
-			rc = mx->d.inq_data[q++] ? 0 : EIO;
-		}
-	}
-	mx->src->ops->release(mx->src, &view);
-	if (!rc && q != mx->d.ninq)
-		rc = EIO; /* the draws and the blocks disagree: a bug */
-	return rc;
+	return mx->me.own_n[eb] ? buffer_ready(mx, eb) : 0;
 }
 
-/* Record r's bytes, held by number (a reader started at K: the blocks the
- * pool's records need come first in the order). */
-static int held_ready(struct mix *mx, uint64_t r, char **out)
+/* A record of block eb's went out: its buffer moves on, giving back the
+ * chunks it passed (all at its end). */
+static void buffer_passed(struct mix *mx, uint32_t eb, uint64_t len)
 {
-	for (;;) {
-		struct stored *s = held_find(&mx->held, r);
-		int rc;
+	struct block_buf *bb = &mx->bufs[eb];
+	uint64_t from = bb->off / CHUNK;
 
-		if (s && s->filled == s->len) {
-			*out = held_take(&mx->held, s);
-			return 0;
-		}
-		if (mx->next_block < mx->norder &&
-		    mx->me.posof[mx->order[mx->next_block]] >= mx->d.t)
-			return EIO; /* past the held ones: a bug */
-		rc = read_other(mx);
-		if (rc)
-			return rc;
+	bb->off += len;
+	if (bb->off == bb->size) {
+		buf_free(&mx->chunks, bb);
+		return;
 	}
+	for (uint64_t i = from; !bb->tail && i < bb->off / CHUNK; i++) {
+		chunk_put(&mx->chunks, bb->chunks[i]);
+		bb->chunks[i] = NULL;
+	}
+	if (!bb->tail && bb->size - bb->off <= TAIL_MAX)
+		buf_to_tail(&mx->chunks, bb);
 }
 
-/* The next record out becomes mx->cur: false at the end. */
+/* The next record out becomes the current one: false at the end. */
 static int next_record(struct mix *mx, bool *got)
 {
-	const struct mix_slot *soon;
-	void *data;
-	size_t slot;
+	const struct record_index *ix = mx->me.ix;
+	uint32_t eb, soon;
+	size_t slot, e;
 	uint64_t r;
-	int rc = mix_draw_pick(&mx->me, &mx->d, &r, &data, &slot, got);
+	int rc = mix_draw_pick(&mx->me, &mx->d, &eb, &r, &slot, got);
 
 	if (rc || !*got)
 		return rc;
-	/* the pool is larger than the caches: the next picks' slots, and
-	 * the records of those a little nearer, are fetched ahead */
-	soon = mix_draw_ahead(&mx->d, 10);
-	if (soon)
-		__builtin_prefetch(soon);
-	soon = mix_draw_ahead(&mx->d, 4);
-	if (soon && soon->data) {
-		/* (a record's first lines: its header and what follows) */
-		__builtin_prefetch(soon->data);
-		__builtin_prefetch((const char *)soon->data + 64);
-		__builtin_prefetch((const char *)soon->data + 128);
-	}
-	if (!data) {
-		char *p;
+	/* a buffer's next record, far apart from the last one out: the
+	 * next picks' are fetched ahead */
+	soon = mix_draw_ahead(&mx->d, 8);
+	if (soon != UINT32_MAX && mx->bufs[soon].chunks) {
+		const struct block_buf *sb = &mx->bufs[soon];
+		const char *at =
+		    sb->tail ? sb->tail + (sb->off - sb->tail_at)
+			     : sb->chunks[sb->off / CHUNK] + sb->off % CHUNK;
 
-		rc = held_ready(mx, r, &p);
+		__builtin_prefetch(at);
+		__builtin_prefetch(at + 64);
+		__builtin_prefetch(at + 128);
+	}
+	if (!mx->bufs[eb].chunks) {
+		/* (a reader started at K: made now, from this record on) */
+		mx->d.cursor[eb]--;
+		rc = buffer_ready(mx, eb);
+		mx->d.cursor[eb]++;
 		if (rc)
 			return rc;
-		data = p;
 	}
-	mx->cur = data;
-	mx->cur_len = rec_len(mx->cur);
-	mx->cur_out = rec_out(mx->cur);
+	e = mx->me.objs[mx->me.obj_of[eb]];
+	mx->cur = true;
+	mx->cur_block = eb;
+	mx->cur_len = record_stored_len(ix, e, r);
+	mx->cur_out = record_out_len(ix, e, r);
 	mx->cur_off = 0;
-	/* its place in the pool goes to the next record loaded */
+	/* its place in the pool goes to the next ticket loaded */
 	return mix_draw_refill(&mx->me, &mx->d, slot);
 }
 
-static void cur_done(struct mix *mx)
+/* A read's buffer comes back (the last view of it released). */
+static void out_recycle(void *arg, char *data, size_t cap)
 {
-	slab_free(&mx->slab, mx->cur, REC_HDR + mx->cur_len);
-	mx->cur = NULL;
+	struct mix *mx = arg;
+
+	(void)cap;
+	pthread_mutex_lock(&mx->lock);
+	if (mx->nspare < 4) {
+		mx->spare[mx->nspare++] = data;
+		data = NULL;
+	}
+	pthread_mutex_unlock(&mx->lock);
+	free(data);
+}
+
+/* A buffer for a read (MIX_READ_MAX bytes): one handed back, or new. */
+static struct channel_chunk *out_chunk(struct mix *mx)
+{
+	struct channel_chunk *chunk;
+	char *data = NULL;
+
+	pthread_mutex_lock(&mx->lock);
+	if (mx->nspare)
+		data = mx->spare[--mx->nspare];
+	pthread_mutex_unlock(&mx->lock);
+	if (!data)
+		data = malloc(MIX_READ_MAX);
+	if (!data)
+		return NULL;
+	chunk = channel_chunk_adopt(data, MIX_READ_MAX);
+	if (chunk) {
+		chunk->recycle = out_recycle;
+		chunk->recycle_arg = mx;
+	}
+	return chunk;
 }
 
 static int mix_read(struct channel_stage *st, uint64_t offset, size_t size,
@@ -626,13 +722,14 @@ static int mix_read(struct channel_stage *st, uint64_t offset, size_t size,
 		return ESPIPE;
 	if (mx->error)
 		return mx->error;
-	if (size > MIX_READ_MAX)
-		size = MIX_READ_MAX;
-	chunk = channel_chunk_adopt(malloc(size ? size : 1), size);
+	chunk = out_chunk(mx);
 	if (!chunk)
 		return ENOMEM;
+	if (size > MIX_READ_MAX)
+		size = MIX_READ_MAX;
 	while (n < size) {
-		uint64_t take;
+		struct block_buf *bb;
+		uint64_t take, c;
 
 		if (!mx->cur) {
 			bool got;
@@ -641,27 +738,22 @@ static int mix_read(struct channel_stage *st, uint64_t offset, size_t size,
 			if (rc || !got)
 				break;
 		}
+		bb = &mx->bufs[mx->cur_block];
 		take = mx->cur_out - mx->cur_off;
 		if (take > size - n)
 			take = size - n;
-		for (uint64_t i = 0; i < take;) {
-			uint64_t at = mx->cur_off + i;
-			uint64_t c = at < mx->cur_len ? mx->cur_len - at : 0;
-
-			if (c > take - i)
-				c = take - i;
-			if (c) {
-				memcpy(chunk->data + n + i,
-				       mx->cur + REC_HDR + at, c);
-				i += c;
-			} else {
-				chunk->data[n + i++] = '\n'; /* an open line */
-			}
-		}
+		c = mx->cur_off < mx->cur_len ? mx->cur_len - mx->cur_off : 0;
+		if (c > take)
+			c = take;
+		buf_read(bb, bb->off + mx->cur_off, chunk->data + n, c);
+		if (c < take)
+			chunk->data[n + c] = '\n'; /* an open last line */
 		n += take;
 		mx->cur_off += take;
-		if (mx->cur_off == mx->cur_out)
-			cur_done(mx);
+		if (mx->cur_off == mx->cur_out) {
+			buffer_passed(mx, mx->cur_block, mx->cur_len);
+			mx->cur = false;
+		}
 	}
 	if (rc) {
 		if (rc != ENOMEM)
@@ -711,21 +803,14 @@ static void mix_destroy(struct channel_stage *st)
 	channel_stack_destroy(mx->src);
 	cache_stream_destroy(mx->stream);
 	held_free(&mx->held);
-	/* (records bigger than a slab slot are malloc'd: the pool's, the
-	 * inq's and the one going out go back one by one) */
-	for (uint64_t i = 0; mx->d.pool && i < mx->d.npool; i++)
-		if (mx->d.pool[i].data)
-			slab_free(&mx->slab, mx->d.pool[i].data,
-				  REC_HDR + rec_len(mx->d.pool[i].data));
-	for (size_t i = mx->d.inq_next; mx->d.inq_data && i < mx->d.ninq; i++)
-		if (mx->d.inq_data[i])
-			slab_free(&mx->slab, mx->d.inq_data[i],
-				  REC_HDR + rec_len(mx->d.inq_data[i]));
-	if (mx->cur)
-		cur_done(mx);
-	slab_destroy(&mx->slab);
+	for (size_t i = 0; mx->bufs && i < mx->me.nblocks; i++)
+		buf_free(&mx->chunks, &mx->bufs[i]);
+	free(mx->bufs);
+	chunk_pool_free(&mx->chunks);
+	for (unsigned i = 0; i < mx->nspare; i++)
+		free(mx->spare[i]);
 	mix_draws_free(&mx->d);
-	free(mx->live);
+	free(mx->in_order);
 	if (mx->order != mx->me.perm)
 		free(mx->order);
 	mix_epoch_free(&mx->me);
@@ -741,109 +826,74 @@ static const struct channel_stage_ops mix_ops = {
     .destroy = mix_destroy,
 };
 
-static int cmp_u64(const void *a, const void *b)
+/*
+ * Puts block eb in the order of a reader started past the first draw,
+ * after the blocks before the load point that the records it loads from
+ * its cursor on reach into (and theirs first: those come earlier in P, so
+ * this ends).
+ */
+static void order_add(struct mix *mx, uint64_t eb)
 {
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	const struct mix_epoch *me = &mx->me;
+	uint64_t lo, hi;
+	size_t e;
 
-	return x < y ? -1 : x > y;
-}
+	if (mx->in_order[eb])
+		return;
+	mx->in_order[eb] = 1;
+	lo = me->own_lo[eb] + out_before(mx, eb);
+	hi = me->own_lo[eb] + me->own_n[eb];
+	e = me->objs[me->obj_of[eb]];
+	for (int k = 0; k < 2 && lo < hi; k++) {
+		uint64_t r = k ? hi - 1 : lo, a, z;
 
-/* Appends record r's blocks not yet in the order (mark: in it). */
-static void order_span(struct mix *mx, uint8_t *mark, uint64_t r)
-{
-	size_t e = record_entry(mx->me.ix, r);
-	uint64_t a, z;
-
-	mix_record_span(&mx->me, e, r, &a, &z);
-	for (uint64_t b = a; b <= z; b++)
-		if (!mark[b]) {
-			mark[b] = 1;
-			mx->order[mx->norder++] = (uint32_t)b;
-		}
+		mix_record_span(me, e, r, &a, &z);
+		for (uint64_t x = a; x <= z; x++)
+			if (x != eb && me->posof[x] < mx->floor)
+				order_add(mx, x);
+	}
+	mx->order[mx->norder++] = (uint32_t)eb;
 }
 
 /*
- * A reader started past the first draw: the live records (the pool's,
- * the last loaded block's still to load, cur) and the order of blocks to
- * read: theirs (the next drawn's first), then P from the load point, each
- * block preceded by those before the load point that its records reach
- * into.
+ * A reader started past the first draw: the blocks to read, in order:
+ * the one the next pick takes from, those the pool holds tickets of and
+ * the last one loaded, each after what its records reach into; then P from
+ * the load point on.
  */
-static int plan_resumed(struct mix *mx, uint64_t cur)
+static int plan_resumed(struct mix *mx)
 {
 	struct mix_draws *d = &mx->d;
 	const struct mix_epoch *me = &mx->me;
-	uint8_t *mark;
-	size_t n = 0;
 
-	mx->live =
-	    malloc((d->npool + (d->ninq - d->inq_next) + 1) * sizeof(uint64_t));
 	mx->order = malloc((me->nblocks ? me->nblocks : 1) * sizeof(uint32_t));
-	mark = calloc(me->nblocks ? me->nblocks : 1, 1);
-	if (!mx->live || !mx->order || !mark) {
-		free(mark);
+	mx->in_order = calloc(me->nblocks ? me->nblocks : 1, 1);
+	if (!mx->order || !mx->in_order)
 		return ENOMEM;
-	}
-	for (n = 0; n < d->npool; n++)
-		mx->live[n] = d->pool[n].key;
-	for (size_t i = d->inq_next; i < d->ninq; i++)
-		mx->live[n++] = d->inq[i];
-	if (cur != UINT64_MAX)
-		mx->live[n++] = cur;
-	mx->nlive = n;
 	mx->floor = d->t;
-	/* the first record out first */
-	if (cur != UINT64_MAX)
-		order_span(mx, mark, cur);
-	else if (d->npool)
-		order_span(mx, mark, mix_draw_peek(d));
-	for (size_t i = 0; i < n; i++)
-		order_span(mx, mark, mx->live[i]);
-	qsort(mx->live, n, sizeof(uint64_t), cmp_u64);
-	for (size_t t = d->t; t < me->nblocks; t++) {
-		uint64_t eb = me->perm[t];
-		struct block_at b;
-		uint64_t ends[2];
-		int nends = 0;
-
-		mix_block_locate(me, eb, &b);
-		ends[nends] = mix_block_straddle_in(me, &b);
-		nends += ends[nends] != UINT64_MAX;
-		if (b.rl > b.rf)
-			ends[nends++] = b.rl - 1;
-		for (int k = 0; k < nends; k++) {
-			uint64_t a, z;
-
-			if (mix_record_owner(me, b.entry, ends[k]) != eb)
-				continue;
-			mix_record_span(me, b.entry, ends[k], &a, &z);
-			for (uint64_t x = a; x <= z; x++)
-				if (!mark[x] && me->posof[x] < d->t) {
-					mark[x] = 1;
-					mx->order[mx->norder++] = (uint32_t)x;
-				}
-		}
-		if (!mark[eb]) {
-			mark[eb] = 1;
-			mx->order[mx->norder++] = (uint32_t)eb;
-		}
-	}
-	free(mark);
+	if (mx->begun)
+		order_add(mx, mx->begun_block);
+	if (d->npool)
+		order_add(mx, mix_draw_peek(d));
+	for (uint64_t i = 0; i < d->npool; i++)
+		order_add(mx, d->pool[i]);
+	if (d->inq_left)
+		order_add(mx, d->inq_block);
+	for (size_t t = d->t; t < me->nblocks; t++)
+		order_add(mx, me->perm[t]);
 	return 0;
 }
 
 /*
  * Places mx at byte first_read: draws what comes before it (no data), and
  * orders the blocks to read from there; from then on the draws load with
- * their bytes.  *cur and *skip: the record begun there (UINT64_MAX: none).
+ * their bytes.  *skip: bytes of the record begun there, already out.
  */
-static int mix_place(struct mix *mx, uint64_t first_read, uint64_t *cur,
-		     uint64_t *skip)
+static int mix_place(struct mix *mx, uint64_t first_read, uint64_t *skip)
 {
 	struct mix_draws *d = &mx->d;
 	int rc = 0;
 
-	*cur = UINT64_MAX;
 	*skip = 0;
 	/* (past the end: reads there find nothing) */
 	mx->pos = first_read;
@@ -851,32 +901,37 @@ static int mix_place(struct mix *mx, uint64_t first_read, uint64_t *cur,
 		mx->order = mx->me.perm;
 		mx->norder = mx->me.nblocks;
 	} else {
-		rc = mix_draws_skip(&mx->me, d, first_read, cur, skip);
+		rc = mix_draws_skip(&mx->me, d, first_read, &mx->begun_block,
+				    skip, &mx->begun);
 		if (!rc)
-			rc = plan_resumed(mx, *cur);
-		/* the last loaded block's records still to load: held */
-		if (!rc && d->inq_cap) {
-			d->inq_data = calloc(d->inq_cap, sizeof(void *));
-			rc = d->inq_data ? 0 : ENOMEM;
-		}
+			rc = plan_resumed(mx);
 	}
 	d->loaded = mix_loaded;
 	d->arg = mx;
 	return rc;
 }
 
-/* The record begun at the first read (its blocks come first). */
-static int mix_begin(struct mix *mx, uint64_t cur, uint64_t skip)
+/* The record begun at the first read (its block comes first). */
+static int mix_begin(struct mix *mx, uint64_t skip)
 {
+	const struct record_index *ix = mx->me.ix;
+	uint32_t eb = mx->begun_block;
+	uint64_t r;
+	size_t e;
 	int rc;
 
-	if (cur == UINT64_MAX)
+	if (!mx->begun)
 		return 0;
-	rc = held_ready(mx, cur, &mx->cur);
+	rc = buffer_ready(mx, eb);
 	if (rc)
 		return rc;
-	mx->cur_len = rec_len(mx->cur);
-	mx->cur_out = rec_out(mx->cur);
+	mx->begun = false; /* (its buffer starts with it) */
+	r = mx->me.own_lo[eb] + mx->d.cursor[eb] - 1;
+	e = mx->me.objs[mx->me.obj_of[eb]];
+	mx->cur = true;
+	mx->cur_block = eb;
+	mx->cur_len = record_stored_len(ix, e, r);
+	mx->cur_out = record_out_len(ix, e, r);
 	mx->cur_off = skip;
 	return 0;
 }
@@ -886,7 +941,7 @@ struct channel_stage *channel_mix_create(struct channel *ch,
 					 uint64_t first_read)
 {
 	const struct record_index *ix = record_index_get(ch);
-	uint64_t cur = UINT64_MAX, skip = 0;
+	uint64_t skip = 0;
 	struct mix *mx;
 	int rc;
 
@@ -899,7 +954,7 @@ struct channel_stage *channel_mix_create(struct channel *ch,
 	}
 	mx->stage.ops = &mix_ops;
 	mx->ch = ch;
-	mx->held.slab = &mx->slab;
+	mx->chunks.counted = &ch->mix_bytes;
 	pthread_mutex_init(&mx->lock, NULL);
 	snprintf(mx->label, sizeof(mx->label), "channel '%s' epoch %u",
 		 ch->spec->name, plan->epoch);
@@ -908,10 +963,12 @@ struct channel_stage *channel_mix_create(struct channel *ch,
 		rc = mix_draws_init(&mx->d, &mx->me, ch, plan->epoch);
 	if (!rc) {
 		mx->block = malloc(ix->block);
-		rc = mx->block ? 0 : ENOMEM;
+		mx->bufs = calloc(mx->me.nblocks ? mx->me.nblocks : 1,
+				  sizeof(*mx->bufs));
+		rc = mx->block && mx->bufs ? 0 : ENOMEM;
 	}
 	if (!rc)
-		rc = mix_place(mx, first_read, &cur, &skip);
+		rc = mix_place(mx, first_read, &skip);
 	if (!rc) {
 		mx->stream =
 		    cache_stream_create_plan(ch->cache, mix_refill, mx);
@@ -924,7 +981,7 @@ struct channel_stage *channel_mix_create(struct channel *ch,
 		rc = mx->src ? 0 : ENOMEM;
 	}
 	if (!rc) {
-		rc = mix_begin(mx, cur, skip);
+		rc = mix_begin(mx, skip);
 		if (rc == EIO) {
 			mx->error = EIO; /* shown at the first read */
 			rc = 0;

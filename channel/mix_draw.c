@@ -32,7 +32,6 @@
 
 /* ---- the epoch: what the index, the seed and the share fix ---- */
 
-
 /* The object (its place in the epoch) that epoch block eb belongs to. */
 static size_t block_object(const struct mix_epoch *me, uint64_t eb)
 {
@@ -41,7 +40,7 @@ static size_t block_object(const struct mix_epoch *me, uint64_t eb)
 
 /* The epoch blocks record r (of entry e) spans: [*a, *z]. */
 void mix_record_span(const struct mix_epoch *me, size_t e, uint64_t r,
-			uint64_t *a, uint64_t *z)
+		     uint64_t *a, uint64_t *z)
 {
 	const struct record_index *ix = me->ix;
 	uint64_t base = me->ebase[me->emap[e]];
@@ -68,7 +67,7 @@ uint64_t mix_record_owner(const struct mix_epoch *me, size_t e, uint64_t r)
  * records that begin in it, [*rf, *rl). */
 
 void mix_block_locate(const struct mix_epoch *me, uint64_t eb,
-			 struct block_at *b)
+		      struct block_at *b)
 {
 	const struct record_index *ix = me->ix;
 	uint64_t j, g;
@@ -89,7 +88,7 @@ void mix_block_locate(const struct mix_epoch *me, uint64_t eb,
 /* The record that begins before block b and reaches into it, or
  * UINT64_MAX. */
 uint64_t mix_block_straddle_in(const struct mix_epoch *me,
-				  const struct block_at *b)
+			       const struct block_at *b)
 {
 	const struct record_index *ix = me->ix;
 	uint64_t r;
@@ -124,8 +123,8 @@ static int cmp_block_key(const void *a, const void *b)
  */
 static int blocks_order(struct mix_epoch *me, int64_t seed, unsigned epoch)
 {
-	struct block_key *keys = malloc((me->nblocks ? me->nblocks : 1) *
-					sizeof(*keys));
+	struct block_key *keys =
+	    malloc((me->nblocks ? me->nblocks : 1) * sizeof(*keys));
 	struct channel_rng rng;
 
 	if (!keys)
@@ -153,8 +152,52 @@ static int blocks_order(struct mix_epoch *me, int64_t seed, unsigned epoch)
 	return 0;
 }
 
+/*
+ * What each block loads: the record that reaches into it from before when
+ * it is the last of that one's blocks in P, then those that begin in it,
+ * the last only when it ends in it or its later blocks come before it in
+ * P.  Always a run of record numbers: [own_lo, own_lo + own_n).
+ */
+static int blocks_own(struct mix_epoch *me)
+{
+	const struct record_index *ix = me->ix;
+	size_t n = me->nblocks ? me->nblocks : 1;
+
+	me->own_lo = malloc(n * sizeof(uint64_t));
+	me->own_n = malloc(n * sizeof(uint32_t));
+	me->obj_of = malloc(n * sizeof(uint32_t));
+	if (!me->own_lo || !me->own_n || !me->obj_of)
+		return ENOMEM;
+	for (size_t eb = 0; eb < me->nblocks; eb++) {
+		struct block_at b;
+		uint64_t in, count;
+
+		mix_block_locate(me, eb, &b);
+		me->obj_of[eb] = (uint32_t)b.obj;
+		in = mix_block_straddle_in(me, &b);
+		count = b.rl - b.rf;
+		me->own_lo[eb] = b.rf;
+		if (in != UINT64_MAX &&
+		    mix_record_owner(me, b.entry, in) == eb) {
+			me->own_lo[eb] = in;
+			count++;
+		}
+		if (b.rl > b.rf &&
+		    ix->start[b.rl - 1] +
+			    record_stored_len(ix, b.entry, b.rl - 1) >
+			b.end &&
+		    mix_record_owner(me, b.entry, b.rl - 1) != eb)
+			count--;
+		me->own_n[eb] = (uint32_t)count;
+	}
+	return 0;
+}
+
 void mix_epoch_free(struct mix_epoch *me)
 {
+	free(me->own_lo);
+	free(me->own_n);
+	free(me->obj_of);
 	free(me->ebase);
 	free(me->emap);
 	free(me->perm);
@@ -163,8 +206,7 @@ void mix_epoch_free(struct mix_epoch *me)
 }
 
 int mix_epoch_init(struct mix_epoch *me, struct channel *ch,
-			  const struct record_index *ix,
-			  const struct epoch_plan *plan)
+		   const struct record_index *ix, const struct epoch_plan *plan)
 {
 	uint64_t blocks = 0, records = 0, stored = 0;
 
@@ -210,6 +252,10 @@ int mix_epoch_init(struct mix_epoch *me, struct channel *ch,
 	}
 	for (size_t t = 0; t < me->nblocks; t++)
 		me->posof[me->perm[t]] = (uint32_t)t;
+	if (blocks_own(me)) {
+		mix_epoch_free(me);
+		return ENOMEM;
+	}
 	/* the buffer's bytes at the epoch's mean record */
 	me->pool_cap = stored ? (uint64_t)((double)ch->spec->shuffle_buffer *
 					   (double)records / (double)stored)
@@ -227,64 +273,13 @@ nomem:
 
 /* ---- the draws ---- */
 
-
-static int inq_push(struct mix_draws *d, uint64_t r)
-{
-	if (d->ninq == d->inq_cap) {
-		size_t cap = d->inq_cap ? d->inq_cap * 2 : 1024;
-		uint64_t *p = realloc(d->inq, cap * sizeof(*p));
-		void **q;
-
-		if (!p)
-			return ENOMEM;
-		d->inq = p;
-		if (d->loaded) {
-			q = realloc(d->inq_data, cap * sizeof(*q));
-			if (!q)
-				return ENOMEM;
-			d->inq_data = q;
-		}
-		d->inq_cap = cap;
-	}
-	d->inq[d->ninq++] = r;
-	return 0;
-}
-
-/* The records block eb loads, in order: the one reaching into it from
- * before when it is the last of that one's blocks, then those that begin
- * in it (the last only when it ends in it, or its later blocks came
- * before). */
-static int load_block(const struct mix_epoch *me, struct mix_draws *d,
-		      uint64_t eb)
-{
-	const struct record_index *ix = me->ix;
-	struct block_at b;
-	uint64_t in;
-
-	d->ninq = d->inq_next = 0;
-	mix_block_locate(me, eb, &b);
-	in = mix_block_straddle_in(me, &b);
-	if (in != UINT64_MAX && mix_record_owner(me, b.entry, in) == eb &&
-	    inq_push(d, in))
-		return ENOMEM;
-	for (uint64_t r = b.rf; r < b.rl; r++) {
-		if (r + 1 == b.rl &&
-		    ix->start[r] + record_stored_len(ix, b.entry, r) > b.end &&
-		    mix_record_owner(me, b.entry, r) != eb)
-			continue;
-		if (inq_push(d, r))
-			return ENOMEM;
-	}
-	return 0;
-}
-
-/* The next record loaded into the pool (and its bytes, with loaded):
- * false when none is left. */
+/* The next ticket loaded into the pool (a block's, one a record it
+ * loads): false when none is left. */
 static int next_loaded(const struct mix_epoch *me, struct mix_draws *d,
-		       struct mix_slot *out, bool *got)
+		       uint32_t *out, bool *got)
 {
-	while (d->inq_next == d->ninq) {
-		uint64_t eb;
+	while (d->inq_left == 0) {
+		uint32_t eb;
 		int rc;
 
 		if (d->t == me->nblocks) {
@@ -292,14 +287,14 @@ static int next_loaded(const struct mix_epoch *me, struct mix_draws *d,
 			return 0;
 		}
 		eb = me->perm[d->t++];
-		rc = load_block(me, d, eb);
-		if (!rc && d->loaded)
-			rc = d->loaded(d->arg, eb);
+		d->inq_block = eb;
+		d->inq_left = me->own_n[eb];
+		rc = d->loaded ? d->loaded(d->arg, eb) : 0;
 		if (rc)
 			return rc;
 	}
-	out->data = d->loaded ? d->inq_data[d->inq_next] : NULL;
-	out->key = d->inq[d->inq_next++];
+	*out = d->inq_block;
+	d->inq_left--;
 	d->left--;
 	*got = true;
 	return 0;
@@ -311,15 +306,15 @@ int mix_draws_init(struct mix_draws *d, const struct mix_epoch *me,
 	memset(d, 0, sizeof(*d));
 	channel_rng_init(&d->rng, ch->spec->seed, epoch ^ MIX_DRAWS_KEY);
 	d->left = me->records;
-	d->pool = calloc(me->pool_cap, sizeof(*d->pool));
-	return d->pool ? 0 : ENOMEM;
+	d->pool = malloc((me->pool_cap ? me->pool_cap : 1) * sizeof(uint32_t));
+	d->cursor = calloc(me->nblocks ? me->nblocks : 1, sizeof(uint32_t));
+	return d->pool && d->cursor ? 0 : ENOMEM;
 }
 
 void mix_draws_free(struct mix_draws *d)
 {
 	free(d->pool);
-	free(d->inq);
-	free(d->inq_data);
+	free(d->cursor);
 	memset(d, 0, sizeof(*d));
 }
 
@@ -342,7 +337,7 @@ static int draws_fill(const struct mix_epoch *me, struct mix_draws *d)
 }
 
 /* Draws picks ahead, up to MIX_AHEAD, while the pool keeps its size
- * through them (each is refilled by a record still to load). */
+ * through them (each is refilled by a ticket still to load). */
 static void draw_ahead(struct mix_draws *d)
 {
 	while (d->nahead < MIX_AHEAD && d->left > d->nahead) {
@@ -352,8 +347,8 @@ static void draw_ahead(struct mix_draws *d)
 	}
 }
 
-int mix_draw_pick(const struct mix_epoch *me, struct mix_draws *d,
-		  uint64_t *r, void **data, size_t *slot, bool *got)
+int mix_draw_pick(const struct mix_epoch *me, struct mix_draws *d, uint32_t *eb,
+		  uint64_t *r, size_t *slot, bool *got)
 {
 	int rc = draws_fill(me, d);
 
@@ -370,9 +365,8 @@ int mix_draw_pick(const struct mix_epoch *me, struct mix_draws *d,
 	} else {
 		*slot = (size_t)channel_rng_below(&d->rng, d->npool);
 	}
-	*r = d->pool[*slot].key;
-	*data = d->pool[*slot].data;
-	d->pool[*slot].data = NULL; /* (the caller's now) */
+	*eb = d->pool[*slot];
+	*r = me->own_lo[*eb] + d->cursor[*eb]++;
 	d->drawn++;
 	return 0;
 }
@@ -380,61 +374,64 @@ int mix_draw_pick(const struct mix_epoch *me, struct mix_draws *d,
 int mix_draw_refill(const struct mix_epoch *me, struct mix_draws *d,
 		    size_t slot)
 {
-	struct mix_slot next;
+	uint32_t next;
 	bool more;
 	int rc = next_loaded(me, d, &next, &more);
 
 	if (rc)
 		return rc;
-	if (!more)
-		next = d->pool[--d->npool];
-	d->pool[slot] = next;
+	d->pool[slot] = more ? next : d->pool[--d->npool];
 	return 0;
 }
 
-uint64_t mix_draw_peek(const struct mix_draws *d)
+uint32_t mix_draw_peek(const struct mix_draws *d)
 {
 	struct channel_rng rng = d->rng;
 
 	if (d->nahead)
-		return d->pool[d->ahead[d->ahead_at]].key;
-	return d->pool[channel_rng_below(&rng, d->npool)].key;
+		return d->pool[d->ahead[d->ahead_at]];
+	return d->pool[channel_rng_below(&rng, d->npool)];
 }
 
-const struct mix_slot *mix_draw_ahead(const struct mix_draws *d, unsigned k)
+uint32_t mix_draw_ahead(const struct mix_draws *d, unsigned k)
 {
-	return k < d->nahead ? &d->pool[d->ahead[(d->ahead_at + k) % MIX_AHEAD]]
-			     : NULL;
+	return k < d->nahead ? d->pool[d->ahead[(d->ahead_at + k) % MIX_AHEAD]]
+			     : UINT32_MAX;
 }
 
-/* The next record out, its slot refilled (no data: counting only). */
+/* The next record out and its block, its slot refilled (counting only). */
 static int draw(const struct mix_epoch *me, struct mix_draws *d, uint64_t *r,
-		bool *got)
+		uint32_t *eb, bool *got)
 {
-	void *data;
 	size_t slot;
-	int rc = mix_draw_pick(me, d, r, &data, &slot, got);
+	int rc = mix_draw_pick(me, d, eb, r, &slot, got);
 
 	return rc || !*got ? rc : mix_draw_refill(me, d, slot);
 }
 
 int mix_draws_skip(const struct mix_epoch *me, struct mix_draws *d,
-		   uint64_t target, uint64_t *cur, uint64_t *skip)
+		   uint64_t target, uint32_t *block, uint64_t *skip,
+		   bool *begun)
 {
-	*cur = UINT64_MAX;
+	*begun = false;
 	*skip = 0;
 	while (d->out < target) {
 		uint64_t r, len;
+		uint32_t eb;
+		size_t slot;
 		bool got;
-		int rc = draw(me, d, &r, &got);
+		int rc = mix_draw_pick(me, d, &eb, &r, &slot, &got);
 
+		if (!rc && got)
+			rc = mix_draw_refill(me, d, slot);
 		if (rc)
 			return rc;
 		if (!got)
 			return 0;
-		len = record_out_len(me->ix, record_entry(me->ix, r), r);
+		len = record_out_len(me->ix, me->objs[me->obj_of[eb]], r);
 		if (d->out + len > target) {
-			*cur = r;
+			*begun = true;
+			*block = eb;
 			*skip = target - d->out;
 			d->out = target;
 			return 0;
@@ -460,12 +457,13 @@ int channel_mix_record_offset(struct channel *ch, struct epoch_plan *plan,
 	rc = mix_draws_init(&d, &me, ch, plan->epoch);
 	while (!rc && d.drawn < record) {
 		uint64_t r;
+		uint32_t eb;
 		bool got;
 
-		rc = draw(&me, &d, &r, &got);
+		rc = draw(&me, &d, &r, &eb, &got);
 		if (rc || !got)
 			break;
-		d.out += record_out_len(ix, record_entry(ix, r), r);
+		d.out += record_out_len(ix, me.objs[me.obj_of[eb]], r);
 	}
 	*offset = d.out;
 	mix_draws_free(&d);

@@ -24,10 +24,13 @@ struct mix_epoch {
 	const struct cache_catalog *cat;
 	const uint32_t *objs; /* catalog entries, the plan's order */
 	size_t nobjs;
-	uint64_t *ebase; /* [nobjs + 1]: each object's first epoch block */
-	uint32_t *emap;	 /* [entries]: the object's place, or UINT32_MAX */
-	uint32_t *perm;	 /* P: the epoch's blocks in load order */
-	uint32_t *posof; /* the place of each block in P */
+	uint64_t *ebase;  /* [nobjs + 1]: each object's first epoch block */
+	uint32_t *emap;	  /* [entries]: the object's place, or UINT32_MAX */
+	uint32_t *perm;	  /* P: the epoch's blocks in load order */
+	uint32_t *posof;  /* the place of each block in P */
+	uint64_t *own_lo; /* each block loads records [own_lo, ... */
+	uint32_t *own_n;  /* ... own_lo + own_n) */
+	uint32_t *obj_of; /* each block's object (its place) */
 	size_t nblocks;
 	uint64_t pool_cap;
 	uint64_t records; /* in the epoch */
@@ -35,7 +38,8 @@ struct mix_epoch {
 };
 
 int mix_epoch_init(struct mix_epoch *me, struct channel *ch,
-		   const struct record_index *ix, const struct epoch_plan *plan);
+		   const struct record_index *ix,
+		   const struct epoch_plan *plan);
 void mix_epoch_free(struct mix_epoch *me);
 
 /* Epoch block eb: its object, its bytes in it and the records that begin
@@ -58,15 +62,12 @@ void mix_record_span(const struct mix_epoch *me, size_t e, uint64_t r,
 uint64_t mix_record_owner(const struct mix_epoch *me, size_t e, uint64_t r);
 
 /*
- * The draws: a pool of record numbers fed by the blocks in the order P.
- * With loaded set (the stage), each block's records, once listed in
- * inq[0..ninq), are handed to it to fill inq_data[] (their bytes) before
- * any goes into the pool; the pool's data[] follows its keys.
+ * The draws: a pool of tickets, one a record, each naming the block that
+ * loaded it; a pick of block b's ticket gives b's next record (its
+ * records go out in their order, among all the others'), so that a block
+ * is read front to back.  With loaded set (the stage), each block is
+ * handed to it as it loads, before any of its tickets goes into the pool.
  */
-struct mix_slot {
-	uint64_t key; /* the record's number */
-	void *data;   /* with loaded: its bytes, or NULL (not read yet) */
-};
 
 /* picks drawn ahead, while the pool's size cannot change: the stage
  * prefetches their records */
@@ -74,18 +75,18 @@ struct mix_slot {
 
 struct mix_draws {
 	struct channel_rng rng;
-	struct mix_slot *pool;
+	uint32_t *pool; /* tickets: epoch blocks */
 	uint64_t npool;
-	uint64_t left; /* records not loaded yet */
+	uint64_t left;		 /* tickets not loaded yet */
 	size_t ahead[MIX_AHEAD]; /* a ring: nahead picks from ahead_at */
 	unsigned nahead, ahead_at;
 	bool filled;
-	size_t t;     /* the next place in P to load */
-	uint64_t *inq; /* the last loaded block's records, in order ... */
-	void **inq_data;
-	size_t ninq, inq_next, inq_cap; /* ... from inq_next on still to load */
-	uint64_t drawn;			/* records drawn */
-	uint64_t out;			/* their bytes (draws_skip) */
+	size_t t;	    /* the next place in P to load */
+	uint32_t inq_block; /* the last block loaded ... */
+	uint32_t inq_left;  /* ... and its tickets not in the pool yet */
+	uint32_t *cursor;   /* each block's records drawn */
+	uint64_t drawn;	    /* records drawn */
+	uint64_t out;	    /* their bytes (draws_skip) */
 	int (*loaded)(void *arg, uint64_t eb);
 	void *arg;
 };
@@ -93,25 +94,25 @@ struct mix_draws {
 int mix_draws_init(struct mix_draws *d, const struct mix_epoch *me,
 		   struct channel *ch, unsigned epoch);
 void mix_draws_free(struct mix_draws *d);
-/* The next record out: its number, its bytes (with data, NULL when not
- * read yet) and its slot, which mix_draw_refill() must be given next;
- * *got false at the end. */
-int mix_draw_pick(const struct mix_epoch *me, struct mix_draws *d,
-		  uint64_t *r, void **data, size_t *slot, bool *got);
+/* The next record out: its block, its number and its slot, which
+ * mix_draw_refill() must be given next; *got false at the end. */
+int mix_draw_pick(const struct mix_epoch *me, struct mix_draws *d, uint32_t *eb,
+		  uint64_t *r, size_t *slot, bool *got);
 int mix_draw_refill(const struct mix_epoch *me, struct mix_draws *d,
 		    size_t slot);
-/* Which record the next pick gives, without picking it (a filled,
+/* The block the next pick takes from, without picking (a filled,
  * non-empty pool). */
-uint64_t mix_draw_peek(const struct mix_draws *d);
-/* The slot the k-th pick after the next will take, when drawn already
- * (else NULL): a hint for prefetching. */
-const struct mix_slot *mix_draw_ahead(const struct mix_draws *d, unsigned k);
+uint32_t mix_draw_peek(const struct mix_draws *d);
+/* The block the k-th pick after the next takes from, when drawn already
+ * (else UINT32_MAX): a hint for prefetching. */
+uint32_t mix_draw_ahead(const struct mix_draws *d, unsigned k);
 /*
  * Draws up to byte target of the epoch: every record that ends at or
- * before it.  *cur gets the record target falls in (UINT64_MAX: none)
- * and *skip its bytes before target.
+ * before it, and the one target falls in, when it does (*begun: from
+ * *block, *skip of its bytes before target).
  */
 int mix_draws_skip(const struct mix_epoch *me, struct mix_draws *d,
-		   uint64_t target, uint64_t *cur, uint64_t *skip);
+		   uint64_t target, uint32_t *block, uint64_t *skip,
+		   bool *begun);
 
 #endif

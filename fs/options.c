@@ -852,6 +852,34 @@ static uint64_t auto_part_size(const struct fs_options *o)
 	return size;
 }
 
+/*
+ * The record shuffles' buffers come out of --cache-size: the cache gets
+ * what they leave, which must still be two parts.
+ */
+static int take_shuffle_buffers(struct parse_state *st)
+{
+	struct fs_options *o = st->o;
+	uint64_t sum = 0;
+	char a[32], b[32], c[32];
+
+	for (unsigned i = 0; i < o->nchannels; i++)
+		sum += (uint64_t)o->channels[i].shuffle_buffer;
+	if (!sum)
+		return 0;
+	if (o->cache.budget_bytes < sum ||
+	    o->cache.budget_bytes - sum < 2 * o->cache.block_size)
+		return options_fail(
+		    st, EINVAL,
+		    "--cache-size (%s) must hold the record shuffle's buffers "
+		    "(%s) and two parts (--part-size %s): raise --cache-size "
+		    "or lower --shuffle-buffer",
+		    opt_size_str(o->cache.budget_bytes, a, sizeof(a)),
+		    opt_size_str(sum, b, sizeof(b)),
+		    opt_size_str(o->cache.block_size, c, sizeof(c)));
+	o->cache.budget_bytes -= sum;
+	return 0;
+}
+
 void fs_options_init(struct fs_options *o)
 {
 	memset(o, 0, sizeof(*o));
@@ -945,6 +973,9 @@ static int finish_parse(struct parse_state *st, struct fuse_args *args)
 		return rc;
 	if (!o->part_size_given)
 		o->cache.block_size = auto_part_size(o);
+	rc = take_shuffle_buffers(st);
+	if (rc)
+		return rc;
 	if (o->cache.budget_bytes / 2 < o->cache.block_size)
 		return options_fail(
 		    st, EINVAL,

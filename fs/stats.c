@@ -48,7 +48,7 @@
  *           "writing" (false: read-only, another daemon's, or paused)},
  *    "channels": [{"name", "visible", "catalog": {"objects" (listed so
  *        far), "bytes" (what the listing and the plans hold, outside the
- *        budget)}, "epochs": [{"epoch", "file",
+ *        budget, and a record shuffle's index and pools)}, "epochs": [{"epoch", "file",
  *        "state" (open, done, error, closed), "handles",
  *        "bytes_delivered", "bytes_served", "total" (or null),
  *        "bytes_per_second", "opened_at", "done_at" (s since the mount, or

@@ -8,8 +8,10 @@
 # seed; batches mix objects; resume files (@record=K, @byte=B) read exactly
 # the tail of an uninterrupted read, found from the index with no read of
 # what comes before; the daemon holds about the buffer, not the epoch;
-# a malformed object fails the open with EIO and one line naming it; and
-# options that cannot go with it are refused at mount time.
+# the channel holds about the buffer and its index after an epoch of 8 MiB,
+# not the epoch; a malformed object fails the open with EIO and one line
+# naming it; and options that cannot go with it (or a buffer the cache
+# size cannot hold) are refused at mount time.
 . "$(cd "$(dirname "$0")/.." && pwd)/lib.sh"
 . "$S3PIPE_SRCDIR/tests/channels_lib.sh"
 channels_start
@@ -178,10 +180,10 @@ note "resumed recs_0 at 5 records and 4 bytes, lines_0 at one record"
 # ---- a resume deep in the epoch reads a few blocks, not what comes before:
 # on a fresh mount (the index made by a first open), the blocks fetched for
 # the first bytes of record K at 95 %, of the 12 the objects take (a small
-# cache: its prefetch window is a block or two) ----
+# cache, 256K beside the buffer: its prefetch window is a block or two) ----
 MP3=$(new_mountpoint mix3)
 idc "$TEST_TMP/idc3.json" recs:recs:application/x-recordio:5
-mount_ok --endpoint-url "$S3_URL" --part-size 64K --cache-size 256K --epochs 1 \
+mount_ok --endpoint-url "$S3_URL" --part-size 64K --cache-size 512K --epochs 1 \
 	--input-data-config "$TEST_TMP/idc3.json" "$MP3"
 k=$((n * 19 / 20))
 off=$(sed -n "$((k + 1))p" "$TEST_TMP/recs.offsets")
@@ -195,6 +197,53 @@ head -c 100 "$TEST_TMP/want" | cmp -s - "$TEST_TMP/got.head" || fail "recs_0@rec
 [ $((after - before)) -le 6 ] || fail "recs_0@record=$k: $((after - before)) blocks fetched for its first bytes"
 note "record $k of $n: $((after - before)) blocks fetched for its first 100 bytes"
 unmount "$MP3"
+
+# ---- memory: an epoch of 8 MiB of lines through a 256K buffer; what the
+# channel holds halfway (its index, 8 bytes a record and a block, and the
+# pool's peak) stays near the buffer, far below the epoch ----
+python3 - "$GEN/big" <<'PY' || fail "making the big objects failed"
+import os, sys
+os.makedirs(sys.argv[1])
+for o in range(4):
+    rows = b"".join(b"%d,%08d,%s\n" % (o, i, b"v" * (i % 40)) for i in range(80000))
+    open(os.path.join(sys.argv[1], "b%d.csv" % o), "wb").write(rows[:2 << 20].rsplit(b"\n", 1)[0] + b"\n")
+PY
+for f in "$GEN"/big/*; do s3_put data "big/${f##*/}" "$f"; done
+idc "$TEST_TMP/idc4.json" big:big:text/csv:9
+MP4=$(new_mountpoint mix4)
+mount_ok --endpoint-url "$S3_URL" --part-size 64K --input-data-config "$TEST_TMP/idc4.json" "$MP4"
+# (the channel's memory read halfway through the epoch, the reader open)
+python3 - "$MP4/big_0" "$MP4/.s3pipe-stats" "$TEST_TMP/big.0" >"$TEST_TMP/big.held" <<'PY' ||
+import json, sys
+src, stats, out = sys.argv[1:4]
+data = b""
+with open(src, "rb") as f:
+    while True:
+        b = f.read(1 << 16)
+        if not b:
+            break
+        data += b
+        if len(data) >= 4 << 20 and not hasattr(sys, "held"):
+            s = json.load(open(stats))
+            sys.held = [c for c in s["channels"] if c["name"] == "big"][0]["catalog"]["bytes"]
+open(out, "wb").write(data)
+print(sys.held)
+PY
+	fail "reading big_0 failed"
+big_records=$(cat "$GEN"/big/* | wc -l)
+assert_eq "$big_records" "$(wc -l <"$TEST_TMP/big.0")" "big_0's lines"
+epoch_bytes=$(stat -c %s "$TEST_TMP/big.0")
+held=$(cat "$TEST_TMP/big.held")
+blocks=0
+for f in "$GEN"/big/*; do blocks=$((blocks + ($(stat -c %s "$f") + 65535) / 65536)); done
+index=$(((big_records + blocks) * 8 + 4096))
+note "big_0: $epoch_bytes bytes, $big_records records; halfway the channel holds $held bytes (index $index, buffer 262144)"
+[ "$held" -gt "$index" ] || fail "big: the channel's memory ($held) does not count its pool"
+# (a buffer of 4 blocks: the blocks whose last records linger in the pool
+# keep a piece each; with 64 blocks or more it is within a few per cent)
+[ "$held" -le $((index + 3 * 262144)) ] ||
+	fail "big: the channel holds $held bytes halfway: more than its index ($index) and 3 x the buffer"
+unmount "$MP4"
 
 # ---- a malformed object: EIO at the open, one line naming it ----
 MPB=$(new_mountpoint bad)
@@ -223,6 +272,8 @@ M=$(mp); expect_mount_error "wrapped" "$M" "shuffle-buffer needs --record-wrappe
 	--shuffle-seed 1 --shuffle-buffer 1M "$M"
 M=$(mp); expect_mount_error "bad size" "$M" "shuffle-buffer must be a size" -- \
 	"$S3PIPE" "${E[@]}" x=s3://data/recs/ --content-type text/csv --shuffle-seed 1 --shuffle-buffer 12Q "$M"
+M=$(mp); expect_mount_error "no room" "$M" "must hold the record shuffle's buffers" -- \
+	"$S3PIPE" "${E[@]}" x=s3://data/recs/ --content-type text/csv --shuffle-seed 1 --shuffle-buffer 300M "$M"
 M=$(mp); expect_mount_error "in a config" "$M" "S3pipeBufferSize" -- \
 	"$S3PIPE" "${E[@]}" --input-data-config "$TEST_TMP/idc-bad.json" "$M"
 expect_mount_error_done
