@@ -889,7 +889,8 @@ static int plan_resumed(struct mix *mx)
  * orders the blocks to read from there; from then on the draws load with
  * their bytes.  *skip: bytes of the record begun there, already out.
  */
-static int mix_place(struct mix *mx, uint64_t first_read, uint64_t *skip)
+static int mix_place(struct mix *mx, uint64_t first_read, uint64_t first_record,
+		     uint64_t *skip)
 {
 	struct mix_draws *d = &mx->d;
 	int rc = 0;
@@ -897,14 +898,19 @@ static int mix_place(struct mix *mx, uint64_t first_read, uint64_t *skip)
 	*skip = 0;
 	/* (past the end: reads there find nothing) */
 	mx->pos = first_read;
-	if (first_read == 0) {
-		mx->order = mx->me.perm;
-		mx->norder = mx->me.nblocks;
-	} else {
+	if (first_record != UINT64_MAX) {
+		/* by record: the draws alone, then their bytes */
+		rc = mix_draws_skip_records(&mx->me, d, first_record);
+		mx->pos = mix_draws_bytes(&mx->me, d);
+	} else if (first_read) {
 		rc = mix_draws_skip(&mx->me, d, first_read, &mx->begun_block,
 				    skip, &mx->begun);
-		if (!rc)
-			rc = plan_resumed(mx);
+	}
+	if (!rc && mx->pos == 0) {
+		mx->order = mx->me.perm;
+		mx->norder = mx->me.nblocks;
+	} else if (!rc) {
+		rc = plan_resumed(mx);
 	}
 	d->loaded = mix_loaded;
 	d->arg = mx;
@@ -938,7 +944,8 @@ static int mix_begin(struct mix *mx, uint64_t skip)
 
 struct channel_stage *channel_mix_create(struct channel *ch,
 					 struct epoch_plan *plan,
-					 uint64_t first_read)
+					 uint64_t first_read,
+					 uint64_t first_record)
 {
 	const struct record_index *ix = record_index_get(ch);
 	uint64_t skip = 0;
@@ -968,7 +975,7 @@ struct channel_stage *channel_mix_create(struct channel *ch,
 		rc = mx->block && mx->bufs ? 0 : ENOMEM;
 	}
 	if (!rc)
-		rc = mix_place(mx, first_read, &skip);
+		rc = mix_place(mx, first_read, first_record, &skip);
 	if (!rc) {
 		mx->stream =
 		    cache_stream_create_plan(ch->cache, mix_refill, mx);

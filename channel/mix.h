@@ -68,15 +68,14 @@ uint64_t record_out_len(const struct record_index *ix, size_t e, uint64_t r);
 /*
  * The stage serving epoch (plan: its shared plan, whose order is this
  * host's share of the objects; it must outlive the stage), its first read
- * at byte first_read.  NULL and errno.
+ * at byte first_read, or at the start of record first_record when that is
+ * not UINT64_MAX (its position() then says where that is).  NULL and
+ * errno.
  */
 struct channel_stage *channel_mix_create(struct channel *ch,
 					 struct epoch_plan *plan,
-					 uint64_t first_read);
-/* Where record K of plan's epoch begins (the end when it has fewer): 0,
- * or an errno. */
-int channel_mix_record_offset(struct channel *ch, struct epoch_plan *plan,
-			      uint64_t record, uint64_t *offset);
+					 uint64_t first_read,
+					 uint64_t first_record);
 /* The epoch's bytes: its objects' and a '\n' for each open last line. */
 int channel_mix_epoch_size(struct channel *ch, struct epoch_plan *plan,
 			   uint64_t *size);

@@ -273,6 +273,28 @@ nomem:
 
 /* ---- the draws ---- */
 
+/*
+ * A value uniform in [0, m) from rng (m >= 1), by a multiplication:
+ * x = next(), then x * m >> 64, drawing again while the low 64 bits of
+ * x * m are below 2^64 mod m (Lemire's method: exact, and with no division
+ * but in the rare case).
+ */
+static uint64_t draw_below(struct channel_rng *rng, uint64_t m)
+{
+	unsigned __int128 p = (unsigned __int128)channel_rng_next(rng) * m;
+	uint64_t low = (uint64_t)p;
+
+	if (low < m) {
+		uint64_t floor = (0 - m) % m;
+
+		while (low < floor) {
+			p = (unsigned __int128)channel_rng_next(rng) * m;
+			low = (uint64_t)p;
+		}
+	}
+	return (uint64_t)(p >> 64);
+}
+
 /* The next ticket loaded into the pool (a block's, one a record it
  * loads): false when none is left. */
 static int next_loaded(const struct mix_epoch *me, struct mix_draws *d,
@@ -342,7 +364,7 @@ static void draw_ahead(struct mix_draws *d)
 {
 	while (d->nahead < MIX_AHEAD && d->left > d->nahead) {
 		d->ahead[(d->ahead_at + d->nahead) % MIX_AHEAD] =
-		    (size_t)channel_rng_below(&d->rng, d->npool);
+		    (size_t)draw_below(&d->rng, d->npool);
 		d->nahead++;
 	}
 }
@@ -363,7 +385,7 @@ int mix_draw_pick(const struct mix_epoch *me, struct mix_draws *d, uint32_t *eb,
 		d->ahead_at = (d->ahead_at + 1) % MIX_AHEAD;
 		d->nahead--;
 	} else {
-		*slot = (size_t)channel_rng_below(&d->rng, d->npool);
+		*slot = (size_t)draw_below(&d->rng, d->npool);
 	}
 	*eb = d->pool[*slot];
 	*r = me->own_lo[*eb] + d->cursor[*eb]++;
@@ -390,7 +412,7 @@ uint32_t mix_draw_peek(const struct mix_draws *d)
 
 	if (d->nahead)
 		return d->pool[d->ahead[d->ahead_at]];
-	return d->pool[channel_rng_below(&rng, d->npool)];
+	return d->pool[draw_below(&rng, d->npool)];
 }
 
 uint32_t mix_draw_ahead(const struct mix_draws *d, unsigned k)
@@ -441,34 +463,38 @@ int mix_draws_skip(const struct mix_epoch *me, struct mix_draws *d,
 	return 0;
 }
 
-int channel_mix_record_offset(struct channel *ch, struct epoch_plan *plan,
-			      uint64_t record, uint64_t *offset)
+int mix_draws_skip_records(const struct mix_epoch *me, struct mix_draws *d,
+			   uint64_t records)
 {
-	const struct record_index *ix = record_index_get(ch);
-	struct mix_epoch me;
-	struct mix_draws d;
-	int rc;
-
-	if (!ix)
-		return errno;
-	rc = mix_epoch_init(&me, ch, ix, plan);
-	if (rc)
-		return rc;
-	rc = mix_draws_init(&d, &me, ch, plan->epoch);
-	while (!rc && d.drawn < record) {
+	while (d->drawn < records) {
 		uint64_t r;
 		uint32_t eb;
 		bool got;
+		int rc = draw(me, d, &r, &eb, &got);
 
-		rc = draw(&me, &d, &r, &eb, &got);
 		if (rc || !got)
-			break;
-		d.out += record_out_len(ix, me.objs[me.obj_of[eb]], r);
+			return rc;
 	}
-	*offset = d.out;
-	mix_draws_free(&d);
-	mix_epoch_free(&me);
-	return rc;
+	return 0;
+}
+
+uint64_t mix_draws_bytes(const struct mix_epoch *me, const struct mix_draws *d)
+{
+	const struct record_index *ix = me->ix;
+	uint64_t bytes = 0;
+
+	for (size_t eb = 0; eb < me->nblocks; eb++) {
+		uint64_t lo = me->own_lo[eb], c = d->cursor[eb], last;
+		size_t e = me->objs[me->obj_of[eb]];
+
+		if (!c)
+			continue;
+		/* records [lo, lo + c) of one object: a run of its bytes */
+		last = lo + c - 1;
+		bytes += ix->start[last] + record_out_len(ix, e, last) -
+			 ix->start[lo];
+	}
+	return bytes;
 }
 
 int channel_mix_epoch_size(struct channel *ch, struct epoch_plan *plan,

@@ -114,5 +114,11 @@ uint32_t mix_draw_ahead(const struct mix_draws *d, unsigned k);
 int mix_draws_skip(const struct mix_epoch *me, struct mix_draws *d,
 		   uint64_t target, uint32_t *block, uint64_t *skip,
 		   bool *begun);
+/* Draws the first records records (all there are, when fewer), keys
+ * only: no length looked up. */
+int mix_draws_skip_records(const struct mix_epoch *me, struct mix_draws *d,
+			   uint64_t records);
+/* The bytes of the records drawn so far (from each block's cursor). */
+uint64_t mix_draws_bytes(const struct mix_epoch *me, const struct mix_draws *d);
 
 #endif

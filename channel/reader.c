@@ -43,6 +43,9 @@ struct channel_reader {
 	 * carry_next on */
 	char *carry;
 	uint64_t carry_start, carry_next, carry_end;
+	/* the record shuffle's first record, for the next stack built
+	 * (UINT64_MAX: at a byte) */
+	uint64_t first_record;
 };
 
 /*
@@ -61,7 +64,8 @@ static int stack_build(struct channel_reader *r, uint64_t first_read)
 	struct channel_converter *cv;
 
 	if (ch->spec->shuffle_buffer)
-		bottom = channel_mix_create(ch, r->plan, first_read);
+		bottom = channel_mix_create(ch, r->plan, first_read,
+					    r->first_record);
 	else if (ch->spec->compression == CHANNEL_COMPRESSION_GZIP)
 		bottom = channel_gzip_create(
 		    ch->cache, r->stream, ch->spec->name,
@@ -206,6 +210,7 @@ static struct channel_reader *reader_open(struct channel *ch, unsigned epoch,
 		goto nomem;
 	r->ch = ch;
 	r->epoch = epoch;
+	r->first_record = UINT64_MAX;
 	pthread_mutex_lock(&ch->lock);
 	if (!ch->any_opened || epoch > ch->opened)
 		ch->opened = epoch;
@@ -513,18 +518,21 @@ struct channel_reader *channel_reader_open_record(struct channel *ch,
 		return NULL;
 	}
 	if (ch->spec->shuffle_buffer) {
-		/* drawn from the index: where record K begins, then there */
+		/* drawn from the index up to record K: the stage says where
+		 * it begins */
 		r = channel_reader_open(ch, epoch);
 		if (!r)
 			return NULL;
-		rc = channel_mix_record_offset(ch, r->plan, record, start);
-		if (!rc)
-			rc = stack_seek(r, *start);
+		stack_close(r);
+		r->first_record = record;
+		rc = stack_open(r, 0);
+		r->first_record = UINT64_MAX;
 		if (rc) {
 			channel_reader_close(r);
 			errno = rc;
 			return NULL;
 		}
+		*start = r->top->ops->position(r->top);
 		return r;
 	}
 	if (ch->framed && starts_from_index(ch)) {
