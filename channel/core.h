@@ -156,6 +156,9 @@ void plan_order_keep(struct channel *ch, const struct epoch_plan *p,
 
 /* ---- start.c: listings kept beside the disk tier (--cache-dir) ---- */
 
+/* Where the channel's listing is kept (malloc'd; files beside it share
+ * its name), NULL when nowhere (no --cache-dir). */
+char *saved_listing_path(const struct channel *ch, bool make_dir);
 /* With --listing-ttl, the listing saved for a key-order epoch, open at its
  * start; NULL: list S3. */
 struct cache_listing_file *saved_listing_open(struct channel *ch,

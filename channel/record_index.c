@@ -9,17 +9,25 @@
  * at or after the block's start), which is all the shuffle needs to know
  * where each record lies and how long it is without reading it.  The pass
  * runs once per channel, on the first open of a record-shuffled epoch,
- * and its cost (one read of the channel) is logged.
+ * and its cost (one read of the channel) is logged.  With --cache-dir the
+ * index is saved beside the channel's saved listing (its name and
+ * ".records"), and a later mount takes it instead of reading the channel
+ * again, when every object is the one it measured (key, ETag and size).
  */
 #include "config.h"
 
 #include "channel/mix.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
+#include <zlib.h>
 
 #include "cache/catalog.h"
 #include "channel/core.h"
@@ -340,15 +348,206 @@ static int index_build(struct channel *ch, struct record_index **out)
 	return 0;
 }
 
+/* ---- the index saved beside the listing ----
+ *
+ * "S3PRIDX1", then u64s: the record format, the entries, the records; per
+ * entry its size, an id of its key and ETag (FNV-1a) and its first
+ * record; the open-end words; each record's start; then a crc32 of all
+ * that (u32).  Host byte order: a file from another kind of host fails
+ * its check and the channel is read again.
+ */
+
+#define INDEX_MAGIC "S3PRIDX1"
+
+static uint64_t entry_id(const struct cache_catalog *cat, uint32_t e)
+{
+	char key[CACHE_KEY_MAX + 1], etag[CACHE_ETAG_MAX + 1];
+	uint64_t h = 0xcbf29ce484222325ULL;
+	size_t n = cache_catalog_key(cat, e, key, sizeof(key));
+
+	cache_catalog_etag(cat, e, etag, sizeof(etag));
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ (unsigned char)key[i]) * 0x100000001b3ULL;
+	h = (h ^ 0) * 0x100000001b3ULL;
+	for (const char *c = etag; *c; c++)
+		h = (h ^ (unsigned char)*c) * 0x100000001b3ULL;
+	return h;
+}
+
+static char *index_path(const struct channel *ch, bool make_dir)
+{
+	char *listing = saved_listing_path(ch, make_dir), *path = NULL;
+
+	if (listing && asprintf(&path, "%s.records", listing) < 0)
+		path = NULL;
+	free(listing);
+	return path;
+}
+
+static int put_all(FILE *f, uLong *crc, const void *p, size_t len)
+{
+	*crc = crc32_z(*crc, p, len);
+	return fwrite(p, 1, len, f) == len ? 0 : EIO;
+}
+
+/* Saves ix beside the listing (a temporary file renamed over it). */
+static void index_save(struct channel *ch, const struct record_index *ix)
+{
+	char *path = index_path(ch, true), *tmp = NULL;
+	uLong crc = crc32(0, NULL, 0);
+	uint64_t head[3];
+	uint32_t c32;
+	FILE *f;
+	int rc = 0;
+
+	if (!path || asprintf(&tmp, "%s.tmp", path) < 0) {
+		free(path);
+		return;
+	}
+	f = fopen(tmp, "wb");
+	head[0] = (uint64_t)channel_record_format(ch->spec);
+	head[1] = ix->entries;
+	head[2] = ix->records;
+	rc = f ? put_all(f, &crc, INDEX_MAGIC, 8) : errno;
+	if (!rc)
+		rc = put_all(f, &crc, head, sizeof(head));
+	for (size_t e = 0; !rc && e < ix->entries; e++) {
+		uint64_t ent[3] = {ix->sizes[e],
+				   entry_id(ch->catalog, (uint32_t)e),
+				   ix->first[e]};
+
+		rc = put_all(f, &crc, ent, sizeof(ent));
+	}
+	if (!rc)
+		rc = put_all(f, &crc, ix->open_end,
+			     (ix->entries / 64 + 1) * sizeof(uint64_t));
+	if (!rc)
+		rc =
+		    put_all(f, &crc, ix->start, ix->records * sizeof(uint64_t));
+	c32 = (uint32_t)crc;
+	if (!rc && fwrite(&c32, sizeof(c32), 1, f) != 1)
+		rc = EIO;
+	if (f && (fflush(f) || fsync(fileno(f))))
+		rc = EIO;
+	if (f && fclose(f))
+		rc = EIO;
+	if (!rc && rename(tmp, path))
+		rc = errno;
+	if (rc) {
+		util_warn("channel '%s': cannot save its record index in %s",
+			  ch->spec->name, path);
+		unlink(tmp);
+	}
+	free(tmp);
+	free(path);
+}
+
+static int get_all(const char **at, const char *end, void *p, size_t len)
+{
+	if ((size_t)(end - *at) < len)
+		return EINVAL;
+	memcpy(p, *at, len);
+	*at += len;
+	return 0;
+}
+
+/* The index saved beside the listing, when it is whole and every entry
+ * is the one it measured: 0 with *out, else an errno (ENOENT: none). */
+static int index_load(struct channel *ch, struct record_index **out)
+{
+	char *path = index_path(ch, false), *data = NULL;
+	const char *at, *end;
+	struct record_index *ix = NULL;
+	uint64_t head[3];
+	uint32_t c32;
+	struct stat sb;
+	int fd, rc = ENOENT;
+
+	fd = path ? open(path, O_RDONLY | O_CLOEXEC) : -1;
+	free(path);
+	if (fd < 0)
+		return ENOENT;
+	if (fstat(fd, &sb) || sb.st_size < 8 + 24 + 4 ||
+	    !(data = malloc((size_t)sb.st_size)) ||
+	    read(fd, data, (size_t)sb.st_size) != sb.st_size)
+		goto out;
+	rc = EINVAL;
+	end = data + sb.st_size - 4;
+	memcpy(&c32, end, 4);
+	if (memcmp(data, INDEX_MAGIC, 8) ||
+	    (uint32_t)crc32_z(crc32(0, NULL, 0), (const Bytef *)data,
+			      (size_t)(end - data)) != c32)
+		goto out;
+	at = data + 8;
+	if (get_all(&at, end, head, sizeof(head)) ||
+	    head[0] != (uint64_t)channel_record_format(ch->spec))
+		goto out;
+	ix = index_alloc(ch);
+	if (!ix || head[1] != ix->entries)
+		goto out;
+	for (size_t e = 0; e < ix->entries; e++) {
+		uint64_t ent[3];
+
+		if (get_all(&at, end, ent, sizeof(ent)) ||
+		    ent[0] != ix->sizes[e] ||
+		    ent[1] != entry_id(ch->catalog, (uint32_t)e) ||
+		    ent[2] > head[2])
+			goto out;
+		ix->first[e] = ent[2];
+	}
+	ix->first[ix->entries] = head[2];
+	ix->records = head[2];
+	if (head[2] > (uint64_t)(end - at) / sizeof(uint64_t))
+		goto out;
+	ix->start = malloc((head[2] ? head[2] : 1) * sizeof(uint64_t));
+	if (!ix->start ||
+	    get_all(&at, end, ix->open_end,
+		    (ix->entries / 64 + 1) * sizeof(uint64_t)) ||
+	    get_all(&at, end, ix->start, head[2] * sizeof(uint64_t)) ||
+	    at != end)
+		goto out;
+	/* (what the pass would have made: starts in order within their
+	 * objects, firsts in order) */
+	for (size_t e = 0; e < ix->entries; e++) {
+		if (ix->first[e] > ix->first[e + 1])
+			goto out;
+		for (uint64_t r = ix->first[e]; r < ix->first[e + 1]; r++)
+			if (ix->start[r] >= ix->sizes[e] ||
+			    (r > ix->first[e] &&
+			     ix->start[r] <= ix->start[r - 1]))
+				goto out;
+	}
+	rc = index_blocks(ix);
+	if (!rc)
+		rc = index_check(ch, ix);
+out:
+	if (fd >= 0)
+		close(fd);
+	free(data);
+	if (rc)
+		record_index_destroy(ix);
+	else
+		*out = ix;
+	return rc;
+}
+
 const struct record_index *record_index_get(struct channel *ch)
 {
 	int rc;
 
 	pthread_mutex_lock(&ch->records_lock);
+	if (!ch->records && !ch->records_error &&
+	    index_load(ch, &ch->records) == 0)
+		util_info("channel '%s': took its record index (%llu records) "
+			  "from beside its saved listing",
+			  ch->spec->name,
+			  (unsigned long long)ch->records->records);
 	if (!ch->records && !ch->records_error) {
 		rc = index_build(ch, &ch->records);
 		if (rc)
 			ch->records_error = rc;
+		else
+			index_save(ch, ch->records);
 	}
 	rc = ch->records_error;
 	pthread_mutex_unlock(&ch->records_lock);

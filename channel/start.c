@@ -75,7 +75,7 @@ static int start_listing(struct channel *ch, char *err, size_t errlen)
 
 /* Where the channel's listing is kept (malloc'd), NULL when nowhere: a
  * folder of its own beside the disk tier's blocks. */
-static char *saved_listing_path(const struct channel *ch, bool make_dir)
+char *saved_listing_path(const struct channel *ch, bool make_dir)
 {
 	char name[48], msg[128];
 	char *dir = NULL, *path = NULL;

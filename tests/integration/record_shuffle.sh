@@ -9,6 +9,8 @@
 # the tail of an uninterrupted read, found from the index with no read of
 # what comes before; the daemon holds about the buffer, not the epoch;
 # the channel holds about the buffer and its index after an epoch of 8 MiB,
+# its index is saved with --cache-dir and taken by the next mount unless an
+# object changed,
 # not the epoch; a malformed object fails the open with EIO and one line
 # naming it; and options that cannot go with it (or a buffer the cache
 # size cannot hold) are refused at mount time.
@@ -244,6 +246,42 @@ note "big_0: $epoch_bytes bytes, $big_records records; halfway the channel holds
 [ "$held" -le $((index + 3 * 262144)) ] ||
 	fail "big: the channel holds $held bytes halfway: more than its index ($index) and 3 x the buffer"
 unmount "$MP4"
+
+# ---- the index saved beside the listing (--cache-dir): a second mount
+# takes it and reads no object before its first byte (the same bytes); an
+# object replaced makes it read the channel again ----
+CD=$TEST_TMP/cachedir
+mkdir -p "$CD"
+for round in 1 2 3; do
+	MP5=$(new_mountpoint "mix5-$round")
+	LOG5=$TEST_TMP/saved-$round.log
+	mount_fg "$LOG5" --endpoint-url "$S3_URL" --part-size 64K --cache-dir "$CD" --cache-dir-size 64M \
+		--input-data-config "$TEST_TMP/idc.json" "$MP5"
+	tcat "$MP5/recs_0" >"$TEST_TMP/recs.saved" || fail "reading recs_0 with --cache-dir failed"
+	case $round in
+	1)
+		assert_file_eq "$TEST_TMP/recs.0" "$TEST_TMP/recs.saved" "recs_0 with --cache-dir"
+		grep -q "channel 'recs': indexed 2957 records" "$LOG5" || fail "round 1: no index made"
+		ls "$CD"/*/*.records >/dev/null 2>&1 || fail "no index saved in $CD: $(ls -R "$CD" | head)"
+		;;
+	2)
+		assert_file_eq "$TEST_TMP/recs.0" "$TEST_TMP/recs.saved" "recs_0 from the saved index"
+		grep -q "channel 'recs': took its record index (2957 records)" "$LOG5" ||
+			fail "round 2: the saved index was not taken: $(grep recs "$LOG5" | head -3)"
+		grep -q "indexed" "$LOG5" && fail "round 2: the channel was read again"
+		# (an object replaced: another ETag and size)
+		printf '\x0a\x23\xd7\xce\x03\x00\x00\x00new\x00' >"$TEST_TMP/r9.rec"
+		cat "$GEN/recs/r5.rec" "$TEST_TMP/r9.rec" >"$TEST_TMP/r5.new"
+		s3_put data recs/r5.rec "$TEST_TMP/r5.new"
+		;;
+	3)
+		grep -q "channel 'recs': indexed 2958 records" "$LOG5" ||
+			fail "round 3: an object changed, the index was not made again: $(grep recs "$LOG5" | head -3)"
+		s3_put data recs/r5.rec "$GEN/recs/r5.rec"
+		;;
+	esac
+	unmount "$MP5"
+done
 
 # ---- a malformed object: EIO at the open, one line naming it ----
 MPB=$(new_mountpoint bad)
