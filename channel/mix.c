@@ -630,7 +630,8 @@ static void buffer_passed(struct mix *mx, uint32_t eb, uint64_t len)
 static int next_record(struct mix *mx, bool *got)
 {
 	const struct record_index *ix = mx->me.ix;
-	uint32_t eb, soon;
+	const uint32_t *far, *near;
+	uint32_t eb;
 	size_t slot, e;
 	uint64_t r;
 	int rc = mix_draw_pick(&mx->me, &mx->d, &eb, &r, &slot, got);
@@ -638,10 +639,14 @@ static int next_record(struct mix *mx, bool *got)
 	if (rc || !*got)
 		return rc;
 	/* a buffer's next record, far apart from the last one out: the
-	 * next picks' are fetched ahead */
-	soon = mix_draw_ahead(&mx->d, 8);
-	if (soon != UINT32_MAX && mx->bufs[soon].chunks) {
-		const struct block_buf *sb = &mx->bufs[soon];
+	 * slots of the picks a little further on are fetched ahead, and the
+	 * records of those nearer */
+	far = mix_draw_ahead(&mx->d, MIX_AHEAD - 2);
+	if (far)
+		__builtin_prefetch(far);
+	near = mix_draw_ahead(&mx->d, 6);
+	if (near && mx->bufs[*near].chunks) {
+		const struct block_buf *sb = &mx->bufs[*near];
 		const char *at =
 		    sb->tail ? sb->tail + (sb->off - sb->tail_at)
 			     : sb->chunks[sb->off / CHUNK] + sb->off % CHUNK;

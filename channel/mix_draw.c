@@ -415,10 +415,10 @@ uint32_t mix_draw_peek(const struct mix_draws *d)
 	return d->pool[draw_below(&rng, d->npool)];
 }
 
-uint32_t mix_draw_ahead(const struct mix_draws *d, unsigned k)
+const uint32_t *mix_draw_ahead(const struct mix_draws *d, unsigned k)
 {
-	return k < d->nahead ? d->pool[d->ahead[(d->ahead_at + k) % MIX_AHEAD]]
-			     : UINT32_MAX;
+	return k < d->nahead ? &d->pool[d->ahead[(d->ahead_at + k) % MIX_AHEAD]]
+			     : NULL;
 }
 
 /* The next record out and its block, its slot refilled (counting only). */

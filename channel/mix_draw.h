@@ -103,9 +103,10 @@ int mix_draw_refill(const struct mix_epoch *me, struct mix_draws *d,
 /* The block the next pick takes from, without picking (a filled,
  * non-empty pool). */
 uint32_t mix_draw_peek(const struct mix_draws *d);
-/* The block the k-th pick after the next takes from, when drawn already
- * (else UINT32_MAX): a hint for prefetching. */
-uint32_t mix_draw_ahead(const struct mix_draws *d, unsigned k);
+/* The pool slot the k-th pick after the next takes, when drawn already
+ * (else NULL): a hint for prefetching (the slot, then its block's
+ * bytes). */
+const uint32_t *mix_draw_ahead(const struct mix_draws *d, unsigned k);
 /*
  * Draws up to byte target of the epoch: every record that ends at or
  * before it, and the one target falls in, when it does (*begun: from
