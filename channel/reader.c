@@ -190,24 +190,33 @@ static int stack_seek(struct channel_reader *r, uint64_t offset)
 	return rc == EINVAL ? 0 : rc;
 }
 
-/* How a reader starts: at the epoch's shared stream, or on a plan of its
- * own placed by the shared plan's index at a byte or at an entry. */
-enum reader_start { START_SHARED, START_AT_BYTE, START_AT_ENTRY };
+/* How a reader starts: at the epoch's shared stream, on a plan of its
+ * own placed by the shared plan's index at a byte or at an entry, or on a
+ * plan of its own the caller made (START_ON_PLAN). */
+enum reader_start {
+	START_SHARED,
+	START_AT_BYTE,
+	START_AT_ENTRY,
+	START_ON_PLAN
+};
 
 /*
- * A reader of epoch, its first read at offset (START_SHARED, START_AT_BYTE)
- * or at entry *entry (START_AT_ENTRY: *offset then says where), over the
- * epoch's shared stream or a plan of its own (plan_create_from()).
+ * A reader of epoch, its first read at offset (START_SHARED, START_AT_BYTE,
+ * START_ON_PLAN) or at entry *entry (START_AT_ENTRY: *offset then says
+ * where), over the epoch's shared stream or a plan of its own
+ * (plan_create_from(), or given: the reader takes it, on failure too).
  */
 static struct channel_reader *reader_open(struct channel *ch, unsigned epoch,
 					  enum reader_start how,
-					  uint64_t *offset, size_t entry)
+					  uint64_t *offset, size_t entry,
+					  struct epoch_plan *given)
 {
 	struct channel_reader *r = calloc(1, sizeof(*r));
 	int rc;
 
 	if (!r)
 		goto nomem;
+	r->private_plan = given;
 	r->ch = ch;
 	r->epoch = epoch;
 	r->first_record = UINT64_MAX;
@@ -219,8 +228,8 @@ static struct channel_reader *reader_open(struct channel *ch, unsigned epoch,
 	r->plan = plan_get(ch, epoch, true, NULL);
 	if (!r->plan)
 		goto nomem;
-	r->stream = r->plan->stream;
-	if (how != START_SHARED) {
+	r->stream = given ? given->stream : r->plan->stream;
+	if (how == START_AT_BYTE || how == START_AT_ENTRY) {
 		uint64_t start;
 
 		r->private_plan = plan_create_from(
@@ -241,6 +250,8 @@ static struct channel_reader *reader_open(struct channel *ch, unsigned epoch,
 nomem:
 	rc = ENOMEM;
 fail:
+	if (r && given)
+		r->private_plan = NULL; /* (given stays the caller's) */
 	channel_reader_close(r);
 	errno = rc == EIO ? EIO : ENOMEM;
 	return NULL;
@@ -257,7 +268,7 @@ static bool starts_from_index(const struct channel *ch)
 struct channel_reader *channel_reader_open_at(struct channel *ch,
 					      unsigned epoch, uint64_t offset)
 {
-	return reader_open(ch, epoch, START_SHARED, &offset, 0);
+	return reader_open(ch, epoch, START_SHARED, &offset, 0, NULL);
 }
 
 struct channel_reader *channel_reader_open_from(struct channel *ch,
@@ -268,7 +279,7 @@ struct channel_reader *channel_reader_open_from(struct channel *ch,
 	return reader_open(ch, epoch,
 			   offset && starts_from_index(ch) ? START_AT_BYTE
 							   : START_SHARED,
-			   &offset, 0);
+			   &offset, 0, NULL);
 }
 
 struct channel_reader *channel_reader_open(struct channel *ch, unsigned epoch)
@@ -465,22 +476,26 @@ static int record_scan(struct channel_reader *r, uint64_t target,
  * header of the target'th object segment that starts its object, found
  * from a stream of the epoch's own (its listing's pages, or the catalog:
  * no GET), whose passed segments a hold lets go.  0 with *start (the
- * epoch's end when it has fewer records), or an errno.
+ * epoch's end when it has fewer records), that plan (*plan, for the reader
+ * to read on: nothing is listed twice) and its hold, kept at the segment
+ * before *start until the reader is made; or an errno.
  */
 static int record_walk(struct channel *ch, unsigned epoch, uint64_t target,
-		       uint64_t *start)
+		       uint64_t *start, struct epoch_plan **plan,
+		       struct cache_hold **held)
 {
 	struct epoch_plan *p = plan_create(ch, epoch, false);
 	struct cache_hold *hold = p ? cache_hold_create(p->stream, 0) : NULL;
 	struct cache_segment_info info;
 	uint64_t records = 0, end = 0;
+	size_t idx;
 	int rc = 0;
 
 	if (!hold) {
 		plan_destroy(p);
 		return ENOMEM;
 	}
-	for (size_t idx = 0;; idx++) {
+	for (idx = 0;; idx++) {
 		rc = cache_stream_segment(p->stream, idx, &info);
 		if (rc == ENODATA) {
 			*start = end; /* fewer records: the end */
@@ -500,9 +515,16 @@ static int record_walk(struct channel *ch, unsigned epoch, uint64_t target,
 		if (idx % 1024 == 0)
 			cache_hold_move(hold, idx);
 	}
-	cache_hold_release(hold);
-	plan_destroy(p);
-	return rc == ENODATA ? 0 : rc;
+	if (rc) {
+		cache_hold_release(hold);
+		plan_destroy(p);
+		return rc;
+	}
+	/* (the header before the object: the segment before it) */
+	cache_hold_move(hold, idx ? idx - 1 : 0);
+	*plan = p;
+	*held = hold;
+	return 0;
 }
 
 struct channel_reader *channel_reader_open_record(struct channel *ch,
@@ -538,18 +560,26 @@ struct channel_reader *channel_reader_open_record(struct channel *ch,
 	if (ch->framed && starts_from_index(ch)) {
 		/* each entry one record: record K begins entry K */
 		*start = 0;
-		return reader_open(ch, epoch, START_AT_ENTRY, start,
-				   record > SIZE_MAX ? SIZE_MAX
-						     : (size_t)record);
+		return reader_open(
+		    ch, epoch, START_AT_ENTRY, start,
+		    record > SIZE_MAX ? SIZE_MAX : (size_t)record, NULL);
 	}
 	if (ch->framed && channel_bytes_as_stored(ch) &&
 	    ch->spec->data_type == CHANNEL_S3_PREFIX) {
-		rc = record_walk(ch, epoch, record, start);
+		struct epoch_plan *walked;
+		struct cache_hold *hold;
+
+		rc = record_walk(ch, epoch, record, start, &walked, &hold);
 		if (rc) {
 			errno = rc;
 			return NULL;
 		}
-		return channel_reader_open_at(ch, epoch, *start);
+		/* on the walk's own stream, listed to there already */
+		r = reader_open(ch, epoch, START_ON_PLAN, start, 0, walked);
+		cache_hold_release(hold);
+		if (!r)
+			plan_destroy(walked);
+		return r;
 	}
 	r = channel_reader_open(ch, epoch);
 	if (!r)
