@@ -48,16 +48,14 @@
  *           "writing" (false: read-only, another daemon's, or paused)},
  *    "channels": [{"name", "visible", "catalog": {"objects" (listed so
  *        far), "bytes" (what the listing and the plans hold, outside the
- *        budget, and a record shuffle's index and pools)}, "epochs": [{"epoch", "file",
- *        "state" (open, done, error, closed), "handles",
- *        "bytes_delivered", "bytes_served", "total" (or null),
- *        "bytes_per_second", "opened_at", "done_at" (s since the mount, or
- *        null), "read_errors"}, ...], "tree": null for a Pipe channel,
- *        for a FastFile one {"files", "opens", "opens_prefetched" (opens
- *        of a file the order followed had prefetched), "orders" (order
- *        files taken), "prefetched" (files prefetched along them),
- *        "released" (files along the order no open took, given up once
- *        the opens went a window past them)}}, ...]}
+ *        budget, and a record shuffle's index and pools)}, "epochs": [{"epoch",
+ * "file", "state" (open, done, error, closed), "handles", "bytes_delivered",
+ * "bytes_served", "total" (or null), "bytes_per_second", "opened_at", "done_at"
+ * (s since the mount, or null), "read_errors"}, ...], "tree": null for a Pipe
+ * channel, for a FastFile one {"files", "opens", "opens_prefetched" (opens of a
+ * file the order followed had prefetched), "orders" (order files taken),
+ * "prefetched" (files prefetched along them), "released" (files along the order
+ * no open took, given up once the opens went a window past them)}}, ...]}
  *
  * --stats-interval: a thread started once the mount serves and stopped
  * before teardown logs one line per interval in which something was read
@@ -66,6 +64,7 @@
 #include "config.h"
 
 #include "fs/stats.h"
+#include "fs/stats_doc.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -468,61 +467,34 @@ static bool put(json_t *obj, const char *key, json_t *value)
 	return value && json_object_set_new(obj, key, value) == 0;
 }
 
-static bool put_u64(json_t *obj, const char *key, uint64_t v)
-{
-	return put(
-	    obj, key,
-	    json_integer(v > (uint64_t)LLONG_MAX ? LLONG_MAX : (json_int_t)v));
-}
-
 static json_t *epoch_json(struct fs_stats *s, struct epoch_copy *c)
 {
 	json_t *o = json_object();
 	char file[FS_CHANNEL_NAME_MAX + 16];
+	uint64_t counts[EPOCH_COUNTS];
 
 	find_total(s, c);
 	snprintf(file, sizeof(file), "%s_%u", s->st->channels[c->channel].name,
 		 c->epoch);
-	if (o && put_u64(o, "epoch", c->epoch) &&
-	    put(o, "file", json_string(file)) &&
-	    put(o, "state", json_string(state_of(c))) &&
-	    put_u64(o, "handles", c->handles) &&
-	    put_u64(o, "bytes_delivered", c->delivered) &&
-	    put_u64(o, "bytes_served", c->served) &&
-	    put(o, "total",
+	counts[EPOCH_EPOCH] = c->epoch;
+	counts[EPOCH_HANDLES] = c->handles;
+	counts[EPOCH_DELIVERED] = c->delivered;
+	counts[EPOCH_SERVED] = c->served;
+	counts[EPOCH_RATE] = (uint64_t)(c->rate + 0.5);
+	counts[EPOCH_ERRORS] = c->errors;
+	if (o && stats_group_put(&stats_epoch, o, counts) &&
+	    put(o, STATS_KEY_FILE, json_string(file)) &&
+	    put(o, STATS_KEY_STATE, json_string(state_of(c))) &&
+	    put(o, STATS_KEY_TOTAL,
 		c->total ? json_integer((json_int_t)(c->total - 1))
 			 : json_null()) &&
-	    put_u64(o, "bytes_per_second", (uint64_t)(c->rate + 0.5)) &&
-	    put(o, "opened_at", json_real(seconds(c->opened_ns))) &&
-	    put(o, "done_at",
-		c->end ? json_real(seconds(c->end_ns)) : json_null()) &&
-	    put_u64(o, "read_errors", c->errors))
+	    put(o, STATS_KEY_OPENED_AT, json_real(seconds(c->opened_ns))) &&
+	    put(o, STATS_KEY_DONE_AT,
+		c->end ? json_real(seconds(c->end_ns)) : json_null()))
 		return o;
 	json_decref(o);
 	return NULL;
 }
-
-/* A key for each count. */
-struct count {
-	const char *key;
-	uint64_t value;
-};
-
-/* An object of counts; NULL on ENOMEM. */
-static json_t *counts_json(const struct count *counts, size_t n)
-{
-	json_t *o = json_object();
-
-	for (size_t i = 0; o && i < n; i++) {
-		if (!put_u64(o, counts[i].key, counts[i].value)) {
-			json_decref(o);
-			o = NULL;
-		}
-	}
-	return o;
-}
-
-#define COUNT_OF(a) (sizeof(a) / sizeof((a)[0]))
 
 /* A FastFile channel's counts (channel_tree_get_stats()); JSON null for a
  * Pipe channel. */
@@ -530,18 +502,18 @@ static json_t *tree_json(struct fs_state *st, unsigned ch)
 {
 	struct channel_tree *t = channel_tree(st->channels[ch].channel);
 	struct channel_tree_stats ts;
+	uint64_t counts[TREE_COUNTS];
 
 	if (!t)
 		return json_null();
 	channel_tree_get_stats(t, &ts);
-	return counts_json(
-	    (const struct count[]){{"files", channel_tree_files(t)},
-				   {"opens", ts.opens},
-				   {"opens_prefetched", ts.opens_prefetched},
-				   {"orders", ts.orders},
-				   {"prefetched", ts.prefetched},
-				   {"released", ts.released}},
-	    6);
+	counts[TREE_FILES] = channel_tree_files(t);
+	counts[TREE_OPENS] = ts.opens;
+	counts[TREE_OPENS_PREFETCHED] = ts.opens_prefetched;
+	counts[TREE_ORDERS] = ts.orders;
+	counts[TREE_PREFETCHED] = ts.prefetched;
+	counts[TREE_RELEASED] = ts.released;
+	return stats_group_json(&stats_tree, counts);
 }
 
 /* One channel's object, with the copies of its records (n of them). */
@@ -552,25 +524,26 @@ static json_t *channel_json(struct fs_stats *s, unsigned ch,
 	json_t *o = json_object();
 	json_t *epochs = json_array();
 	struct channel_stats cs;
-	unsigned visible;
+	uint64_t visible[CHANNEL_COUNTS], catalog[CATALOG_COUNTS];
 
 	pthread_mutex_lock(&st->lock);
-	visible = st->channels[ch].visible;
+	visible[CHANNEL_VISIBLE] = st->channels[ch].visible;
 	pthread_mutex_unlock(&st->lock);
 	channel_get_stats(st->channels[ch].channel, &cs);
+	catalog[CATALOG_OBJECTS] = cs.objects;
+	catalog[CATALOG_BYTES] = cs.bytes;
 	for (size_t i = 0; epochs && i < n; i++) {
 		if (json_array_append_new(epochs, epoch_json(s, &copies[i]))) {
 			json_decref(epochs);
 			epochs = NULL;
 		}
 	}
-	if (o && put(o, "name", json_string(st->channels[ch].name)) &&
-	    put_u64(o, "visible", visible) &&
-	    put(o, "catalog",
-		counts_json((const struct count[]){{"objects", cs.objects},
-						   {"bytes", cs.bytes}},
-			    2)) &&
-	    put(o, "epochs", epochs) && put(o, "tree", tree_json(st, ch)))
+	if (o && put(o, STATS_KEY_NAME, json_string(st->channels[ch].name)) &&
+	    stats_group_put(&stats_channel, o, visible) &&
+	    put(o, stats_catalog.key,
+		stats_group_json(&stats_catalog, catalog)) &&
+	    put(o, STATS_KEY_EPOCHS, epochs) &&
+	    put(o, stats_tree.key, tree_json(st, ch)))
 		return o;
 	json_decref(o);
 	return NULL;
@@ -606,29 +579,33 @@ static json_t *channels_json(struct fs_stats *s)
 static bool put_counts(json_t *root, const struct cache_stats *cs,
 		       const struct store_stats *ss)
 {
-	const struct count memory[] = {{"budget", cs->budget_bytes},
-				       {"in_use", cs->used_bytes},
-				       {"peak", cs->peak_bytes}};
-	const struct count cache[] = {{"hits", cs->hits},
-				      {"misses", cs->misses},
-				      {"prefetched", cs->prefetched},
-				      {"evictions", cs->evictions},
-				      {"kept_bytes", cs->kept_bytes},
-				      {"objects", cs->objects},
-				      {"segments", cs->segments}};
-	const struct count s3[] = {
-	    {"requests", ss->requests},
-	    {"gets_in_flight", ss->gets_in_flight},
-	    {"concurrency", ss->concurrency},
-	    {"retries", ss->retries},
-	    {"failures", ss->failures},
-	    {"throttled", ss->throttled},
-	    {"bytes_received", ss->bytes_received},
-	    {"credential_refreshes", ss->credential_refreshes}};
+	const uint64_t memory[MEMORY_COUNTS] = {
+	    [MEMORY_BUDGET] = cs->budget_bytes,
+	    [MEMORY_IN_USE] = cs->used_bytes,
+	    [MEMORY_PEAK] = cs->peak_bytes};
+	const uint64_t cache[CACHE_COUNTS] = {
+	    [CACHE_HITS] = cs->hits,
+	    [CACHE_MISSES] = cs->misses,
+	    [CACHE_PREFETCHED] = cs->prefetched,
+	    [CACHE_EVICTIONS] = cs->evictions,
+	    [CACHE_KEPT_BYTES] = cs->kept_bytes,
+	    [CACHE_OBJECTS] = cs->objects,
+	    [CACHE_SEGMENTS] = cs->segments};
+	const uint64_t s3[S3_COUNTS] = {
+	    [S3_REQUESTS] = ss->requests,
+	    [S3_GETS_IN_FLIGHT] = ss->gets_in_flight,
+	    [S3_CONCURRENCY] = ss->concurrency,
+	    [S3_RETRIES] = ss->retries,
+	    [S3_FAILURES] = ss->failures,
+	    [S3_THROTTLED] = ss->throttled,
+	    [S3_BYTES_RECEIVED] = ss->bytes_received,
+	    [S3_CREDENTIAL_REFRESHES] = ss->credential_refreshes};
 
-	return put(root, "memory", counts_json(memory, COUNT_OF(memory))) &&
-	       put(root, "cache", counts_json(cache, COUNT_OF(cache))) &&
-	       put(root, "s3", counts_json(s3, COUNT_OF(s3)));
+	return put(root, stats_memory.key,
+		   stats_group_json(&stats_memory, memory)) &&
+	       put(root, stats_cache.key,
+		   stats_group_json(&stats_cache, cache)) &&
+	       put(root, stats_s3.key, stats_group_json(&stats_s3, s3));
 }
 
 /* The disk tier's object, or null without one; NULL on ENOMEM. */
@@ -636,24 +613,25 @@ static json_t *disk_json(struct fs_stats *s)
 {
 	struct disk_store_stats ds;
 	bool on = disk_store_get_stats(s->st->store, &ds);
-	const struct count disk[] = {{"hits", ds.hits},
-				     {"hit_bytes", ds.hit_bytes},
-				     {"misses", ds.misses},
-				     {"writes", ds.writes},
-				     {"write_bytes", ds.write_bytes},
-				     {"write_drops", ds.write_drops},
-				     {"write_errors", ds.write_errors},
-				     {"bad_files", ds.bad_files},
-				     {"evictions", ds.evictions},
-				     {"files", ds.files},
-				     {"bytes", ds.bytes_on_disk},
-				     {"size", ds.size_bytes}};
+	const uint64_t disk[DISK_COUNTS] = {[DISK_HITS] = ds.hits,
+					    [DISK_HIT_BYTES] = ds.hit_bytes,
+					    [DISK_MISSES] = ds.misses,
+					    [DISK_WRITES] = ds.writes,
+					    [DISK_WRITE_BYTES] = ds.write_bytes,
+					    [DISK_WRITE_DROPS] = ds.write_drops,
+					    [DISK_WRITE_ERRORS] =
+						ds.write_errors,
+					    [DISK_BAD_FILES] = ds.bad_files,
+					    [DISK_EVICTIONS] = ds.evictions,
+					    [DISK_FILES] = ds.files,
+					    [DISK_BYTES] = ds.bytes_on_disk,
+					    [DISK_SIZE] = ds.size_bytes};
 	json_t *o;
 
 	if (!on)
 		return json_null();
-	o = counts_json(disk, COUNT_OF(disk));
-	if (o && !put(o, "writing", json_boolean(ds.writing))) {
+	o = stats_group_json(&stats_disk, disk);
+	if (o && !put(o, STATS_KEY_WRITING, json_boolean(ds.writing))) {
 		json_decref(o);
 		o = NULL;
 	}
@@ -666,6 +644,7 @@ static json_t *worker_json(struct fs_stats *s)
 	const struct keeper_shared *k = s->st->shared;
 	json_t *o = json_object();
 	json_t *last = json_null();
+	uint64_t counts[WORKER_COUNTS];
 	uint32_t restarts;
 
 	if (!o || !k)
@@ -674,18 +653,19 @@ static json_t *worker_json(struct fs_stats *s)
 	if (restarts && k->last_restart_ms) {
 		last = json_object();
 		if (last &&
-		    !(put(last, "at",
+		    !(put(last, STATS_KEY_AT,
 			  json_real((double)k->last_restart_ms / 1000.0)) &&
-		      put(last, "cause", json_string(k->last_cause)))) {
+		      put(last, STATS_KEY_CAUSE, json_string(k->last_cause)))) {
 			json_decref(last);
 			last = NULL;
 		}
 	}
-	if (put(o, "keeper_pid", json_integer(getppid())) &&
-	    put(o, "generation",
-		json_integer(
-		    __atomic_load_n(&k->generation, __ATOMIC_ACQUIRE))) &&
-	    put_u64(o, "restarts", restarts) && put(o, "last_restart", last))
+	counts[WORKER_KEEPER_PID] = (uint64_t)getppid();
+	counts[WORKER_GENERATION] =
+	    __atomic_load_n(&k->generation, __ATOMIC_ACQUIRE);
+	counts[WORKER_RESTARTS] = restarts;
+	if (stats_group_put(&stats_worker, o, counts) &&
+	    put(o, STATS_KEY_LAST_RESTART, last))
 		return o;
 	json_decref(o);
 	return NULL;
@@ -696,20 +676,25 @@ static json_t *snapshot(struct fs_stats *s)
 {
 	struct cache_stats cs;
 	struct store_stats ss;
+	uint64_t counts[ROOT_COUNTS];
 	json_t *root = json_object();
 
 	cache_get_stats(s->st->cache, &cs);
 	memset(&ss, 0, sizeof(ss));
 	store_get_stats(s->st->store, &ss);
 	/* put() takes each value, also when it fails */
-	if (root && put(root, "version", json_integer(FS_STATS_VERSION)) &&
-	    put(root, "pid", json_integer(getpid())) &&
-	    put(root, "mountpoint", json_string(s->mountpoint)) &&
-	    put(root, "uptime", json_real(seconds(since_start(s->start_ns)))) &&
-	    put_u64(root, "stats_interval", s->st->opts->stats_interval) &&
-	    put(root, "worker", worker_json(s)) && put_counts(root, &cs, &ss) &&
-	    put(root, "disk", disk_json(s)) &&
-	    put(root, "channels", channels_json(s)))
+	counts[ROOT_PID] = (uint64_t)getpid();
+	counts[ROOT_STATS_INTERVAL] = s->st->opts->stats_interval;
+	if (root &&
+	    put(root, STATS_KEY_VERSION, json_integer(FS_STATS_VERSION)) &&
+	    stats_group_put(&stats_root, root, counts) &&
+	    put(root, STATS_KEY_MOUNTPOINT, json_string(s->mountpoint)) &&
+	    put(root, STATS_KEY_UPTIME,
+		json_real(seconds(since_start(s->start_ns)))) &&
+	    put(root, stats_worker.key, worker_json(s)) &&
+	    put_counts(root, &cs, &ss) &&
+	    put(root, stats_disk.key, disk_json(s)) &&
+	    put(root, STATS_KEY_CHANNELS, channels_json(s)))
 		return root;
 	json_decref(root);
 	return NULL;

@@ -28,6 +28,7 @@
 #include "tools/tools.h"
 
 #include "fs/stats.h"
+#include "fs/stats_doc.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -58,41 +59,37 @@
 #define STOPPED		  2 /* fetch(), show(): a stop signal came */
 
 struct view_epoch {
-	uint64_t epoch;
+	uint64_t counts[EPOCH_COUNTS]; /* fs/stats_doc.h */
 	char file[CHANNEL_NAME_MAX + 24];
 	char state[16];
-	uint64_t handles, delivered, served, rate, errors;
 	bool total_known;
 	uint64_t total;
 };
 
 struct view_channel {
 	char name[CHANNEL_NAME_MAX + 1];
-	uint64_t visible;
-	uint64_t catalog_objects, catalog_bytes; /* 0 from older daemons */
-	struct view_epoch *epochs;		 /* owned, nepochs */
+	uint64_t counts[CHANNEL_COUNTS];
+	uint64_t catalog[CATALOG_COUNTS]; /* 0 from older daemons */
+	struct view_epoch *epochs;	  /* owned, nepochs */
 	size_t nepochs;
 	/* a FastFile channel's counts ("tree"; none from Pipe channels and
 	 * older daemons) */
 	bool tree;
-	uint64_t files, opens, opens_prefetched, orders;
+	uint64_t tree_counts[TREE_COUNTS];
 };
 
 struct tools_stats_view {
-	uint64_t pid, interval;
+	uint64_t root[ROOT_COUNTS];
 	char mountpoint[VIEW_STRING_MAX];
 	double uptime;
-	uint64_t mem_budget, mem_used, mem_peak;
-	uint64_t hits, misses;
-	uint64_t requests, gets, concurrency, retries, failures, throttled,
-	    received, refreshes;
+	uint64_t memory[MEMORY_COUNTS], cache[CACHE_COUNTS], s3[S3_COUNTS];
 	/* workers started after the first (the keeper's), the last one's
 	 * time (s since the epoch) and cause */
-	uint64_t restarts;
+	uint64_t worker[WORKER_COUNTS];
 	double restart_at;
 	char restart_cause[VIEW_STRING_MAX];
-	bool disk; /* a disk tier: the disk_ counts hold */
-	uint64_t disk_hits, disk_misses, disk_bytes, disk_size;
+	bool disk; /* a disk tier: disk_counts hold */
+	uint64_t disk_counts[DISK_COUNTS];
 	struct view_channel *channels; /* owned, nchannels */
 	size_t nchannels;
 };
@@ -126,6 +123,20 @@ static uint64_t get_u64(struct parse *p, json_t *obj, const char *key)
 		return 0;
 	}
 	return (uint64_t)json_integer_value(v);
+}
+
+/* The counts of group g (fs/stats_doc.h) out of obj (g's object, or the
+ * parent when g has no key); absent ones are 0. */
+static void get_group(struct parse *p, json_t *obj, const struct stats_group *g,
+		      uint64_t *values)
+{
+	const char *key = "";
+	char what[96];
+
+	if (!stats_group_read(g, obj, values, &key)) {
+		snprintf(what, sizeof(what), "'%s' is not a count", key);
+		bad(p, what);
+	}
 }
 
 /* A number member (integer or real, finite, >= 0); absent is 0. */
@@ -187,17 +198,12 @@ static void parse_epoch(struct parse *p, json_t *o, struct view_epoch *e)
 		bad(p, "an epoch is not an object");
 		return;
 	}
-	e->epoch = get_u64(p, o, "epoch");
-	get_string(p, o, "file", e->file, sizeof(e->file));
-	get_string(p, o, "state", e->state, sizeof(e->state));
-	e->handles = get_u64(p, o, "handles");
-	e->delivered = get_u64(p, o, "bytes_delivered");
-	e->served = get_u64(p, o, "bytes_served");
-	e->rate = get_u64(p, o, "bytes_per_second");
-	e->errors = get_u64(p, o, "read_errors");
-	total = json_object_get(o, "total");
+	get_group(p, o, &stats_epoch, e->counts);
+	get_string(p, o, STATS_KEY_FILE, e->file, sizeof(e->file));
+	get_string(p, o, STATS_KEY_STATE, e->state, sizeof(e->state));
+	total = json_object_get(o, STATS_KEY_TOTAL);
 	if (total && !json_is_null(total)) {
-		e->total = get_u64(p, o, "total");
+		e->total = get_u64(p, o, STATS_KEY_TOTAL);
 		e->total_known = true;
 	}
 }
@@ -242,21 +248,17 @@ static void parse_channel(struct parse *p, json_t *o, struct view_channel *c)
 		bad(p, "a channel is not an object");
 		return;
 	}
-	get_string(p, o, "name", c->name, sizeof(c->name));
-	c->visible = get_u64(p, o, "visible");
-	tree = json_object_get(o, "tree");
+	get_string(p, o, STATS_KEY_NAME, c->name, sizeof(c->name));
+	get_group(p, o, &stats_channel, c->counts);
+	tree = json_object_get(o, stats_tree.key);
 	if (json_is_object(tree)) {
 		c->tree = true;
-		c->files = get_u64(p, tree, "files");
-		c->opens = get_u64(p, tree, "opens");
-		c->opens_prefetched = get_u64(p, tree, "opens_prefetched");
-		c->orders = get_u64(p, tree, "orders");
+		get_group(p, tree, &stats_tree, c->tree_counts);
 	}
-	catalog = get_object(p, o, "catalog");
-	c->catalog_objects = get_u64(p, catalog, "objects");
-	c->catalog_bytes = get_u64(p, catalog, "bytes");
-	epochs = json_object_get(o, "epochs");
-	first = get_list(p, o, "epochs", false, VIEW_EPOCHS_MAX, true,
+	catalog = get_object(p, o, stats_catalog.key);
+	get_group(p, catalog, &stats_catalog, c->catalog);
+	epochs = json_object_get(o, STATS_KEY_EPOCHS);
+	first = get_list(p, o, STATS_KEY_EPOCHS, false, VIEW_EPOCHS_MAX, true,
 			 sizeof(*c->epochs), &items, &c->nepochs);
 	c->epochs = items;
 	for (size_t i = 0; i < c->nepochs && !p->failed; i++)
@@ -267,59 +269,44 @@ static void parse_channel(struct parse *p, json_t *o, struct view_channel *c)
 static void parse_root(struct parse *p, json_t *root,
 		       struct tools_stats_view *v)
 {
-	json_t *mem, *cache, *s3, *disk, *channels, *worker, *last;
+	json_t *disk, *channels, *worker, *last;
 	void *items = NULL;
 
 	if (!json_is_object(root) ||
-	    !json_is_integer(json_object_get(root, "version"))) {
+	    !json_is_integer(json_object_get(root, STATS_KEY_VERSION))) {
 		bad(p, "no stats version");
 		return;
 	}
-	if (json_integer_value(json_object_get(root, "version")) !=
+	if (json_integer_value(json_object_get(root, STATS_KEY_VERSION)) !=
 	    FS_STATS_VERSION) {
 		bad(p, "stats of another version of s3pipe");
 		return;
 	}
-	v->pid = get_u64(p, root, "pid");
-	v->interval = get_u64(p, root, "stats_interval");
-	get_string(p, root, "mountpoint", v->mountpoint, sizeof(v->mountpoint));
-	v->uptime = get_number(p, root, "uptime");
-	worker = get_object(p, root, "worker");
-	v->restarts = get_u64(p, worker, "restarts");
-	last = json_object_get(worker, "last_restart");
+	get_group(p, root, &stats_root, v->root);
+	get_string(p, root, STATS_KEY_MOUNTPOINT, v->mountpoint,
+		   sizeof(v->mountpoint));
+	v->uptime = get_number(p, root, STATS_KEY_UPTIME);
+	worker = get_object(p, root, stats_worker.key);
+	get_group(p, worker, &stats_worker, v->worker);
+	last = json_object_get(worker, STATS_KEY_LAST_RESTART);
 	if (last && !json_is_null(last)) {
-		last = get_object(p, worker, "last_restart");
-		v->restart_at = get_number(p, last, "at");
-		get_string(p, last, "cause", v->restart_cause,
+		last = get_object(p, worker, STATS_KEY_LAST_RESTART);
+		v->restart_at = get_number(p, last, STATS_KEY_AT);
+		get_string(p, last, STATS_KEY_CAUSE, v->restart_cause,
 			   sizeof(v->restart_cause));
 		util_clean_line(v->restart_cause);
 	}
-	mem = get_object(p, root, "memory");
-	cache = get_object(p, root, "cache");
-	s3 = get_object(p, root, "s3");
-	v->mem_budget = get_u64(p, mem, "budget");
-	v->mem_used = get_u64(p, mem, "in_use");
-	v->mem_peak = get_u64(p, mem, "peak");
-	v->hits = get_u64(p, cache, "hits");
-	v->misses = get_u64(p, cache, "misses");
-	v->requests = get_u64(p, s3, "requests");
-	v->gets = get_u64(p, s3, "gets_in_flight");
-	v->concurrency = get_u64(p, s3, "concurrency");
-	v->retries = get_u64(p, s3, "retries");
-	v->failures = get_u64(p, s3, "failures");
-	v->throttled = get_u64(p, s3, "throttled");
-	v->received = get_u64(p, s3, "bytes_received");
-	v->refreshes = get_u64(p, s3, "credential_refreshes");
-	disk = json_object_get(root, "disk");
+	get_group(p, get_object(p, root, stats_memory.key), &stats_memory,
+		  v->memory);
+	get_group(p, get_object(p, root, stats_cache.key), &stats_cache,
+		  v->cache);
+	get_group(p, get_object(p, root, stats_s3.key), &stats_s3, v->s3);
+	disk = json_object_get(root, stats_disk.key);
 	v->disk = json_is_object(disk);
-	if (v->disk) {
-		v->disk_hits = get_u64(p, disk, "hits");
-		v->disk_misses = get_u64(p, disk, "misses");
-		v->disk_bytes = get_u64(p, disk, "bytes");
-		v->disk_size = get_u64(p, disk, "size");
-	}
-	channels = json_object_get(root, "channels");
-	get_list(p, root, "channels", true, VIEW_CHANNELS_MAX, false,
+	if (v->disk)
+		get_group(p, disk, &stats_disk, v->disk_counts);
+	channels = json_object_get(root, STATS_KEY_CHANNELS);
+	get_list(p, root, STATS_KEY_CHANNELS, true, VIEW_CHANNELS_MAX, false,
 		 sizeof(*v->channels), &items, &v->nchannels);
 	v->channels = items;
 	for (size_t i = 0; i < v->nchannels && !p->failed; i++)
@@ -506,9 +493,9 @@ static double fraction(const struct view_epoch *e)
 {
 	if (!e->total_known || e->total == 0)
 		return e->total_known ? 1.0 : 0.0;
-	if (e->delivered >= e->total)
+	if (e->counts[EPOCH_DELIVERED] >= e->total)
 		return 1.0;
-	return (double)e->delivered / (double)e->total;
+	return (double)e->counts[EPOCH_DELIVERED] / (double)e->total;
 }
 
 /* Whole percent done, rounded down: 100 only at the end. */
@@ -520,9 +507,11 @@ static unsigned percent(const struct view_epoch *e)
 /* The time left at the current rate, or -1. */
 static double eta(const struct view_epoch *e)
 {
-	if (!e->total_known || e->rate == 0 || e->delivered > e->total)
+	if (!e->total_known || e->counts[EPOCH_RATE] == 0 ||
+	    e->counts[EPOCH_DELIVERED] > e->total)
 		return -1;
-	return (double)(e->total - e->delivered) / (double)e->rate;
+	return (double)(e->total - e->counts[EPOCH_DELIVERED]) /
+	       (double)e->counts[EPOCH_RATE];
 }
 
 /* ---- rendering ---- */
@@ -575,8 +564,9 @@ static const char *progress_text(const struct view_epoch *e, char *buf,
 				 size_t len)
 {
 	if (e->total_known)
-		return tools_fmt_part(e->delivered, e->total, buf, len);
-	return tools_fmt_bytes(e->delivered, buf, len);
+		return tools_fmt_part(e->counts[EPOCH_DELIVERED], e->total, buf,
+				      len);
+	return tools_fmt_bytes(e->counts[EPOCH_DELIVERED], buf, len);
 }
 
 /* One epoch in the live view: a bar while it is read and its total is
@@ -585,7 +575,8 @@ static void watch_epoch(struct frame *f, const struct view_epoch *e,
 			size_t namew)
 {
 	char right[160], prog[80], rate[32], t[32], bar[512];
-	bool reading = e->handles > 0 && strcmp(e->state, "done") != 0;
+	bool reading =
+	    e->counts[EPOCH_HANDLES] > 0 && strcmp(e->state, "done") != 0;
 	int barw;
 
 	progress_text(e, prog, sizeof(prog));
@@ -593,7 +584,7 @@ static void watch_epoch(struct frame *f, const struct view_epoch *e,
 		line(f, "%-*s  %-6s  %s", (int)namew, e->file, e->state, prog);
 		return;
 	}
-	tools_fmt_rate((double)e->rate, rate, sizeof(rate));
+	tools_fmt_rate((double)e->counts[EPOCH_RATE], rate, sizeof(rate));
 	if (!e->total_known) {
 		line(f, "%-*s  %s  %s", (int)namew, e->file, prog, rate);
 		return;
@@ -618,20 +609,24 @@ static void render_watch(struct frame *f, const struct tools_stats_view *v)
 	size_t namew = name_width(v);
 
 	fmt_uptime(v->uptime, up, sizeof(up));
-	tools_fmt_part(v->mem_used, v->mem_budget, mem, sizeof(mem));
-	if (v->restarts)
+	tools_fmt_part(v->memory[MEMORY_IN_USE], v->memory[MEMORY_BUDGET], mem,
+		       sizeof(mem));
+	if (v->worker[WORKER_RESTARTS])
 		line(f, "s3pipe %s  up %s  worker restarts %llu (%s)",
-		     v->mountpoint, up, (unsigned long long)v->restarts,
+		     v->mountpoint, up,
+		     (unsigned long long)v->worker[WORKER_RESTARTS],
 		     v->restart_cause);
 	else
 		line(f, "s3pipe %s  up %s", v->mountpoint, up);
 	line(f,
 	     "memory %s  GETs %llu/%llu  cache %llu hits %llu misses  "
 	     "retries %llu  errors %llu",
-	     mem, (unsigned long long)v->gets,
-	     (unsigned long long)v->concurrency, (unsigned long long)v->hits,
-	     (unsigned long long)v->misses, (unsigned long long)v->retries,
-	     (unsigned long long)v->failures);
+	     mem, (unsigned long long)v->s3[S3_GETS_IN_FLIGHT],
+	     (unsigned long long)v->s3[S3_CONCURRENCY],
+	     (unsigned long long)v->cache[CACHE_HITS],
+	     (unsigned long long)v->cache[CACHE_MISSES],
+	     (unsigned long long)v->s3[S3_RETRIES],
+	     (unsigned long long)v->s3[S3_FAILURES]);
 	for (size_t i = 0; i < v->nchannels; i++) {
 		const struct view_channel *c = &v->channels[i];
 		bool shown = false;
@@ -640,14 +635,16 @@ static void render_watch(struct frame *f, const struct tools_stats_view *v)
 			line(f,
 			     "%s/  %llu files  %llu opened, %llu found "
 			     "prefetched  %llu order files taken",
-			     c->name, (unsigned long long)c->files,
-			     (unsigned long long)c->opens,
-			     (unsigned long long)c->opens_prefetched,
-			     (unsigned long long)c->orders);
+			     c->name,
+			     (unsigned long long)c->tree_counts[TREE_FILES],
+			     (unsigned long long)c->tree_counts[TREE_OPENS],
+			     (unsigned long long)
+				 c->tree_counts[TREE_OPENS_PREFETCHED],
+			     (unsigned long long)c->tree_counts[TREE_ORDERS]);
 			continue;
 		}
 		for (size_t j = 0; j < c->nepochs; j++) {
-			if (c->epochs[j].handles) {
+			if (c->epochs[j].counts[EPOCH_HANDLES]) {
 				watch_epoch(f, &c->epochs[j], namew);
 				shown = true;
 			}
@@ -666,8 +663,8 @@ static void render_table(struct frame *f, const struct tools_stats_view *v)
 
 	fmt_uptime(v->uptime, up, sizeof(up));
 	line(f, "s3pipe on %s (pid %llu), up %s", v->mountpoint,
-	     (unsigned long long)v->pid, up);
-	if (v->restarts) {
+	     (unsigned long long)v->root[ROOT_PID], up);
+	if (v->worker[WORKER_RESTARTS]) {
 		time_t at = (time_t)v->restart_at;
 		struct tm tm;
 		char when[32] = "?";
@@ -675,28 +672,33 @@ static void render_table(struct frame *f, const struct tools_stats_view *v)
 		if (gmtime_r(&at, &tm))
 			strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
 		line(f, "worker  %llu restart%s, the last at %s: %s",
-		     (unsigned long long)v->restarts,
-		     v->restarts == 1 ? "" : "s", when, v->restart_cause);
+		     (unsigned long long)v->worker[WORKER_RESTARTS],
+		     v->worker[WORKER_RESTARTS] == 1 ? "" : "s", when,
+		     v->restart_cause);
 	}
 	line(f, "memory  %s in use of %s, peak %s",
-	     tools_fmt_bytes(v->mem_used, a, sizeof(a)),
-	     tools_fmt_bytes(v->mem_budget, b, sizeof(b)),
-	     tools_fmt_bytes(v->mem_peak, c3, sizeof(c3)));
-	line(f, "cache   %llu hits, %llu misses", (unsigned long long)v->hits,
-	     (unsigned long long)v->misses);
+	     tools_fmt_bytes(v->memory[MEMORY_IN_USE], a, sizeof(a)),
+	     tools_fmt_bytes(v->memory[MEMORY_BUDGET], b, sizeof(b)),
+	     tools_fmt_bytes(v->memory[MEMORY_PEAK], c3, sizeof(c3)));
+	line(f, "cache   %llu hits, %llu misses",
+	     (unsigned long long)v->cache[CACHE_HITS],
+	     (unsigned long long)v->cache[CACHE_MISSES]);
 	if (v->disk)
 		line(f, "disk    %llu hits, %llu misses, %s on disk of %s",
-		     (unsigned long long)v->disk_hits,
-		     (unsigned long long)v->disk_misses,
-		     tools_fmt_bytes(v->disk_bytes, a, sizeof(a)),
-		     tools_fmt_bytes(v->disk_size, b, sizeof(b)));
+		     (unsigned long long)v->disk_counts[DISK_HITS],
+		     (unsigned long long)v->disk_counts[DISK_MISSES],
+		     tools_fmt_bytes(v->disk_counts[DISK_BYTES], a, sizeof(a)),
+		     tools_fmt_bytes(v->disk_counts[DISK_SIZE], b, sizeof(b)));
 	line(f,
 	     "s3      %llu requests, %llu GETs in flight (limit %llu), %llu "
 	     "retries, %llu errors, %llu throttled, %s received",
-	     (unsigned long long)v->requests, (unsigned long long)v->gets,
-	     (unsigned long long)v->concurrency, (unsigned long long)v->retries,
-	     (unsigned long long)v->failures, (unsigned long long)v->throttled,
-	     tools_fmt_bytes(v->received, a, sizeof(a)));
+	     (unsigned long long)v->s3[S3_REQUESTS],
+	     (unsigned long long)v->s3[S3_GETS_IN_FLIGHT],
+	     (unsigned long long)v->s3[S3_CONCURRENCY],
+	     (unsigned long long)v->s3[S3_RETRIES],
+	     (unsigned long long)v->s3[S3_FAILURES],
+	     (unsigned long long)v->s3[S3_THROTTLED],
+	     tools_fmt_bytes(v->s3[S3_BYTES_RECEIVED], a, sizeof(a)));
 	for (size_t i = 0; i < v->nchannels; i++) {
 		const struct view_channel *c = &v->channels[i];
 		int w = (int)name_width(v);
@@ -706,23 +708,27 @@ static void render_table(struct frame *f, const struct tools_stats_view *v)
 			line(f,
 			     "channel %s: FastFile, %llu files in %s/, %llu "
 			     "objects listed (%s outside the cache)",
-			     c->name, (unsigned long long)c->files, c->name,
-			     (unsigned long long)c->catalog_objects,
-			     tools_fmt_bytes(c->catalog_bytes, a, sizeof(a)));
+			     c->name,
+			     (unsigned long long)c->tree_counts[TREE_FILES],
+			     c->name,
+			     (unsigned long long)c->catalog[CATALOG_OBJECTS],
+			     tools_fmt_bytes(c->catalog[CATALOG_BYTES], a,
+					     sizeof(a)));
 			line(f,
 			     "  %llu opened, %llu of them found prefetched; "
 			     "%llu order files taken",
-			     (unsigned long long)c->opens,
-			     (unsigned long long)c->opens_prefetched,
-			     (unsigned long long)c->orders);
+			     (unsigned long long)c->tree_counts[TREE_OPENS],
+			     (unsigned long long)
+				 c->tree_counts[TREE_OPENS_PREFETCHED],
+			     (unsigned long long)c->tree_counts[TREE_ORDERS]);
 			continue;
 		}
 		line(f,
 		     "channel %s: %llu file(s) listed, %llu objects (%s "
 		     "outside the cache)",
-		     c->name, (unsigned long long)c->visible,
-		     (unsigned long long)c->catalog_objects,
-		     tools_fmt_bytes(c->catalog_bytes, a, sizeof(a)));
+		     c->name, (unsigned long long)c->counts[CHANNEL_VISIBLE],
+		     (unsigned long long)c->catalog[CATALOG_OBJECTS],
+		     tools_fmt_bytes(c->catalog[CATALOG_BYTES], a, sizeof(a)));
 		if (!c->nepochs) {
 			line(f, "  no file opened yet");
 			continue;
@@ -741,14 +747,17 @@ static void render_table(struct frame *f, const struct tools_stats_view *v)
 			line(f,
 			     "  %-*s  %-6s  %4llu  %10s  %10s  %4s  %11s  %s",
 			     w, e->file, e->state,
-			     (unsigned long long)e->handles,
-			     tools_fmt_bytes(e->delivered, a, sizeof(a)),
+			     (unsigned long long)e->counts[EPOCH_HANDLES],
+			     tools_fmt_bytes(e->counts[EPOCH_DELIVERED], a,
+					     sizeof(a)),
 			     e->total_known
 				 ? tools_fmt_bytes(e->total, b, sizeof(b))
 				 : "-",
 			     pct,
-			     tools_fmt_rate((double)e->rate, c3, sizeof(c3)),
-			     e->handles && strcmp(e->state, "done") != 0
+			     tools_fmt_rate((double)e->counts[EPOCH_RATE], c3,
+					    sizeof(c3)),
+			     e->counts[EPOCH_HANDLES] &&
+				     strcmp(e->state, "done") != 0
 				 ? tools_fmt_eta(eta(e), eta_s, sizeof(eta_s))
 				 : "-");
 		}
