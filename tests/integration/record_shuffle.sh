@@ -10,7 +10,9 @@
 # seed; batches mix objects; resume files (@record=K, @byte=B) read exactly
 # the tail of an uninterrupted read, found from the index with no read of
 # what comes before; the daemon holds about the buffer, not the epoch;
-# the channel holds about the buffer and its index after an epoch of 8 MiB,
+# two hosts' shares together hold every record once; a worker SIGKILLed
+# twice mid-epoch changes no byte; the channel holds about the buffer and
+# its index after an epoch of 8 MiB,
 # its index is saved with --cache-dir and taken by the next mount unless an
 # object changed,
 # not the epoch; a malformed object fails the open with EIO and one line
@@ -295,6 +297,41 @@ for round in 1 2 3; do
 	esac
 	unmount "$MP5"
 done
+
+# ---- sharded over two hosts: each host's epoch is its share of the
+# objects, record-shuffled; together they hold every record once ----
+for host in 0 1; do
+	MPH=$(new_mountpoint "shard$host")
+	mount_ok --endpoint-url "$S3_URL" --part-size 64K --host-index "$host" --host-count 2 \
+		x=s3://data/recs/ --content-type application/x-recordio --sharded --shuffle-seed 5 \
+		--shuffle-buffer 128K "$MPH"
+	tcat "$MPH/x_0" >"$TEST_TMP/shard$host" || fail "reading host $host's x_0 failed"
+	unmount "$MPH"
+done
+records recordio "$TEST_TMP/shard0" "$TEST_TMP/shard1" | LC_ALL=C sort >"$TEST_TMP/shards.sorted"
+assert_file_eq "$TEST_TMP/recs.want.sorted" "$TEST_TMP/shards.sorted" "the two hosts' records, together"
+[ -s "$TEST_TMP/shard0" ] && [ -s "$TEST_TMP/shard1" ] || fail "a host's share is empty (set-up)"
+
+# ---- the worker SIGKILLed twice while recs_0 is read: the same bytes (the
+# new worker places the reader by drawing up to its offset) ----
+MPK=$(new_mountpoint kill)
+mount_ok --endpoint-url "$S3_URL" --part-size 64K --input-data-config "$TEST_TMP/idc.json" "$MPK"
+mkdir -p "$TEST_TMP/kctl"
+python3 "$S3PIPE_SRCDIR/tests/phased_read.py" --chunk 16384 "$MPK/recs_0" "$TEST_TMP/recs.killed" \
+	"$TEST_TMP/kctl" 200000 400000 &
+kreader=$!
+track_pid "$kreader"
+for n in 0 1; do
+	wait_until 30 test -e "$TEST_TMP/kctl/at.$n" || fail "the reader did not reach mark $n"
+	w=$(worker_pids "$MPK" | head -n 1)
+	[ -n "$w" ] || fail "no worker to kill"
+	kill -KILL "$w"
+	wait_pids_gone 10 "$w" || fail "worker $w survived SIGKILL"
+	touch "$TEST_TMP/kctl/go.$n"
+done
+wait "$kreader" || fail "the reader of recs_0 failed across two worker deaths: $(cat "$TEST_TMP/kctl/error" 2>/dev/null)"
+assert_file_eq "$TEST_TMP/recs.0" "$TEST_TMP/recs.killed" "recs_0 across two worker deaths"
+unmount "$MPK"
 
 # ---- a malformed object: EIO at the open, one line naming it ----
 MPB=$(new_mountpoint bad)
