@@ -109,6 +109,7 @@ struct channel *channel_create(const struct channel_spec *spec,
 	ch->cache = cache;
 	ch->handover_fd = -1;
 	ch->order_fd = -1;
+	ch->records_fd = -1;
 	/* in key order, an epoch (this host's share of it) streams as the
 	 * listing goes: no need for every key first */
 	ch->mode = spec->data_type == CHANNEL_S3_PREFIX && !spec->shuffle

@@ -482,6 +482,13 @@ struct channel_view {
  */
 void channel_set_handover(struct channel *ch, int fd, int order_fd);
 /*
+ * A memfd the keeper holds (or -1) where the record shuffle's index is
+ * kept for the next worker, which takes it instead of reading the channel
+ * again (when its objects are the same).  Before the first open; it stays
+ * the caller's.
+ */
+void channel_set_records_fd(struct channel *ch, int fd);
+/*
  * Two points (struct cache_resume, in memory the keeper holds) where a
  * key-order epoch's listing can go on from, for a worker that takes over
  * a reader deep in an epoch: it lists on from there, not from the start.

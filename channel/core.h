@@ -87,6 +87,7 @@ struct channel {
 	 * use (record_index_get), or the error that stopped it */
 	struct record_index *records;
 	int records_error;
+	int records_fd; /* the keeper's memfd for it, or -1 */
 	/* bytes the record shuffle's readers hold for their pools (atomic) */
 	uint64_t mix_bytes;
 	pthread_mutex_t records_lock;

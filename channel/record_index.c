@@ -390,25 +390,19 @@ static int put_all(FILE *f, uLong *crc, const void *p, size_t len)
 	return fwrite(p, 1, len, f) == len ? 0 : EIO;
 }
 
-/* Saves ix beside the listing (a temporary file renamed over it). */
-static void index_save(struct channel *ch, const struct record_index *ix)
+/* Writes ix to f: 0 or EIO. */
+static int index_write(struct channel *ch, const struct record_index *ix,
+		       FILE *f)
 {
-	char *path = index_path(ch, true), *tmp = NULL;
 	uLong crc = crc32(0, NULL, 0);
 	uint64_t head[3];
 	uint32_t c32;
-	FILE *f;
-	int rc = 0;
+	int rc;
 
-	if (!path || asprintf(&tmp, "%s.tmp", path) < 0) {
-		free(path);
-		return;
-	}
-	f = fopen(tmp, "wb");
 	head[0] = (uint64_t)channel_record_format(ch->spec);
 	head[1] = ix->entries;
 	head[2] = ix->records;
-	rc = f ? put_all(f, &crc, INDEX_MAGIC, 8) : errno;
+	rc = put_all(f, &crc, INDEX_MAGIC, 8);
 	if (!rc)
 		rc = put_all(f, &crc, head, sizeof(head));
 	for (size_t e = 0; !rc && e < ix->entries; e++) {
@@ -427,7 +421,25 @@ static void index_save(struct channel *ch, const struct record_index *ix)
 	c32 = (uint32_t)crc;
 	if (!rc && fwrite(&c32, sizeof(c32), 1, f) != 1)
 		rc = EIO;
-	if (f && (fflush(f) || fsync(fileno(f))))
+	if (fflush(f))
+		rc = EIO;
+	return rc;
+}
+
+/* Saves ix beside the listing (a temporary file renamed over it). */
+static void index_save(struct channel *ch, const struct record_index *ix)
+{
+	char *path = index_path(ch, true), *tmp = NULL;
+	FILE *f;
+	int rc;
+
+	if (!path || asprintf(&tmp, "%s.tmp", path) < 0) {
+		free(path);
+		return;
+	}
+	f = fopen(tmp, "wb");
+	rc = f ? index_write(ch, ix, f) : errno;
+	if (f && !rc && fsync(fileno(f)))
 		rc = EIO;
 	if (f && fclose(f))
 		rc = EIO;
@@ -442,6 +454,29 @@ static void index_save(struct channel *ch, const struct record_index *ix)
 	free(path);
 }
 
+/* Keeps ix in the keeper's memfd for the next worker (a failure costs
+ * that worker a pass). */
+static void index_hand_over(struct channel *ch, const struct record_index *ix)
+{
+	int fd = ch->records_fd >= 0 ? dup(ch->records_fd) : -1;
+	FILE *f;
+
+	if (fd < 0)
+		return;
+	if (ftruncate(fd, 0) || lseek(fd, 0, SEEK_SET) < 0) {
+		close(fd);
+		return;
+	}
+	f = fdopen(fd, "wb");
+	if (!f) {
+		close(fd);
+		return;
+	}
+	if (index_write(ch, ix, f))
+		(void)ftruncate(fd, 0); /* none rather than half of one */
+	fclose(f);
+}
+
 static int get_all(const char **at, const char *end, void *p, size_t len)
 {
 	if ((size_t)(end - *at) < len)
@@ -451,25 +486,22 @@ static int get_all(const char **at, const char *end, void *p, size_t len)
 	return 0;
 }
 
-/* The index saved beside the listing, when it is whole and every entry
- * is the one it measured: 0 with *out, else an errno (ENOENT: none). */
-static int index_load(struct channel *ch, struct record_index **out)
+/* The index written in fd (from its start), when it is whole and every
+ * entry is the one it measured: 0 with *out, else an errno (ENOENT:
+ * none). */
+static int index_read_fd(struct channel *ch, int fd, struct record_index **out)
 {
-	char *path = index_path(ch, false), *data = NULL;
+	char *data = NULL;
 	const char *at, *end;
 	struct record_index *ix = NULL;
 	uint64_t head[3];
 	uint32_t c32;
 	struct stat sb;
-	int fd, rc = ENOENT;
+	int rc = ENOENT;
 
-	fd = path ? open(path, O_RDONLY | O_CLOEXEC) : -1;
-	free(path);
-	if (fd < 0)
-		return ENOENT;
 	if (fstat(fd, &sb) || sb.st_size < 8 + 24 + 4 ||
 	    !(data = malloc((size_t)sb.st_size)) ||
-	    read(fd, data, (size_t)sb.st_size) != sb.st_size)
+	    pread(fd, data, (size_t)sb.st_size, 0) != sb.st_size)
 		goto out;
 	rc = EINVAL;
 	end = data + sb.st_size - 4;
@@ -521,8 +553,6 @@ static int index_load(struct channel *ch, struct record_index **out)
 	if (!rc)
 		rc = index_check(ch, ix);
 out:
-	if (fd >= 0)
-		close(fd);
 	free(data);
 	if (rc)
 		record_index_destroy(ix);
@@ -531,23 +561,54 @@ out:
 	return rc;
 }
 
+/* The index the last worker handed over, else the one saved beside the
+ * listing: 0 with *out and where it came from, else an errno. */
+static int index_load(struct channel *ch, struct record_index **out,
+		      const char **from)
+{
+	char *path;
+	int fd, rc = ENOENT;
+
+	if (ch->records_fd >= 0) {
+		rc = index_read_fd(ch, ch->records_fd, out);
+		*from = "from the worker before this one";
+		if (!rc)
+			return 0;
+	}
+	path = index_path(ch, false);
+	fd = path ? open(path, O_RDONLY | O_CLOEXEC) : -1;
+	free(path);
+	if (fd < 0)
+		return ENOENT;
+	rc = index_read_fd(ch, fd, out);
+	close(fd);
+	*from = "from beside its saved listing";
+	if (!rc)
+		index_hand_over(ch, *out);
+	return rc;
+}
+
 const struct record_index *record_index_get(struct channel *ch)
 {
 	int rc;
 
+	const char *from = "";
+
 	pthread_mutex_lock(&ch->records_lock);
 	if (!ch->records && !ch->records_error &&
-	    index_load(ch, &ch->records) == 0)
+	    index_load(ch, &ch->records, &from) == 0)
 		util_info("channel '%s': took its record index (%llu records) "
-			  "from beside its saved listing",
+			  "%s",
 			  ch->spec->name,
-			  (unsigned long long)ch->records->records);
+			  (unsigned long long)ch->records->records, from);
 	if (!ch->records && !ch->records_error) {
 		rc = index_build(ch, &ch->records);
-		if (rc)
+		if (rc) {
 			ch->records_error = rc;
-		else
+		} else {
 			index_save(ch, ch->records);
+			index_hand_over(ch, ch->records);
+		}
 	}
 	rc = ch->records_error;
 	pthread_mutex_unlock(&ch->records_lock);

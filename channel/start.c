@@ -222,6 +222,11 @@ static void saved_listing_store(const struct channel *ch)
 	free(path);
 }
 
+void channel_set_records_fd(struct channel *ch, int fd)
+{
+	ch->records_fd = fd;
+}
+
 void channel_set_handover(struct channel *ch, int fd, int order_fd)
 {
 	ch->handover_fd = fd;

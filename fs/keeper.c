@@ -120,6 +120,10 @@ static struct keeper_shared *shared_create(const struct fs_options *o, int *fd)
 		    i < o->nchannels
 			? memfd_create("s3pipe-orders", MFD_CLOEXEC)
 			: -1;
+		s->records_fd[i] =
+		    i < o->nchannels && o->channels[i].shuffle_buffer
+			? memfd_create("s3pipe-records", MFD_CLOEXEC)
+			: -1;
 	}
 	if (!realpath(o->mountpoint, s->mountpoint))
 		snprintf(s->mountpoint, sizeof(s->mountpoint), "%s",

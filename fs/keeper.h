@@ -90,6 +90,9 @@ struct keeper_shared {
 	/* the resume files' names the kernel holds, their inodes
 	 * (fs/resume.h) */
 	struct fs_resume_files resume_files;
+	/* a memfd a channel, the keeper's: where a worker keeps a record
+	 * shuffle's index for the next (channel_set_records_fd) */
+	int32_t records_fd[FS_MAX_CHANNELS];
 };
 
 /* The region of a keeper from before the resume files (s3pipe up to the
@@ -97,6 +100,9 @@ struct keeper_shared {
  * SIGHUP upgrade): it keeps its resume files' slots to itself then, and
  * they do not outlive it. */
 #define KEEPER_SHARED_BEFORE_RESUME offsetof(struct keeper_shared, resume_files)
+/* The region of a keeper from before the record indexes kept for the next
+ * worker: a worker of this version takes it and makes its indexes again. */
+#define KEEPER_SHARED_BEFORE_RECORDS offsetof(struct keeper_shared, records_fd)
 
 /* Messages on the keeper's socket with a worker (one byte each). */
 enum keeper_msg {

@@ -139,7 +139,7 @@ static void build_stack(struct fs_options *o, struct fs_state *st,
 	st->opts = o;
 	st->shared = shared;
 	/* (a keeper from before the resume files has no room for them) */
-	st->resume_files = shared->size >= sizeof(*shared)
+	st->resume_files = shared->size >= KEEPER_SHARED_BEFORE_RECORDS
 			       ? &shared->resume_files
 			       : calloc(1, sizeof(*st->resume_files));
 	/* made by the keeper before the mount: the mountpoint is not looked
@@ -170,6 +170,11 @@ static void build_stack(struct fs_options *o, struct fs_state *st,
 		/* a listing made once is kept for the workers after this one */
 		channel_set_handover(ch->channel, shared->catalog_fd[i],
 				     shared->order_fd[i]);
+		/* (a keeper from before them keeps none) */
+		channel_set_records_fd(ch->channel,
+				       shared->size >= sizeof(*shared)
+					   ? shared->records_fd[i]
+					   : -1);
 		channel_set_resume(ch->channel, shared->resume[i]);
 		if (channel_start(ch->channel, err, sizeof(err)))
 			die("%s", err);

@@ -58,6 +58,7 @@ struct keeper_shared *keeper_shared_map(int fd)
 	 * is not read at all */
 	if (fstat(fd, &sb) != 0 ||
 	    (sb.st_size != (off_t)sizeof(*s) &&
+	     sb.st_size != (off_t)KEEPER_SHARED_BEFORE_RECORDS &&
 	     sb.st_size != (off_t)KEEPER_SHARED_BEFORE_RESUME))
 		return NULL;
 	len = (size_t)sb.st_size;
@@ -99,6 +100,9 @@ void keeper_worker_cloexec(int fuse_fd, int shared_fd, int ctl_fd,
 			fcntl(shared->catalog_fd[i], F_SETFD, flag);
 		if (shared->order_fd[i] >= 0)
 			fcntl(shared->order_fd[i], F_SETFD, flag);
+		if (shared->size >= sizeof(*shared) &&
+		    shared->records_fd[i] >= 0)
+			fcntl(shared->records_fd[i], F_SETFD, flag);
 	}
 }
 

@@ -11,7 +11,8 @@
 # the tail of an uninterrupted read, found from the index with no read of
 # what comes before; the daemon holds about the buffer, not the epoch;
 # two hosts' shares together hold every record once; a worker SIGKILLed
-# twice mid-epoch changes no byte; the channel holds about the buffer and
+# twice mid-epoch changes no byte (and the workers after the first take the
+# index from the keeper); the channel holds about the buffer and
 # its index after an epoch of 8 MiB,
 # its index is saved with --cache-dir and taken by the next mount unless an
 # object changed,
@@ -315,7 +316,8 @@ assert_file_eq "$TEST_TMP/recs.want.sorted" "$TEST_TMP/shards.sorted" "the two h
 # ---- the worker SIGKILLed twice while recs_0 is read: the same bytes (the
 # new worker places the reader by drawing up to its offset) ----
 MPK=$(new_mountpoint kill)
-mount_ok --endpoint-url "$S3_URL" --part-size 64K --input-data-config "$TEST_TMP/idc.json" "$MPK"
+LOGK=$TEST_TMP/kill.log
+mount_fg "$LOGK" --endpoint-url "$S3_URL" --part-size 64K --input-data-config "$TEST_TMP/idc.json" "$MPK"
 mkdir -p "$TEST_TMP/kctl"
 python3 "$S3PIPE_SRCDIR/tests/phased_read.py" --chunk 16384 "$MPK/recs_0" "$TEST_TMP/recs.killed" \
 	"$TEST_TMP/kctl" 200000 400000 &
@@ -331,6 +333,11 @@ for n in 0 1; do
 done
 wait "$kreader" || fail "the reader of recs_0 failed across two worker deaths: $(cat "$TEST_TMP/kctl/error" 2>/dev/null)"
 assert_file_eq "$TEST_TMP/recs.0" "$TEST_TMP/recs.killed" "recs_0 across two worker deaths"
+# (the index made once: the workers after the first took it from the
+# keeper's memfd, and read no object to make it)
+assert_eq 1 "$(grep -c "channel 'recs': indexed" "$LOGK")" "indexes made across two worker deaths"
+assert_eq 2 "$(grep -c "channel 'recs': took its record index (2957 records) from the worker before" "$LOGK")" \
+	"indexes taken from the keeper"
 unmount "$MPK"
 
 # ---- a malformed object: EIO at the open, one line naming it ----

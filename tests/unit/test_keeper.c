@@ -353,18 +353,20 @@ static void test_shared_map(void **state)
 		assert_null(keeper_shared_map(fd));
 		assert_int_equal(ftruncate(fd, sizeof(*s)), 0);
 	}
-	/* a keeper from before the resume files: taken, at its size */
-	{
-		uint32_t head[2] = {KEEPER_MAGIC,
-				    (uint32_t)KEEPER_SHARED_BEFORE_RESUME};
+	/* keepers from before the resume files, and from before the record
+	 * indexes: taken, at their sizes */
+	for (int k = 0; k < 2; k++) {
+		size_t older = k ? KEEPER_SHARED_BEFORE_RECORDS
+				 : KEEPER_SHARED_BEFORE_RESUME;
+		uint32_t head[2] = {KEEPER_MAGIC, (uint32_t)older};
 
-		assert_int_equal(ftruncate(fd, KEEPER_SHARED_BEFORE_RESUME), 0);
+		assert_int_equal(ftruncate(fd, (off_t)older), 0);
 		assert_int_equal(pwrite(fd, head, sizeof(head), 0),
 				 (ssize_t)sizeof(head));
 		s = keeper_shared_map(fd);
 		assert_non_null(s);
-		assert_int_equal(s->size, KEEPER_SHARED_BEFORE_RESUME);
-		munmap(s, KEEPER_SHARED_BEFORE_RESUME);
+		assert_int_equal(s->size, older);
+		munmap(s, older);
 		/* its size in the head, but a region of the full size */
 		assert_int_equal(ftruncate(fd, sizeof(*s)), 0);
 		assert_null(keeper_shared_map(fd));
