@@ -240,6 +240,8 @@ void channel_destroy(struct channel *ch)
 		return;
 	if (ch->handover_writing)
 		pthread_join(ch->handover_writer, NULL);
+	if (ch->records_writing)
+		pthread_join(ch->records_writer, NULL);
 	plans_destroy(ch->plans);
 	channel_tree_destroy(ch->tree);
 	cache_catalog_destroy(ch->catalog);

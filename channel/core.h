@@ -87,7 +87,9 @@ struct channel {
 	 * use (record_index_get), or the error that stopped it */
 	struct record_index *records;
 	int records_error;
-	int records_fd; /* the keeper's memfd for it, or -1 */
+	int records_fd;		  /* the keeper's memfd for it, or -1 */
+	pthread_t records_writer; /* writing it there, while joinable */
+	bool records_writing;
 	/* bytes the record shuffle's readers hold for their pools (atomic) */
 	uint64_t mix_bytes;
 	pthread_mutex_t records_lock;

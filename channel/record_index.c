@@ -139,7 +139,29 @@ static int object_end(struct index_pass *ps)
 static int feed(struct index_pass *ps, const unsigned char *p, size_t len)
 {
 	struct record_index *ix = ps->ix;
+	struct channel_records *sc = &ps->scan;
 
+	/* lines: the scanner's rules, a memchr a line (its call a line is
+	 * what the pass would spend its time on) */
+	while (sc->format == CHANNEL_RECORDS_LINES && len) {
+		const unsigned char *nl;
+		size_t n;
+
+		if (!sc->open) {
+			if (push_start(ps, sc->pos))
+				return ENOMEM;
+			sc->open = true;
+		}
+		nl = memchr(p, '\n', len);
+		n = nl ? (size_t)(nl - p) + 1 : len;
+		sc->pos += n;
+		p += n;
+		len -= n;
+		if (nl) {
+			sc->open = false;
+			sc->records++;
+		}
+	}
 	while (len) {
 		bool reached;
 		uint64_t next = ix->records - ix->first[ps->entry];
@@ -350,11 +372,12 @@ static int index_build(struct channel *ch, struct record_index **out)
 
 /* ---- the index saved beside the listing ----
  *
- * "S3PRIDX1", then u64s: the record format, the entries, the records; per
- * entry its size, an id of its key and ETag (FNV-1a) and its first
- * record; the open-end words; each record's start; then a crc32 of all
- * that (u32).  Host byte order: a file from another kind of host fails
- * its check and the channel is read again.
+ * "S3PRIDX1" (written last), then u64s: the record format, the entries,
+ * the records; per entry its size, an id of its key and ETag (FNV-1a) and
+ * its first record; the open-end words; each record's start; then a crc32
+ * of all that (u32; 0 in the keeper's memfd, which is not checked).  Host byte
+ * order: a file from another kind of host fails its check and the channel is
+ * read again.
  */
 
 #define INDEX_MAGIC "S3PRIDX1"
@@ -384,17 +407,38 @@ static char *index_path(const struct channel *ch, bool make_dir)
 	return path;
 }
 
-static int put_all(FILE *f, uLong *crc, const void *p, size_t len)
+/* Writes p[0..len) at fd's offset (and into *crc when not NULL): 0 or
+ * EIO. */
+static int put_all(int fd, uLong *crc, const void *p, size_t len)
 {
-	*crc = crc32_z(*crc, p, len);
-	return fwrite(p, 1, len, f) == len ? 0 : EIO;
+	const char *c = p;
+
+	if (crc)
+		*crc = crc32_z(*crc, p, len);
+	while (len) {
+		ssize_t n = write(fd, c, len);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return EIO;
+		c += n;
+		len -= (size_t)n;
+	}
+	return 0;
 }
 
-/* Writes ix to f: 0 or EIO. */
+/*
+ * Writes ix to fd from its start, its magic last (a half-written index is
+ * no index): with a crc32 (a file), or without (the keeper's memfd, which
+ * only this program writes, and where a crc over 8 bytes a record would
+ * cost the worker that dies next as much as reading it).  0 or EIO.
+ */
 static int index_write(struct channel *ch, const struct record_index *ix,
-		       FILE *f)
+		       int fd, bool with_crc)
 {
 	uLong crc = crc32(0, NULL, 0);
+	uLong *c = with_crc ? &crc : NULL;
 	uint64_t head[3];
 	uint32_t c32;
 	int rc;
@@ -402,26 +446,27 @@ static int index_write(struct channel *ch, const struct record_index *ix,
 	head[0] = (uint64_t)channel_record_format(ch->spec);
 	head[1] = ix->entries;
 	head[2] = ix->records;
-	rc = put_all(f, &crc, INDEX_MAGIC, 8);
+	if (c)
+		crc = crc32_z(crc, (const Bytef *)INDEX_MAGIC, 8);
+	rc = lseek(fd, 8, SEEK_SET) == 8 ? 0 : EIO;
 	if (!rc)
-		rc = put_all(f, &crc, head, sizeof(head));
+		rc = put_all(fd, c, head, sizeof(head));
 	for (size_t e = 0; !rc && e < ix->entries; e++) {
 		uint64_t ent[3] = {ix->sizes[e],
 				   entry_id(ch->catalog, (uint32_t)e),
 				   ix->first[e]};
 
-		rc = put_all(f, &crc, ent, sizeof(ent));
+		rc = put_all(fd, c, ent, sizeof(ent));
 	}
 	if (!rc)
-		rc = put_all(f, &crc, ix->open_end,
+		rc = put_all(fd, c, ix->open_end,
 			     (ix->entries / 64 + 1) * sizeof(uint64_t));
 	if (!rc)
-		rc =
-		    put_all(f, &crc, ix->start, ix->records * sizeof(uint64_t));
+		rc = put_all(fd, c, ix->start, ix->records * sizeof(uint64_t));
 	c32 = (uint32_t)crc;
-	if (!rc && fwrite(&c32, sizeof(c32), 1, f) != 1)
-		rc = EIO;
-	if (fflush(f))
+	if (!rc)
+		rc = put_all(fd, NULL, &c32, sizeof(c32));
+	if (!rc && pwrite(fd, INDEX_MAGIC, 8, 0) != 8)
 		rc = EIO;
 	return rc;
 }
@@ -430,18 +475,17 @@ static int index_write(struct channel *ch, const struct record_index *ix,
 static void index_save(struct channel *ch, const struct record_index *ix)
 {
 	char *path = index_path(ch, true), *tmp = NULL;
-	FILE *f;
-	int rc;
+	int fd, rc;
 
 	if (!path || asprintf(&tmp, "%s.tmp", path) < 0) {
 		free(path);
 		return;
 	}
-	f = fopen(tmp, "wb");
-	rc = f ? index_write(ch, ix, f) : errno;
-	if (f && !rc && fsync(fileno(f)))
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	rc = fd >= 0 ? index_write(ch, ix, fd, true) : errno;
+	if (fd >= 0 && !rc && fsync(fd))
 		rc = EIO;
-	if (f && fclose(f))
+	if (fd >= 0 && close(fd))
 		rc = EIO;
 	if (!rc && rename(tmp, path))
 		rc = errno;
@@ -458,23 +502,37 @@ static void index_save(struct channel *ch, const struct record_index *ix)
  * that worker a pass). */
 static void index_hand_over(struct channel *ch, const struct record_index *ix)
 {
-	int fd = ch->records_fd >= 0 ? dup(ch->records_fd) : -1;
-	FILE *f;
+	int fd = ch->records_fd;
 
-	if (fd < 0)
+	if (fd < 0 || ftruncate(fd, 0))
 		return;
-	if (ftruncate(fd, 0) || lseek(fd, 0, SEEK_SET) < 0) {
-		close(fd);
-		return;
-	}
-	f = fdopen(fd, "wb");
-	if (!f) {
-		close(fd);
-		return;
-	}
-	if (index_write(ch, ix, f))
+	if (index_write(ch, ix, fd, false))
 		(void)ftruncate(fd, 0); /* none rather than half of one */
-	fclose(f);
+	else
+		util_info("channel '%s': its record index is kept for the "
+			  "next worker",
+			  ch->spec->name);
+}
+
+/* The channel's index handed over on a thread of its own: writing 8 bytes
+ * a record into shared memory must not hold up the first reader. */
+static void *hand_over_thread(void *arg)
+{
+	struct channel *ch = arg;
+
+	index_hand_over(ch, ch->records);
+	return NULL;
+}
+
+static void index_hand_over_later(struct channel *ch)
+{
+	if (ch->records_fd < 0)
+		return;
+	if (pthread_create(&ch->records_writer, NULL, hand_over_thread, ch) ==
+	    0)
+		ch->records_writing = true;
+	else
+		index_hand_over(ch, ch->records);
 }
 
 static int get_all(const char **at, const char *end, void *p, size_t len)
@@ -489,7 +547,8 @@ static int get_all(const char **at, const char *end, void *p, size_t len)
 /* The index written in fd (from its start), when it is whole and every
  * entry is the one it measured: 0 with *out, else an errno (ENOENT:
  * none). */
-static int index_read_fd(struct channel *ch, int fd, struct record_index **out)
+static int index_read_fd(struct channel *ch, int fd, bool with_crc,
+			 struct record_index **out)
 {
 	char *data = NULL;
 	const char *at, *end;
@@ -507,8 +566,9 @@ static int index_read_fd(struct channel *ch, int fd, struct record_index **out)
 	end = data + sb.st_size - 4;
 	memcpy(&c32, end, 4);
 	if (memcmp(data, INDEX_MAGIC, 8) ||
-	    (uint32_t)crc32_z(crc32(0, NULL, 0), (const Bytef *)data,
-			      (size_t)(end - data)) != c32)
+	    (with_crc &&
+	     (uint32_t)crc32_z(crc32(0, NULL, 0), (const Bytef *)data,
+			       (size_t)(end - data)) != c32))
 		goto out;
 	at = data + 8;
 	if (get_all(&at, end, head, sizeof(head)) ||
@@ -561,30 +621,31 @@ out:
 	return rc;
 }
 
-/* The index the last worker handed over, else the one saved beside the
- * listing: 0 with *out and where it came from, else an errno. */
+/* The index the last worker handed over (*handed), else the one saved
+ * beside the listing: 0 with *out and where it came from, else an
+ * errno. */
 static int index_load(struct channel *ch, struct record_index **out,
-		      const char **from)
+		      const char **from, bool *handed)
 {
 	char *path;
 	int fd, rc = ENOENT;
 
 	if (ch->records_fd >= 0) {
-		rc = index_read_fd(ch, ch->records_fd, out);
+		rc = index_read_fd(ch, ch->records_fd, false, out);
 		*from = "from the worker before this one";
+		*handed = true;
 		if (!rc)
 			return 0;
+		*handed = false;
 	}
 	path = index_path(ch, false);
 	fd = path ? open(path, O_RDONLY | O_CLOEXEC) : -1;
 	free(path);
 	if (fd < 0)
 		return ENOENT;
-	rc = index_read_fd(ch, fd, out);
+	rc = index_read_fd(ch, fd, true, out);
 	close(fd);
 	*from = "from beside its saved listing";
-	if (!rc)
-		index_hand_over(ch, *out);
 	return rc;
 }
 
@@ -593,21 +654,25 @@ const struct record_index *record_index_get(struct channel *ch)
 	int rc;
 
 	const char *from = "";
+	bool handed = false;
 
 	pthread_mutex_lock(&ch->records_lock);
 	if (!ch->records && !ch->records_error &&
-	    index_load(ch, &ch->records, &from) == 0)
+	    index_load(ch, &ch->records, &from, &handed) == 0) {
+		if (!handed)
+			index_hand_over_later(ch); /* (from the file) */
 		util_info("channel '%s': took its record index (%llu records) "
 			  "%s",
 			  ch->spec->name,
 			  (unsigned long long)ch->records->records, from);
+	}
 	if (!ch->records && !ch->records_error) {
 		rc = index_build(ch, &ch->records);
 		if (rc) {
 			ch->records_error = rc;
 		} else {
 			index_save(ch, ch->records);
-			index_hand_over(ch, ch->records);
+			index_hand_over_later(ch);
 		}
 	}
 	rc = ch->records_error;

@@ -325,6 +325,10 @@ kreader=$!
 track_pid "$kreader"
 for n in 0 1; do
 	wait_until 30 test -e "$TEST_TMP/kctl/at.$n" || fail "the reader did not reach mark $n"
+	# (the first worker hands its index to the keeper on a thread of its
+	# own; the next one takes it from there, and it stays for the third)
+	[ "$n" -gt 0 ] || wait_until 30 grep -q "channel 'recs': its record index is kept" "$LOGK" ||
+		fail "the first worker did not keep its record index"
 	w=$(worker_pids "$MPK" | head -n 1)
 	[ -n "$w" ] || fail "no worker to kill"
 	kill -KILL "$w"
