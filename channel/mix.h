@@ -58,6 +58,15 @@ const struct record_index *record_index_get(struct channel *ch);
 void record_index_destroy(struct record_index *ix); /* NULL is fine */
 uint64_t record_index_memory(const struct record_index *ix);
 
+/*
+ * Where record K of plan's epoch begins (the epoch's end when it has
+ * fewer) in a channel whose epochs are its objects back to back, as stored
+ * (a shuffled prefix's), from the channel's index: a line an object ends
+ * inside goes on in the next object, as in the epoch file.  0, or an
+ * errno (the index's).
+ */
+int record_index_epoch_offset(struct channel *ch, const struct epoch_plan *plan,
+			      uint64_t record, uint64_t *offset);
 /* Record r's entry (binary search). */
 size_t record_entry(const struct record_index *ix, uint64_t r);
 /* Its bytes in the object, and the bytes the shuffle gives it (a '\n'

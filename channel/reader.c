@@ -557,6 +557,21 @@ struct channel_reader *channel_reader_open_record(struct channel *ch,
 		*start = r->top->ops->position(r->top);
 		return r;
 	}
+	if (!ch->framed && starts_from_index(ch)) {
+		/* a shuffled prefix of records as stored: from the channel's
+		 * record index (one pass the first time, kept), then placed
+		 * by the plan's index */
+		struct epoch_plan *p = plan_get(ch, epoch, true, NULL);
+
+		rc = p ? record_index_epoch_offset(ch, p, record, start)
+		       : ENOMEM;
+		plan_put(ch, p);
+		if (rc) {
+			errno = rc;
+			return NULL;
+		}
+		return channel_reader_open_from(ch, epoch, *start);
+	}
 	if (ch->framed && starts_from_index(ch)) {
 		/* each entry one record: record K begins entry K */
 		*start = 0;

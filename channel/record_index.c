@@ -8,9 +8,11 @@
  * record (its offset in its object) and 8 bytes a block (the first record
  * at or after the block's start), which is all the shuffle needs to know
  * where each record lies and how long it is without reading it.  The pass
- * runs once per channel, on the first open of a record-shuffled epoch,
- * and its cost (one read of the channel) is logged.  With --cache-dir the
- * index is saved beside the channel's saved listing (its name and
+ * runs once per channel, on the first open of a record-shuffled epoch (or
+ * the first resume file by record of a shuffled prefix, which finds its
+ * record from it), and its cost (one read of the channel) is logged.  With
+ * --cache-dir the index is saved beside the channel's saved listing (its name
+ * and
  * ".records"), and a later mount takes it instead of reading the channel
  * again, when every object is the one it measured (key, ETag and size).
  */
@@ -272,10 +274,11 @@ static int index_blocks(struct record_index *ix)
 	return 0;
 }
 
-/* Whether a record spans too many blocks (logged). */
+/* Whether a record spans too many blocks for the record shuffle
+ * (logged). */
 static int index_check(struct channel *ch, struct record_index *ix)
 {
-	for (size_t e = 0; e < ix->entries; e++) {
+	for (size_t e = 0; ch->spec->shuffle_buffer && e < ix->entries; e++) {
 		for (uint64_t r = ix->first[e]; r < ix->first[e + 1]; r++) {
 			uint64_t len = record_stored_len(ix, e, r);
 			uint64_t a = ix->start[r] / ix->block;
@@ -726,4 +729,40 @@ uint64_t record_out_len(const struct record_index *ix, size_t e, uint64_t r)
 	    r + 1 == ix->first[e + 1] && (ix->open_end[e / 64] >> (e % 64) & 1);
 
 	return record_stored_len(ix, e, r) + open;
+}
+
+int record_index_epoch_offset(struct channel *ch, const struct epoch_plan *plan,
+			      uint64_t record, uint64_t *offset)
+{
+	const struct record_index *ix = record_index_get(ch);
+	bool lines = channel_record_format(ch->spec) == CHANNEL_RECORDS_LINES;
+	uint64_t count = 0, bytes = 0;
+	bool joined = false; /* the last object ended inside a line */
+
+	if (!ix)
+		return errno;
+	for (size_t i = 0; i < plan->n; i++) {
+		size_t e = plan->order[i];
+		uint64_t n, fresh;
+
+		if (e >= ix->entries)
+			return ESTALE;
+		n = ix->first[e + 1] - ix->first[e];
+		/* (its first line goes on the last object's, when that one
+		 * ended inside a line: one record of the epoch) */
+		fresh = n - (joined && n ? 1 : 0);
+		if (record - count < fresh) {
+			*offset =
+			    bytes + ix->start[ix->first[e] + (record - count) +
+					      (joined && n ? 1 : 0)];
+			return 0;
+		}
+		count += fresh;
+		bytes += ix->sizes[e];
+		if (n)
+			joined =
+			    lines && (ix->open_end[e / 64] >> (e % 64) & 1);
+	}
+	*offset = bytes; /* fewer records: the end */
+	return 0;
 }

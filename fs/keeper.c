@@ -121,7 +121,9 @@ static struct keeper_shared *shared_create(const struct fs_options *o, int *fd)
 			? memfd_create("s3pipe-orders", MFD_CLOEXEC)
 			: -1;
 		s->records_fd[i] =
-		    i < o->nchannels && o->channels[i].shuffle_buffer
+		    i < o->nchannels &&
+			    channel_record_format(&o->channels[i]) !=
+				CHANNEL_RECORDS_NONE
 			? memfd_create("s3pipe-records", MFD_CLOEXEC)
 			: -1;
 	}

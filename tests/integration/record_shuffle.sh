@@ -195,6 +195,60 @@ tcat "$R/lines_0@record=$((lines_n * 9 / 10))" >"$TEST_TMP/got" || fail "reading
 assert_file_eq "$TEST_TMP/want" "$TEST_TMP/got" "lines: record $((lines_n * 9 / 10)) of $lines_n"
 note "resumed recs_0 at 5 records and 4 bytes, lines_0 at one record"
 
+# ---- a shuffled prefix of records as stored (objects shuffled, no
+# buffer): resume files by record come from the channel's record index
+# (one pass, made by the first), byte for byte the tail; lines run from an
+# object without a final newline into the next as in the epoch file ----
+idc_plain() {
+	printf '[{"ChannelName": "ro", "ContentType": "application/x-recordio",
+	  "DataSource": {"S3DataSource": {"S3DataType": "S3Prefix", "S3Uri": "s3://data/recs/"}},
+	  "ShuffleConfig": {"Seed": 3}},
+	 {"ChannelName": "lo", "ContentType": "text/csv",
+	  "DataSource": {"S3DataSource": {"S3DataType": "S3Prefix", "S3Uri": "s3://data/lines/"}},
+	  "ShuffleConfig": {"Seed": 3}}]' >"$1"
+}
+idc_plain "$TEST_TMP/idc-plain.json"
+MPP=$(new_mountpoint plain)
+LOGP=$TEST_TMP/plain.log
+mount_fg "$LOGP" --endpoint-url "$S3_URL" --part-size 64K --input-data-config "$TEST_TMP/idc-plain.json" "$MPP"
+for ch in ro:recordio lo:lines; do
+	name=${ch%%:*} fmt=${ch#*:}
+	tcat "$MPP/${name}_0" >"$TEST_TMP/$name.0" || fail "reading ${name}_0 failed"
+	python3 - "$fmt" "$TEST_TMP/$name.0" "$RECORDIO_PY" >"$TEST_TMP/$name.offsets" <<'PY'
+import importlib.util, sys
+fmt, path = sys.argv[1], sys.argv[2]
+data = open(path, "rb").read()
+if fmt == "recordio":
+    spec = importlib.util.spec_from_file_location("recordio", sys.argv[3])
+    rio = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(rio)
+    offs = rio.offsets(path)
+else:
+    offs, at = [], 0
+    while at < len(data):
+        offs.append(at)
+        nl = data.find(b"\n", at)
+        at = len(data) if nl < 0 else nl + 1
+print("\n".join(str(o) for o in offs))
+PY
+	pn=$(wc -l <"$TEST_TMP/$name.offsets")
+	psize=$(stat -c %s "$TEST_TMP/$name.0")
+	for k in 0 1 $((pn / 2)) $((pn - 1)) "$pn"; do
+		off=$psize
+		[ "$k" -lt "$pn" ] && off=$(sed -n "$((k + 1))p" "$TEST_TMP/$name.offsets")
+		tail_from "$TEST_TMP/$name.0" "$off" "$TEST_TMP/want"
+		tcat "$MPP/.s3pipe-resume/${name}_0@record=$k" >"$TEST_TMP/got" ||
+			fail "reading ${name}_0@record=$k failed"
+		assert_file_eq "$TEST_TMP/want" "$TEST_TMP/got" "$name: record $k of $pn"
+	done
+	assert_eq 1 "$(grep -c "channel '$name': indexed" "$LOGP")" "$name: record indexes made for 5 resumes"
+done
+# (seed 3 puts l4, which ends without a newline, before another object:
+# its last line and that object's first are one record of lo_0)
+assert_eq $(($(wc -l <"$TEST_TMP/lines.want") - 1)) "$(wc -l <"$TEST_TMP/lo.offsets")" \
+	"lo_0's records: the objects' lines, one joined"
+unmount "$MPP"
+
 # ---- a resume deep in the epoch reads a few blocks, not what comes before:
 # on a fresh mount (the index made by a first open), the blocks fetched for
 # the first bytes of record K at 95 %, of the 12 the objects take (a small
