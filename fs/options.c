@@ -853,29 +853,33 @@ static uint64_t auto_part_size(const struct fs_options *o)
 }
 
 /*
- * The record shuffles' buffers come out of --cache-size: the cache gets
- * what they leave, which must still be two parts.
+ * --cache-size holds two parts at least, and the record shuffles' buffers
+ * beside them: the cache gets what the buffers leave.
  */
-static int take_shuffle_buffers(struct parse_state *st)
+static int check_cache_size(struct parse_state *st)
 {
 	struct fs_options *o = st->o;
-	uint64_t sum = 0;
+	uint64_t sum = 0, budget = o->cache.budget_bytes;
 	char a[32], b[32], c[32];
 
 	for (unsigned i = 0; i < o->nchannels; i++)
 		sum += (uint64_t)o->channels[i].shuffle_buffer;
-	if (!sum)
-		return 0;
-	if (o->cache.budget_bytes < sum ||
-	    o->cache.budget_bytes - sum < 2 * o->cache.block_size)
-		return options_fail(
-		    st, EINVAL,
-		    "--cache-size (%s) must hold the record shuffle's buffers "
-		    "(%s) and two parts (--part-size %s): raise --cache-size "
-		    "or lower --shuffle-buffer",
-		    opt_size_str(o->cache.budget_bytes, a, sizeof(a)),
-		    opt_size_str(sum, b, sizeof(b)),
-		    opt_size_str(o->cache.block_size, c, sizeof(c)));
+	opt_size_str(budget, a, sizeof(a));
+	opt_size_str(sum, b, sizeof(b));
+	opt_size_str(o->cache.block_size, c, sizeof(c));
+	if (budget < sum || (budget - sum) / 2 < o->cache.block_size)
+		return sum ? options_fail(st, EINVAL,
+					  "--cache-size (%s) must hold the "
+					  "record shuffle's buffers (%s) and "
+					  "two parts (--part-size %s): raise "
+					  "--cache-size or lower "
+					  "--shuffle-buffer",
+					  a, b, c)
+			   : options_fail(st, EINVAL,
+					  "--cache-size (%s) must be at least "
+					  "twice --part-size (%s): raise "
+					  "--cache-size or lower --part-size",
+					  a, c);
 	o->cache.budget_bytes -= sum;
 	return 0;
 }
@@ -957,7 +961,6 @@ static int check_cache_dir(struct parse_state *st)
 static int finish_parse(struct parse_state *st, struct fuse_args *args)
 {
 	struct fs_options *o = st->o;
-	char a[32], b[32];
 	int rc;
 
 	if (o->help || o->version)
@@ -973,17 +976,9 @@ static int finish_parse(struct parse_state *st, struct fuse_args *args)
 		return rc;
 	if (!o->part_size_given)
 		o->cache.block_size = auto_part_size(o);
-	rc = take_shuffle_buffers(st);
+	rc = check_cache_size(st);
 	if (rc)
 		return rc;
-	if (o->cache.budget_bytes / 2 < o->cache.block_size)
-		return options_fail(
-		    st, EINVAL,
-		    "--cache-size (%s) must be at least twice "
-		    "--part-size (%s): raise --cache-size or lower "
-		    "--part-size",
-		    opt_size_str(o->cache.budget_bytes, a, sizeof(a)),
-		    opt_size_str(o->cache.block_size, b, sizeof(b)));
 	rc = check_cache_dir(st);
 	if (rc)
 		return rc;

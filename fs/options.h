@@ -64,7 +64,7 @@ struct fs_channel_args {
 struct fs_options {
 	struct s3_client_conf s3;    /* endpoint, credentials, connections */
 	struct cache_conf cache;     /* budget, block size */
-	bool part_size_given; /* else a record shuffle may lower it */
+	bool part_size_given;	     /* else a record shuffle may lower it */
 	struct disk_store_conf disk; /* --cache-dir (dir owned), its size */
 	struct channel_conf channel; /* how channels run */
 	/* from NAME=URI arguments or from --input-data-config */
