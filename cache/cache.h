@@ -351,6 +351,8 @@ struct cache_segment_info {
 	 * the stream lives */
 	const char *bucket;
 	const char *key;
+	const char *etag;  /* (NULL when not known) */
+	uint64_t obj_size; /* the whole object's bytes (0: literal) */
 };
 /*
  * Waits until segment idx is there (asking the listing or the owner for
@@ -359,6 +361,10 @@ struct cache_segment_info {
  */
 int cache_stream_segment(struct cache_stream *s, size_t idx,
 			 struct cache_segment_info *info);
+
+/* The index of the segment that holds byte offset of s (the next to be
+ * listed when offset is past what is listed), never one s dropped. */
+size_t cache_stream_segment_at(struct cache_stream *s, uint64_t offset);
 
 /* True once the listing is complete (and did not end with an error), or
  * its owner told its size (cache_stream_set_size); *size is then the

@@ -1011,6 +1011,16 @@ size_t cache_stream_find(const struct cache_stream *s, uint64_t offset)
 	return lo;
 }
 
+size_t cache_stream_segment_at(struct cache_stream *s, uint64_t offset)
+{
+	size_t idx;
+
+	pthread_mutex_lock(&s->cache->lock);
+	idx = cache_stream_find(s, offset);
+	pthread_mutex_unlock(&s->cache->lock);
+	return idx;
+}
+
 bool cache_stream_size(struct cache_stream *s, uint64_t *size)
 {
 	bool complete;
@@ -1063,6 +1073,8 @@ int cache_stream_segment(struct cache_stream *s, size_t idx,
 		info->obj_offset = seg->obj ? seg->obj_offset : 0;
 		info->bucket = info->literal ? NULL : seg->obj->bucket;
 		info->key = info->literal ? NULL : seg->obj->key;
+		info->etag = info->literal ? NULL : seg->obj->etag;
+		info->obj_size = info->literal ? 0 : seg->obj->size;
 	}
 	pthread_mutex_unlock(&s->cache->lock);
 	return rc;

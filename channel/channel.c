@@ -78,6 +78,7 @@
 #include "cache/catalog.h"
 #include "cache/lister.h"
 #include "channel/mix.h"
+#include "channel/object_counts.h"
 #include "util/util.h"
 
 void channel_conf_init(struct channel_conf *conf)
@@ -248,6 +249,7 @@ void channel_destroy(struct channel *ch)
 	channel_entries_destroy(ch->entries);
 	free(ch->to_resolve);
 	record_index_destroy(ch->records);
+	object_counts_destroy(ch->counts);
 	pthread_mutex_destroy(&ch->records_lock);
 	pthread_mutex_destroy(&ch->lock);
 	free(ch);

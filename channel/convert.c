@@ -19,8 +19,12 @@
  * batches behind it wait to be converted.
  *
  * Worker threads (one per core by default) convert the oldest queued batch
- * (channel_rows_convert()), count the line ends of each piece, and free the
- * input; the output is one malloc'd chunk per batch.  The reader takes the
+ * (channel_rows_convert_marked()), note where each piece's records begin in
+ * the output (unknown when a row runs into the piece from the one before),
+ * count the line ends of each piece, and free the input; the output is one
+ * malloc'd chunk per batch.  A read with origin (a record scan measuring
+ * objects) gets one piece's records and its object's name and id, or
+ * those of pieces a row joins with no id.  The reader takes the
  * batches in order, numbering lines as it goes (an object's line count
  * carries over from batch to batch), so a bad row is reported, in order,
  * as "OBJECT, line N".  With bad rows failing the read, the output before
@@ -60,6 +64,7 @@
 struct origin_text {
 	unsigned long refs; /* atomic: the feeder adds, the reader drops */
 	uint64_t index;	    /* the origin's index */
+	uint64_t object_id; /* and its object_id */
 	char name[];	    /* "s3://BUCKET/KEY" */
 };
 
@@ -72,6 +77,9 @@ struct piece {
 	uint64_t lines_before;	    /* the object's lines dropped before it: its
 				       header */
 	uint64_t lines;		    /* line ends in the piece (the worker) */
+	size_t out_start;	    /* its records' first byte in the batch's
+				       output (the worker), SIZE_MAX when a
+				       row runs into it from the piece before */
 	uint64_t first_line;	    /* the line it starts on (the reader) */
 };
 
@@ -139,6 +147,7 @@ static struct origin_text *origin_text_make(const struct channel_origin *o)
 		return NULL;
 	t->refs = 1;
 	t->index = o->index;
+	t->object_id = o->object_id;
 	if (o->bucket)
 		snprintf(t->name, len, "s3://%s/%s", o->bucket, key);
 	else
@@ -483,15 +492,28 @@ static uint64_t count_lines(const char *p, const char *end)
 static void convert_batch(struct channel_converter *cv, struct batch *b)
 {
 	struct util_buf out;
+	/* where each piece's records begin in out (without memory for
+	 * that: nowhere known) */
+	size_t *at = calloc(2 * b->npieces + 1, sizeof(*at));
+	struct channel_rows_marks marks = {at, at ? at + b->npieces : NULL,
+					   at ? b->npieces : 0};
+	bool marked = false;
 	int rc;
 
 	/* records are about as long as the text; one growth at most */
 	pthread_mutex_lock(&cv->lock);
 	rc = buffer_get(cv, &out, b->len + b->len / 2);
 	pthread_mutex_unlock(&cv->lock);
-	if (!rc)
-		rc = channel_rows_convert(&cv->conf, b->columns, b->text,
-					  b->len, &out, &b->res);
+	for (size_t i = 0; i < marks.count; i++)
+		at[i] = b->pieces[i].start;
+	if (!rc) {
+		rc = channel_rows_convert_marked(&cv->conf, b->columns, b->text,
+						 b->len, &marks, &out, &b->res);
+		marked = marks.count == b->npieces;
+	}
+	for (size_t i = 0; i < b->npieces; i++)
+		b->pieces[i].out_start = marked ? marks.out[i] : SIZE_MAX;
+	free(at);
 	for (size_t i = 0; i < b->npieces; i++) {
 		struct piece *p = &b->pieces[i];
 		size_t end =
@@ -567,12 +589,14 @@ static struct channel_converter *of_stage(struct channel_stage *st)
 						     stage));
 }
 
+static int converter_read(struct channel_converter *cv, uint64_t offset,
+			  size_t size, struct channel_view *view,
+			  struct channel_origin *origin);
+
 static int stage_read(struct channel_stage *st, uint64_t offset, size_t size,
 		      struct channel_view *view, struct channel_origin *origin)
 {
-	if (origin)
-		return EINVAL; /* records span objects */
-	return channel_converter_read(of_stage(st), offset, size, view);
+	return converter_read(of_stage(st), offset, size, view, origin);
 }
 
 static void stage_release(struct channel_stage *st, struct channel_view *view)
@@ -765,14 +789,67 @@ static void pop_head(struct channel_converter *cv)
 	pthread_cond_broadcast(&cv->changed);
 }
 
+/*
+ * The records of b from its byte taken on that one object holds: up to n,
+ * and no further than the next piece whose records begin at a known place,
+ * named in origin (with no object_id when a row ran from one object into
+ * the next in there).  Returns how many.
+ */
+static size_t object_records(const struct batch *b, size_t taken, size_t n,
+			     struct channel_origin *origin)
+{
+	size_t k = 0, next;
+	bool mixed = false;
+
+	for (size_t i = 0; i < b->npieces; i++)
+		if (b->pieces[i].out_start != SIZE_MAX &&
+		    b->pieces[i].out_start <= taken)
+			k = i;
+	for (next = k + 1; next < b->npieces; next++) {
+		size_t at = b->pieces[next].out_start;
+
+		if (at == SIZE_MAX) {
+			mixed = true;
+			continue;
+		}
+		if (at > taken) {
+			if (n > at - taken)
+				n = at - taken;
+			break;
+		}
+	}
+	if (b->npieces) {
+		const struct origin_text *t = b->pieces[k].origin;
+
+		origin->index = t->index;
+		origin->bucket = NULL; /* (the name says it) */
+		origin->key = t->name;
+		origin->object_id = mixed || b->pieces[k].out_start == SIZE_MAX
+					? 0
+					: t->object_id;
+	} else {
+		memset(origin, 0, sizeof(*origin));
+	}
+	return n;
+}
+
 int channel_converter_read(struct channel_converter *cv, uint64_t offset,
 			   size_t size, struct channel_view *view)
+{
+	return converter_read(cv, offset, size, view, NULL);
+}
+
+/* The reads; with origin, a view holds one object's records (offset is
+ * then not checked). */
+static int converter_read(struct channel_converter *cv, uint64_t offset,
+			  size_t size, struct channel_view *view,
+			  struct channel_origin *origin)
 {
 	int rc = 0;
 
 	view->iov = view->stage_iov;
 	pthread_mutex_lock(&cv->lock);
-	if (offset != cv->pos) {
+	if (!origin && offset != cv->pos) {
 		pthread_mutex_unlock(&cv->lock);
 		return ESPIPE;
 	}
@@ -801,6 +878,10 @@ int channel_converter_read(struct channel_converter *cv, uint64_t offset,
 
 			if (n > size - view->bytes)
 				n = size - view->bytes;
+			if (origin && view->bytes)
+				break; /* (one object's a view) */
+			if (origin)
+				n = object_records(b, b->taken, n, origin);
 			view->stage_iov[view->count].iov_base =
 			    b->out->data + b->taken;
 			view->stage_iov[view->count].iov_len = n;

@@ -80,6 +80,22 @@ int channel_rows_convert(const struct channel_convert_conf *conf,
 			 size_t columns, const char *text, size_t len,
 			 struct util_buf *out, struct channel_rows_result *res);
 
+/* Offsets in the text (count of them, ascending) and, for each, out's
+ * length when the conversion reached it at a row's start: the records of
+ * the text before it; SIZE_MAX when a row runs across it. */
+struct channel_rows_marks {
+	const size_t *at;
+	size_t *out;
+	size_t count;
+};
+
+/* channel_rows_convert(), saying where the records of each mark begin. */
+int channel_rows_convert_marked(const struct channel_convert_conf *conf,
+				size_t columns, const char *text, size_t len,
+				const struct channel_rows_marks *marks,
+				struct util_buf *out,
+				struct channel_rows_result *res);
+
 /* ---- the converter (channel/convert.c) ---- */
 
 struct channel_converter;

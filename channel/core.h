@@ -90,6 +90,9 @@ struct channel {
 	int records_fd;		  /* the keeper's memfd for it, or -1 */
 	pthread_t records_writer; /* writing it there, while joinable */
 	bool records_writing;
+	/* what each object adds to an epoch, measured by record scans
+	 * (channel/object_counts.h), made on first use */
+	struct object_counts *counts;
 	/* bytes the record shuffle's readers hold for their pools (atomic) */
 	uint64_t mix_bytes;
 	pthread_mutex_t records_lock;

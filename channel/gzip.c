@@ -13,7 +13,11 @@
  *
  * Memory: the job the reader is on (the head) takes chunks as a demand
  * read would; the jobs ahead of it together hold at most half the budget
- * and wait when that is reached, so output never crowds out the head.
+ * less a chunk and wait when that is reached, so output never crowds out
+ * the head (a budget of two blocks inflates one object at a time).  The
+ * head, when it holds no output and the budget has no room (the jobs
+ * ahead hold their compressed blocks while they wait), takes one chunk
+ * outside it, so that it never waits for a job behind it.
  * Inflating objects in parallel needs their output held until the reader
  * gets to them: a budget that holds one decompressed object ahead lets two
  * cores work at once.
@@ -49,6 +53,7 @@
 
 #include "channel/convert.h"
 #include "channel/internal.h"
+#include "channel/object_counts.h"
 #include "util/util.h"
 
 #define COUNT_SCRATCH	(256u << 10)
@@ -70,9 +75,10 @@ struct gz_job {
 	size_t seg;	    /* its index in the stream */
 	const char *bucket; /* the object's, for messages (the stream's) */
 	const char *key;
-	bool running;  /* a worker has it */
-	bool finished; /* every piece is in */
-	bool visible;  /* the reader may take pieces */
+	uint64_t object_id; /* (channel_origin's) */
+	bool running;	    /* a worker has it */
+	bool finished;	    /* every piece is in */
+	bool visible;	    /* the reader may take pieces */
 	int error;
 	struct gz_piece *head, *tail;
 	uint64_t held; /* bytes in pieces */
@@ -285,14 +291,22 @@ static struct channel_chunk *chunk_take(struct channel_gzip *g,
 	pthread_mutex_lock(&g->lock);
 	for (;;) {
 		struct timespec until;
-		bool head;
+		bool head, empty;
 
 		if (g->stopping)
 			break;
 		if (may_grow(g, j)) {
 			head = j == g->jobs;
+			empty = !j->head;
 			pthread_mutex_unlock(&g->lock);
 			c->data = cache_buffer_get(g->cache, head);
+			c->from_cache = c->data != NULL;
+			/* the head holding none: the rest of the budget
+			 * may be blocks that jobs ahead read and wait
+			 * with, so one of its own (at most one at a
+			 * time, beside the views out) */
+			if (!c->data && head && empty)
+				c->data = malloc(cache_buffer_size(g->cache));
 			pthread_mutex_lock(&g->lock);
 			if (c->data)
 				break;
@@ -314,7 +328,6 @@ static struct channel_chunk *chunk_take(struct channel_gzip *g,
 	}
 	c->cap = cache_buffer_size(g->cache);
 	c->refs = 1;
-	c->from_cache = true;
 	return c;
 }
 
@@ -646,6 +659,8 @@ static void add_job(struct channel_gzip *g)
 	j->seg = idx;
 	j->bucket = info.bucket;
 	j->key = info.key;
+	if (!object_counts_id(&info, &j->object_id))
+		j->object_id = 0;
 	j->visible = g->part_max == 0;
 	if (g->jobs_tail)
 		g->jobs_tail->next = j;
@@ -721,7 +736,7 @@ static const struct channel_stage_ops gzip_ops = {
 struct channel_stage *channel_gzip_create(struct cache *c,
 					  struct cache_stream *s,
 					  const char *name, uint64_t part_max,
-					  unsigned threads)
+					  unsigned threads, size_t first_seg)
 {
 	struct channel_gzip *g = calloc(1, sizeof(*g));
 	uint64_t budget = cache_budget(c);
@@ -740,7 +755,12 @@ struct channel_stage *channel_gzip_create(struct cache *c,
 	if (threads > MAX_THREADS)
 		threads = MAX_THREADS;
 	g->max_jobs = threads + 1;
-	g->ahead_max = budget / 2;
+	/* the jobs ahead leave the head room for a chunk: with the last
+	 * chunk taken by a job ahead, the head waited for it, and the job
+	 * ahead for the reader, who waited for the head */
+	g->ahead_max = budget / 2 > cache_buffer_size(c)
+			   ? budget / 2 - cache_buffer_size(c)
+			   : 0;
 	g->framed_hold_max = budget / 4;
 	/* the jobs' compressed windows share what the output leaves */
 	g->window = cache_max_window(c) / g->max_jobs;
@@ -750,7 +770,8 @@ struct channel_stage *channel_gzip_create(struct cache *c,
 	pthread_cond_init(&g->changed, NULL);
 	/* (ESTALE when the stream dropped its start: its owner makes another)
 	 */
-	g->hold = cache_hold_create(s, 0);
+	g->hold = cache_hold_create(s, first_seg);
+	g->next_seg = first_seg;
 	if (!g->hold) {
 		int rc = errno;
 
@@ -888,6 +909,7 @@ static int gzip_read(struct channel_stage *st, uint64_t offset, size_t size,
 				origin->index = j->seg;
 				origin->bucket = j->literal ? NULL : j->bucket;
 				origin->key = j->literal ? NULL : j->key;
+				origin->object_id = j->object_id;
 			}
 			g->pos += take_piece(g, j, view, size - view->bytes);
 			continue;

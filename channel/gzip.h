@@ -22,13 +22,15 @@
  * reader: the bottom of its stack, reading the stream's objects itself,
  * several at once.  name is the channel's, for messages.  part_max: 0 for
  * no framing, else RecordIO parts of at most that many bytes.  threads:
- * workers, 0 = one per online core.  Its read at another offset than its
- * position is ESPIPE (the caller starts a new stack); with origin, the
- * view holds bytes of one object.  NULL and errno on failure.
+ * workers, 0 = one per online core.  first_seg: the stream's segment it
+ * starts at (0: the stream's start), its output then counted from 0.  Its
+ * read at another offset than its position is ESPIPE (the caller starts a
+ * new stack); with origin, the view holds bytes of one object.  NULL and
+ * errno on failure (ESTALE: the stream dropped first_seg).
  */
 struct channel_stage *channel_gzip_create(struct cache *c,
 					  struct cache_stream *s,
 					  const char *name, uint64_t part_max,
-					  unsigned threads);
+					  unsigned threads, size_t first_seg);
 
 #endif

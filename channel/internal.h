@@ -293,6 +293,8 @@ void channel_records_init(struct channel_records *r,
  */
 size_t channel_records_feed(struct channel_records *r, const void *bytes,
 			    size_t len, uint64_t target, bool *reached);
+/* Whether the scan is between two records (none begun and not ended). */
+bool channel_records_between(const struct channel_records *r);
 /* The epoch ended at r->pos: 0 (r->records counts every record), or
  * EBADMSG when it ends inside a RecordIO record (or was malformed). */
 int channel_records_end(struct channel_records *r);

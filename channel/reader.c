@@ -21,6 +21,7 @@
 #include "channel/convert.h"
 #include "channel/gzip.h"
 #include "channel/mix.h"
+#include "channel/object_counts.h"
 #include "util/util.h"
 
 struct channel_reader {
@@ -46,6 +47,21 @@ struct channel_reader {
 	/* the record shuffle's first record, for the next stack built
 	 * (UINT64_MAX: at a byte) */
 	uint64_t first_record;
+	/* a stack with stages that begins past the epoch's first objects
+	 * (channel_reader_open_record, over measured objects): the stream's
+	 * segment it starts at, that segment's first byte in the stream, and
+	 * the epoch's byte its first byte is (all 0: the epoch's start) */
+	size_t first_seg;
+	uint64_t first_stored;
+	uint64_t base;
+};
+
+/* Where a stack with stages begins (struct channel_reader's first_seg,
+ * first_stored, base). */
+struct stack_start {
+	size_t seg;
+	uint64_t stored;
+	uint64_t base;
 };
 
 /*
@@ -72,11 +88,11 @@ static int stack_build(struct channel_reader *r, uint64_t first_read)
 		    ch->spec->wrapper == CHANNEL_WRAPPER_RECORDIO
 			? ch->conf.recordio_part_max
 			: 0,
-		    ch->conf.inflate_threads);
+		    ch->conf.inflate_threads, r->first_seg);
 	else
 		bottom = channel_cache_stage_create(
 		    ch->cache, r->stream,
-		    channel_bytes_as_stored(ch) ? first_read : 0);
+		    channel_bytes_as_stored(ch) ? first_read : r->first_stored);
 	if (!bottom)
 		return errno == ESTALE || errno == EIO ? errno : ENOMEM;
 	if (ch->spec->convert.format == CHANNEL_CONVERT_NONE) {
@@ -96,26 +112,39 @@ static int stack_build(struct channel_reader *r, uint64_t first_read)
 	return 0;
 }
 
+/* The reader's stack begins at the epoch's start from here on. */
+static void stack_from_start(struct channel_reader *r)
+{
+	r->first_seg = 0;
+	r->first_stored = 0;
+	r->base = 0;
+}
+
 /*
  * The epoch's stream dropped what this reader needs (every stream is
  * trimmed): a new reader of an epoch others are well into, or a seek back.
  * It gets a plan of its own for the epoch, the same entries in the same
- * order (or a listing of its own), and its stack is built again over it.
- * 0, or an errno (the reader keeps what it had).
+ * order (or a listing of its own), and its stack is built again over it,
+ * from the epoch's start.  0, or an errno (the reader keeps what it had).
  */
 static int reader_restream(struct channel_reader *r)
 {
 	struct epoch_plan *private_plan = plan_create(r->ch, r->epoch, false);
 	struct channel_stage *old = r->top;
 	struct cache_stream *old_stream = r->stream;
+	struct stack_start was = {r->first_seg, r->first_stored, r->base};
 	int rc;
 
 	if (!private_plan)
 		return ENOMEM;
 	r->stream = private_plan->stream;
+	stack_from_start(r);
 	rc = stack_build(r, 0);
 	if (rc) {
 		r->stream = old_stream;
+		r->first_seg = was.seg;
+		r->first_stored = was.stored;
+		r->base = was.base;
 		plan_destroy(private_plan);
 		return rc;
 	}
@@ -168,6 +197,9 @@ static int stack_seek(struct channel_reader *r, uint64_t offset)
 		}
 		return rc;
 	}
+	/* (from the epoch's start: the objects before a stack that began
+	 * past them are gone from its stream, which then gets another) */
+	stack_from_start(r);
 	rc = stack_open(r, 0);
 	if (rc) {
 		/* no stages, no raw bytes either: reads fail from here */
@@ -204,12 +236,15 @@ enum reader_start {
  * A reader of epoch, its first read at offset (START_SHARED, START_AT_BYTE,
  * START_ON_PLAN) or at entry *entry (START_AT_ENTRY: *offset then says
  * where), over the epoch's shared stream or a plan of its own
- * (plan_create_from(), or given: the reader takes it, on failure too).
+ * (plan_create_from(), or given: the reader takes it, on failure too);
+ * on a given plan, a stack with stages begins where from says (NULL: the
+ * epoch's start).
  */
 static struct channel_reader *reader_open(struct channel *ch, unsigned epoch,
 					  enum reader_start how,
 					  uint64_t *offset, size_t entry,
-					  struct epoch_plan *given)
+					  struct epoch_plan *given,
+					  const struct stack_start *from)
 {
 	struct channel_reader *r = calloc(1, sizeof(*r));
 	int rc;
@@ -220,6 +255,11 @@ static struct channel_reader *reader_open(struct channel *ch, unsigned epoch,
 	r->ch = ch;
 	r->epoch = epoch;
 	r->first_record = UINT64_MAX;
+	if (from) {
+		r->first_seg = from->seg;
+		r->first_stored = from->stored;
+		r->base = from->base;
+	}
 	pthread_mutex_lock(&ch->lock);
 	if (!ch->any_opened || epoch > ch->opened)
 		ch->opened = epoch;
@@ -268,7 +308,7 @@ static bool starts_from_index(const struct channel *ch)
 struct channel_reader *channel_reader_open_at(struct channel *ch,
 					      unsigned epoch, uint64_t offset)
 {
-	return reader_open(ch, epoch, START_SHARED, &offset, 0, NULL);
+	return reader_open(ch, epoch, START_SHARED, &offset, 0, NULL, NULL);
 }
 
 struct channel_reader *channel_reader_open_from(struct channel *ch,
@@ -279,7 +319,7 @@ struct channel_reader *channel_reader_open_from(struct channel *ch,
 	return reader_open(ch, epoch,
 			   offset && starts_from_index(ch) ? START_AT_BYTE
 							   : START_SHARED,
-			   &offset, 0, NULL);
+			   &offset, 0, NULL, NULL);
 }
 
 struct channel_reader *channel_reader_open(struct channel *ch, unsigned epoch)
@@ -348,31 +388,73 @@ static int scan_read(struct channel_reader *r, uint64_t pos,
 
 	for (;;) {
 		memset(view, 0, sizeof(*view));
-		rc = r->top->ops->read(r->top, pos, SCAN_READ, view,
+		rc = r->top->ops->read(r->top, pos - r->base, SCAN_READ, view,
 				       *named ? origin : NULL);
 		if (rc != EINVAL || !*named)
 			return rc;
-		/* a stage that cannot name objects (conversion) */
+		/* a stage that cannot name objects */
 		r->top->ops->release(r->top, view);
 		*named = false;
 	}
 }
 
+/* An object a record scan reads whole, measured for the channel's
+ * object counts (channel/object_counts.h). */
+struct scan_measure {
+	struct object_counts *counts; /* NULL: not measuring */
+	bool whole;		      /* the object is known by its id */
+	uint64_t id;
+	uint64_t pos, records; /* the scan's at its start */
+	bool between;	       /* it began between records */
+	uint64_t added;	       /* objects measured */
+};
+
+/* The object the scan read ends at pos: kept when it began and ended
+ * between records. */
+static void measure_end(struct scan_measure *m,
+			const struct channel_records *scan, uint64_t pos)
+{
+	if (!m->counts || !m->whole || !m->between ||
+	    !channel_records_between(scan))
+		return;
+	object_counts_add(m->counts, m->id, pos - m->pos,
+			  scan->records - m->records);
+	m->added++;
+	m->whole = false;
+}
+
+/* The scan begins the object origin names at pos. */
+static void measure_begin(struct scan_measure *m,
+			  const struct channel_origin *origin,
+			  const struct channel_records *scan, uint64_t pos)
+{
+	if (!m->counts)
+		return;
+	m->id = origin->object_id;
+	m->whole = m->id != 0;
+	m->pos = pos;
+	m->records = scan->records;
+	m->between = channel_records_between(scan);
+}
+
 /*
- * Reads r from its start without delivering, up to where record target
- * begins: 0 with *start its offset (the epoch's end when it has fewer
- * records), and what was read past it kept in r->carry; EIO when the
- * records are malformed (logged once, naming the object and offset), or
- * the read's errno.  A RecordIO record's header is checked before the
- * scan stops at it.
+ * Reads r from where its stack begins (byte first of the epoch, record
+ * before) without delivering, up to where record target begins: 0 with *start
+ * its offset (the epoch's end when it has fewer records), and what was read
+ * past it kept in r->carry; EIO when the records are malformed (logged
+ * once, naming the object and offset), or the read's errno.  A RecordIO
+ * record's header is checked before the scan stops at it.  The objects
+ * read whole before the target are measured into counts (when not NULL).
  */
 static int record_scan(struct channel_reader *r, uint64_t target,
-		       uint64_t *start)
+		       uint64_t first, uint64_t before,
+		       struct object_counts *counts, uint64_t *start)
 {
 	struct channel_records scan;
 	struct channel_origin origin = {0};
 	struct scan_object objs[2] = {{0}}, *cur = &objs[0], *prev = &objs[1];
-	uint64_t pos = 0, obj_index = UINT64_MAX;
+	struct scan_measure m = {.counts = counts};
+	uint64_t pos = first, obj_index = UINT64_MAX;
 	bool named = true, reached = false, ended = false;
 	/* (not framed here, nor converted: each object's own records) */
 	bool objects_hold_records =
@@ -382,6 +464,8 @@ static int record_scan(struct channel_reader *r, uint64_t target,
 	int rc = 0;
 
 	channel_records_init(&scan, channel_record_format(r->ch->spec));
+	scan.pos = pos;
+	scan.records = before;
 	/* up to the target, then (RecordIO) its header's 8 bytes */
 	while (!ended && !scan.error && !rc &&
 	       (!reached ||
@@ -394,11 +478,17 @@ static int record_scan(struct channel_reader *r, uint64_t target,
 		ended = !rc && view.bytes == 0;
 		if (rc || ended) {
 			r->top->ops->release(r->top, &view);
+			if (ended && !reached)
+				measure_end(&m, &scan, pos);
 			break;
 		}
 		if (named && origin.index != obj_index) {
 			struct scan_object *was = prev;
 
+			if (!reached) {
+				measure_end(&m, &scan, pos);
+				measure_begin(&m, &origin, &scan, pos);
+			}
 			/* a RecordIO part the objects hold does not run past
 			 * its object */
 			if (!reached && obj_index != UINT64_MAX &&
@@ -416,10 +506,15 @@ static int record_scan(struct channel_reader *r, uint64_t target,
 			cur = was;
 			cur->start = pos;
 			cur->named = origin.key != NULL;
-			if (cur->named)
+			if (cur->named && origin.bucket)
 				snprintf(cur->name, sizeof(cur->name),
 					 "s3://%s/%s", origin.bucket,
 					 origin.key);
+			else if (cur->named)
+				snprintf(cur->name, sizeof(cur->name), "%s",
+					 origin.key);
+		} else if (named && !origin.object_id) {
+			m.whole = false; /* (bytes of more than this object) */
 		}
 		if (reached)
 			rc = carry_append(r, &view, 0, 0);
@@ -439,6 +534,8 @@ static int record_scan(struct channel_reader *r, uint64_t target,
 		pos += view.bytes;
 		r->top->ops->release(r->top, &view);
 	}
+	if (m.added)
+		object_counts_save(r->ch);
 	if (rc)
 		return rc;
 	if (reached && scan.format == CHANNEL_RECORDS_RECORDIO &&
@@ -471,23 +568,23 @@ static int record_scan(struct channel_reader *r, uint64_t target,
 }
 
 /*
- * Where record target begins in an epoch the channel frames itself from a
- * prefix's objects (each object one record, none empty): before the
- * header of the target'th object segment that starts its object, found
- * from a stream of the epoch's own (its listing's pages, or the catalog:
- * no GET), whose passed segments a hold lets go.  0 with *start (the
- * epoch's end when it has fewer records), that plan (*plan, for the reader
- * to read on: nothing is listed twice) and its hold, kept at the segment
- * before *start until the reader is made; or an errno.
+ * A walk over a stream of the epoch's own from its start (its listing's
+ * pages, or its entries: no GET), whose passed segments a hold lets go:
+ * step() is told each segment and says whether the walk stops there.  0
+ * with the index it stopped at (the count of segments when the stream
+ * ended first), that plan (*plan, for the reader to read on: nothing is
+ * listed twice) and its hold, kept back segments before that index until
+ * the reader is made; or an errno.
  */
-static int record_walk(struct channel *ch, unsigned epoch, uint64_t target,
-		       uint64_t *start, struct epoch_plan **plan,
-		       struct cache_hold **held)
+static int epoch_walk(struct channel *ch, unsigned epoch,
+		      bool (*step)(void *arg,
+				   const struct cache_segment_info *info),
+		      void *arg, size_t back, size_t *stop,
+		      struct epoch_plan **plan, struct cache_hold **held)
 {
 	struct epoch_plan *p = plan_create(ch, epoch, false);
 	struct cache_hold *hold = p ? cache_hold_create(p->stream, 0) : NULL;
 	struct cache_segment_info info;
-	uint64_t records = 0, end = 0;
 	size_t idx;
 	int rc = 0;
 
@@ -498,20 +595,11 @@ static int record_walk(struct channel *ch, unsigned epoch, uint64_t target,
 	for (idx = 0;; idx++) {
 		rc = cache_stream_segment(p->stream, idx, &info);
 		if (rc == ENODATA) {
-			*start = end; /* fewer records: the end */
 			rc = 0;
 			break;
 		}
-		if (rc)
+		if (rc || step(arg, &info))
 			break;
-		end = info.start + info.size;
-		if (!info.literal && info.obj_offset == 0) {
-			if (records == target) {
-				*start = info.start - CHANNEL_RECORDIO_HEADER;
-				break;
-			}
-			records++;
-		}
 		if (idx % 1024 == 0)
 			cache_hold_move(hold, idx);
 	}
@@ -520,11 +608,166 @@ static int record_walk(struct channel *ch, unsigned epoch, uint64_t target,
 		plan_destroy(p);
 		return rc;
 	}
-	/* (the header before the object: the segment before it) */
-	cache_hold_move(hold, idx ? idx - 1 : 0);
+	cache_hold_move(hold, idx > back ? idx - back : 0);
+	*stop = idx;
 	*plan = p;
 	*held = hold;
 	return 0;
+}
+
+/* The walk to a record of a channel that frames each object itself. */
+struct framed_walk {
+	uint64_t target, records;
+	uint64_t end;	/* of the segments walked */
+	uint64_t start; /* where the target's header is, once found */
+	bool found;
+};
+
+static bool framed_step(void *arg, const struct cache_segment_info *info)
+{
+	struct framed_walk *w = arg;
+
+	w->end = info->start + info->size;
+	if (info->literal || info->obj_offset != 0)
+		return false;
+	if (w->records == w->target) {
+		w->start = info->start - CHANNEL_RECORDIO_HEADER;
+		w->found = true;
+		return true;
+	}
+	w->records++;
+	return false;
+}
+
+/*
+ * Where record target begins in an epoch the channel frames itself from a
+ * prefix's objects (each object one record, none empty): before the
+ * header of the target'th object segment that starts its object, found by
+ * a walk (epoch_walk).  0 with *start (the epoch's end when it has fewer
+ * records), the walk's plan and its hold, kept at the segment before
+ * *start (the header) until the reader is made; or an errno.
+ */
+static int record_walk(struct channel *ch, unsigned epoch, uint64_t target,
+		       uint64_t *start, struct epoch_plan **plan,
+		       struct cache_hold **held)
+{
+	struct framed_walk w = {.target = target};
+	size_t stop;
+	int rc = epoch_walk(ch, epoch, framed_step, &w, 1, &stop, plan, held);
+
+	if (!rc)
+		*start = w.found ? w.start : w.end;
+	return rc;
+}
+
+/* The walk over the objects a channel measured (object_counts.h). */
+struct counts_walk {
+	struct object_counts *counts;
+	uint64_t target, records;
+	struct stack_start at;
+};
+
+static bool counts_step(void *arg, const struct cache_segment_info *info)
+{
+	struct counts_walk *w = arg;
+	uint64_t id, bytes, n;
+
+	w->at.stored = info->start;
+	if (!object_counts_id(info, &id) ||
+	    !object_counts_find(w->counts, id, &bytes, &n) ||
+	    w->records + n > w->target)
+		return true;
+	w->records += n;
+	w->at.base += bytes;
+	w->at.stored = info->start + info->size;
+	return false;
+}
+
+/*
+ * Where a record scan for target may begin, past the objects the channel
+ * measured (counts), found by a walk (epoch_walk): the first object not
+ * measured, or the one that record target begins in.  0 with *at (that
+ * object's segment and first byte in the stream, and the epoch's byte its
+ * bytes begin at: the epoch's end when every object is measured and
+ * target is past them), *records (the records before it), the walk's plan
+ * and its hold there; or an errno.
+ */
+static int counts_walk(struct channel *ch, unsigned epoch, uint64_t target,
+		       struct object_counts *counts, struct stack_start *at,
+		       uint64_t *records, struct epoch_plan **plan,
+		       struct cache_hold **held)
+{
+	struct counts_walk w = {.counts = counts, .target = target};
+	int rc =
+	    epoch_walk(ch, epoch, counts_step, &w, 0, &w.at.seg, plan, held);
+
+	*at = w.at;
+	*records = w.records;
+	return rc;
+}
+
+/*
+ * A reader of epoch from record target, found by a scan that reads every
+ * byte before it (streaming, not delivering) but the objects a scan before
+ * measured whole, passed over by their counts; the objects this scan reads
+ * whole are measured for the next (and saved with --cache-dir).
+ */
+static struct channel_reader *open_record_scanned(struct channel *ch,
+						  unsigned epoch,
+						  uint64_t target,
+						  uint64_t *start)
+{
+	struct object_counts *counts = object_counts_get(ch);
+	struct channel_reader *r;
+	struct epoch_plan *walked = NULL;
+	struct cache_hold *hold = NULL;
+	struct stack_start at = {0};
+	uint64_t before = 0, first = 0;
+	int rc;
+
+	if (counts && object_counts_count(counts) > 0) {
+		rc = counts_walk(ch, epoch, target, counts, &at, &before,
+				 &walked, &hold);
+		if (rc) {
+			errno = rc;
+			return NULL;
+		}
+		first = at.base;
+		if (channel_bytes_as_stored(ch))
+			at.base =
+			    0; /* (the stream's own bytes: read at first) */
+		r = reader_open(ch, epoch, START_ON_PLAN, &first, 0, walked,
+				&at);
+		cache_hold_release(hold);
+		if (!r) {
+			plan_destroy(walked);
+			return NULL;
+		}
+		if (r->base + r->top->ops->position(r->top) != first) {
+			/* (its stream had to start again) */
+			channel_reader_close(r);
+			r = channel_reader_open(ch, epoch);
+			if (!r)
+				return NULL;
+			first = before = 0;
+		}
+		util_info("channel '%s' (epoch %u): record %llu: %llu records "
+			  "in objects measured before, scanning from byte %llu",
+			  ch->spec->name, epoch, (unsigned long long)target,
+			  (unsigned long long)before,
+			  (unsigned long long)first);
+	} else {
+		r = channel_reader_open(ch, epoch);
+		if (!r)
+			return NULL;
+	}
+	rc = record_scan(r, target, first, before, counts, start);
+	if (rc) {
+		channel_reader_close(r);
+		errno = rc;
+		return NULL;
+	}
+	return r;
 }
 
 struct channel_reader *channel_reader_open_record(struct channel *ch,
@@ -577,7 +820,7 @@ struct channel_reader *channel_reader_open_record(struct channel *ch,
 		*start = 0;
 		return reader_open(
 		    ch, epoch, START_AT_ENTRY, start,
-		    record > SIZE_MAX ? SIZE_MAX : (size_t)record, NULL);
+		    record > SIZE_MAX ? SIZE_MAX : (size_t)record, NULL, NULL);
 	}
 	if (ch->framed && channel_bytes_as_stored(ch) &&
 	    ch->spec->data_type == CHANNEL_S3_PREFIX) {
@@ -590,22 +833,14 @@ struct channel_reader *channel_reader_open_record(struct channel *ch,
 			return NULL;
 		}
 		/* on the walk's own stream, listed to there already */
-		r = reader_open(ch, epoch, START_ON_PLAN, start, 0, walked);
+		r = reader_open(ch, epoch, START_ON_PLAN, start, 0, walked,
+				NULL);
 		cache_hold_release(hold);
 		if (!r)
 			plan_destroy(walked);
 		return r;
 	}
-	r = channel_reader_open(ch, epoch);
-	if (!r)
-		return NULL;
-	rc = record_scan(r, record, start);
-	if (rc) {
-		channel_reader_close(r);
-		errno = rc;
-		return NULL;
-	}
-	return r;
+	return open_record_scanned(ch, epoch, record, start);
 }
 
 void channel_reader_close(struct channel_reader *r)
@@ -625,7 +860,7 @@ uint64_t channel_reader_position(struct channel_reader *r)
 {
 	if (r->carry)
 		return r->carry_next;
-	return r->top ? r->top->ops->position(r->top) : 0;
+	return r->top ? r->base + r->top->ops->position(r->top) : 0;
 }
 
 bool channel_reader_near_end(struct channel_reader *r)
@@ -697,12 +932,12 @@ int channel_reader_read(struct channel_reader *r, uint64_t offset, size_t size,
 		rc = r->stage_error == ENOMEM ? ENOMEM : EIO;
 	} else if (!reads_cache_directly(r)) {
 		rc = 0;
-		if (offset != r->top->ops->position(r->top))
+		if (offset != r->base + r->top->ops->position(r->top))
 			rc = stack_seek(r, offset);
 		/* (a seek past the end reads nothing) */
-		if (!rc && offset == r->top->ops->position(r->top))
-			rc =
-			    r->top->ops->read(r->top, offset, size, view, NULL);
+		if (!rc && offset == r->base + r->top->ops->position(r->top))
+			rc = r->top->ops->read(r->top, offset - r->base, size,
+					       view, NULL);
 	} else {
 		rc = r->top->ops->read(r->top, offset, size, view, NULL);
 		if (rc == ESTALE) {

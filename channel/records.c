@@ -141,6 +141,11 @@ size_t channel_records_feed(struct channel_records *r, const void *bytes,
 	return feed_lines(r, bytes, len, target, reached);
 }
 
+bool channel_records_between(const struct channel_records *r)
+{
+	return !r->error && !r->open && !r->have && !r->skip;
+}
+
 int channel_records_end(struct channel_records *r)
 {
 	if (r->error)

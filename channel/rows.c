@@ -422,13 +422,33 @@ static int libsvm_row(struct row_state *st, const char *p, const char *end,
 	return channel_record_append(out, &rec);
 }
 
+/* The marks at or before p (text's offset): where out stood when a row
+ * began there, SIZE_MAX when a row runs across it. */
+static void marks_pass(const struct channel_rows_marks *m, size_t *done,
+		       size_t p, size_t out_len)
+{
+	for (; m && *done < m->count && m->at[*done] <= p; (*done)++)
+		m->out[*done] = m->at[*done] == p ? out_len : SIZE_MAX;
+}
+
 int channel_rows_convert(const struct channel_convert_conf *conf,
 			 size_t columns, const char *text, size_t len,
 			 struct util_buf *out, struct channel_rows_result *res)
 {
+	return channel_rows_convert_marked(conf, columns, text, len, NULL, out,
+					   res);
+}
+
+int channel_rows_convert_marked(const struct channel_convert_conf *conf,
+				size_t columns, const char *text, size_t len,
+				const struct channel_rows_marks *marks,
+				struct util_buf *out,
+				struct channel_rows_result *res)
+{
 	struct row_state st = {.conf = conf, .columns = columns};
 	const char *p = text, *end = text + len;
 	char later[sizeof(res->why)]; /* why for bad rows after the first */
+	size_t marked = 0;
 	int rc = 0;
 
 	memset(res, 0, sizeof(*res));
@@ -437,6 +457,8 @@ int channel_rows_convert(const struct channel_convert_conf *conf,
 	st.whylen = sizeof(res->why);
 	while (p < end) {
 		const char *next = NULL, *q = p;
+
+		marks_pass(marks, &marked, (size_t)(p - text), out->len);
 
 		/* a blank row, without looking further */
 		while (q < end && (is_blank(*q) || *q == '\r'))
@@ -475,6 +497,11 @@ int channel_rows_convert(const struct channel_convert_conf *conf,
 		}
 		p = next;
 	}
+	/* (marks at the end: out is whole there; past a failure: unknown) */
+	if (!rc)
+		marks_pass(marks, &marked, len, out->len);
+	for (; marks && marked < marks->count; marked++)
+		marks->out[marked] = SIZE_MAX;
 	free(st.values);
 	free(st.keys);
 	return rc;

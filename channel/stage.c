@@ -9,6 +9,7 @@
 #include "config.h"
 
 #include "channel/internal.h"
+#include "channel/object_counts.h"
 
 #include <errno.h>
 #include <stddef.h>
@@ -33,6 +34,7 @@ struct cache_stage {
 	struct cache *cache;
 	struct cache_stream *stream;
 	struct cache_reader *reader;
+	uint64_t first_read; /* where reads begin (the reader may be before) */
 	/* reads with origin: the segment being read */
 	size_t seg;
 	bool seg_open;
@@ -47,6 +49,8 @@ static int read_object(struct cache_stage *cs, size_t size,
 	uint64_t pos = cache_reader_position(cs->reader), end;
 	int rc;
 
+	if (pos < cs->first_read)
+		pos = cs->first_read;
 	for (;;) {
 		if (cs->seg_open &&
 		    pos < cs->seg_info.start + cs->seg_info.size)
@@ -66,6 +70,8 @@ static int read_object(struct cache_stage *cs, size_t size,
 	origin->index = cs->seg;
 	origin->bucket = cs->seg_info.literal ? NULL : cs->seg_info.bucket;
 	origin->key = cs->seg_info.literal ? NULL : cs->seg_info.key;
+	if (!object_counts_id(&cs->seg_info, &origin->object_id))
+		origin->object_id = 0;
 	rc = cache_reader_read(cs->reader, pos, size, &view->cache);
 	if (!rc && view->cache.bytes == 0)
 		rc = EIO; /* the stream is shorter than its segments */
@@ -101,7 +107,10 @@ static void cache_stage_release(struct channel_stage *st,
 
 static uint64_t cache_stage_position(struct channel_stage *st)
 {
-	return cache_reader_position(((struct cache_stage *)st)->reader);
+	struct cache_stage *cs = (struct cache_stage *)st;
+	uint64_t pos = cache_reader_position(cs->reader);
+
+	return pos < cs->first_read ? cs->first_read : pos;
 }
 
 static void cache_stage_destroy(struct channel_stage *st)
@@ -140,6 +149,9 @@ struct channel_stage *channel_cache_stage_create(struct cache *c,
 	cs->stage.ops = &cache_stage_ops;
 	cs->cache = c;
 	cs->stream = s;
+	cs->first_read = first_read;
+	/* (reads with origin begin at the segment of the first read) */
+	cs->seg = cache_stream_segment_at(s, first_read);
 	return &cs->stage;
 }
 

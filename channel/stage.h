@@ -32,6 +32,9 @@ struct channel_origin {
 	uint64_t index; /* changes from one object to the next */
 	const char *bucket;
 	const char *key;
+	/* the whole object's id (object_counts_id()), or 0: part of an
+	 * object, literal bytes, or bytes of more than one object */
+	uint64_t object_id;
 };
 
 struct channel_stage;

@@ -8,6 +8,7 @@
 # st_size is 0 (the size is not known). A corrupt object (bytes flipped in
 # the middle of the deflate data), a truncated one and one that is not gzip
 # at all: the read fails with EIO after the earlier objects' data.  A
+# budget of two blocks reads the epoch (one object inflated at a time).  A
 # daemon stopped by SIGTERM while a gzip file is open exits cleanly.
 . "$(cd "$(dirname "$0")/.." && pwd)/lib.sh"
 . "$S3PIPE_SRCDIR/tests/channels_lib.sh"
@@ -165,6 +166,17 @@ check_failed() {
 check_failed bad "corrupt deflate data"
 check_failed trunc "truncated gzip object"
 check_failed notgz "object that is not gzip"
+unmount "$MP"
+
+# ---- a budget of two blocks: one object inflated at a time, none stuck
+# (a job ahead that took the last chunk waited for the reader, which
+# waited for the head job, which waited for a chunk) ----
+MP=$(new_mountpoint gzip-small)
+mount_ok --endpoint-url "$S3_URL" --part-size 1M --cache-size 2M --compression gzip \
+	train=s3://data/gz/ "$MP"
+timeout -k 5 60 cat "$MP/train_0" >"$TEST_TMP/out" ||
+	fail "reading train_0 (gzip) with --cache-size 2M failed or hung"
+assert_file_eq "$TEST_TMP/gz.exp" "$TEST_TMP/out" "train_0 (gzip, a budget of two blocks)"
 unmount "$MP"
 
 # ---- gzip and RecordIO: one record per object, decompressed ----

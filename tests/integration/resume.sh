@@ -64,6 +64,14 @@ put("bad/b1.rec", rec(b"four") + rec(b"five") + b"\x01\x02\x03\x04\x05\x00\x00\x
 # past/: a record whose length runs past the end of its object
 put("past/p0.rec", rec(b"fine") + hdr(0, 100) + b"only ten b")
 put("past/p1.rec", rec(b"next"))
+# big/: lines of incompressible text, five objects of about 700 KB, as
+# stored (bigl/) and gzipped (bigz/), for a resume after a saved pass
+for j in range(5):
+    text = b"".join(b"%d,%d,%s\n" % (j, i, rnd.randbytes(30).hex().encode()) for i in range(9000))
+    put("bigl/l%d.csv" % j, text)
+    put("bigz/z%d.csv.gz" % j, gzip.compress(text))
+    # and rows of numbers, converted (bigc/)
+    put("bigc/c%d.csv" % j, b"".join(b"%d,%d.%d,%d,%d\n" % (i % 2, i, rnd.randrange(10**6), j, rnd.randrange(10**9)) for i in range(9000)))
 # manifest: some of rio/, in an order of its own
 keys = ["obj-%03d.bin" % i for i in (7, 3, 20, 11, 0, 24)]
 put("m/manifest.json", ("[{\"prefix\": \"s3://data/rio/\"}, %s]" % ", ".join('"%s"' % k for k in keys)).encode())
@@ -213,6 +221,81 @@ for name in rio rios; do
 		fail "$name: ${name}_0@record=$k received $got bytes from S3, more than its $want bytes and a block"
 	unmount "$MPW"
 done
+
+# ---- objects measured by a scan are passed over by the next resume ----
+for name in lines recs gz conv; do
+	grep -qE "channel '$name' \(epoch 0\): record [0-9]+: [1-9][0-9]* records in objects measured before" "$LOG" ||
+		fail "$name: no resume passed over objects an earlier scan measured"
+done
+
+# ---- ... and by a resume on a later mount, with --cache-dir: the S3 bytes
+# are the last object's and the tail's, not the epoch's ----
+{
+	echo "["
+	idc_channel bigl s3://data/bigl/ ', "ContentType": "text/csv"'
+	echo ","
+	idc_channel bigz s3://data/bigz/ ', "ContentType": "text/csv", "CompressionType": "Gzip"'
+	echo ","
+	idc_channel bigc s3://data/bigc/ ', "ContentType": "text/csv", "S3pipeConvert": "application/x-recordio-protobuf"'
+	echo "]"
+} >"$TEST_TMP/idc-big.json"
+CD=$TEST_TMP/cache-dir
+mkdir -p "$CD"
+for round in 1 2 3; do
+	for name in bigl bigz bigc; do
+		format=lines
+		[ "$name" = bigc ] && format=recordio
+		MPB=$(new_mountpoint "big-$name-$round")
+		LOGB=$TEST_TMP/big-$name-$round.log
+		# (the disk tier's blocks go: what the resume reads comes from S3)
+		rm -f "$CD"/s3pipe/*.b1
+		mount_fg "$LOGB" --endpoint-url "$S3_URL" --part-size 1M --epochs 1 --cache-dir "$CD" --cache-dir-size 64M \
+			--input-data-config "$TEST_TMP/idc-big.json" "$MPB"
+		if [ "$round" = 1 ]; then
+			tcat "$MPB/${name}_0" >"$TEST_TMP/$name.ref" || fail "$name: reading ${name}_0 failed"
+			offsets_of "$format" "$TEST_TMP/$name.ref" >"$TEST_TMP/$name.offsets"
+			unmount "$MPB"
+			continue
+		fi
+		# a line of the last object (44,000 lines before it)
+		k=$((4 * 9000 + 1234))
+		off=$(sed -n "$((k + 1))p" "$TEST_TMP/$name.offsets")
+		tail_from "$TEST_TMP/$name.ref" "$off" "$TEST_TMP/want"
+		tcat "$MPB/.s3pipe-resume/${name}_0@record=$k" >"$TEST_TMP/got" ||
+			fail "$name: reading ${name}_0@record=$k (round $round) failed"
+		assert_file_eq "$TEST_TMP/want" "$TEST_TMP/got" "$name: record $k (round $round)"
+		got=$("$S3PIPE" stats --json "$MPB" | python3 -c 'import json, sys; print(json.load(sys.stdin)["s3"]["bytes_received"])')
+		stored=0
+		for key in $(grep "^$name/" "$TEST_TMP/objects"); do
+			stored=$((stored + $(stat -c %s "$GEN/$key")))
+		done
+		last=$(stat -c %s "$GEN/$(grep "^$name/" "$TEST_TMP/objects" | tail -n 1)")
+		note "$name round $round: record $k resumed with $got bytes from S3 (the objects: $stored, the last: $last)"
+		if [ "$round" = 2 ]; then
+			# nothing measured yet: the scan reads every object
+			[ "$got" -ge "$stored" ] || fail "$name: the first resume received $got bytes, less than the $stored before it (set-up)"
+			ls "$CD"/s3pipe-listings/*.counts-* >/dev/null 2>&1 || fail "$name: no counts saved in $CD"
+		else
+			grep -qE "record $k: 36000 records in objects measured before" "$LOGB" ||
+				fail "$name: the saved counts were not used: $(grep -E 'record|counts' "$LOGB" | tail -n 3)"
+			[ "$got" -le $((last + 1048576)) ] ||
+				fail "$name: ${name}_0@record=$k received $got bytes from S3, more than the last object ($last) and a block"
+		fi
+		unmount "$MPB"
+	done
+done
+# a counts file that does not check is ignored, with one line
+for f in "$CD"/s3pipe-listings/*.counts-*; do printf 'garbage' >"$f"; done
+MPB=$(new_mountpoint big-garbage)
+LOGB=$TEST_TMP/big-garbage.log
+mount_fg "$LOGB" --endpoint-url "$S3_URL" --part-size 1M --epochs 1 --cache-dir "$CD" --cache-dir-size 64M \
+	--input-data-config "$TEST_TMP/idc-big.json" "$MPB"
+tcat "$MPB/.s3pipe-resume/bigz_0@record=$k" >"$TEST_TMP/got" || fail "bigz: reading bigz_0@record=$k over a bad counts file failed"
+tail_from "$TEST_TMP/bigz.ref" "$(sed -n "$((k + 1))p" "$TEST_TMP/bigz.offsets")" "$TEST_TMP/want"
+assert_file_eq "$TEST_TMP/want" "$TEST_TMP/got" "bigz: record $k over a bad counts file"
+wait_until 10 grep -q "ignoring .*counts.*not the counts of this channel's objects" "$LOGB" ||
+	fail "no log line about the bad counts file: $(tail -n 3 "$LOGB")"
+unmount "$MPB"
 
 # ---- malformed records: EIO on open, one line naming the object ----
 tcat "$MP/bad_0" >"$TEST_TMP/bad.ref" || fail "reading bad_0 failed"

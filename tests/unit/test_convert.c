@@ -474,6 +474,7 @@ static int test_read(struct channel_stage *st, uint64_t offset, size_t size,
 	origin->index = ts->obj;
 	origin->bucket = "b";
 	origin->key = ts->names[ts->obj];
+	origin->object_id = 100 + ts->obj;
 	ts->off += n;
 	return 0;
 }
@@ -793,10 +794,138 @@ static void test_converter_source_error(void **state)
 	util_buf_free(&out);
 }
 
+/*
+ * Marks say where each one's records begin in the output: at a row's
+ * start, the records of the rows before it (blank rows and skipped bad
+ * rows make none); inside a row, unknown; at the end, all of them; past a
+ * bad row that stops the conversion, unknown.
+ */
+static void test_rows_marks(void **state)
+{
+	/* rows: "0,1\n" "1,2\n" "\n" "x,3\n" "0,4" */
+	static const char text[] = "0,1\n1,2\n\nx,3\n0,4";
+	const size_t at[] = {0, 2, 4, 8, 9, 13, sizeof(text) - 1};
+	size_t out_at[7], one;
+	struct channel_rows_marks marks = {at, out_at, 7};
+	struct channel_convert_conf conf = csv_conf();
+	struct channel_rows_result res;
+	struct util_buf out;
+
+	(void)state;
+	/* one record's bytes, from a row of the same shape */
+	assert_int_equal(convert_text(&conf, "0,1\n", &out, &res), 0);
+	one = out.len;
+	util_buf_free(&out);
+
+	conf.bad_row_skip = true;
+	util_buf_init(&out, 0);
+	assert_int_equal(channel_rows_convert_marked(&conf, 2, text,
+						     sizeof(text) - 1, &marks,
+						     &out, &res),
+			 0);
+	assert_int_equal(res.rows, 3);
+	assert_int_equal(res.skipped, 1);
+	assert_int_equal(out_at[0], 0);
+	assert_int_equal(out_at[1], SIZE_MAX); /* inside "0,1" */
+	assert_int_equal(out_at[2], one);
+	assert_int_equal(out_at[3], 2 * one); /* the blank row's start */
+	assert_int_equal(out_at[4], 2 * one); /* the bad row's */
+	assert_int_equal(out_at[5], 2 * one); /* after it: skipped */
+	assert_int_equal(out_at[6], 3 * one); /* the end */
+	assert_int_equal(out.len, 3 * one);
+	util_buf_free(&out);
+
+	/* the bad row stops it: the marks after it are unknown */
+	conf.bad_row_skip = false;
+	util_buf_init(&out, 0);
+	assert_int_equal(channel_rows_convert_marked(&conf, 2, text,
+						     sizeof(text) - 1, &marks,
+						     &out, &res),
+			 EINVAL);
+	assert_int_equal(out_at[3], 2 * one);
+	assert_int_equal(out_at[5], SIZE_MAX);
+	assert_int_equal(out_at[6], SIZE_MAX);
+	util_buf_free(&out);
+}
+
+/*
+ * Read with origin, a view holds one object's records and names it, its
+ * object id passed on; where a row runs from one object into the next, the
+ * records of both come as one, with no object id.
+ */
+static void test_converter_objects(void **state)
+{
+	static const char *const objects[] = {"0,1\n1,2\n", "0,3\n1,",
+					      "4\n0,5\n", "1,6\n"};
+	static const char *const names[] = {"o0", "o1", "o2", "o3"};
+	struct test_source ts = {.stage = {.ops = &test_ops},
+				 .objects = objects,
+				 .names = names,
+				 .nobjects = 4,
+				 .max_step = 3,
+				 .fail_at_obj = -1};
+	struct channel_convert_conf conf = csv_conf();
+	struct channel_converter *cv;
+	struct channel_stage *st;
+	struct channel_rows_result res;
+	struct util_buf out;
+	/* per object seen: its index, id and bytes */
+	uint64_t index[8], id[8], bytes[8], one;
+	size_t seen = 0;
+
+	(void)state;
+	assert_int_equal(convert_text(&conf, "0,1\n", &out, &res), 0);
+	one = out.len;
+	util_buf_free(&out);
+	cv = channel_converter_create(&conf, &ts.stage, "channel 't'", 2);
+	assert_non_null(cv);
+	st = channel_converter_stage(cv);
+	for (;;) {
+		struct channel_view v;
+		struct channel_origin o = {0};
+
+		memset(&v, 0, sizeof(v));
+		assert_int_equal(st->ops->read(st, 0, 100000, &v, &o), 0);
+		if (!v.bytes) {
+			st->ops->release(st, &v);
+			break;
+		}
+		if (!seen || index[seen - 1] != o.index) {
+			char want[16];
+
+			assert_true(seen < 8 && o.index < 4);
+			snprintf(want, sizeof(want), "s3://b/%s",
+				 names[o.index]);
+			assert_string_equal(o.key, want);
+			assert_null(o.bucket);
+			index[seen] = o.index;
+			id[seen] = o.object_id;
+			bytes[seen++] = 0;
+		} else {
+			assert_int_equal(id[seen - 1], o.object_id);
+		}
+		bytes[seen - 1] += v.bytes;
+		st->ops->release(st, &v);
+	}
+	channel_converter_destroy(cv);
+	assert_int_equal(seen, 3);
+	assert_int_equal(index[0], 0);
+	assert_int_equal(id[0], 100);
+	assert_int_equal(bytes[0], 2 * one);
+	assert_int_equal(index[1], 1); /* o1 and o2: "1," "4" is one row */
+	assert_int_equal(id[1], 0);
+	assert_int_equal(bytes[1], 3 * one);
+	assert_int_equal(index[2], 3);
+	assert_int_equal(id[2], 103);
+	assert_int_equal(bytes[2], one);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_wire_bytes),
+	    cmocka_unit_test(test_rows_marks),
+	    cmocka_unit_test(test_converter_objects),
 	    cmocka_unit_test(test_wire_sparse_and_dump),
 	    cmocka_unit_test(test_csv_forms),
 	    cmocka_unit_test(test_csv_bad_rows),

@@ -1,0 +1,313 @@
+/*
+ * object counts (see object_counts.h): an open-addressing table of
+ * measured objects, id to (bytes, records), under a lock of its own (the
+ * readers of a channel measure and look up at once), and its file.
+ *
+ * The file: "S3PCNT1" and a NUL; the stages' tag, the count (u64 each);
+ * each object's id, bytes and records (u64 each); a crc32 of all that
+ * (u32).  Host byte order: a file from another kind of host fails its
+ * check and is not used.  It is written whole, to a temporary file
+ * renamed over the last.
+ */
+#include "config.h"
+
+#include "channel/object_counts.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
+
+#include "channel/core.h"
+#include "util/util.h"
+
+#define COUNTS_MAGIC "S3PCNT1"
+#define COUNTS_MAX   (1u << 26) /* objects a file may hold */
+
+struct counted {
+	uint64_t id; /* 0: a free slot */
+	uint64_t bytes;
+	uint64_t records;
+};
+
+struct object_counts {
+	pthread_mutex_t lock;
+	struct counted *slots;
+	size_t cap; /* a power of two, or 0 */
+	size_t n;
+	bool changed; /* since loaded or saved */
+};
+
+static uint64_t fnv(uint64_t h, const void *p, size_t len)
+{
+	const unsigned char *c = p;
+
+	for (size_t i = 0; i < len; i++)
+		h = (h ^ c[i]) * 0x100000001b3ULL;
+	return h;
+}
+
+bool object_counts_id(const struct cache_segment_info *info, uint64_t *id)
+{
+	uint64_t h = 0xcbf29ce484222325ULL;
+
+	if (info->literal || !info->key || info->obj_offset != 0 ||
+	    info->size != info->obj_size)
+		return false;
+	h = fnv(h, info->key, strlen(info->key) + 1);
+	if (info->etag)
+		h = fnv(h, info->etag, strlen(info->etag));
+	h = fnv(h, "", 1);
+	h = fnv(h, &info->obj_size, sizeof(info->obj_size));
+	*id = h ? h : 1; /* (0 marks a free slot) */
+	return true;
+}
+
+/* The slot of id, or the free one where it goes (lock held, cap > 0). */
+static struct counted *slot_of(struct object_counts *oc, uint64_t id)
+{
+	size_t mask = oc->cap - 1, i = (size_t)(id ^ (id >> 29)) & mask;
+
+	while (oc->slots[i].id && oc->slots[i].id != id)
+		i = (i + 1) & mask;
+	return &oc->slots[i];
+}
+
+/* Room for one more (lock held): 0 or ENOMEM. */
+static int make_room(struct object_counts *oc)
+{
+	struct counted *old = oc->slots;
+	size_t old_cap = oc->cap, cap = old_cap ? old_cap * 2 : 1024;
+
+	if ((oc->n + 1) * 4 <= old_cap * 3)
+		return 0;
+	oc->slots = calloc(cap, sizeof(*oc->slots));
+	if (!oc->slots) {
+		oc->slots = old;
+		return ENOMEM;
+	}
+	oc->cap = cap;
+	for (size_t i = 0; i < old_cap; i++)
+		if (old[i].id)
+			*slot_of(oc, old[i].id) = old[i];
+	free(old);
+	return 0;
+}
+
+static void put(struct object_counts *oc, uint64_t id, uint64_t bytes,
+		uint64_t records)
+{
+	struct counted *c;
+
+	if (make_room(oc))
+		return; /* (not kept: read again next time) */
+	c = slot_of(oc, id);
+	if (!c->id)
+		oc->n++;
+	if (c->id == id && c->bytes == bytes && c->records == records)
+		return;
+	c->id = id;
+	c->bytes = bytes;
+	c->records = records;
+	oc->changed = true;
+}
+
+/* The tag of what makes an object's bytes and records in ch's epochs. */
+static uint64_t stages_tag(const struct channel *ch)
+{
+	uint64_t v[5] = {
+	    (uint64_t)channel_record_format(ch->spec),
+	    (uint64_t)ch->spec->compression,
+	    (uint64_t)ch->spec->wrapper,
+	    ch->spec->wrapper == CHANNEL_WRAPPER_RECORDIO
+		? ch->conf.recordio_part_max
+		: 0,
+	    (uint64_t)ch->spec->convert.format,
+	};
+
+	return fnv(0xcbf29ce484222325ULL, v, sizeof(v));
+}
+
+static char *counts_path(const struct channel *ch, bool make_dir)
+{
+	char *listing = saved_listing_path(ch, make_dir), *path = NULL;
+
+	if (listing && asprintf(&path, "%s.counts-%08x", listing,
+				(unsigned)(stages_tag(ch) & 0xffffffffu)) < 0)
+		path = NULL;
+	free(listing);
+	return path;
+}
+
+/* The file's objects into oc (empty when there is none or it does not
+ * check; one warning then). */
+static void counts_load(const struct channel *ch, struct object_counts *oc)
+{
+	char *path = counts_path(ch, false), *data = NULL;
+	uint64_t head[2];
+	size_t len = 0, n;
+	uint32_t c32;
+
+	if (!path || util_read_file(path, 8 + 16 + (size_t)COUNTS_MAX * 24 + 4,
+				    &data, &len)) {
+		free(path);
+		return;
+	}
+	if (len < 8 + 16 + 4 || memcmp(data, COUNTS_MAGIC, 8))
+		goto bad;
+	memcpy(head, data + 8, sizeof(head));
+	memcpy(&c32, data + len - 4, 4);
+	n = (len - 8 - 16 - 4) / 24;
+	if (head[0] != stages_tag(ch) || head[1] != n ||
+	    8 + 16 + n * 24 + 4 != len ||
+	    (uint32_t)crc32_z(crc32(0, NULL, 0), (const Bytef *)data,
+			      len - 4) != c32)
+		goto bad;
+	for (size_t i = 0; i < n; i++) {
+		struct counted c;
+
+		memcpy(&c, data + 8 + 16 + i * 24, sizeof(c));
+		if (c.id)
+			put(oc, c.id, c.bytes, c.records);
+	}
+	oc->changed = false;
+	util_info("channel '%s': %zu objects measured, from %s", ch->spec->name,
+		  oc->n, path);
+	free(data);
+	free(path);
+	return;
+bad:
+	util_warn("channel '%s': ignoring %s: not the counts of this "
+		  "channel's objects",
+		  ch->spec->name, path);
+	free(data);
+	free(path);
+}
+
+struct object_counts *object_counts_get(struct channel *ch)
+{
+	struct object_counts *oc;
+
+	pthread_mutex_lock(&ch->records_lock);
+	oc = ch->counts;
+	if (!oc) {
+		oc = calloc(1, sizeof(*oc));
+		if (oc) {
+			pthread_mutex_init(&oc->lock, NULL);
+			counts_load(ch, oc);
+			ch->counts = oc;
+		}
+	}
+	pthread_mutex_unlock(&ch->records_lock);
+	return oc;
+}
+
+bool object_counts_find(struct object_counts *oc, uint64_t id, uint64_t *bytes,
+			uint64_t *records)
+{
+	bool found = false;
+
+	pthread_mutex_lock(&oc->lock);
+	if (oc->cap) {
+		const struct counted *c = slot_of(oc, id);
+
+		found = c->id == id;
+		if (found) {
+			*bytes = c->bytes;
+			*records = c->records;
+		}
+	}
+	pthread_mutex_unlock(&oc->lock);
+	return found;
+}
+
+void object_counts_add(struct object_counts *oc, uint64_t id, uint64_t bytes,
+		       uint64_t records)
+{
+	pthread_mutex_lock(&oc->lock);
+	put(oc, id, bytes, records);
+	pthread_mutex_unlock(&oc->lock);
+}
+
+uint64_t object_counts_count(struct object_counts *oc)
+{
+	uint64_t n;
+
+	pthread_mutex_lock(&oc->lock);
+	n = oc->n;
+	pthread_mutex_unlock(&oc->lock);
+	return n;
+}
+
+/* The file's bytes (malloc'd) of oc (lock held): NULL on ENOMEM. */
+static char *counts_image(const struct channel *ch, struct object_counts *oc,
+			  size_t *len)
+{
+	uint64_t head[2] = {stages_tag(ch), oc->n};
+	size_t at = 8 + 16;
+	char *data;
+	uint32_t c32;
+
+	*len = at + oc->n * 24 + 4;
+	data = malloc(*len);
+	if (!data)
+		return NULL;
+	memcpy(data, COUNTS_MAGIC, 8);
+	memcpy(data + 8, head, sizeof(head));
+	for (size_t i = 0; i < oc->cap; i++) {
+		if (!oc->slots[i].id)
+			continue;
+		memcpy(data + at, &oc->slots[i], 24);
+		at += 24;
+	}
+	c32 = (uint32_t)crc32_z(crc32(0, NULL, 0), (const Bytef *)data, at);
+	memcpy(data + at, &c32, 4);
+	return data;
+}
+
+void object_counts_save(struct channel *ch)
+{
+	struct object_counts *oc = ch->counts;
+	struct util_replace rep;
+	char *path, *data, msg[128];
+	size_t len = 0;
+	int rc;
+
+	if (!oc)
+		return;
+	path = counts_path(ch, true);
+	if (!path)
+		return;
+	pthread_mutex_lock(&oc->lock);
+	data = oc->changed && oc->n <= COUNTS_MAX ? counts_image(ch, oc, &len)
+						  : NULL;
+	if (data)
+		oc->changed = false;
+	pthread_mutex_unlock(&oc->lock);
+	rc = data ? util_replace_begin(&rep, path) : 0;
+	if (data && !rc) {
+		rc = util_write_all(rep.fd, data, len);
+		if (rc)
+			util_replace_abort(&rep);
+		else
+			rc = util_replace_commit(&rep);
+	}
+	if (rc)
+		util_warn("channel '%s': cannot save its objects' counts to "
+			  "%s: %s",
+			  ch->spec->name, path,
+			  util_strerror(rc, msg, sizeof(msg)));
+	free(data);
+	free(path);
+}
+
+void object_counts_destroy(struct object_counts *oc)
+{
+	if (!oc)
+		return;
+	pthread_mutex_destroy(&oc->lock);
+	free(oc->slots);
+	free(oc);
+}
