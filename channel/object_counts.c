@@ -24,7 +24,9 @@
 #include "util/util.h"
 
 #define COUNTS_MAGIC "S3PCNT1"
-#define COUNTS_MAX   (1u << 26) /* objects a file may hold */
+/* objects kept at most (a table of 96 to 192 MiB): past that, objects
+ * are read again */
+#define COUNTS_MAX (1u << 22)
 
 struct counted {
 	uint64_t id; /* 0: a free slot */
@@ -101,7 +103,7 @@ static void put(struct object_counts *oc, uint64_t id, uint64_t bytes,
 {
 	struct counted *c;
 
-	if (make_room(oc))
+	if (oc->n >= COUNTS_MAX || make_room(oc))
 		return; /* (not kept: read again next time) */
 	c = slot_of(oc, id);
 	if (!c->id)
