@@ -65,7 +65,10 @@ struct origin_text {
 	unsigned long refs; /* atomic: the feeder adds, the reader drops */
 	uint64_t index;	    /* the origin's index */
 	uint64_t object_id; /* and its object_id */
-	char name[];	    /* "s3://BUCKET/KEY" */
+	/* a row runs into or out of the object: its records are not its
+	 * own (atomic: set by a worker, read by the reader) */
+	bool joined;
+	char name[]; /* "s3://BUCKET/KEY" */
 };
 
 /* Where one object's bytes start in a batch. */
@@ -148,6 +151,7 @@ static struct origin_text *origin_text_make(const struct channel_origin *o)
 	t->refs = 1;
 	t->index = o->index;
 	t->object_id = o->object_id;
+	t->joined = false;
 	if (o->bucket)
 		snprintf(t->name, len, "s3://%s/%s", o->bucket, key);
 	else
@@ -511,8 +515,19 @@ static void convert_batch(struct channel_converter *cv, struct batch *b)
 						 b->len, &marks, &out, &b->res);
 		marked = marks.count == b->npieces;
 	}
-	for (size_t i = 0; i < b->npieces; i++)
+	for (size_t i = 0; i < b->npieces; i++) {
 		b->pieces[i].out_start = marked ? marks.out[i] : SIZE_MAX;
+		if (b->pieces[i].out_start == SIZE_MAX)
+			__atomic_store_n(&b->pieces[i].origin->joined, true,
+					 __ATOMIC_RELEASE);
+	}
+	/* (text that ends inside a row ends the epoch: in another order
+	 * that row would run into the next object, unless each object is a
+	 * file of its own) */
+	if (b->npieces && b->len && b->text[b->len - 1] != '\n' &&
+	    !cv->conf.header_skip)
+		__atomic_store_n(&b->pieces[b->npieces - 1].origin->joined,
+				 true, __ATOMIC_RELEASE);
 	free(at);
 	for (size_t i = 0; i < b->npieces; i++) {
 		struct piece *p = &b->pieces[i];
@@ -824,9 +839,11 @@ static size_t object_records(const struct batch *b, size_t taken, size_t n,
 		origin->index = t->index;
 		origin->bucket = NULL; /* (the name says it) */
 		origin->key = t->name;
-		origin->object_id = mixed || b->pieces[k].out_start == SIZE_MAX
-					? 0
-					: t->object_id;
+		origin->object_id =
+		    mixed || b->pieces[k].out_start == SIZE_MAX ||
+			    __atomic_load_n(&t->joined, __ATOMIC_ACQUIRE)
+			? 0
+			: t->object_id;
 	} else {
 		memset(origin, 0, sizeof(*origin));
 	}

@@ -119,14 +119,19 @@ static void put(struct object_counts *oc, uint64_t id, uint64_t bytes,
 /* The tag of what makes an object's bytes and records in ch's epochs. */
 static uint64_t stages_tag(const struct channel *ch)
 {
-	uint64_t v[5] = {
+	const struct channel_convert_conf *cv = &ch->spec->convert;
+	uint64_t v[9] = {
 	    (uint64_t)channel_record_format(ch->spec),
 	    (uint64_t)ch->spec->compression,
 	    (uint64_t)ch->spec->wrapper,
 	    ch->spec->wrapper == CHANNEL_WRAPPER_RECORDIO
 		? ch->conf.recordio_part_max
 		: 0,
-	    (uint64_t)ch->spec->convert.format,
+	    (uint64_t)cv->format,
+	    (uint64_t)(int64_t)cv->label_column,
+	    (uint64_t)cv->header_skip,
+	    (uint64_t)cv->bad_row_skip,
+	    cv->feature_dim,
 	};
 
 	return fnv(0xcbf29ce484222325ULL, v, sizeof(v));

@@ -54,6 +54,9 @@ struct channel_reader {
 	size_t first_seg;
 	uint64_t first_stored;
 	uint64_t base;
+	/* a hold on a given plan's stream (a walk's), let go once the stack
+	 * is built on it, or before that plan goes */
+	struct cache_hold *walk_hold;
 };
 
 /* Where a stack with stages begins (struct channel_reader's first_seg,
@@ -137,6 +140,8 @@ static int reader_restream(struct channel_reader *r)
 
 	if (!private_plan)
 		return ENOMEM;
+	cache_hold_release(r->walk_hold);
+	r->walk_hold = NULL;
 	r->stream = private_plan->stream;
 	stack_from_start(r);
 	rc = stack_build(r, 0);
@@ -236,22 +241,25 @@ enum reader_start {
  * A reader of epoch, its first read at offset (START_SHARED, START_AT_BYTE,
  * START_ON_PLAN) or at entry *entry (START_AT_ENTRY: *offset then says
  * where), over the epoch's shared stream or a plan of its own
- * (plan_create_from(), or given: the reader takes it, on failure too);
- * on a given plan, a stack with stages begins where from says (NULL: the
- * epoch's start).
+ * (plan_create_from(), or given: the reader takes it, on success; and
+ * hold, a hold on its stream, which it lets go in any case); on a given
+ * plan, a stack with stages begins where from says (NULL: the epoch's
+ * start).
  */
-static struct channel_reader *reader_open(struct channel *ch, unsigned epoch,
-					  enum reader_start how,
-					  uint64_t *offset, size_t entry,
-					  struct epoch_plan *given,
-					  const struct stack_start *from)
+static struct channel_reader *
+reader_open(struct channel *ch, unsigned epoch, enum reader_start how,
+	    uint64_t *offset, size_t entry, struct epoch_plan *given,
+	    struct cache_hold *hold, const struct stack_start *from)
 {
 	struct channel_reader *r = calloc(1, sizeof(*r));
 	int rc;
 
-	if (!r)
+	if (!r) {
+		cache_hold_release(hold);
 		goto nomem;
+	}
 	r->private_plan = given;
+	r->walk_hold = hold;
 	r->ch = ch;
 	r->epoch = epoch;
 	r->first_record = UINT64_MAX;
@@ -285,12 +293,14 @@ static struct channel_reader *reader_open(struct channel *ch, unsigned epoch,
 	rc = stack_open(r, *offset);
 	if (rc)
 		goto fail;
+	cache_hold_release(r->walk_hold);
+	r->walk_hold = NULL;
 	return r;
 
 nomem:
 	rc = ENOMEM;
 fail:
-	if (r && given)
+	if (r && given && r->private_plan == given)
 		r->private_plan = NULL; /* (given stays the caller's) */
 	channel_reader_close(r);
 	errno = rc == EIO ? EIO : ENOMEM;
@@ -308,7 +318,8 @@ static bool starts_from_index(const struct channel *ch)
 struct channel_reader *channel_reader_open_at(struct channel *ch,
 					      unsigned epoch, uint64_t offset)
 {
-	return reader_open(ch, epoch, START_SHARED, &offset, 0, NULL, NULL);
+	return reader_open(ch, epoch, START_SHARED, &offset, 0, NULL, NULL,
+			   NULL);
 }
 
 struct channel_reader *channel_reader_open_from(struct channel *ch,
@@ -319,7 +330,7 @@ struct channel_reader *channel_reader_open_from(struct channel *ch,
 	return reader_open(ch, epoch,
 			   offset && starts_from_index(ch) ? START_AT_BYTE
 							   : START_SHARED,
-			   &offset, 0, NULL, NULL);
+			   &offset, 0, NULL, NULL, NULL);
 }
 
 struct channel_reader *channel_reader_open(struct channel *ch, unsigned epoch)
@@ -663,6 +674,7 @@ static int record_walk(struct channel *ch, unsigned epoch, uint64_t target,
 /* The walk over the objects a channel measured (object_counts.h). */
 struct counts_walk {
 	struct object_counts *counts;
+	bool as_stored; /* the epoch's bytes are the objects' */
 	uint64_t target, records;
 	struct stack_start at;
 };
@@ -673,9 +685,13 @@ static bool counts_step(void *arg, const struct cache_segment_info *info)
 	uint64_t id, bytes, n;
 
 	w->at.stored = info->start;
+	/* (counts a file brought in are checked: nothing wraps, and bytes
+	 * as stored are the object's size) */
 	if (!object_counts_id(info, &id) ||
 	    !object_counts_find(w->counts, id, &bytes, &n) ||
-	    w->records + n > w->target)
+	    n > w->target - w->records ||
+	    bytes > (uint64_t)INT64_MAX - w->at.base ||
+	    (w->as_stored && bytes != info->size))
 		return true;
 	w->records += n;
 	w->at.base += bytes;
@@ -697,7 +713,9 @@ static int counts_walk(struct channel *ch, unsigned epoch, uint64_t target,
 		       uint64_t *records, struct epoch_plan **plan,
 		       struct cache_hold **held)
 {
-	struct counts_walk w = {.counts = counts, .target = target};
+	struct counts_walk w = {.counts = counts,
+				.as_stored = channel_bytes_as_stored(ch),
+				.target = target};
 	int rc =
 	    epoch_walk(ch, epoch, counts_step, &w, 0, &w.at.seg, plan, held);
 
@@ -712,12 +730,23 @@ static int counts_walk(struct channel *ch, unsigned epoch, uint64_t target,
  * measured whole, passed over by their counts; the objects this scan reads
  * whole are measured for the next (and saved with --cache-dir).
  */
+/* Whether the objects' counts place a stack past the epoch's first
+ * objects: not for CSV rows whose field count the conversion learns from
+ * the epoch's first row (a stack that began later would learn another). */
+static bool counts_place(const struct channel *ch)
+{
+	const struct channel_convert_conf *cv = &ch->spec->convert;
+
+	return !(cv->format == CHANNEL_CONVERT_CSV && !cv->feature_dim);
+}
+
 static struct channel_reader *open_record_scanned(struct channel *ch,
 						  unsigned epoch,
 						  uint64_t target,
 						  uint64_t *start)
 {
-	struct object_counts *counts = object_counts_get(ch);
+	struct object_counts *counts =
+	    counts_place(ch) ? object_counts_get(ch) : NULL;
 	struct channel_reader *r;
 	struct epoch_plan *walked = NULL;
 	struct cache_hold *hold = NULL;
@@ -733,12 +762,13 @@ static struct channel_reader *open_record_scanned(struct channel *ch,
 			return NULL;
 		}
 		first = at.base;
-		if (channel_bytes_as_stored(ch))
-			at.base =
-			    0; /* (the stream's own bytes: read at first) */
+		if (channel_bytes_as_stored(ch)) {
+			/* (the stream's own bytes: read at its offset) */
+			first = at.stored;
+			at.base = 0;
+		}
 		r = reader_open(ch, epoch, START_ON_PLAN, &first, 0, walked,
-				&at);
-		cache_hold_release(hold);
+				hold, &at);
 		if (!r) {
 			plan_destroy(walked);
 			return NULL;
@@ -818,9 +848,10 @@ struct channel_reader *channel_reader_open_record(struct channel *ch,
 	if (ch->framed && starts_from_index(ch)) {
 		/* each entry one record: record K begins entry K */
 		*start = 0;
-		return reader_open(
-		    ch, epoch, START_AT_ENTRY, start,
-		    record > SIZE_MAX ? SIZE_MAX : (size_t)record, NULL, NULL);
+		return reader_open(ch, epoch, START_AT_ENTRY, start,
+				   record > SIZE_MAX ? SIZE_MAX
+						     : (size_t)record,
+				   NULL, NULL, NULL);
 	}
 	if (ch->framed && channel_bytes_as_stored(ch) &&
 	    ch->spec->data_type == CHANNEL_S3_PREFIX) {
@@ -834,8 +865,7 @@ struct channel_reader *channel_reader_open_record(struct channel *ch,
 		}
 		/* on the walk's own stream, listed to there already */
 		r = reader_open(ch, epoch, START_ON_PLAN, start, 0, walked,
-				NULL);
-		cache_hold_release(hold);
+				hold, NULL);
 		if (!r)
 			plan_destroy(walked);
 		return r;
@@ -847,6 +877,7 @@ void channel_reader_close(struct channel_reader *r)
 {
 	if (!r)
 		return;
+	cache_hold_release(r->walk_hold);
 	free(r->carry);
 	stack_close(r);
 	/* (a plan of its own may borrow the shared plan's order: it goes

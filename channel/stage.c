@@ -75,6 +75,8 @@ static int read_object(struct cache_stage *cs, size_t size,
 	rc = cache_reader_read(cs->reader, pos, size, &view->cache);
 	if (!rc && view->cache.bytes == 0)
 		rc = EIO; /* the stream is shorter than its segments */
+	if (!rc)
+		cs->first_read = 0; /* (the reader's position says) */
 	return rc;
 }
 
@@ -85,10 +87,13 @@ static int cache_stage_read(struct channel_stage *st, uint64_t offset,
 	struct cache_stage *cs = (struct cache_stage *)st;
 	int rc;
 
-	if (origin)
+	if (origin) {
 		rc = read_object(cs, size, view, origin);
-	else
+	} else {
 		rc = cache_reader_read(cs->reader, offset, size, &view->cache);
+		if (!rc)
+			cs->first_read = 0;
+	}
 	view->iov = view->cache.iov;
 	view->count = view->cache.count;
 	view->bytes = view->cache.bytes;

@@ -851,17 +851,19 @@ static void test_rows_marks(void **state)
 /*
  * Read with origin, a view holds one object's records and names it, its
  * object id passed on; where a row runs from one object into the next, the
- * records of both come as one, with no object id.
+ * records of both come as one, with no object id; the last object, whose
+ * last row has no newline, has none either (in another order that row runs
+ * into the next object).
  */
 static void test_converter_objects(void **state)
 {
 	static const char *const objects[] = {"0,1\n1,2\n", "0,3\n1,",
-					      "4\n0,5\n", "1,6\n"};
-	static const char *const names[] = {"o0", "o1", "o2", "o3"};
+					      "4\n0,5\n", "1,6\n", "0,7"};
+	static const char *const names[] = {"o0", "o1", "o2", "o3", "o4"};
 	struct test_source ts = {.stage = {.ops = &test_ops},
 				 .objects = objects,
 				 .names = names,
-				 .nobjects = 4,
+				 .nobjects = 5,
 				 .max_step = 3,
 				 .fail_at_obj = -1};
 	struct channel_convert_conf conf = csv_conf();
@@ -893,7 +895,7 @@ static void test_converter_objects(void **state)
 		if (!seen || index[seen - 1] != o.index) {
 			char want[16];
 
-			assert_true(seen < 8 && o.index < 4);
+			assert_true(seen < 8 && o.index < 5);
 			snprintf(want, sizeof(want), "s3://b/%s",
 				 names[o.index]);
 			assert_string_equal(o.key, want);
@@ -908,7 +910,7 @@ static void test_converter_objects(void **state)
 		st->ops->release(st, &v);
 	}
 	channel_converter_destroy(cv);
-	assert_int_equal(seen, 3);
+	assert_int_equal(seen, 4);
 	assert_int_equal(index[0], 0);
 	assert_int_equal(id[0], 100);
 	assert_int_equal(bytes[0], 2 * one);
@@ -918,6 +920,9 @@ static void test_converter_objects(void **state)
 	assert_int_equal(index[2], 3);
 	assert_int_equal(id[2], 103);
 	assert_int_equal(bytes[2], one);
+	assert_int_equal(index[3], 4);
+	assert_int_equal(id[3], 0);
+	assert_int_equal(bytes[3], one);
 }
 
 int main(void)
