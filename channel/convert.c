@@ -914,6 +914,8 @@ static int converter_read(struct channel_converter *cv, uint64_t offset,
 			batch_fail(cv, b);
 			break;
 		}
+		if (origin && view->bytes)
+			break; /* (origin names text the batch holds) */
 		pop_head(cv);
 	}
 	if (cv->failed && !view->bytes)

@@ -7,7 +7,9 @@
  * each object's id, bytes and records (u64 each); a crc32 of all that
  * (u32).  Host byte order: a file from another kind of host fails its
  * check and is not used.  It is written whole, to a temporary file
- * renamed over the last.
+ * renamed over the last; and to the keeper's memfd for the channel's
+ * records (which a channel whose resumes scan has no other use for), its
+ * magic last, so that the next worker takes the counts without a file.
  */
 #include "config.h"
 
@@ -18,6 +20,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include "channel/core.h"
@@ -148,22 +152,16 @@ static char *counts_path(const struct channel *ch, bool make_dir)
 	return path;
 }
 
-/* The file's objects into oc (empty when there is none or it does not
- * check; one warning then). */
-static void counts_load(const struct channel *ch, struct object_counts *oc)
+/* An image's objects into oc: 0, or EINVAL when it does not check. */
+static int counts_parse(const struct channel *ch, struct object_counts *oc,
+			const char *data, size_t len)
 {
-	char *path = counts_path(ch, false), *data = NULL;
 	uint64_t head[2];
-	size_t len = 0, n;
+	size_t n;
 	uint32_t c32;
 
-	if (!path || util_read_file(path, 8 + 16 + (size_t)COUNTS_MAX * 24 + 4,
-				    &data, &len)) {
-		free(path);
-		return;
-	}
 	if (len < 8 + 16 + 4 || memcmp(data, COUNTS_MAGIC, 8))
-		goto bad;
+		return EINVAL;
 	memcpy(head, data + 8, sizeof(head));
 	memcpy(&c32, data + len - 4, 4);
 	n = (len - 8 - 16 - 4) / 24;
@@ -171,7 +169,7 @@ static void counts_load(const struct channel *ch, struct object_counts *oc)
 	    8 + 16 + n * 24 + 4 != len ||
 	    (uint32_t)crc32_z(crc32(0, NULL, 0), (const Bytef *)data,
 			      len - 4) != c32)
-		goto bad;
+		return EINVAL;
 	for (size_t i = 0; i < n; i++) {
 		struct counted c;
 
@@ -180,15 +178,57 @@ static void counts_load(const struct channel *ch, struct object_counts *oc)
 			put(oc, c.id, c.bytes, c.records);
 	}
 	oc->changed = false;
-	util_info("channel '%s': %zu objects measured, from %s", ch->spec->name,
-		  oc->n, path);
+	return 0;
+}
+
+/* The image in the keeper's memfd (a worker before this one's): 0, or an
+ * errno (ENOENT: none, or another image, such as a record index). */
+static int counts_take(const struct channel *ch, struct object_counts *oc)
+{
+	struct stat sb;
+	char *data;
+	int rc = ENOENT;
+
+	if (ch->records_fd < 0 || fstat(ch->records_fd, &sb) ||
+	    sb.st_size < 8 + 16 + 4 ||
+	    (uint64_t)sb.st_size > 8 + 16 + (uint64_t)COUNTS_MAX * 24 + 4)
+		return ENOENT;
+	data = malloc((size_t)sb.st_size);
+	if (data &&
+	    pread(ch->records_fd, data, (size_t)sb.st_size, 0) == sb.st_size &&
+	    !memcmp(data, COUNTS_MAGIC, 8))
+		rc = counts_parse(ch, oc, data, (size_t)sb.st_size);
 	free(data);
-	free(path);
-	return;
-bad:
-	util_warn("channel '%s': ignoring %s: not the counts of this "
-		  "channel's objects",
-		  ch->spec->name, path);
+	return rc;
+}
+
+/* The objects the worker before this one measured, else those in the
+ * file beside the listing, into oc (none when neither checks: one
+ * warning for a file that does not). */
+static void counts_load(const struct channel *ch, struct object_counts *oc)
+{
+	char *path, *data = NULL;
+	size_t len = 0;
+
+	if (counts_take(ch, oc) == 0) {
+		util_info("channel '%s': %zu objects measured, from the worker "
+			  "before this one",
+			  ch->spec->name, oc->n);
+		return;
+	}
+	path = counts_path(ch, false);
+	if (!path || util_read_file(path, 8 + 16 + (size_t)COUNTS_MAX * 24 + 4,
+				    &data, &len)) {
+		free(path);
+		return;
+	}
+	if (counts_parse(ch, oc, data, len) == 0)
+		util_info("channel '%s': %zu objects measured, from %s",
+			  ch->spec->name, oc->n, path);
+	else
+		util_warn("channel '%s': ignoring %s: not the counts of this "
+			  "channel's objects",
+			  ch->spec->name, path);
 	free(data);
 	free(path);
 }
@@ -274,6 +314,20 @@ static char *counts_image(const struct channel *ch, struct object_counts *oc,
 	return data;
 }
 
+/* The image kept in the keeper's memfd for the next worker, its magic
+ * written last (a worker dying meanwhile leaves none). */
+static void counts_hand_over(const struct channel *ch, const char *data,
+			     size_t len)
+{
+	int fd = ch->records_fd;
+
+	if (fd < 0 || ftruncate(fd, 0))
+		return;
+	if (pwrite(fd, data + 8, len - 8, 8) != (ssize_t)(len - 8) ||
+	    pwrite(fd, data, 8, 0) != 8)
+		(void)ftruncate(fd, 0);
+}
+
 void object_counts_save(struct channel *ch)
 {
 	struct object_counts *oc = ch->counts;
@@ -284,17 +338,18 @@ void object_counts_save(struct channel *ch)
 
 	if (!oc)
 		return;
-	path = counts_path(ch, true);
-	if (!path)
-		return;
 	pthread_mutex_lock(&oc->lock);
 	data = oc->changed && oc->n <= COUNTS_MAX ? counts_image(ch, oc, &len)
 						  : NULL;
 	if (data)
 		oc->changed = false;
 	pthread_mutex_unlock(&oc->lock);
-	rc = data ? util_replace_begin(&rep, path) : 0;
-	if (data && !rc) {
+	if (!data)
+		return;
+	counts_hand_over(ch, data, len);
+	path = counts_path(ch, true);
+	rc = path ? util_replace_begin(&rep, path) : 0;
+	if (path && !rc) {
 		rc = util_write_all(rep.fd, data, len);
 		if (rc)
 			util_replace_abort(&rep);

@@ -14,7 +14,9 @@
  * one that changed is read again.  With --cache-dir the counts are saved
  * beside the channel's saved listing (its name, ".counts-" and a tag of
  * the channel's stages: another gunzip or record format is another file),
- * 24 bytes an object, and a later mount takes them.  At most 4,194,304
+ * 24 bytes an object, and a later mount takes them; the same image goes
+ * into the keeper's memfd for the channel's records, where the next
+ * worker takes it (without --cache-dir too).  At most 4,194,304
  * objects are kept (32 to 64 bytes each in memory); the rest are read.
  */
 #ifndef S3PIPE_CHANNEL_OBJECT_COUNTS_H

@@ -13,7 +13,9 @@
 # the object and the offset; a channel without records refuses @record.
 # Opening epoch N's resume file makes N current (N+1 appears once it is
 # closed), and a worker killed while a resume file is read goes on from
-# where the reader was.
+# where the reader was. Objects a scan read whole are passed over by the
+# next resume: on the same mount, by the next worker, and on a later
+# mount with the same --cache-dir.
 . "$(cd "$(dirname "$0")/.." && pwd)/lib.sh"
 . "$S3PIPE_SRCDIR/tests/channels_lib.sh"
 channels_start
@@ -370,6 +372,15 @@ rm -f "$TEST_TMP/held"
 wait "$reader" || fail "reading rios_0@record=$k across a worker's death failed"
 assert_file_eq "$TEST_TMP/want" "$TEST_TMP/got" "rios_0@record=$k read across a worker's death"
 wait_until 20 test -n "$(worker_pids "$MP")" || fail "no new worker"
+# the new worker has the objects the dead one measured (the keeper's memfd,
+# no --cache-dir here): gz_0's last record but one (a name not looked up
+# before, so that it is found again), from them
+n=$(wc -l <"$TEST_TMP/gz.offsets")
+tail_from "$TEST_TMP/gz.ref" "$(sed -n "$((n - 1))p" "$TEST_TMP/gz.offsets")" "$TEST_TMP/want"
+tcat "$R/gz_0@record=$((n - 2))" >"$TEST_TMP/got" || fail "reading gz_0@record=$((n - 2)) after the worker's death failed"
+assert_file_eq "$TEST_TMP/want" "$TEST_TMP/got" "gz_0@record=$((n - 2)) after the worker's death"
+wait_until 10 grep -qE "channel 'gz': [1-9][0-9]* objects measured, from the worker before this one" "$LOG" ||
+	fail "the new worker did not take the objects the dead one measured: $(grep -E "'gz'" "$LOG" | tail -n 3)"
 
 unmount "$MP"
 assert_not_mounted "$MP"
