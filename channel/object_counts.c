@@ -40,6 +40,7 @@ struct counted {
 
 struct object_counts {
 	pthread_mutex_t lock;
+	pthread_mutex_t save_lock; /* one save at a time, in order */
 	struct counted *slots;
 	size_t cap; /* a power of two, or 0 */
 	size_t n;
@@ -59,12 +60,12 @@ bool object_counts_id(const struct cache_segment_info *info, uint64_t *id)
 {
 	uint64_t h = 0xcbf29ce484222325ULL;
 
-	if (info->literal || !info->key || info->obj_offset != 0 ||
-	    info->size != info->obj_size)
+	/* (an object without an ETag could change at the same size) */
+	if (info->literal || !info->key || !info->etag ||
+	    info->obj_offset != 0 || info->size != info->obj_size)
 		return false;
 	h = fnv(h, info->key, strlen(info->key) + 1);
-	if (info->etag)
-		h = fnv(h, info->etag, strlen(info->etag));
+	h = fnv(h, info->etag, strlen(info->etag));
 	h = fnv(h, "", 1);
 	h = fnv(h, &info->obj_size, sizeof(info->obj_size));
 	*id = h ? h : 1; /* (0 marks a free slot) */
@@ -243,6 +244,7 @@ struct object_counts *object_counts_get(struct channel *ch)
 		oc = calloc(1, sizeof(*oc));
 		if (oc) {
 			pthread_mutex_init(&oc->lock, NULL);
+			pthread_mutex_init(&oc->save_lock, NULL);
 			counts_load(ch, oc);
 			ch->counts = oc;
 		}
@@ -338,14 +340,18 @@ void object_counts_save(struct channel *ch)
 
 	if (!oc)
 		return;
+	/* (the newest image lands last) */
+	pthread_mutex_lock(&oc->save_lock);
 	pthread_mutex_lock(&oc->lock);
 	data = oc->changed && oc->n <= COUNTS_MAX ? counts_image(ch, oc, &len)
 						  : NULL;
 	if (data)
 		oc->changed = false;
 	pthread_mutex_unlock(&oc->lock);
-	if (!data)
+	if (!data) {
+		pthread_mutex_unlock(&oc->save_lock);
 		return;
+	}
 	counts_hand_over(ch, data, len);
 	path = counts_path(ch, true);
 	rc = path ? util_replace_begin(&rep, path) : 0;
@@ -361,6 +367,7 @@ void object_counts_save(struct channel *ch)
 			  "%s: %s",
 			  ch->spec->name, path,
 			  util_strerror(rc, msg, sizeof(msg)));
+	pthread_mutex_unlock(&oc->save_lock);
 	free(data);
 	free(path);
 }
@@ -369,6 +376,7 @@ void object_counts_destroy(struct object_counts *oc)
 {
 	if (!oc)
 		return;
+	pthread_mutex_destroy(&oc->save_lock);
 	pthread_mutex_destroy(&oc->lock);
 	free(oc->slots);
 	free(oc);

@@ -31,7 +31,8 @@ struct channel;
 struct object_counts;
 
 /* The id of the object a segment holds whole: its key, ETag and size;
- * false for literal bytes or part of an object. */
+ * false for literal bytes, part of an object, or an object without an
+ * ETag. */
 bool object_counts_id(const struct cache_segment_info *info, uint64_t *id);
 
 /* The channel's counts, loaded from beside its saved listing on first use
