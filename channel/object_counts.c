@@ -47,27 +47,18 @@ struct object_counts {
 	bool changed; /* since loaded or saved */
 };
 
-static uint64_t fnv(uint64_t h, const void *p, size_t len)
-{
-	const unsigned char *c = p;
-
-	for (size_t i = 0; i < len; i++)
-		h = (h ^ c[i]) * 0x100000001b3ULL;
-	return h;
-}
-
 bool object_counts_id(const struct cache_segment_info *info, uint64_t *id)
 {
-	uint64_t h = 0xcbf29ce484222325ULL;
+	uint64_t h = UTIL_FNV1A_START;
 
 	/* (an object without an ETag could change at the same size) */
 	if (info->literal || !info->key || !info->etag ||
 	    info->obj_offset != 0 || info->size != info->obj_size)
 		return false;
-	h = fnv(h, info->key, strlen(info->key) + 1);
-	h = fnv(h, info->etag, strlen(info->etag));
-	h = fnv(h, "", 1);
-	h = fnv(h, &info->obj_size, sizeof(info->obj_size));
+	h = util_fnv1a(h, info->key, strlen(info->key) + 1);
+	h = util_fnv1a(h, info->etag, strlen(info->etag));
+	h = util_fnv1a(h, "", 1);
+	h = util_fnv1a(h, &info->obj_size, sizeof(info->obj_size));
 	*id = h ? h : 1; /* (0 marks a free slot) */
 	return true;
 }
@@ -139,7 +130,7 @@ static uint64_t stages_tag(const struct channel *ch)
 	    cv->feature_dim,
 	};
 
-	return fnv(0xcbf29ce484222325ULL, v, sizeof(v));
+	return util_fnv1a(UTIL_FNV1A_START, v, sizeof(v));
 }
 
 static char *counts_path(const struct channel *ch, bool make_dir)

@@ -388,15 +388,13 @@ static int index_build(struct channel *ch, struct record_index **out)
 static uint64_t entry_id(const struct cache_catalog *cat, uint32_t e)
 {
 	char key[CACHE_KEY_MAX + 1], etag[CACHE_ETAG_MAX + 1];
-	uint64_t h = 0xcbf29ce484222325ULL;
 	size_t n = cache_catalog_key(cat, e, key, sizeof(key));
+	uint64_t h;
 
 	cache_catalog_etag(cat, e, etag, sizeof(etag));
-	for (size_t i = 0; i < n; i++)
-		h = (h ^ (unsigned char)key[i]) * 0x100000001b3ULL;
-	h = (h ^ 0) * 0x100000001b3ULL;
-	for (const char *c = etag; *c; c++)
-		h = (h ^ (unsigned char)*c) * 0x100000001b3ULL;
+	h = util_fnv1a(UTIL_FNV1A_START, key, n);
+	h = util_fnv1a(h, "", 1);
+	h = util_fnv1a(h, etag, strlen(etag));
 	return h;
 }
 

@@ -35,6 +35,15 @@
 
 #define READ_CHUNK 4096 /* the first read of a file of unknown size */
 
+uint64_t util_fnv1a(uint64_t h, const void *p, size_t len)
+{
+	const unsigned char *c = p;
+
+	for (size_t i = 0; i < len; i++)
+		h = (h ^ c[i]) * 0x100000001b3ULL;
+	return h;
+}
+
 int util_write_all(int fd, const void *data, size_t len)
 {
 	const char *p = data;

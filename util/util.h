@@ -147,6 +147,11 @@ int util_parse_uint(const char *s, uint64_t min, uint64_t max, uint64_t *out);
 /* Monotonic clock in nanoseconds. */
 uint64_t util_now_ns(void);
 
+/* FNV-1a, 64 bits: h (UTIL_FNV1A_START for a new hash) extended by
+ * p[0..len). */
+#define UTIL_FNV1A_START 0xcbf29ce484222325ULL
+uint64_t util_fnv1a(uint64_t h, const void *p, size_t len);
+
 /* All of data to fd (short writes and EINTR retried): 0 or an errno. */
 int util_write_all(int fd, const void *data, size_t len);
 /* All of iov[0..count) to fd, in order, the same way (iov is left as it
