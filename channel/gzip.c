@@ -14,20 +14,17 @@
  * Memory: the job the reader is on (the head) takes chunks as a demand
  * read would; the jobs ahead of it together hold at most half the budget
  * less a chunk and wait when that is reached, so output never crowds out
- * the head (a budget of two blocks inflates one object at a time).  The
- * head, when it holds no output and the budget has no room (the jobs
- * ahead hold their compressed blocks while they wait), takes one chunk
- * outside it, so that it never waits for a job behind it.
+ * the head (a budget of two blocks inflates one object at a time).  A job
+ * ahead waits with its input let go (read again after), so that the head
+ * finds a block to read.  The head, when it holds no output and the
+ * budget has no room, takes one chunk outside it, so that it never waits
+ * for a job behind it.
  * Inflating objects in parallel needs their output held until the reader
  * gets to them: a budget that holds one decompressed object ahead lets two
  * cores work at once.
  *
- * RecordIO (part_max != 0): a record's header carries its length, which a
- * gzip object does not tell until it is inflated.  A job holds its output
- * until the end (pass 1), then frames it; if it would hold more than a
- * quarter of the budget it drops what it has, inflates the rest only to
- * count (pass 2), and inflates once more emitting framed pieces as they
- * come (pass 3).  Framing splits payloads past part_max into parts.
+ * RecordIO wrapping is the stage above (channel/wrap.c), told where each
+ * object ends by reads with origin and tell_ends.
  *
  * A corrupt or truncated stream fails the job: the reader gets the bytes
  * before it and then EIO, and the log names the object's place in the
@@ -56,7 +53,6 @@
 #include "channel/object_counts.h"
 #include "util/util.h"
 
-#define COUNT_SCRATCH	(256u << 10)
 #define FLUSH_STEP	(1u << 20) /* output handed on while streaming */
 #define MEMORY_RETRY_NS (5 * 1000 * 1000)
 #define MAX_THREADS	64
@@ -78,7 +74,7 @@ struct gz_job {
 	uint64_t object_id; /* (channel_origin's) */
 	bool running;	    /* a worker has it */
 	bool finished;	    /* every piece is in */
-	bool visible;	    /* the reader may take pieces */
+	bool end_told;	    /* to a reader with tell_ends */
 	int error;
 	struct gz_piece *head, *tail;
 	uint64_t held; /* bytes in pieces */
@@ -92,15 +88,16 @@ struct channel_gzip {
 	struct cache_stream *stream;
 	struct cache_hold *hold; /* at the head job's segment */
 	const char *name;
-	uint64_t part_max;  /* 0: no framing */
 	uint64_t window;    /* each job's prefetch window */
 	uint64_t ahead_max; /* bytes the jobs ahead of the head may hold */
-	uint64_t framed_hold_max; /* pass 1 holds at most this */
 
 	pthread_mutex_t lock;
 	pthread_cond_t changed; /* jobs, pieces or the head changed */
 	pthread_t threads[MAX_THREADS];
 	unsigned nthreads;
+	pthread_t again_thread; /* channel_gzip_again()'s */
+	bool again_started;
+	struct gz_job *again_job;
 	struct gz_job *jobs; /* in order: the head first */
 	struct gz_job *jobs_tail;
 	unsigned njobs;
@@ -163,112 +160,6 @@ static void pieces_free(struct channel_gzip *g, struct gz_job *j)
 	j->tail = NULL;
 }
 
-static int piece_add_bytes(struct channel_gzip *g, struct gz_job *j,
-			   const void *bytes, size_t len)
-{
-	struct channel_chunk *c;
-	int rc;
-
-	if (len == 0)
-		return 0;
-	c = channel_chunk_copy(bytes, len);
-	if (!c)
-		return ENOMEM;
-	rc = piece_add(g, j, c, 0, len);
-	channel_chunk_unref(g->cache, c);
-	return rc;
-}
-
-/* ---- framing (g->lock held) ---- */
-
-struct record_parts {
-	uint64_t total; /* the payload's length */
-	uint64_t done;	/* payload bytes emitted */
-	uint64_t parts;
-};
-
-static void record_parts_init(struct record_parts *f, uint64_t total,
-			      uint64_t part_max)
-{
-	f->total = total;
-	f->done = 0;
-	f->parts = channel_recordio_parts(total, part_max);
-}
-
-static int frame_header(struct channel_gzip *g, struct gz_job *j,
-			struct record_parts *f)
-{
-	unsigned char hdr[CHANNEL_RECORDIO_HEADER];
-	uint64_t part = f->done / g->part_max;
-	uint64_t off = part * g->part_max;
-	uint64_t plen =
-	    f->total - off < g->part_max ? f->total - off : g->part_max;
-
-	channel_recordio_header(hdr, channel_recordio_part_flag(part, f->parts),
-				(uint32_t)plen);
-	return piece_add_bytes(g, j, hdr, sizeof(hdr));
-}
-
-/* Payload bytes [off, off + len) of c, with a part header before each
- * part's first byte; the padding after the last. */
-static int frame_add(struct channel_gzip *g, struct gz_job *j,
-		     struct record_parts *f, struct channel_chunk *c,
-		     size_t off, size_t len)
-{
-	static const unsigned char zeros[4];
-	int rc = 0;
-
-	while (len && !rc) {
-		uint64_t to_boundary;
-		size_t n;
-
-		if (f->done % g->part_max == 0) {
-			rc = frame_header(g, j, f);
-			if (rc)
-				break;
-		}
-		to_boundary = g->part_max - f->done % g->part_max;
-		n = len < to_boundary ? len : (size_t)to_boundary;
-		rc = piece_add(g, j, c, off, n);
-		f->done += n;
-		off += n;
-		len -= n;
-	}
-	if (!rc && f->done == f->total) {
-		if (f->total == 0)
-			rc = frame_header(g, j, f);
-		if (!rc)
-			rc = piece_add_bytes(
-			    g, j, zeros, channel_recordio_padding(f->total));
-	}
-	return rc;
-}
-
-/* Pass 1 ended within its hold: frames the raw pieces in place. */
-static int frame_held(struct channel_gzip *g, struct gz_job *j)
-{
-	struct gz_piece *raw = j->head;
-	struct record_parts f;
-	uint64_t total = j->held;
-	int rc = 0;
-
-	j->head = j->tail = NULL;
-	job_held_add(g, j, -(int64_t)total);
-	record_parts_init(&f, total, g->part_max);
-	if (total == 0)
-		rc = frame_add(g, j, &f, NULL, 0, 0);
-	while (raw) {
-		struct gz_piece *p = raw;
-
-		raw = p->next;
-		if (!rc)
-			rc = frame_add(g, j, &f, p->chunk, p->off, p->len);
-		channel_chunk_unref(g->cache, p->chunk);
-		free(p);
-	}
-	return rc;
-}
-
 /* ---- a job's work (no lock held unless noted) ---- */
 
 /* Whether the job may take another chunk now (lock held). */
@@ -279,18 +170,35 @@ static bool may_grow(struct channel_gzip *g, const struct gz_job *j)
 	return g->ahead_held + cache_buffer_size(g->cache) <= g->ahead_max;
 }
 
+/* Waits for the reader or the jobs to change, or a moment: memory also
+ * comes back from blocks that are evicted or released (lock held). */
+static void wait_changed(struct channel_gzip *g)
+{
+	struct timespec until;
+
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_nsec += MEMORY_RETRY_NS;
+	if (until.tv_nsec >= 1000000000) {
+		until.tv_sec++;
+		until.tv_nsec -= 1000000000;
+	}
+	pthread_cond_timedwait(&g->changed, &g->lock, &until);
+}
+
 /* A chunk from the cache's budget, waiting while the job may not grow or
- * the budget has no room.  NULL when the stage stops. */
+ * the budget has no room; a job ahead of the head does not wait but sets
+ * *later (it waits without its input pinned, wait_room()).  NULL when the
+ * stage stops, or with *later. */
 static struct channel_chunk *chunk_take(struct channel_gzip *g,
-					struct gz_job *j)
+					struct gz_job *j, bool *later)
 {
 	struct channel_chunk *c = calloc(1, sizeof(*c));
 
+	*later = false;
 	if (!c)
 		return NULL;
 	pthread_mutex_lock(&g->lock);
 	for (;;) {
-		struct timespec until;
 		bool head, empty;
 
 		if (g->stopping)
@@ -311,15 +219,11 @@ static struct channel_chunk *chunk_take(struct channel_gzip *g,
 			if (c->data)
 				break;
 		}
-		/* woken by the reader, or retried: memory also comes back
-		 * from blocks that are evicted or released */
-		clock_gettime(CLOCK_REALTIME, &until);
-		until.tv_nsec += MEMORY_RETRY_NS;
-		if (until.tv_nsec >= 1000000000) {
-			until.tv_sec++;
-			until.tv_nsec -= 1000000000;
+		if (j != g->jobs) {
+			*later = true;
+			break;
 		}
-		pthread_cond_timedwait(&g->changed, &g->lock, &until);
+		wait_changed(g);
 	}
 	pthread_mutex_unlock(&g->lock);
 	if (!c->data) {
@@ -331,26 +235,14 @@ static struct channel_chunk *chunk_take(struct channel_gzip *g,
 	return c;
 }
 
-enum pass {
-	PASS_HOLD,   /* keep raw output until the end (framing, length
-			unknown) */
-	PASS_COUNT,  /* only count the output */
-	PASS_STREAM, /* emit as it comes (framed when the length is known) */
-};
-
 struct inflate_run {
 	struct channel_gzip *g;
 	struct gz_job *j;
-	enum pass pass;
-	struct record_parts parts; /* PASS_STREAM with framing */
-	z_stream *zs;		   /* the worker's, reset for each job */
-	bool member_open;	   /* inside a gzip member */
+	z_stream *zs;	  /* the worker's, reset for each job */
+	bool member_open; /* inside a gzip member */
 	struct channel_chunk *out;
 	size_t out_used;  /* bytes of out filled */
 	size_t out_given; /* bytes of out already in pieces */
-	uint64_t produced;
-	char *scratch; /* PASS_COUNT output */
-	bool overflow; /* PASS_HOLD went past its hold */
 };
 
 /* Hands the filled part of the current chunk to the job. */
@@ -363,22 +255,17 @@ static int flush_out(struct inflate_run *ir)
 	if (!ir->out || len == 0)
 		return 0;
 	pthread_mutex_lock(&g->lock);
-	if (ir->pass == PASS_STREAM && g->part_max)
-		rc = frame_add(g, ir->j, &ir->parts, ir->out, ir->out_given,
-			       len);
-	else
-		rc = piece_add(g, ir->j, ir->out, ir->out_given, len);
+	rc = piece_add(g, ir->j, ir->out, ir->out_given, len);
 	pthread_mutex_unlock(&g->lock);
 	ir->out_given = ir->out_used;
 	return rc;
 }
 
-/* While streaming, the reader gets output every FLUSH_STEP bytes rather
- * than a chunk at a time (the piece is final: later bytes go after it). */
+/* The reader gets output every FLUSH_STEP bytes rather than a chunk at a
+ * time (the piece is final: later bytes go after it). */
 static int flush_step(struct inflate_run *ir)
 {
-	if (ir->pass != PASS_STREAM ||
-	    ir->out_used - ir->out_given < FLUSH_STEP)
+	if (ir->out_used - ir->out_given < FLUSH_STEP)
 		return 0;
 	return flush_out(ir);
 }
@@ -393,14 +280,12 @@ static void drop_out(struct inflate_run *ir)
 	ir->out = NULL;
 }
 
-/* Where the next output goes: room in a chunk, or the count scratch. */
+/* Where the next output goes: room in a chunk (EAGAIN: none yet for a
+ * job ahead of the head, chunk_take()). */
 static int out_room(struct inflate_run *ir)
 {
-	if (ir->pass == PASS_COUNT) {
-		ir->zs->next_out = (Bytef *)ir->scratch;
-		ir->zs->avail_out = COUNT_SCRATCH;
-		return 0;
-	}
+	bool later;
+
 	if (ir->out && ir->out_used < ir->out->cap) {
 		ir->zs->next_out = (Bytef *)ir->out->data + ir->out_used;
 		ir->zs->avail_out = (uInt)(ir->out->cap - ir->out_used);
@@ -409,85 +294,93 @@ static int out_room(struct inflate_run *ir)
 	if (flush_out(ir))
 		return ENOMEM;
 	drop_out(ir);
-	if (ir->pass == PASS_HOLD &&
-	    ir->produced + cache_buffer_size(ir->g->cache) >
-		ir->g->framed_hold_max) {
-		ir->overflow = true;
-		return EFBIG;
-	}
-	ir->out = chunk_take(ir->g, ir->j);
+	ir->out = chunk_take(ir->g, ir->j, &later);
 	if (!ir->out)
-		return ECANCELED;
+		return later ? EAGAIN : ECANCELED;
 	ir->out_used = ir->out_given = 0;
 	return out_room(ir);
 }
 
-/* Inflates in[0..len); 0, EIO (corrupt) or what out_room() says. */
+/* Inflates in[0..len), *used of them; 0, EIO (corrupt) or what out_room()
+ * says. */
 static int inflate_some(struct inflate_run *ir, const unsigned char *in,
-			size_t len)
+			size_t len, size_t *used)
 {
 	z_stream *zs = ir->zs;
+	int rc = 0;
 
 	zs->next_in = (Bytef *)in;
 	zs->avail_in = (uInt)len;
-	while (zs->avail_in) {
+	while (!rc && zs->avail_in) {
 		uInt before;
-		int zrc, rc;
+		int zrc;
 
 		if (!ir->member_open) {
 			/* a new gzip member, or the next after one ended */
-			if (inflateReset2(zs, 16 + MAX_WBITS) != Z_OK)
-				return EIO;
+			if (inflateReset2(zs, 16 + MAX_WBITS) != Z_OK) {
+				rc = EIO;
+				break;
+			}
 			ir->member_open = true;
 		}
 		rc = out_room(ir);
 		if (rc)
-			return rc;
+			break;
 		before = zs->avail_out;
 		zrc = inflate(zs, Z_NO_FLUSH);
-		ir->produced += before - zs->avail_out;
-		if (ir->pass != PASS_COUNT)
-			ir->out_used += before - zs->avail_out;
+		ir->out_used += before - zs->avail_out;
 		rc = flush_step(ir);
 		if (rc)
-			return rc;
+			break;
 		if (zrc == Z_STREAM_END)
 			ir->member_open = false;
 		else if (zrc == Z_BUF_ERROR && zs->avail_in == 0)
 			break; /* wants more input */
 		else if (zrc != Z_OK && zrc != Z_BUF_ERROR)
-			return EIO;
+			rc = EIO;
 	}
-	return 0;
+	*used = len - zs->avail_in;
+	return rc;
 }
 
-/* Literal bytes go out as they are, through the same chunks. */
+/* Literal bytes go out as they are, through the same chunks: in[0..len),
+ * *used of them. */
 static int copy_some(struct inflate_run *ir, const unsigned char *in,
-		     size_t len)
+		     size_t len, size_t *used)
 {
-	while (len) {
-		size_t n;
-		int rc = out_room(ir);
+	int rc = 0;
 
+	*used = 0;
+	while (!rc && *used < len) {
+		size_t n;
+
+		rc = out_room(ir);
 		if (rc)
-			return rc;
-		n = len < ir->zs->avail_out ? len : ir->zs->avail_out;
-		if (ir->pass != PASS_COUNT) {
-			memcpy(ir->zs->next_out, in, n);
-			ir->out_used += n;
-		}
-		ir->produced += n;
-		in += n;
-		len -= n;
+			break;
+		n = len - *used < ir->zs->avail_out ? len - *used
+						    : ir->zs->avail_out;
+		memcpy(ir->zs->next_out, in + *used, n);
+		ir->out_used += n;
+		*used += n;
 		rc = flush_step(ir);
-		if (rc)
-			return rc;
 	}
-	return 0;
+	return rc;
 }
 
-/* One pass over the job's bytes; 0 or an errno. */
-static int run_pass(struct inflate_run *ir)
+/* A job ahead of the head that found no room waits for some, its input
+ * let go: jobs ahead waiting with blocks pinned could leave the head none
+ * to read (its input again) */
+static void wait_room(struct channel_gzip *g, struct gz_job *j)
+{
+	pthread_mutex_lock(&g->lock);
+	do
+		wait_changed(g);
+	while (!g->stopping && j != g->jobs && !may_grow(g, j));
+	pthread_mutex_unlock(&g->lock);
+}
+
+/* The job's bytes, inflated into pieces; 0 or an errno. */
+static int run_inflate(struct inflate_run *ir)
 {
 	struct channel_gzip *g = ir->g;
 	struct gz_job *j = ir->j;
@@ -502,7 +395,6 @@ static int run_pass(struct inflate_run *ir)
 	if (!r)
 		return ENOMEM;
 	ir->member_open = false;
-	ir->produced = 0;
 	while (!rc && pos < j->start + j->size) {
 		/* up to the end of one block: with one block pinned at a time
 		 * the output chunks still find room in the smallest budget */
@@ -512,15 +404,22 @@ static int run_pass(struct inflate_run *ir)
 		if (!rc && view.bytes == 0)
 			rc = EIO; /* the stream is shorter than listed */
 		for (int i = 0; !rc && i < view.count; i++) {
+			size_t used = 0;
+
 			if (j->literal)
 				rc = copy_some(ir, view.iov[i].iov_base,
-					       view.iov[i].iov_len);
+					       view.iov[i].iov_len, &used);
 			else
 				rc = inflate_some(ir, view.iov[i].iov_base,
-						  view.iov[i].iov_len);
+						  view.iov[i].iov_len, &used);
+			pos += used;
 		}
-		pos += view.bytes;
 		cache_view_release(g->cache, &view);
+		if (rc == EAGAIN) {
+			/* (read again from pos once there is room) */
+			wait_room(g, j);
+			rc = 0;
+		}
 		pthread_mutex_lock(&g->lock);
 		if (g->stopping)
 			rc = ECANCELED;
@@ -535,56 +434,6 @@ static int run_pass(struct inflate_run *ir)
 	return rc;
 }
 
-/* Frames a job in up to three passes (see the top of the file). */
-static int run_framed(struct inflate_run *ir)
-{
-	struct channel_gzip *g = ir->g;
-	struct gz_job *j = ir->j;
-	uint64_t total;
-	int rc;
-
-	ir->pass = PASS_HOLD;
-	rc = run_pass(ir);
-	if (!rc) {
-		pthread_mutex_lock(&g->lock);
-		rc = frame_held(g, j);
-		pthread_mutex_unlock(&g->lock);
-		return rc;
-	}
-	if (!ir->overflow)
-		return rc;
-	/* too large to hold: count it, then stream it framed */
-	pthread_mutex_lock(&g->lock);
-	pieces_free(g, j);
-	pthread_mutex_unlock(&g->lock);
-	ir->overflow = false;
-	ir->pass = PASS_COUNT;
-	ir->scratch = malloc(COUNT_SCRATCH);
-	if (!ir->scratch)
-		return ENOMEM;
-	rc = run_pass(ir);
-	total = ir->produced;
-	free(ir->scratch);
-	ir->scratch = NULL;
-	if (rc)
-		return rc;
-	util_debug("channel '%s': s3://%s/%s inflates to %llu bytes: framed "
-		   "after counting them",
-		   g->name, j->bucket, j->key, (unsigned long long)total);
-	ir->pass = PASS_STREAM;
-	record_parts_init(&ir->parts, total, g->part_max);
-	pthread_mutex_lock(&g->lock);
-	j->visible = true;
-	if (total == 0)
-		rc = frame_add(g, j, &ir->parts, NULL, 0, 0);
-	pthread_mutex_unlock(&g->lock);
-	if (!rc)
-		rc = run_pass(ir);
-	if (!rc && ir->produced != total)
-		rc = EIO; /* the object changed between the passes */
-	return rc;
-}
-
 static void run_job(struct channel_gzip *g, struct gz_job *j, z_stream *zs)
 {
 	struct inflate_run ir;
@@ -595,15 +444,10 @@ static void run_job(struct channel_gzip *g, struct gz_job *j, z_stream *zs)
 	ir.g = g;
 	ir.j = j;
 	ir.zs = zs;
-	if (!zs || inflateReset2(zs, 16 + MAX_WBITS) != Z_OK) {
+	if (!zs || inflateReset2(zs, 16 + MAX_WBITS) != Z_OK)
 		rc = ENOMEM;
-	} else if (g->part_max) {
-		rc = run_framed(&ir);
-	} else {
-		ir.pass = PASS_STREAM;
-		rc = run_pass(&ir);
-	}
-	free(ir.scratch);
+	else
+		rc = run_inflate(&ir);
 	pthread_mutex_lock(&g->lock);
 	if (rc == EIO && !j->literal)
 		util_warn("channel '%s': s3://%s/%s is not valid gzip data or "
@@ -616,10 +460,7 @@ static void run_job(struct channel_gzip *g, struct gz_job *j, z_stream *zs)
 			  j->literal ? "(literal bytes)" : j->key,
 			  util_strerror(rc, msg, sizeof(msg)));
 	j->error = rc ? EIO : 0;
-	if (rc && !j->visible)
-		pieces_free(g, j); /* pass 1's raw output, never framed */
 	j->finished = true;
-	j->visible = true;
 	j->running = false;
 	pthread_cond_broadcast(&g->changed);
 	pthread_mutex_unlock(&g->lock);
@@ -661,7 +502,6 @@ static void add_job(struct channel_gzip *g)
 	j->key = info.key;
 	if (!object_counts_id(&info, &j->object_id))
 		j->object_id = 0;
-	j->visible = g->part_max == 0;
 	if (g->jobs_tail)
 		g->jobs_tail->next = j;
 	else
@@ -735,8 +575,8 @@ static const struct channel_stage_ops gzip_ops = {
 
 struct channel_stage *channel_gzip_create(struct cache *c,
 					  struct cache_stream *s,
-					  const char *name, uint64_t part_max,
-					  unsigned threads, size_t first_seg)
+					  const char *name, unsigned threads,
+					  size_t first_seg)
 {
 	struct channel_gzip *g = calloc(1, sizeof(*g));
 	uint64_t budget = cache_budget(c);
@@ -749,7 +589,6 @@ struct channel_stage *channel_gzip_create(struct cache *c,
 	g->cache = c;
 	g->stream = s;
 	g->name = name;
-	g->part_max = part_max;
 	if (!threads)
 		threads = channel_stage_threads();
 	if (threads > MAX_THREADS)
@@ -761,7 +600,6 @@ struct channel_stage *channel_gzip_create(struct cache *c,
 	g->ahead_max = budget / 2 > cache_buffer_size(c)
 			   ? budget / 2 - cache_buffer_size(c)
 			   : 0;
-	g->framed_hold_max = budget / 4;
 	/* the jobs' compressed windows share what the output leaves */
 	g->window = cache_max_window(c) / g->max_jobs;
 	if (g->window < 2 * cache_buffer_size(c))
@@ -808,6 +646,8 @@ static void gzip_destroy(struct channel_stage *st)
 	pthread_mutex_unlock(&g->lock);
 	for (unsigned i = 0; i < g->nthreads; i++)
 		pthread_join(g->threads[i], NULL);
+	if (g->again_started)
+		pthread_join(g->again_thread, NULL);
 	while (g->jobs) {
 		struct gz_job *j = g->jobs;
 
@@ -875,17 +715,28 @@ static size_t take_piece(struct channel_gzip *g, struct gz_job *j,
 	return n;
 }
 
+/* The origin of job j's bytes (lock held). */
+static void name_origin(const struct gz_job *j, struct channel_origin *origin)
+{
+	origin->index = j->seg;
+	origin->bucket = j->literal ? NULL : j->bucket;
+	origin->key = j->literal ? NULL : j->key;
+	origin->object_id = j->object_id;
+}
+
 /* The reads: with origin set, a view holds one job's bytes and says
- * whose, and offset is not checked. */
-/* with origin, offset is ignored: the view is the next bytes of one
- * object */
+ * whose, and offset is not checked; with tell_ends too, each job's end is
+ * told (struct channel_origin). */
 static int gzip_read(struct channel_stage *st, uint64_t offset, size_t size,
 		     struct channel_view *view, struct channel_origin *origin)
 {
 	struct channel_gzip *g = (struct channel_gzip *)st;
+	bool tell_ends = origin && origin->tell_ends;
 	int rc = 0;
 
 	view->iov = view->stage_iov;
+	if (origin)
+		origin->ended = false;
 	pthread_mutex_lock(&g->lock);
 	if (!origin && offset != g->pos) {
 		pthread_mutex_unlock(&g->lock);
@@ -904,19 +755,23 @@ static int gzip_read(struct channel_stage *st, uint64_t offset, size_t size,
 			pthread_cond_wait(&g->changed, &g->lock);
 			continue;
 		}
-		if (j->visible && j->head) {
-			if (origin && !view->bytes) {
-				origin->index = j->seg;
-				origin->bucket = j->literal ? NULL : j->bucket;
-				origin->key = j->literal ? NULL : j->key;
-				origin->object_id = j->object_id;
-			}
+		if (j->head) {
+			if (origin && !view->bytes)
+				name_origin(j, origin);
 			g->pos += take_piece(g, j, view, size - view->bytes);
 			continue;
 		}
 		if (j->finished) {
 			if (j->error) {
 				rc = j->error;
+				break;
+			}
+			if (tell_ends && !j->end_told) {
+				/* with its last bytes, or alone */
+				if (!view->bytes)
+					name_origin(j, origin);
+				origin->ended = true;
+				j->end_told = true;
 				break;
 			}
 			if (origin && view->bytes)
@@ -931,6 +786,53 @@ static int gzip_read(struct channel_stage *st, uint64_t offset, size_t size,
 	pthread_mutex_unlock(&g->lock);
 	if (view->bytes && rc)
 		rc = 0; /* the error comes with the next read */
+	return rc;
+}
+
+/* The head job run again, on a thread of its own: the workers may all be
+ * on jobs ahead, waiting for the reader to move on. */
+static void *again_main(void *arg)
+{
+	struct channel_gzip *g = arg;
+	z_stream zs;
+	bool inflating;
+
+	memset(&zs, 0, sizeof(zs));
+	inflating = inflateInit2(&zs, 16 + MAX_WBITS) == Z_OK;
+	run_job(g, g->again_job, inflating ? &zs : NULL);
+	if (inflating)
+		inflateEnd(&zs);
+	return NULL;
+}
+
+int channel_gzip_again(struct channel_stage *st, uint64_t index)
+{
+	struct channel_gzip *g = (struct channel_gzip *)st;
+	struct gz_job *j;
+	int rc = 0;
+
+	if (g->again_started) {
+		pthread_join(g->again_thread, NULL); /* (its job has ended) */
+		g->again_started = false;
+	}
+	pthread_mutex_lock(&g->lock);
+	j = g->jobs;
+	if (!j || j->seg != index || !j->end_told || j->error || j->head) {
+		rc = EINVAL; /* (not the object whose end was just told) */
+	} else {
+		j->finished = false;
+		j->end_told = false;
+		j->running = true;
+		g->again_job = j;
+		if (pthread_create(&g->again_thread, NULL, again_main, g)) {
+			j->running = false;
+			j->finished = j->end_told = true;
+			rc = EAGAIN;
+		} else {
+			g->again_started = true;
+		}
+	}
+	pthread_mutex_unlock(&g->lock);
 	return rc;
 }
 

@@ -1,11 +1,11 @@
 /*
  * channel gzip stage: gunzips the objects of an epoch's stream ahead of its
- * reader, on worker threads, and frames them when asked (RecordIO).
+ * reader, on worker threads.
  *
  * Used by channel.c only.  The stream holds the compressed objects as
  * whole-object segments and literal bytes (augmented manifest attributes,
  * passed through); the stage's output is their decompressed bytes back to
- * back, each item one record when part_max is not 0.
+ * back (each one record when the RecordIO wrapping stage is above it).
  */
 #ifndef S3PIPE_CHANNEL_GZIP_H
 #define S3PIPE_CHANNEL_GZIP_H
@@ -20,8 +20,7 @@
 /*
  * The gunzip stage (channel/stage.h) over stream s of cache c, for one
  * reader: the bottom of its stack, reading the stream's objects itself,
- * several at once.  name is the channel's, for messages.  part_max: 0 for
- * no framing, else RecordIO parts of at most that many bytes.  threads:
+ * several at once.  name is the channel's, for messages.  threads:
  * workers, 0 = one per online core.  first_seg: the stream's segment it
  * starts at (0: the stream's start), its output then counted from 0.  Its
  * read at another offset than its position is ESPIPE (the caller starts a
@@ -30,7 +29,13 @@
  */
 struct channel_stage *channel_gzip_create(struct cache *c,
 					  struct cache_stream *s,
-					  const char *name, uint64_t part_max,
-					  unsigned threads, size_t first_seg);
+					  const char *name, unsigned threads,
+					  size_t first_seg);
+/*
+ * Hands on object index's bytes once more from its start, inflated again:
+ * index is the object a read with tell_ends (stage.h) has just told the
+ * end of, and no read since.  0, or EINVAL when it is not.
+ */
+int channel_gzip_again(struct channel_stage *st, uint64_t index);
 
 #endif

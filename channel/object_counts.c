@@ -3,8 +3,10 @@
  * measured objects, id to (bytes, records), under a lock of its own (the
  * readers of a channel measure and look up at once), and its file.
  *
- * The file: "S3PCNT1" and a NUL; the stages' tag, the count (u64 each);
- * each object's id, bytes and records (u64 each); a crc32 of all that
+ * The file: "S3PCNT2" and a NUL; the stages' tag, the count (u64 each);
+ * each object's id, bytes, records and payload (u64 each); the count of
+ * objects with points, and for each its id, its count of points and
+ * theirs (records, at); a crc32 of all that
  * (u32).  Host byte order: a file from another kind of host fails its
  * check and is not used.  It is written whole, to a temporary file
  * renamed over the last; and to the keeper's memfd for the channel's
@@ -27,8 +29,11 @@
 #include "channel/core.h"
 #include "util/util.h"
 
-#define COUNTS_MAGIC "S3PCNT1"
-/* objects kept at most (a table of 96 to 192 MiB): past that, objects
+#define COUNTS_MAGIC "S3PCNT2"
+#define ENTRY_SIZE   32
+/* points kept at most (16 bytes each: one an 8 MiB block is 2 a GiB) */
+#define POINTS_MAX (1u << 22)
+/* objects kept at most (a table of 128 to 256 MiB): past that, objects
  * are read again */
 #define COUNTS_MAX (1u << 22)
 
@@ -36,15 +41,39 @@ struct counted {
 	uint64_t id; /* 0: a free slot */
 	uint64_t bytes;
 	uint64_t records;
+	uint64_t payload; /* OBJECT_COUNTS_UNKNOWN, or the framed payload's */
+};
+
+_Static_assert(sizeof(struct counted) == ENTRY_SIZE, "an entry as saved");
+
+/* the largest file: entries, points and their objects' heads */
+#define IMAGE_MAX                                                              \
+	(8 + 16 + (uint64_t)COUNTS_MAX * ENTRY_SIZE + 8 +                      \
+	 (uint64_t)POINTS_MAX * (16 + sizeof(struct object_point)) + 4)
+
+/* An object's points (object_counts_add_points()). */
+struct pointed {
+	uint64_t id; /* 0: a free slot */
+	size_t n;
+	struct object_point *points;
+};
+
+/* An open-addressing table of slots of stride bytes, each beginning with
+ * its id (0: free). */
+struct id_table {
+	char *slots;
+	size_t stride;
+	size_t cap; /* a power of two, or 0 */
+	size_t n;
 };
 
 struct object_counts {
 	pthread_mutex_t lock;
 	pthread_mutex_t save_lock; /* one save at a time, in order */
-	struct counted *slots;
-	size_t cap; /* a power of two, or 0 */
-	size_t n;
-	bool changed; /* since loaded or saved */
+	struct id_table counted;
+	struct id_table pointed;
+	size_t npoints; /* in all pointed */
+	bool changed;	/* since loaded or saved */
 };
 
 bool object_counts_id(const struct cache_segment_info *info, uint64_t *id)
@@ -63,53 +92,120 @@ bool object_counts_id(const struct cache_segment_info *info, uint64_t *id)
 	return true;
 }
 
-/* The slot of id, or the free one where it goes (lock held, cap > 0). */
-static struct counted *slot_of(struct object_counts *oc, uint64_t id)
+static uint64_t slot_id(const struct id_table *t, size_t i)
 {
-	size_t mask = oc->cap - 1, i = (size_t)(id ^ (id >> 29)) & mask;
+	uint64_t id;
 
-	while (oc->slots[i].id && oc->slots[i].id != id)
-		i = (i + 1) & mask;
-	return &oc->slots[i];
+	memcpy(&id, t->slots + i * t->stride, sizeof(id));
+	return id;
 }
 
-/* Room for one more (lock held): 0 or ENOMEM. */
-static int make_room(struct object_counts *oc)
+/* The slot of id, or the free one where it goes (cap > 0). */
+static void *slot_of(const struct id_table *t, uint64_t id)
 {
-	struct counted *old = oc->slots;
-	size_t old_cap = oc->cap, cap = old_cap ? old_cap * 2 : 1024;
+	size_t mask = t->cap - 1, i = (size_t)(id ^ (id >> 29)) & mask;
 
-	if ((oc->n + 1) * 4 <= old_cap * 3)
+	while (slot_id(t, i) && slot_id(t, i) != id)
+		i = (i + 1) & mask;
+	return t->slots + i * t->stride;
+}
+
+/* The slot of id when it is there, else NULL. */
+static void *slot_found(const struct id_table *t, uint64_t id)
+{
+	char *slot;
+	uint64_t at;
+
+	if (!t->cap)
+		return NULL;
+	slot = slot_of(t, id);
+	memcpy(&at, slot, sizeof(at));
+	return at == id ? slot : NULL;
+}
+
+/* Room for one more: 0 or ENOMEM. */
+static int make_room(struct id_table *t)
+{
+	char *old = t->slots;
+	size_t old_cap = t->cap, cap = old_cap ? old_cap * 2 : 1024;
+
+	if ((t->n + 1) * 4 <= old_cap * 3)
 		return 0;
-	oc->slots = calloc(cap, sizeof(*oc->slots));
-	if (!oc->slots) {
-		oc->slots = old;
+	t->slots = calloc(cap, t->stride);
+	if (!t->slots) {
+		t->slots = old;
 		return ENOMEM;
 	}
-	oc->cap = cap;
-	for (size_t i = 0; i < old_cap; i++)
-		if (old[i].id)
-			*slot_of(oc, old[i].id) = old[i];
+	t->cap = cap;
+	for (size_t i = 0; i < old_cap; i++) {
+		uint64_t id;
+
+		memcpy(&id, old + i * t->stride, sizeof(id));
+		if (id)
+			memcpy(slot_of(t, id), old + i * t->stride, t->stride);
+	}
 	free(old);
 	return 0;
 }
 
 static void put(struct object_counts *oc, uint64_t id, uint64_t bytes,
-		uint64_t records)
+		uint64_t records, uint64_t payload)
 {
 	struct counted *c;
 
-	if (oc->n >= COUNTS_MAX || make_room(oc))
+	if (oc->counted.n >= COUNTS_MAX || make_room(&oc->counted))
 		return; /* (not kept: read again next time) */
-	c = slot_of(oc, id);
-	if (!c->id)
-		oc->n++;
-	if (c->id == id && c->bytes == bytes && c->records == records)
+	c = slot_of(&oc->counted, id);
+	if (!c->id) {
+		oc->counted.n++;
+		c->payload = OBJECT_COUNTS_UNKNOWN;
+	} else if (payload == OBJECT_COUNTS_UNKNOWN && c->bytes == bytes &&
+		   c->records == records) {
+		payload = c->payload; /* (a scan does not know it) */
+	}
+	if (c->id == id && c->bytes == bytes && c->records == records &&
+	    c->payload == payload)
 		return;
 	c->id = id;
 	c->bytes = bytes;
 	c->records = records;
+	c->payload = payload;
 	oc->changed = true;
+}
+
+/* Object id's points become points[0..n) (copied); false when not kept. */
+static bool put_points(struct object_counts *oc, uint64_t id,
+		       const struct object_point *points, size_t n)
+{
+	struct object_point *copy;
+	struct pointed *pt = slot_found(&oc->pointed, id);
+
+	if (pt && pt->n == n &&
+	    !memcmp(pt->points, points, n * sizeof(*points)))
+		return true;
+	if (n == 0 || n > POINTS_MAX - oc->npoints + (pt ? pt->n : 0))
+		return false;
+	copy = malloc(n * sizeof(*copy));
+	if (!copy)
+		return false;
+	memcpy(copy, points, n * sizeof(*copy));
+	if (!pt) {
+		if (make_room(&oc->pointed)) {
+			free(copy);
+			return false;
+		}
+		pt = slot_of(&oc->pointed, id);
+		pt->id = id;
+		oc->pointed.n++;
+	} else {
+		oc->npoints -= pt->n;
+		free(pt->points);
+	}
+	pt->n = n;
+	pt->points = copy;
+	oc->npoints += n;
+	oc->changed = true;
+	return true;
 }
 
 /* The tag of what makes an object's bytes and records in ch's epochs. */
@@ -148,27 +244,49 @@ static char *counts_path(const struct channel *ch, bool make_dir)
 static int counts_parse(const struct channel *ch, struct object_counts *oc,
 			const char *data, size_t len)
 {
-	uint64_t head[2];
-	size_t n;
+	uint64_t head[2], pointed;
+	size_t at = 8 + 16, end = len - 4;
 	uint32_t c32;
 
-	if (len < 8 + 16 + 4 || memcmp(data, COUNTS_MAGIC, 8))
+	if (len < 8 + 16 + 8 + 4 || memcmp(data, COUNTS_MAGIC, 8))
 		return EINVAL;
 	memcpy(head, data + 8, sizeof(head));
-	memcpy(&c32, data + len - 4, 4);
-	n = (len - 8 - 16 - 4) / 24;
-	if (head[0] != stages_tag(ch) || head[1] != n ||
-	    8 + 16 + n * 24 + 4 != len ||
-	    (uint32_t)crc32_z(crc32(0, NULL, 0), (const Bytef *)data,
-			      len - 4) != c32)
+	memcpy(&c32, data + end, 4);
+	if (head[0] != stages_tag(ch) || head[1] > COUNTS_MAX ||
+	    head[1] * ENTRY_SIZE + 8 > end - at ||
+	    (uint32_t)crc32_z(crc32(0, NULL, 0), (const Bytef *)data, end) !=
+		c32)
 		return EINVAL;
-	for (size_t i = 0; i < n; i++) {
+	for (uint64_t i = 0; i < head[1]; i++, at += ENTRY_SIZE) {
 		struct counted c;
 
-		memcpy(&c, data + 8 + 16 + i * 24, sizeof(c));
+		memcpy(&c, data + at, sizeof(c));
 		if (c.id)
-			put(oc, c.id, c.bytes, c.records);
+			put(oc, c.id, c.bytes, c.records, c.payload);
 	}
+	memcpy(&pointed, data + at, 8);
+	at += 8;
+	for (uint64_t i = 0; i < pointed; i++) {
+		uint64_t ph[2]; /* id, n */
+		struct object_point *p;
+
+		if (end - at < sizeof(ph))
+			return EINVAL;
+		memcpy(ph, data + at, sizeof(ph));
+		at += sizeof(ph);
+		if (ph[1] > (end - at) / sizeof(*p))
+			return EINVAL;
+		p = malloc((size_t)ph[1] * sizeof(*p) + 1);
+		if (!p)
+			return ENOMEM;
+		memcpy(p, data + at, (size_t)ph[1] * sizeof(*p));
+		if (ph[0])
+			(void)put_points(oc, ph[0], p, (size_t)ph[1]);
+		free(p);
+		at += (size_t)ph[1] * sizeof(*p);
+	}
+	if (at != end)
+		return EINVAL;
 	oc->changed = false;
 	return 0;
 }
@@ -182,8 +300,7 @@ static int counts_take(const struct channel *ch, struct object_counts *oc)
 	int rc = ENOENT;
 
 	if (ch->records_fd < 0 || fstat(ch->records_fd, &sb) ||
-	    sb.st_size < 8 + 16 + 4 ||
-	    (uint64_t)sb.st_size > 8 + 16 + (uint64_t)COUNTS_MAX * 24 + 4)
+	    sb.st_size < 8 + 16 + 8 + 4 || (uint64_t)sb.st_size > IMAGE_MAX)
 		return ENOENT;
 	data = malloc((size_t)sb.st_size);
 	if (data &&
@@ -205,18 +322,17 @@ static void counts_load(const struct channel *ch, struct object_counts *oc)
 	if (counts_take(ch, oc) == 0) {
 		util_info("channel '%s': %zu objects measured, from the worker "
 			  "before this one",
-			  ch->spec->name, oc->n);
+			  ch->spec->name, oc->counted.n);
 		return;
 	}
 	path = counts_path(ch, false);
-	if (!path || util_read_file(path, 8 + 16 + (size_t)COUNTS_MAX * 24 + 4,
-				    &data, &len)) {
+	if (!path || util_read_file(path, (size_t)IMAGE_MAX, &data, &len)) {
 		free(path);
 		return;
 	}
 	if (counts_parse(ch, oc, data, len) == 0)
 		util_info("channel '%s': %zu objects measured, from %s",
-			  ch->spec->name, oc->n, path);
+			  ch->spec->name, oc->counted.n, path);
 	else
 		util_warn("channel '%s': ignoring %s: not the counts of this "
 			  "channel's objects",
@@ -236,6 +352,8 @@ struct object_counts *object_counts_get(struct channel *ch)
 		if (oc) {
 			pthread_mutex_init(&oc->lock, NULL);
 			pthread_mutex_init(&oc->save_lock, NULL);
+			oc->counted.stride = sizeof(struct counted);
+			oc->pointed.stride = sizeof(struct pointed);
 			counts_load(ch, oc);
 			ch->counts = oc;
 		}
@@ -245,29 +363,27 @@ struct object_counts *object_counts_get(struct channel *ch)
 }
 
 bool object_counts_find(struct object_counts *oc, uint64_t id, uint64_t *bytes,
-			uint64_t *records)
+			uint64_t *records, uint64_t *payload)
 {
-	bool found = false;
+	const struct counted *c;
 
 	pthread_mutex_lock(&oc->lock);
-	if (oc->cap) {
-		const struct counted *c = slot_of(oc, id);
-
-		found = c->id == id;
-		if (found) {
-			*bytes = c->bytes;
-			*records = c->records;
-		}
+	c = slot_found(&oc->counted, id);
+	if (c) {
+		*bytes = c->bytes;
+		*records = c->records;
+		if (payload)
+			*payload = c->payload;
 	}
 	pthread_mutex_unlock(&oc->lock);
-	return found;
+	return c != NULL;
 }
 
 void object_counts_add(struct object_counts *oc, uint64_t id, uint64_t bytes,
-		       uint64_t records)
+		       uint64_t records, uint64_t payload)
 {
 	pthread_mutex_lock(&oc->lock);
-	put(oc, id, bytes, records);
+	put(oc, id, bytes, records, payload);
 	pthread_mutex_unlock(&oc->lock);
 }
 
@@ -276,31 +392,83 @@ uint64_t object_counts_count(struct object_counts *oc)
 	uint64_t n;
 
 	pthread_mutex_lock(&oc->lock);
-	n = oc->n;
+	n = oc->counted.n;
 	pthread_mutex_unlock(&oc->lock);
 	return n;
+}
+
+void object_counts_add_points(struct object_counts *oc, uint64_t id,
+			      const struct object_point *points, size_t n)
+{
+	pthread_mutex_lock(&oc->lock);
+	(void)put_points(oc, id, points, n);
+	pthread_mutex_unlock(&oc->lock);
+}
+
+bool object_counts_point(struct object_counts *oc, uint64_t id,
+			 uint64_t records, struct object_point *point)
+{
+	const struct pointed *pt;
+	bool found = false;
+
+	pthread_mutex_lock(&oc->lock);
+	pt = slot_found(&oc->pointed, id);
+	if (pt && pt->points[0].records <= records) {
+		size_t lo = 0, hi = pt->n; /* the answer is in [lo, hi) */
+
+		while (hi - lo > 1) {
+			size_t mid = lo + (hi - lo) / 2;
+
+			if (pt->points[mid].records <= records)
+				lo = mid;
+			else
+				hi = mid;
+		}
+		*point = pt->points[lo];
+		found = true;
+	}
+	pthread_mutex_unlock(&oc->lock);
+	return found;
 }
 
 /* The file's bytes (malloc'd) of oc (lock held): NULL on ENOMEM. */
 static char *counts_image(const struct channel *ch, struct object_counts *oc,
 			  size_t *len)
 {
-	uint64_t head[2] = {stages_tag(ch), oc->n};
+	uint64_t head[2] = {stages_tag(ch), oc->counted.n};
+	uint64_t pointed = oc->pointed.n;
 	size_t at = 8 + 16;
 	char *data;
 	uint32_t c32;
 
-	*len = at + oc->n * 24 + 4;
+	*len = at + oc->counted.n * ENTRY_SIZE + 8 + pointed * 16 +
+	       oc->npoints * sizeof(struct object_point) + 4;
 	data = malloc(*len);
 	if (!data)
 		return NULL;
 	memcpy(data, COUNTS_MAGIC, 8);
 	memcpy(data + 8, head, sizeof(head));
-	for (size_t i = 0; i < oc->cap; i++) {
-		if (!oc->slots[i].id)
+	for (size_t i = 0; i < oc->counted.cap; i++) {
+		if (!slot_id(&oc->counted, i))
 			continue;
-		memcpy(data + at, &oc->slots[i], 24);
-		at += 24;
+		memcpy(data + at, oc->counted.slots + i * ENTRY_SIZE,
+		       ENTRY_SIZE);
+		at += ENTRY_SIZE;
+	}
+	memcpy(data + at, &pointed, 8);
+	at += 8;
+	for (size_t i = 0; i < oc->pointed.cap; i++) {
+		const struct pointed *pt =
+		    (const struct pointed *)(oc->pointed.slots +
+					     i * sizeof(struct pointed));
+		uint64_t ph[2] = {pt->id, pt->n};
+
+		if (!pt->id)
+			continue;
+		memcpy(data + at, ph, sizeof(ph));
+		at += sizeof(ph);
+		memcpy(data + at, pt->points, pt->n * sizeof(*pt->points));
+		at += pt->n * sizeof(*pt->points);
 	}
 	c32 = (uint32_t)crc32_z(crc32(0, NULL, 0), (const Bytef *)data, at);
 	memcpy(data + at, &c32, 4);
@@ -334,8 +502,7 @@ void object_counts_save(struct channel *ch)
 	/* (the newest image lands last) */
 	pthread_mutex_lock(&oc->save_lock);
 	pthread_mutex_lock(&oc->lock);
-	data = oc->changed && oc->n <= COUNTS_MAX ? counts_image(ch, oc, &len)
-						  : NULL;
+	data = oc->changed ? counts_image(ch, oc, &len) : NULL;
 	if (data)
 		oc->changed = false;
 	pthread_mutex_unlock(&oc->lock);
@@ -369,6 +536,11 @@ void object_counts_destroy(struct object_counts *oc)
 		return;
 	pthread_mutex_destroy(&oc->save_lock);
 	pthread_mutex_destroy(&oc->lock);
-	free(oc->slots);
+	for (size_t i = 0; i < oc->pointed.cap; i++)
+		free(((struct pointed *)(oc->pointed.slots +
+					 i * sizeof(struct pointed)))
+			 ->points);
+	free(oc->pointed.slots);
+	free(oc->counted.slots);
 	free(oc);
 }

@@ -22,6 +22,7 @@
 #include "channel/gzip.h"
 #include "channel/mix.h"
 #include "channel/object_counts.h"
+#include "channel/wrap.h"
 #include "util/util.h"
 
 struct channel_reader {
@@ -71,10 +72,10 @@ struct stack_start {
  * The reader's stack over its stream, from the stream's start: the one
  * place stages are put together.  The bottom reads the stream (gunzip,
  * which reads several objects at once, or a cache reader); conversion
- * goes on top.  A stack without stages (channel_bytes_as_stored) may begin
- * where a first read at first_read needs it to.  0, ESTALE when the
- * stream dropped its start (or first_read), or ENOMEM; on failure r->top
- * is what it was.
+ * or the RecordIO wrapping of gunzipped objects goes on top.  A stack without
+ * stages (channel_bytes_as_stored) may begin where a first read at first_read
+ * needs it to.  0, ESTALE when the stream dropped its start (or first_read), or
+ * ENOMEM; on failure r->top is what it was.
  */
 static int stack_build(struct channel_reader *r, uint64_t first_read)
 {
@@ -86,18 +87,24 @@ static int stack_build(struct channel_reader *r, uint64_t first_read)
 		bottom = channel_mix_create(ch, r->plan, first_read,
 					    r->first_record);
 	else if (ch->spec->compression == CHANNEL_COMPRESSION_GZIP)
-		bottom = channel_gzip_create(
-		    ch->cache, r->stream, ch->spec->name,
-		    ch->spec->wrapper == CHANNEL_WRAPPER_RECORDIO
-			? ch->conf.recordio_part_max
-			: 0,
-		    ch->conf.inflate_threads, r->first_seg);
+		bottom =
+		    channel_gzip_create(ch->cache, r->stream, ch->spec->name,
+					ch->conf.inflate_threads, r->first_seg);
 	else
 		bottom = channel_cache_stage_create(
 		    ch->cache, r->stream,
 		    channel_bytes_as_stored(ch) ? first_read : r->first_stored);
 	if (!bottom)
 		return errno == ESTALE || errno == EIO ? errno : ENOMEM;
+	if (ch->spec->wrapper == CHANNEL_WRAPPER_RECORDIO && !ch->framed) {
+		/* (not framed in the plan: the lengths come from gunzip) */
+		r->top = channel_wrap_create(ch, bottom, channel_gzip_again);
+		if (!r->top) {
+			channel_stack_destroy(bottom);
+			return ENOMEM;
+		}
+		return 0;
+	}
 	if (ch->spec->convert.format == CHANNEL_CONVERT_NONE) {
 		r->top = bottom;
 		return 0;
@@ -418,6 +425,15 @@ struct scan_measure {
 	uint64_t pos, records; /* the scan's at its start */
 	bool between;	       /* it began between records */
 	uint64_t added;	       /* objects measured */
+	bool partial_first;    /* the scan begins inside its first object */
+	/* the object's points (object_counts.h), when its bytes are the
+	 * epoch's: block 0 when not */
+	uint64_t block;
+	uint64_t boundary; /* the next block boundary, in the epoch */
+	bool awaiting;	   /* past it, inside a record */
+	uint64_t awaited;  /* the record whose start is the point */
+	struct object_point *points;
+	size_t npoints, cap;
 };
 
 /* The object the scan read ends at pos: kept when it began and ended
@@ -429,7 +445,10 @@ static void measure_end(struct scan_measure *m,
 	    !channel_records_between(scan))
 		return;
 	object_counts_add(m->counts, m->id, pos - m->pos,
-			  scan->records - m->records);
+			  scan->records - m->records, OBJECT_COUNTS_UNKNOWN);
+	if (m->npoints)
+		object_counts_add_points(m->counts, m->id, m->points,
+					 m->npoints);
 	m->added++;
 	m->whole = false;
 }
@@ -442,10 +461,82 @@ static void measure_begin(struct scan_measure *m,
 	if (!m->counts)
 		return;
 	m->id = origin->object_id;
-	m->whole = m->id != 0;
+	m->whole = m->id != 0 && !m->partial_first;
+	m->partial_first = false;
 	m->pos = pos;
 	m->records = scan->records;
 	m->between = channel_records_between(scan);
+	m->boundary = pos + m->block;
+	m->awaiting = false;
+	m->npoints = 0;
+}
+
+/* A point of the object the scan measures: record number n begins at
+ * epoch byte at; the next boundary is the first past it. */
+static void measure_point(struct scan_measure *m, uint64_t n, uint64_t at)
+{
+	if (m->npoints == m->cap) {
+		size_t cap = m->cap ? 2 * m->cap : 16;
+		struct object_point *p = realloc(m->points, cap * sizeof(*p));
+
+		if (!p) {
+			m->whole = false; /* (not measured, not wrong) */
+			return;
+		}
+		m->points = p;
+		m->cap = cap;
+	}
+	m->points[m->npoints].records = n - m->records;
+	m->points[m->npoints].at = at - m->pos;
+	m->npoints++;
+	m->boundary = m->pos + ((at - m->pos) / m->block + 1) * m->block;
+	m->awaiting = false;
+}
+
+/* Feeds bytes[0..len) to the scan up to where record target begins (as
+ * channel_records_feed()), noting the points of the object it measures on
+ * the way: at each block boundary, the first record that begins there or
+ * after. */
+static size_t scan_feed(struct channel_records *scan, struct scan_measure *m,
+			const char *bytes, size_t len, uint64_t target,
+			bool *reached)
+{
+	size_t used = 0;
+
+	*reached = false;
+	while (used < len && !*reached && !scan->error) {
+		size_t want = len - used;
+		uint64_t stop = target;
+		bool hit = false;
+
+		if (!m->block || !m->whole) {
+			/* (no points) */
+		} else if (m->awaiting && m->awaited < target) {
+			stop = m->awaited;
+		} else if (!m->awaiting && scan->pos + want > m->boundary) {
+			want = (size_t)(m->boundary - scan->pos);
+		}
+		used +=
+		    channel_records_feed(scan, bytes + used, want, stop, &hit);
+		if (hit && m->awaiting && stop == m->awaited)
+			measure_point(m, m->awaited, scan->pos);
+		if (hit && stop == target)
+			*reached = true;
+		if (m->block && m->whole && !m->awaiting && !*reached &&
+		    scan->pos == m->boundary) {
+			/* the next record to begin: one more when a line is
+			 * open, or a header that is not a part's goes on */
+			m->awaited = scan->records +
+				     (scan->format == CHANNEL_RECORDS_LINES
+					  ? scan->open
+					  : scan->have && !scan->open);
+			if (channel_records_between(scan))
+				measure_point(m, m->awaited, scan->pos);
+			else
+				m->awaiting = true;
+		}
+	}
+	return used;
 }
 
 /*
@@ -458,13 +549,19 @@ static void measure_begin(struct scan_measure *m,
  * read whole before the target are measured into counts (when not NULL).
  */
 static int record_scan(struct channel_reader *r, uint64_t target,
-		       uint64_t first, uint64_t before,
+		       uint64_t first, uint64_t before, bool partial,
 		       struct object_counts *counts, uint64_t *start)
 {
 	struct channel_records scan;
 	struct channel_origin origin = {0};
 	struct scan_object objs[2] = {{0}}, *cur = &objs[0], *prev = &objs[1];
-	struct scan_measure m = {.counts = counts};
+	struct scan_measure m = {
+	    .counts = counts,
+	    .partial_first = partial,
+	    .block = channel_bytes_as_stored(r->ch)
+			 ? cache_block_size(r->ch->cache)
+			 : 0,
+	};
 	uint64_t pos = first, obj_index = UINT64_MAX;
 	bool named = true, reached = false, ended = false;
 	/* (not framed here, nor converted: each object's own records) */
@@ -531,9 +628,9 @@ static int record_scan(struct channel_reader *r, uint64_t target,
 			rc = carry_append(r, &view, 0, 0);
 		for (int i = 0;
 		     i < view.count && !reached && !scan.error && !rc; i++) {
-			size_t n = channel_records_feed(
-			    &scan, view.iov[i].iov_base, view.iov[i].iov_len,
-			    target, &reached);
+			size_t n =
+			    scan_feed(&scan, &m, view.iov[i].iov_base,
+				      view.iov[i].iov_len, target, &reached);
 
 			if (reached) {
 				r->carry_start = r->carry_next = scan.pos;
@@ -547,6 +644,7 @@ static int record_scan(struct channel_reader *r, uint64_t target,
 	}
 	if (m.added)
 		object_counts_save(r->ch);
+	free(m.points);
 	if (rc)
 		return rc;
 	if (reached && scan.format == CHANNEL_RECORDS_RECORDIO &&
@@ -677,6 +775,7 @@ struct counts_walk {
 	bool as_stored; /* the epoch's bytes are the objects' */
 	uint64_t target, records;
 	struct stack_start at;
+	bool inside; /* at is inside its object, at one of its points */
 };
 
 static bool counts_step(void *arg, const struct cache_segment_info *info)
@@ -688,11 +787,26 @@ static bool counts_step(void *arg, const struct cache_segment_info *info)
 	/* (counts a file brought in are checked: nothing wraps, and bytes
 	 * as stored are the object's size) */
 	if (!object_counts_id(info, &id) ||
-	    !object_counts_find(w->counts, id, &bytes, &n) ||
-	    n > w->target - w->records ||
+	    !object_counts_find(w->counts, id, &bytes, &n, NULL) ||
 	    bytes > (uint64_t)INT64_MAX - w->at.base ||
 	    (w->as_stored && bytes != info->size))
 		return true;
+	if (n > w->target - w->records) {
+		struct object_point pt;
+
+		/* the target is in this object: from its last point before
+		 * the target, when its bytes are its own */
+		if (w->as_stored &&
+		    object_counts_point(w->counts, id, w->target - w->records,
+					&pt) &&
+		    pt.at < info->size && pt.records <= n) {
+			w->records += pt.records;
+			w->at.base += pt.at;
+			w->at.stored += pt.at;
+			w->inside = pt.at > 0;
+		}
+		return true;
+	}
 	w->records += n;
 	w->at.base += bytes;
 	w->at.stored = info->start + info->size;
@@ -702,16 +816,17 @@ static bool counts_step(void *arg, const struct cache_segment_info *info)
 /*
  * Where a record scan for target may begin, past the objects the channel
  * measured (counts), found by a walk (epoch_walk): the first object not
- * measured, or the one that record target begins in.  0 with *at (that
- * object's segment and first byte in the stream, and the epoch's byte its
- * bytes begin at: the epoch's end when every object is measured and
- * target is past them), *records (the records before it), the walk's plan
- * and its hold there; or an errno.
+ * measured, or the one that record target begins in, at its last point
+ * before the target when it has points (*inside then).  0 with *at (that
+ * object's segment and the byte there in the stream, and the epoch's byte
+ * of it: the epoch's end when every object is measured and target is past
+ * them), *records (the records before it), the walk's plan and its hold
+ * there; or an errno.
  */
 static int counts_walk(struct channel *ch, unsigned epoch, uint64_t target,
 		       struct object_counts *counts, struct stack_start *at,
-		       uint64_t *records, struct epoch_plan **plan,
-		       struct cache_hold **held)
+		       uint64_t *records, bool *inside,
+		       struct epoch_plan **plan, struct cache_hold **held)
 {
 	struct counts_walk w = {.counts = counts,
 				.as_stored = channel_bytes_as_stored(ch),
@@ -721,6 +836,7 @@ static int counts_walk(struct channel *ch, unsigned epoch, uint64_t target,
 
 	*at = w.at;
 	*records = w.records;
+	*inside = w.inside;
 	return rc;
 }
 
@@ -752,11 +868,12 @@ static struct channel_reader *open_record_scanned(struct channel *ch,
 	struct cache_hold *hold = NULL;
 	struct stack_start at = {0};
 	uint64_t before = 0, first = 0;
+	bool inside = false;
 	int rc;
 
 	if (counts && object_counts_count(counts) > 0) {
 		rc = counts_walk(ch, epoch, target, counts, &at, &before,
-				 &walked, &hold);
+				 &inside, &walked, &hold);
 		if (rc) {
 			errno = rc;
 			return NULL;
@@ -780,6 +897,7 @@ static struct channel_reader *open_record_scanned(struct channel *ch,
 			if (!r)
 				return NULL;
 			first = before = 0;
+			inside = false;
 		}
 		util_info("channel '%s' (epoch %u): record %llu: %llu records "
 			  "in objects measured before, scanning from byte %llu",
@@ -791,7 +909,7 @@ static struct channel_reader *open_record_scanned(struct channel *ch,
 		if (!r)
 			return NULL;
 	}
-	rc = record_scan(r, target, first, before, counts, start);
+	rc = record_scan(r, target, first, before, inside, counts, start);
 	if (rc) {
 		channel_reader_close(r);
 		errno = rc;

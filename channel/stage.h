@@ -2,7 +2,8 @@
  * channel stages: the byte stages between an epoch's stream and its
  * reader, stacked like the stores.
  *
- *   reader -> [conversion] -> (cache reader | gunzip) -> the epoch's stream
+ *   reader -> [conversion | RecordIO wrapping] -> (cache reader | gunzip)
+ *          -> the epoch's stream
  *
  * Each stage implements struct channel_stage_ops and reads the stage
  * below it (st->below); the bottom one reads the stream through the cache.
@@ -35,6 +36,14 @@ struct channel_origin {
 	/* the whole object's id (object_counts_id()), or 0: part of an
 	 * object, literal bytes, or bytes of more than one object */
 	uint64_t object_id;
+	/* in: the caller is told where each object ends (the gunzip stage
+	 * only): a read finding the object's bytes all handed out returns a
+	 * view of 0 bytes with ended set, an empty object's too; 0 bytes
+	 * without ended is the end */
+	bool tell_ends;
+	/* out, with tell_ends: the object's last bytes are in this view or
+	 * were in the ones before */
+	bool ended;
 };
 
 struct channel_stage;

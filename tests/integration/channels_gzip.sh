@@ -8,7 +8,10 @@
 # st_size is 0 (the size is not known). A corrupt object (bytes flipped in
 # the middle of the deflate data), a truncated one and one that is not gzip
 # at all: the read fails with EIO after the earlier objects' data.  A
-# budget of two blocks reads the epoch (one object inflated at a time).  A
+# budget of two blocks reads the epoch (one object inflated at a time).
+# With RecordIO on budgets of 8 and 2 MiB, an object past the quarter the
+# wrapping stage holds is counted, inflated again framed, and inflated once
+# in the next epoch, its length known.  A
 # daemon stopped by SIGTERM while a gzip file is open exits cleanly.
 . "$(cd "$(dirname "$0")/.." && pwd)/lib.sh"
 . "$S3PIPE_SRCDIR/tests/channels_lib.sh"
@@ -194,6 +197,29 @@ done
 assert_file_eq "$TEST_TMP/gz.rio.exp" "$TEST_TMP/out" "train_0 (gzip, RecordIO, whole stream)"
 assert_eq 0 "$(stat -c %s "$MP/train_0")" "st_size of train_0 (gzip, RecordIO)"
 unmount "$MP"
+
+# ---- gzip and RecordIO on a budget of 8 MiB: 02-big inflates past the
+# quarter the wrapping stage holds, so it is counted, then inflated again
+# framed; epoch 1 knows its length and inflates it once. And on 2 MiB:
+# none stuck ----
+for size in 8M 2M; do
+	MP=$(new_mountpoint "gzip-rio-$size")
+	mount_fg "$TEST_TMP/rio-$size.log" --debug --endpoint-url "$S3_URL" --part-size 1M \
+		--cache-size "$size" --compression gzip --record-wrapper recordio \
+		train=s3://data/gz/ "$MP"
+	timeout -k 5 60 cat "$MP/train_0" >"$TEST_TMP/out" ||
+		fail "reading train_0 (gzip, RecordIO, --cache-size $size) failed or hung"
+	assert_file_eq "$TEST_TMP/gz.rio.exp" "$TEST_TMP/out" "train_0 (gzip, RecordIO, --cache-size $size)"
+	wait_until 10 test -e "$MP/train_1" || fail "train_1 did not appear (gzip, RecordIO, --cache-size $size)"
+	timeout -k 5 60 cat "$MP/train_1" >"$TEST_TMP/out" ||
+		fail "reading train_1 (gzip, RecordIO, --cache-size $size) failed or hung"
+	assert_file_eq "$TEST_TMP/gz.rio.exp" "$TEST_TMP/out" "train_1 (gzip, RecordIO, --cache-size $size)"
+	assert_eq 1 "$(grep -c '/02-big.gz inflates to [0-9]* bytes: framed after counting them' "$TEST_TMP/rio-$size.log")" \
+		"02-big.gz counted before it was framed, once (--cache-size $size)"
+	grep -q '/02-big.gz inflates to [0-9]* bytes, counted before: framed as it comes' "$TEST_TMP/rio-$size.log" ||
+		fail "epoch 1 did not frame 02-big.gz by the length counted in epoch 0 (--cache-size $size)"
+	unmount "$MP"
+done
 
 # ---- the same from an InputDataConfig: "CompressionType": "Gzip" ----
 cat >"$TEST_TMP/idc.json" <<'EOF'

@@ -5,7 +5,8 @@
 # wrapping, lines (text/csv: with and without a final newline, CRLF, a line
 # running from one object into the next), objects of RecordIO records
 # (application/x-recordio: records split into parts, records crossing
-# blocks), gunzipped JSON lines, rows converted to protobuf RecordIO, and a
+# blocks), gunzipped JSON lines, gunzipped objects wrapped as RecordIO,
+# rows converted to protobuf RecordIO, and a
 # manifest. Records 0, 1, the middle, the last and past the end (an empty
 # file), checked against the tail of an uninterrupted read, found by an
 # independent parser (tests/recordio.py, or Python's own line split). A
@@ -15,7 +16,9 @@
 # closed), and a worker killed while a resume file is read goes on from
 # where the reader was. Objects a scan read whole are passed over by the
 # next resume: on the same mount, by the next worker, and on a later
-# mount with the same --cache-dir.
+# mount with the same --cache-dir; in an object larger than a block (lines,
+# or RecordIO records crossing blocks), the resume starts at the block
+# where its record is.
 . "$(cd "$(dirname "$0")/.." && pwd)/lib.sh"
 . "$S3PIPE_SRCDIR/tests/channels_lib.sh"
 channels_start
@@ -74,6 +77,11 @@ for j in range(5):
     put("bigz/z%d.csv.gz" % j, gzip.compress(text))
     # and rows of numbers, converted (bigc/)
     put("bigc/c%d.csv" % j, b"".join(b"%d,%d.%d,%d,%d\n" % (i % 2, i, rnd.randrange(10**6), j, rnd.randrange(10**9)) for i in range(9000)))
+# bign/: three objects of lines, about 5 MB each (five 1 MiB blocks);
+# bigr/: three of RecordIO records of 150 to 450 KB, about 3.6 MB each
+for j in range(3):
+    put("bign/n%d.csv" % j, b"".join(b"%d,%d,%s\n" % (j, i, rnd.randbytes(36).hex().encode()) for i in range(60000)))
+    put("bigr/r%d.rec" % j, b"".join(rec(rnd.randbytes(rnd.randrange(150000, 450000))) for i in range(12)))
 # manifest: some of rio/, in an order of its own
 keys = ["obj-%03d.bin" % i for i in (7, 3, 20, 11, 0, 24)]
 put("m/manifest.json", ("[{\"prefix\": \"s3://data/rio/\"}, %s]" % ", ".join('"%s"' % k for k in keys)).encode())
@@ -99,6 +107,8 @@ idc_channel() { # NAME URI [EXTRA_JSON]
 	idc_channel recs s3://data/recs/ ', "ContentType": "application/x-recordio"'
 	echo ","
 	idc_channel gz s3://data/gz/ ', "ContentType": "application/jsonlines", "CompressionType": "Gzip"'
+	echo ","
+	idc_channel gzr s3://data/gz/ ', "CompressionType": "Gzip", "RecordWrapperType": "RecordIO"'
 	echo ","
 	idc_channel conv s3://data/csv/ ', "ContentType": "text/csv", "S3pipeConvert": "application/x-recordio-protobuf"'
 	echo ","
@@ -136,6 +146,11 @@ while at < len(data):
     at = len(data) if nl < 0 else nl + 1
 PY
 	fi
+}
+
+# s3_bytes MOUNTPOINT: the bytes its daemon received from S3
+s3_bytes() {
+	"$S3PIPE" stats --json "$1" | python3 -c 'import json, sys; print(json.load(sys.stdin)["s3"]["bytes_received"])'
 }
 
 # tail_from FILE OFFSET OUT: FILE's bytes from OFFSET on
@@ -180,6 +195,7 @@ check_channel rioh recordio 10
 check_channel lines lines 3000
 check_channel recs recordio 300
 check_channel gz lines 1200
+check_channel gzr recordio 3
 check_channel conv recordio 1500
 check_channel man recordio 5
 
@@ -216,7 +232,7 @@ for name in rio rios; do
 	tail_from "$TEST_TMP/$name.ref" "$off" "$TEST_TMP/want"
 	tcat "$MPW/.s3pipe-resume/${name}_0@record=$k" >"$TEST_TMP/got" || fail "$name: reading ${name}_0@record=$k on a fresh mount failed"
 	assert_file_eq "$TEST_TMP/want" "$TEST_TMP/got" "$name: record $k on a fresh mount"
-	got=$("$S3PIPE" stats --json "$MPW" | python3 -c 'import json, sys; print(json.load(sys.stdin)["s3"]["bytes_received"])')
+	got=$(s3_bytes "$MPW")
 	want=$(stat -c %s "$TEST_TMP/want")
 	note "$name: record $k resumed with $got bytes from S3 ($want bytes in the tail)"
 	[ "$got" -le $((want + 1048576)) ] ||
@@ -270,7 +286,7 @@ for round in 1 2 3; do
 		tcat "$MPB/.s3pipe-resume/${name}_0@record=$k" >"$TEST_TMP/got" ||
 			fail "$name: reading ${name}_0@record=$k (round $round) failed"
 		assert_file_eq "$TEST_TMP/want" "$TEST_TMP/got" "$name: record $k (round $round)"
-		got=$("$S3PIPE" stats --json "$MPB" | python3 -c 'import json, sys; print(json.load(sys.stdin)["s3"]["bytes_received"])')
+		got=$(s3_bytes "$MPB")
 		stored=0
 		for key in $(grep "^$name/" "$TEST_TMP/objects"); do
 			stored=$((stored + $(stat -c %s "$GEN/$key")))
@@ -302,6 +318,67 @@ assert_file_eq "$TEST_TMP/want" "$TEST_TMP/got" "bigz: record $k over a bad coun
 wait_until 10 grep -q "ignoring .*counts.*not the counts of this channel's objects" "$LOGB" ||
 	fail "no log line about the bad counts file: $(tail -n 3 "$LOGB")"
 unmount "$MPB"
+
+# ---- objects larger than a block: once a scan read the objects whole
+# (here a resume past the end), a resume starts at the block of the
+# object where its record is, not at the object's start: lines and
+# RecordIO records crossing blocks ----
+{
+	echo "["
+	idc_channel bign s3://data/bign/ ', "ContentType": "text/csv"'
+	echo ","
+	idc_channel bigr s3://data/bigr/ ', "ContentType": "application/x-recordio"'
+	echo "]"
+} >"$TEST_TMP/idc-bign.json"
+CD=$TEST_TMP/cache-dir-bign
+mkdir -p "$CD"
+for round in 1 2 3; do
+	MPB=$(new_mountpoint "bign-$round")
+	LOGB=$TEST_TMP/bign-$round.log
+	rm -f "$CD"/s3pipe/*.b1 # (what the resume reads comes from S3)
+	mount_fg "$LOGB" --endpoint-url "$S3_URL" --part-size 1M --epochs 1 --cache-dir "$CD" --cache-dir-size 4M \
+		--input-data-config "$TEST_TMP/idc-bign.json" "$MPB"
+	for name in bign bigr; do
+		format=lines
+		[ "$name" = bigr ] && format=recordio
+		objs=$(grep "^$name/" "$TEST_TMP/objects")
+		last=$(stat -c %s "$GEN/$(echo "$objs" | tail -n 1)")
+		case $round in
+		1)
+			tcat "$MPB/${name}_0" >"$TEST_TMP/$name.ref" || fail "$name: reading ${name}_0 failed"
+			offsets_of "$format" "$TEST_TMP/$name.ref" >"$TEST_TMP/$name.offsets"
+			[ "$last" -gt $((3 * 1048576)) ] || fail "$name: the last object is $last bytes, not over 3 MiB (set-up)"
+			;;
+		2)
+			n=$(wc -l <"$TEST_TMP/$name.offsets")
+			tcat "$MPB/.s3pipe-resume/${name}_0@record=$n" >"$TEST_TMP/got" ||
+				fail "$name: reading ${name}_0@record=$n failed"
+			[ -s "$TEST_TMP/got" ] && fail "$name: ${name}_0@record=$n (past the end) is not empty"
+			;;
+		3)
+			# the first record that begins 2.5 MiB into the last object
+			start=$(($(stat -c %s "$TEST_TMP/$name.ref") - last))
+			k=$(awk -v min=$((start + 5 * 524288)) '$1 >= min { print NR - 1; exit }' "$TEST_TMP/$name.offsets")
+			off=$(sed -n "$((k + 1))p" "$TEST_TMP/$name.offsets")
+			tail_from "$TEST_TMP/$name.ref" "$off" "$TEST_TMP/want"
+			before=$(s3_bytes "$MPB")
+			tcat "$MPB/.s3pipe-resume/${name}_0@record=$k" >"$TEST_TMP/got" ||
+				fail "$name: reading ${name}_0@record=$k failed"
+			assert_file_eq "$TEST_TMP/want" "$TEST_TMP/got" "$name: record $k, placed inside its object"
+			got=$(($(s3_bytes "$MPB") - before))
+			note "$name: record $k ($((off - start)) bytes into the last object) resumed with $got bytes from S3 (the last object: $last)"
+			grep -qE "record $k: [0-9]+ records in objects measured before, scanning from byte [0-9]+" "$LOGB" ||
+				fail "$name: the saved counts were not used: $(grep -E 'record|counts' "$LOGB" | tail -n 3)"
+			# from the record's block (2 MiB in, or the point a record
+			# crossing it puts later) and a block of slack; from the
+			# object's start it would be all $last
+			[ "$got" -le $((last - 1048576)) ] ||
+				fail "$name: ${name}_0@record=$k received $got bytes from S3: the scan did not start at the record's block"
+			;;
+		esac
+	done
+	unmount "$MPB"
+done
 
 # ---- malformed records: EIO on open, one line naming the object ----
 tcat "$MP/bad_0" >"$TEST_TMP/bad.ref" || fail "reading bad_0 failed"

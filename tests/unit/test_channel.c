@@ -18,7 +18,8 @@
  * manifests resolved by HEAD a few entries ahead, failures in the middle
  * of an epoch (a missing key, an augmented line with an error) that give
  * the bytes before them and then EIO, the cache hit by a second epoch in
- * another order, and channel_epoch_size().
+ * another order, and channel_epoch_size(); the objects' counts, their
+ * points and the image a worker hands over.
  */
 #include "config.h"
 
@@ -30,11 +31,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <cmocka.h>
 
 #include "channel/internal.h"
+#include "channel/object_counts.h"
 #include "tests/unit/channel_fixture.h"
 #include "tests/unit/test_store.h"
 
@@ -1901,6 +1904,90 @@ static void test_epoch_prefetch_bounded(void **state)
 
 /* An argument runs only the tests whose names match it (a glob), or with
  * a leading '-' all but those. */
+/*
+ * The objects' counts (channel/object_counts.h): points inside an object
+ * are found by the last one at or before a record, none before the first;
+ * later points replace earlier ones; and the counts, points and payloads
+ * handed over in the keeper's memfd come back whole in the next channel,
+ * while an image cut short does not load.
+ */
+static void test_object_counts(void **state)
+{
+	static const struct object_point pts[] = {
+	    {100, 1 << 20}, {250, 2 << 20}, {400, 3 << 20}};
+	struct object_point pt, two[2] = {{7, 5000}, {9, 9000}};
+	struct channel_spec *sp;
+	struct object_counts *oc;
+	struct channel *ch;
+	uint64_t bytes, records, payload;
+	struct fx f;
+	int fd;
+
+	(void)state;
+	fx_init(&f, 8u << 20, 1u << 20, 100);
+	fx_put(&f, "d/a", 10);
+	sp = fx_spec(&f, CHANNEL_S3_PREFIX, "d/");
+	sp->content_type = strdup("text/csv");
+	assert_non_null(sp->content_type);
+	fd = memfd_create("counts", 0);
+	assert_true(fd >= 0);
+	ch = fx_channel(&f, sp, NULL);
+	channel_set_records_fd(ch, fd);
+	oc = object_counts_get(ch);
+	assert_non_null(oc);
+	assert_int_equal(0, object_counts_count(oc));
+	object_counts_add(oc, 11, 4 << 20, 500, OBJECT_COUNTS_UNKNOWN);
+	object_counts_add(oc, 12, 4000, 1, 3990);
+	object_counts_add_points(oc, 11, pts, 3);
+	assert_false(object_counts_point(oc, 11, 99, &pt));
+	assert_false(object_counts_point(oc, 13, 1000, &pt));
+	for (uint64_t r = 100; r < 500; r += 50) {
+		size_t want = r < 250 ? 0 : r < 400 ? 1 : 2;
+
+		assert_true(object_counts_point(oc, 11, r, &pt));
+		assert_int_equal(pts[want].records, pt.records);
+		assert_int_equal(pts[want].at, pt.at);
+	}
+	object_counts_add_points(oc, 12, two, 2);
+	two[1].at = 9001; /* (copied: this does not change them) */
+	assert_true(object_counts_point(oc, 12, 1000, &pt));
+	assert_int_equal(9000, pt.at);
+	/* a scan that does not know the payload leaves it */
+	object_counts_add(oc, 12, 4000, 1, OBJECT_COUNTS_UNKNOWN);
+	assert_true(object_counts_find(oc, 12, &bytes, &records, &payload));
+	assert_int_equal(3990, payload);
+	object_counts_save(ch);
+	assert_true(lseek(fd, 0, SEEK_END) > 0);
+
+	/* the next worker's channel takes them */
+	ch = fx_channel(&f, sp, NULL);
+	channel_set_records_fd(ch, fd);
+	oc = object_counts_get(ch);
+	assert_non_null(oc);
+	assert_int_equal(2, object_counts_count(oc));
+	assert_true(object_counts_find(oc, 11, &bytes, &records, &payload));
+	assert_int_equal(4 << 20, bytes);
+	assert_int_equal(500, records);
+	assert_int_equal(OBJECT_COUNTS_UNKNOWN, payload);
+	assert_true(object_counts_find(oc, 12, &bytes, &records, &payload));
+	assert_int_equal(3990, payload);
+	assert_true(object_counts_point(oc, 11, 399, &pt));
+	assert_int_equal(2 << 20, pt.at);
+	assert_true(object_counts_point(oc, 12, 8, &pt));
+	assert_int_equal(5000, pt.at);
+
+	/* cut short by a point: not loaded */
+	assert_int_equal(0, ftruncate(fd, lseek(fd, 0, SEEK_END) - 20));
+	ch = fx_channel(&f, sp, NULL);
+	channel_set_records_fd(ch, fd);
+	oc = object_counts_get(ch);
+	assert_non_null(oc);
+	assert_int_equal(0, object_counts_count(oc));
+	assert_false(object_counts_point(oc, 11, 399, &pt));
+	close(fd);
+	fx_fini(&f);
+}
+
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
@@ -1952,6 +2039,8 @@ int main(int argc, char **argv)
 					    watchdog, teardown),
 	    cmocka_unit_test_setup_teardown(test_second_epoch_hits_cache,
 					    watchdog, teardown),
+	    cmocka_unit_test_setup_teardown(test_object_counts, watchdog,
+					    teardown),
 	};
 
 	if (argc > 1 && argv[1][0] == '-')
