@@ -42,6 +42,9 @@
 #define PLAN_FILL 1024
 /* entries between two points of a catalog plan's index */
 #define PLAN_INDEX_STEP 256
+/* entries a placement near the epoch's start walks before it makes the
+ * index instead */
+#define PLAN_WALK_MAX (4 * PLAN_INDEX_STEP)
 
 /* ---- what an entry becomes in a stream (nothing here changes: with
  * ch->lock for a plan, without it in the on-listed function) ---- */
@@ -583,6 +586,30 @@ static size_t plan_entry_at(const struct epoch_plan *p, uint64_t b)
 	return e;
 }
 
+/* Entry e that holds byte offset (or the given *entry) of p's stream, and
+ * where it begins, by a walk from the epoch's start: false when that is
+ * past PLAN_WALK_MAX entries. */
+static bool plan_walk_to(const struct epoch_plan *p, uint64_t offset,
+			 const size_t *entry, size_t *e, uint64_t *start)
+{
+	size_t last = entry ? (*entry < p->n ? *entry : p->n) : p->n;
+	uint64_t at = 0;
+	size_t i;
+
+	for (i = 0; i < last && i < PLAN_WALK_MAX; i++) {
+		uint64_t bytes = entry_bytes(p, i);
+
+		if (!entry && offset < at + bytes)
+			break;
+		at = stream_bytes_add(at, bytes);
+	}
+	if (i < last && i == PLAN_WALK_MAX)
+		return false;
+	*e = i;
+	*start = at;
+	return true;
+}
+
 struct epoch_plan *plan_create_from(struct epoch_plan *shared, uint64_t offset,
 				    const size_t *entry, uint64_t *start)
 {
@@ -590,14 +617,21 @@ struct epoch_plan *plan_create_from(struct epoch_plan *shared, uint64_t offset,
 	struct epoch_plan *p;
 	uint64_t size;
 	size_t e;
-	int rc;
+	bool walked;
+	int rc = 0;
 
 	if (!ch->catalog || ch->mode != MODE_PLAN) {
 		errno = EINVAL;
 		return NULL;
 	}
+	/* near the start (a reader a new worker takes over, a few blocks
+	 * in): a walk there, not the index over every entry (at 10^6 entries,
+	 * most of a recovery's time) */
 	pthread_mutex_lock(&ch->lock);
-	rc = plan_index_make(shared);
+	walked =
+	    !shared->index && plan_walk_to(shared, offset, entry, &e, start);
+	if (!walked)
+		rc = plan_index_make(shared);
 	pthread_mutex_unlock(&ch->lock);
 	p = rc ? NULL : calloc(1, sizeof(*p));
 	if (!p) {
@@ -613,8 +647,11 @@ struct epoch_plan *plan_create_from(struct epoch_plan *shared, uint64_t offset,
 	p->n = shared->n;
 	p->borrowed = true;
 	p->stream = cache_stream_create_plan(ch->cache, plan_refill, p);
-	e = entry ? (*entry < p->n ? *entry : p->n) : plan_entry_at(p, offset);
-	*start = plan_entry_start(p, e);
+	if (!walked) {
+		e = entry ? (*entry < p->n ? *entry : p->n)
+			  : plan_entry_at(p, offset);
+		*start = plan_entry_start(p, e);
+	}
 	p->next = e;
 	if (!p->stream || cache_stream_start_at(p->stream, *start)) {
 		plan_destroy(p);

@@ -629,7 +629,7 @@ static void test_plan_end(void **state)
 
 /*
  * A plan's owner adding pieces as readers come near the end: from the
- * want hook itself, or from a thread of its own that the hook wakes.  The
+ * refill hook itself, or from a thread of its own that the hook wakes.  The
  * thread feeds only a reader that waits: one whose read began at the end
  * of what was added.  Such a read asks (the hook, called without the
  * cache's lock) and then waits on the stream, or finds the pieces the
@@ -651,7 +651,7 @@ struct feeder {
 	unsigned woken; /* feeds of a waiting reader by the thread */
 };
 
-/* Adds the next two pieces, or ends (from the want hook, or the feeder
+/* Adds the next two pieces, or ends (from the refill hook, or the feeder
  * thread with f->lock held). */
 static void feed(struct feeder *f)
 {
@@ -912,7 +912,7 @@ static void test_plan_marks_read(void **state)
 	free(want);
 }
 
-/* ---- framers: listed objects as several segments ---- */
+/* ---- on_listed hooks: listed objects as several segments ---- */
 
 /* A 3-byte header before each object: '<', its size mod 256, '>'. */
 static int frame_header(void *arg, struct cache_stream *s,
@@ -953,9 +953,10 @@ static unsigned char *framed_bytes(const struct dataset *d, uint64_t *len)
 	return buf;
 }
 
-/* A listing stream with a framer, over many pages, read byte-exact: as
- * pages come on demand, and after cache_stream_list_all(). */
-static void test_framer_exact(void **state)
+/* A listing stream with an on_listed hook that adds a header before each
+ * object, over many pages, read byte-exact: as pages come on demand, and
+ * after cache_stream_list_all(). */
+static void test_on_listed_exact(void **state)
 {
 	for (int all = 0; all < 2; all++) {
 		struct test_store *ts = test_store_create(true, 8);
@@ -1282,7 +1283,7 @@ int main(void)
 	    cmocka_unit_test(test_plan_fed_by_want),
 	    cmocka_unit_test(test_reader_at_exact),
 	    cmocka_unit_test(test_plan_marks_read),
-	    cmocka_unit_test(test_framer_exact),
+	    cmocka_unit_test(test_on_listed_exact),
 	    cmocka_unit_test(test_streams_share_blocks),
 	    cmocka_unit_test(test_resolve),
 	};
