@@ -401,7 +401,7 @@ struct cache_reader {
 	size_t hold;
 	/* prefetch frontier: the first block not yet requested */
 	size_t prefetch_seg;
-	uint64_t pf_block;
+	uint64_t prefetch_block;
 	uint64_t prefetch_offset; /* stream offset of that block */
 	uint64_t window;
 	uint64_t max_window; /* the window's cap */
@@ -409,6 +409,10 @@ struct cache_reader {
 	/* read at any offset (cache_reader_create_random): the window
 	 * starts empty and grows only while reads go on in sequence */
 	bool random;
+	/* where its latest read began (once it read): a read again from
+	 * within that read is not a seek */
+	bool has_read;
+	uint64_t read_start;
 	struct cache_reader *next, *prev; /* on stream->readers */
 };
 

@@ -183,12 +183,12 @@ static void frontier_to_segment(struct cache_reader *r, size_t idx)
 	if (idx < s->count) {
 		const struct cache_segment *seg = cache_stream_seg(s, idx);
 
-		r->pf_block =
+		r->prefetch_block =
 		    seg->obj ? cache_segment_block(s->cache, seg, seg->start)
 			     : 0;
 		r->prefetch_offset = seg->start;
 	} else {
-		r->pf_block = 0;
+		r->prefetch_block = 0;
 		r->prefetch_offset = s->listed_bytes;
 	}
 }
@@ -206,8 +206,8 @@ UNITTEST void frontier_to_position(struct cache_reader *r)
 	seg = cache_stream_seg(s, r->seg_idx);
 	if (!seg->obj)
 		return;
-	r->pf_block = cache_segment_block(s->cache, seg, r->pos);
-	r->prefetch_offset = block_start_in(s->cache, seg, r->pf_block);
+	r->prefetch_block = cache_segment_block(s->cache, seg, r->pos);
+	r->prefetch_offset = block_start_in(s->cache, seg, r->prefetch_block);
 }
 
 /* Moves the frontier past its block of seg (len bytes of the stream), or
@@ -216,14 +216,14 @@ static void frontier_advance(struct cache_reader *r,
 			     const struct cache_segment *seg)
 {
 	const struct cache *c = r->stream->cache;
-	uint64_t next = (r->pf_block + 1) * c->conf.block_size;
+	uint64_t next = (r->prefetch_block + 1) * c->conf.block_size;
 
 	if (next >= seg->obj_offset + seg->size) {
 		frontier_to_segment(r, r->prefetch_seg + 1);
 		return;
 	}
-	r->pf_block++;
-	r->prefetch_offset = block_start_in(c, seg, r->pf_block);
+	r->prefetch_block++;
+	r->prefetch_offset = block_start_in(c, seg, r->prefetch_block);
 }
 
 /*
@@ -375,8 +375,8 @@ prefetch(struct cache_reader *r, uint64_t ahead, bool urgent, bool may_list)
 			stop = PREFETCH_WAIT;
 			break;
 		}
-		len = cache_block_len(c, seg->obj, r->pf_block);
-		b = cache_block_lookup(c, seg->obj, r->pf_block);
+		len = cache_block_len(c, seg->obj, r->prefetch_block);
+		b = cache_block_lookup(c, seg->obj, r->prefetch_block);
 		if (!b && n == 0 &&
 		    run_should_wait(r, seg, limit, window, true)) {
 			stop = PREFETCH_WAIT;
@@ -401,7 +401,8 @@ prefetch(struct cache_reader *r, uint64_t ahead, bool urgent, bool may_list)
 			n = 0;
 			continue;
 		}
-		b = cache_block_create(c, seg->obj, r->pf_block, len, admit);
+		b = cache_block_create(c, seg->obj, r->prefetch_block, len,
+				       admit);
 		if (!b) {
 			stop = PREFETCH_BUDGET; /* full of unread data */
 			break;
@@ -532,7 +533,14 @@ int cache_reader_read(struct cache_reader *r, uint64_t offset, size_t size,
 	 * neighbouring reads at once, and they may come in any order */
 	in_sequence = offset == r->pos || (r->random && offset + bs >= r->pos &&
 					   offset <= r->pos + bs);
-	if (offset != r->pos) {
+	if (r->has_read && offset >= r->read_start && offset < r->pos &&
+	    !(s->base > 0 && offset < s->base_offset)) {
+		/* again from within the latest read (a reader that let its
+		 * view go before it used all of it, to wait without pinning
+		 * it): the window and the prefetch stay, no seek is counted */
+		r->pos = offset;
+		r->seg_idx = cache_stream_find(s, offset);
+	} else if (offset != r->pos) {
 		uint64_t window = r->window;
 
 		rc = reposition(r, offset);
@@ -541,6 +549,8 @@ int cache_reader_read(struct cache_reader *r, uint64_t offset, size_t size,
 		if (in_sequence)
 			r->window = window;
 	}
+	r->has_read = true;
+	r->read_start = offset;
 	if (r->end) {
 		if (r->pos >= r->end)
 			goto out; /* the end of the range */

@@ -107,6 +107,7 @@ struct channel_gzip {
 	bool stream_ended; /* no segment after next_seg */
 	int stream_error;  /* why the stream ended early, or 0 */
 	uint64_t ahead_held;
+	unsigned outside; /* chunks taken outside the budget, still held */
 	bool stopping;
 	uint64_t pos; /* output bytes handed to the reader */
 	bool error_logged;
@@ -185,6 +186,18 @@ static void wait_changed(struct channel_gzip *g)
 	pthread_cond_timedwait(&g->changed, &g->lock, &until);
 }
 
+/* A chunk taken outside the budget is gone (lock held: where the unref
+ * is). */
+static void outside_recycle(void *arg, char *data, size_t cap)
+{
+	struct channel_gzip *g = arg;
+
+	(void)cap;
+	free(data);
+	g->outside--;
+	pthread_cond_broadcast(&g->changed);
+}
+
 /* A chunk from the cache's budget, waiting while the job may not grow or
  * the budget has no room; a job ahead of the head does not wait but sets
  * *later (it waits without its input pinned, wait_room()).  NULL when the
@@ -199,23 +212,33 @@ static struct channel_chunk *chunk_take(struct channel_gzip *g,
 		return NULL;
 	pthread_mutex_lock(&g->lock);
 	for (;;) {
-		bool head, empty;
+		bool head, outside;
 
 		if (g->stopping)
 			break;
 		if (may_grow(g, j)) {
 			head = j == g->jobs;
-			empty = !j->head;
+			/* the head, when the budget has no room: the rest
+			 * may be what the stage above holds of its output
+			 * (RecordIO wrapping) or others' blocks, so one chunk
+			 * of its own, at most one at a time */
+			outside = head && !g->outside;
+			if (outside)
+				g->outside++;
 			pthread_mutex_unlock(&g->lock);
 			c->data = cache_buffer_get(g->cache, head);
 			c->from_cache = c->data != NULL;
-			/* the head holding none: the rest of the budget
-			 * may be blocks that jobs ahead read and wait
-			 * with, so one of its own (at most one at a
-			 * time, beside the views out) */
-			if (!c->data && head && empty)
+			if (!c->data && outside) {
 				c->data = malloc(cache_buffer_size(g->cache));
+				outside = c->data == NULL;
+			}
 			pthread_mutex_lock(&g->lock);
+			if (outside)
+				g->outside--; /* (not taken) */
+			else if (c->data && !c->from_cache) {
+				c->recycle = outside_recycle;
+				c->recycle_arg = g;
+			}
 			if (c->data)
 				break;
 		}
@@ -367,16 +390,31 @@ static int copy_some(struct inflate_run *ir, const unsigned char *in,
 	return rc;
 }
 
-/* A job ahead of the head that found no room waits for some, its input
- * let go: jobs ahead waiting with blocks pinned could leave the head none
- * to read (its input again) */
-static void wait_room(struct channel_gzip *g, struct gz_job *j)
+/* A job ahead of the head that found no room waits for a chunk with its
+ * input let go (jobs ahead waiting with blocks pinned could leave the head
+ * none to read), and reads its input again once it has one: 0, or
+ * ECANCELED when the stage stops. */
+static int wait_room(struct inflate_run *ir)
 {
-	pthread_mutex_lock(&g->lock);
-	do
+	struct channel_gzip *g = ir->g;
+	bool later;
+
+	for (;;) {
+		pthread_mutex_lock(&g->lock);
+		while (!g->stopping && ir->j != g->jobs && !may_grow(g, ir->j))
+			wait_changed(g);
+		pthread_mutex_unlock(&g->lock);
+		ir->out = chunk_take(g, ir->j, &later);
+		if (ir->out) {
+			ir->out_used = ir->out_given = 0;
+			return 0;
+		}
+		if (!later)
+			return ECANCELED;
+		pthread_mutex_lock(&g->lock);
 		wait_changed(g);
-	while (!g->stopping && j != g->jobs && !may_grow(g, j));
-	pthread_mutex_unlock(&g->lock);
+		pthread_mutex_unlock(&g->lock);
+	}
 }
 
 /* The job's bytes, inflated into pieces; 0 or an errno. */
@@ -415,11 +453,8 @@ static int run_inflate(struct inflate_run *ir)
 			pos += used;
 		}
 		cache_view_release(g->cache, &view);
-		if (rc == EAGAIN) {
-			/* (read again from pos once there is room) */
-			wait_room(g, j);
-			rc = 0;
-		}
+		if (rc == EAGAIN) /* (read again from pos, with room) */
+			rc = wait_room(ir);
 		pthread_mutex_lock(&g->lock);
 		if (g->stopping)
 			rc = ECANCELED;
@@ -732,6 +767,7 @@ static int gzip_read(struct channel_stage *st, uint64_t offset, size_t size,
 {
 	struct channel_gzip *g = (struct channel_gzip *)st;
 	bool tell_ends = origin && origin->tell_ends;
+	bool no_wait = origin && origin->no_wait;
 	int rc = 0;
 
 	view->iov = view->stage_iov;
@@ -752,6 +788,10 @@ static int gzip_read(struct channel_stage *st, uint64_t offset, size_t size,
 			}
 			if (view->bytes)
 				break;
+			if (no_wait) {
+				rc = EAGAIN;
+				break;
+			}
 			pthread_cond_wait(&g->changed, &g->lock);
 			continue;
 		}
@@ -781,6 +821,10 @@ static int gzip_read(struct channel_stage *st, uint64_t offset, size_t size,
 		}
 		if (view->bytes)
 			break; /* like a pipe: what is here now */
+		if (no_wait) {
+			rc = EAGAIN;
+			break;
+		}
 		pthread_cond_wait(&g->changed, &g->lock);
 	}
 	pthread_mutex_unlock(&g->lock);

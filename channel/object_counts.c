@@ -173,12 +173,16 @@ static void put(struct object_counts *oc, uint64_t id, uint64_t bytes,
 	oc->changed = true;
 }
 
-/* Object id's points become points[0..n) (copied); false when not kept. */
+/* Object id's points become points[0..n) (copied); false when not kept
+ * (nor when the object is not: its points alone place nothing). */
 static bool put_points(struct object_counts *oc, uint64_t id,
 		       const struct object_point *points, size_t n)
 {
 	struct object_point *copy;
 	struct pointed *pt = slot_found(&oc->pointed, id);
+
+	if (!slot_found(&oc->counted, id))
+		return false;
 
 	if (pt && pt->n == n &&
 	    !memcmp(pt->points, points, n * sizeof(*points)))
@@ -240,9 +244,26 @@ static char *counts_path(const struct channel *ch, bool make_dir)
 	return path;
 }
 
-/* An image's objects into oc: 0, or EINVAL when it does not check. */
-static int counts_parse(const struct channel *ch, struct object_counts *oc,
-			const char *data, size_t len)
+/* oc holds nothing (an image that failed its check half way in). */
+static void counts_clear(struct object_counts *oc)
+{
+	for (size_t i = 0; i < oc->pointed.cap; i++)
+		free(((struct pointed *)(oc->pointed.slots +
+					 i * sizeof(struct pointed)))
+			 ->points);
+	free(oc->pointed.slots);
+	free(oc->counted.slots);
+	oc->pointed.slots = oc->counted.slots = NULL;
+	oc->pointed.cap = oc->counted.cap = 0;
+	oc->pointed.n = oc->counted.n = 0;
+	oc->npoints = 0;
+	oc->changed = false;
+}
+
+/* An image's objects into oc: 0, or EINVAL when it does not check (oc
+ * then holds what came before the fault: counts_parse() clears it). */
+static int parse_image(const struct channel *ch, struct object_counts *oc,
+		       const char *data, size_t len)
 {
 	uint64_t head[2], pointed;
 	size_t at = 8 + 16, end = len - 4;
@@ -289,6 +310,17 @@ static int counts_parse(const struct channel *ch, struct object_counts *oc,
 		return EINVAL;
 	oc->changed = false;
 	return 0;
+}
+
+/* An image's objects into oc (empty): 0, or an errno with oc empty. */
+static int counts_parse(const struct channel *ch, struct object_counts *oc,
+			const char *data, size_t len)
+{
+	int rc = parse_image(ch, oc, data, len);
+
+	if (rc)
+		counts_clear(oc);
+	return rc;
 }
 
 /* The image in the keeper's memfd (a worker before this one's): 0, or an
@@ -536,11 +568,6 @@ void object_counts_destroy(struct object_counts *oc)
 		return;
 	pthread_mutex_destroy(&oc->save_lock);
 	pthread_mutex_destroy(&oc->lock);
-	for (size_t i = 0; i < oc->pointed.cap; i++)
-		free(((struct pointed *)(oc->pointed.slots +
-					 i * sizeof(struct pointed)))
-			 ->points);
-	free(oc->pointed.slots);
-	free(oc->counted.slots);
+	counts_clear(oc);
 	free(oc);
 }

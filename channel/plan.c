@@ -615,7 +615,7 @@ struct epoch_plan *plan_create_from(struct epoch_plan *shared, uint64_t offset,
 {
 	struct channel *ch = shared->ch;
 	struct epoch_plan *p;
-	uint64_t size;
+	uint64_t size, *index;
 	size_t e;
 	bool walked;
 	int rc = 0;
@@ -625,13 +625,14 @@ struct epoch_plan *plan_create_from(struct epoch_plan *shared, uint64_t offset,
 		return NULL;
 	}
 	/* near the start (a reader a new worker takes over, a few blocks
-	 * in): a walk there, not the index over every entry (at 10^6 entries,
-	 * most of a recovery's time) */
+	 * in): a walk there, not the index over every entry (O(n): random
+	 * reads of every entry's size) */
 	pthread_mutex_lock(&ch->lock);
 	walked =
 	    !shared->index && plan_walk_to(shared, offset, entry, &e, start);
 	if (!walked)
 		rc = plan_index_make(shared);
+	index = shared->index; /* (NULL when walked: not needed) */
 	pthread_mutex_unlock(&ch->lock);
 	p = rc ? NULL : calloc(1, sizeof(*p));
 	if (!p) {
@@ -643,7 +644,7 @@ struct epoch_plan *plan_create_from(struct epoch_plan *shared, uint64_t offset,
 	p->ch = ch;
 	p->epoch = shared->epoch;
 	p->order = shared->order;
-	p->index = shared->index;
+	p->index = index;
 	p->n = shared->n;
 	p->borrowed = true;
 	p->stream = cache_stream_create_plan(ch->cache, plan_refill, p);

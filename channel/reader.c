@@ -446,6 +446,9 @@ static void measure_end(struct scan_measure *m,
 		return;
 	object_counts_add(m->counts, m->id, pos - m->pos,
 			  scan->records - m->records, OBJECT_COUNTS_UNKNOWN);
+	/* (a boundary at the object's end is no point in it) */
+	while (m->npoints && m->points[m->npoints - 1].at >= pos - m->pos)
+		m->npoints--;
 	if (m->npoints)
 		object_counts_add_points(m->counts, m->id, m->points,
 					 m->npoints);
@@ -541,7 +544,8 @@ static size_t scan_feed(struct channel_records *scan, struct scan_measure *m,
 
 /*
  * Reads r from where its stack begins (byte first of the epoch, record
- * before) without delivering, up to where record target begins: 0 with *start
+ * before, into bytes inside the object there) without delivering, up to
+ * where record target begins: 0 with *start
  * its offset (the epoch's end when it has fewer records), and what was read
  * past it kept in r->carry; EIO when the records are malformed (logged
  * once, naming the object and offset), or the read's errno.  A RecordIO
@@ -549,7 +553,7 @@ static size_t scan_feed(struct channel_records *scan, struct scan_measure *m,
  * read whole before the target are measured into counts (when not NULL).
  */
 static int record_scan(struct channel_reader *r, uint64_t target,
-		       uint64_t first, uint64_t before, bool partial,
+		       uint64_t first, uint64_t before, uint64_t into,
 		       struct object_counts *counts, uint64_t *start)
 {
 	struct channel_records scan;
@@ -557,7 +561,7 @@ static int record_scan(struct channel_reader *r, uint64_t target,
 	struct scan_object objs[2] = {{0}}, *cur = &objs[0], *prev = &objs[1];
 	struct scan_measure m = {
 	    .counts = counts,
-	    .partial_first = partial,
+	    .partial_first = into > 0,
 	    .block = channel_bytes_as_stored(r->ch)
 			 ? cache_block_size(r->ch->cache)
 			 : 0,
@@ -612,7 +616,9 @@ static int record_scan(struct channel_reader *r, uint64_t target,
 			obj_index = origin.index;
 			prev = cur;
 			cur = was;
-			cur->start = pos;
+			/* (the first object may begin before the scan) */
+			cur->start = pos - into;
+			into = 0;
 			cur->named = origin.key != NULL;
 			if (cur->named && origin.bucket)
 				snprintf(cur->name, sizeof(cur->name),
@@ -775,7 +781,7 @@ struct counts_walk {
 	bool as_stored; /* the epoch's bytes are the objects' */
 	uint64_t target, records;
 	struct stack_start at;
-	bool inside; /* at is inside its object, at one of its points */
+	uint64_t into; /* at is this far inside its object (a point) */
 };
 
 static bool counts_step(void *arg, const struct cache_segment_info *info)
@@ -803,7 +809,7 @@ static bool counts_step(void *arg, const struct cache_segment_info *info)
 			w->records += pt.records;
 			w->at.base += pt.at;
 			w->at.stored += pt.at;
-			w->inside = pt.at > 0;
+			w->into = pt.at;
 		}
 		return true;
 	}
@@ -817,7 +823,7 @@ static bool counts_step(void *arg, const struct cache_segment_info *info)
  * Where a record scan for target may begin, past the objects the channel
  * measured (counts), found by a walk (epoch_walk): the first object not
  * measured, or the one that record target begins in, at its last point
- * before the target when it has points (*inside then).  0 with *at (that
+ * before the target when it has points (*into that far in).  0 with *at (that
  * object's segment and the byte there in the stream, and the epoch's byte
  * of it: the epoch's end when every object is measured and target is past
  * them), *records (the records before it), the walk's plan and its hold
@@ -825,7 +831,7 @@ static bool counts_step(void *arg, const struct cache_segment_info *info)
  */
 static int counts_walk(struct channel *ch, unsigned epoch, uint64_t target,
 		       struct object_counts *counts, struct stack_start *at,
-		       uint64_t *records, bool *inside,
+		       uint64_t *records, uint64_t *into,
 		       struct epoch_plan **plan, struct cache_hold **held)
 {
 	struct counts_walk w = {.counts = counts,
@@ -836,7 +842,7 @@ static int counts_walk(struct channel *ch, unsigned epoch, uint64_t target,
 
 	*at = w.at;
 	*records = w.records;
-	*inside = w.inside;
+	*into = w.into;
 	return rc;
 }
 
@@ -868,12 +874,12 @@ static struct channel_reader *open_record_scanned(struct channel *ch,
 	struct cache_hold *hold = NULL;
 	struct stack_start at = {0};
 	uint64_t before = 0, first = 0;
-	bool inside = false;
+	uint64_t into = 0;
 	int rc;
 
 	if (counts && object_counts_count(counts) > 0) {
-		rc = counts_walk(ch, epoch, target, counts, &at, &before,
-				 &inside, &walked, &hold);
+		rc = counts_walk(ch, epoch, target, counts, &at, &before, &into,
+				 &walked, &hold);
 		if (rc) {
 			errno = rc;
 			return NULL;
@@ -897,7 +903,7 @@ static struct channel_reader *open_record_scanned(struct channel *ch,
 			if (!r)
 				return NULL;
 			first = before = 0;
-			inside = false;
+			into = 0;
 		}
 		util_info("channel '%s' (epoch %u): record %llu: %llu records "
 			  "in objects measured before, scanning from byte %llu",
@@ -909,7 +915,7 @@ static struct channel_reader *open_record_scanned(struct channel *ch,
 		if (!r)
 			return NULL;
 	}
-	rc = record_scan(r, target, first, before, inside, counts, start);
+	rc = record_scan(r, target, first, before, into, counts, start);
 	if (rc) {
 		channel_reader_close(r);
 		errno = rc;

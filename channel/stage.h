@@ -44,6 +44,8 @@ struct channel_origin {
 	/* out, with tell_ends: the object's last bytes are in this view or
 	 * were in the ones before */
 	bool ended;
+	/* in (the gunzip stage only): EAGAIN instead of waiting for bytes */
+	bool no_wait;
 };
 
 struct channel_stage;

@@ -84,7 +84,8 @@ struct channel_wrap {
 	int (*again)(struct channel_stage *below, uint64_t index);
 
 	enum wrap_state state;
-	int error; /* after the pieces before it */
+	bool no_wait; /* this produce() takes only what is there (EAGAIN) */
+	int error;    /* after the pieces before it */
 	uint64_t pos;
 	struct piece_list out;	/* framed, for the reader */
 	struct piece_list held; /* HOLDING: the payload so far */
@@ -181,6 +182,7 @@ static int lease_take(struct channel_wrap *w, struct channel_chunk **chunk,
 	}
 	memset(origin, 0, sizeof(*origin));
 	origin->tell_ends = true;
+	origin->no_wait = w->no_wait;
 	rc = st->ops->read(st, 0, VIEW_ASK, &l->view, origin);
 	if (rc || l->view.bytes == 0) {
 		st->ops->release(st, &l->view);
@@ -355,6 +357,7 @@ static int count_then_again(struct channel_wrap *w)
 	int rc = 0;
 
 	pieces_free(w, &w->held);
+	w->no_wait = false;
 	do {
 		struct channel_chunk *c;
 
@@ -405,7 +408,7 @@ static int hold_view(struct channel_wrap *w, struct channel_chunk *c,
 		return rc ? rc : frame_end(w);
 	}
 	if (w->held.bytes > w->hold_max)
-		return count_then_again(w);
+		return w->no_wait ? EAGAIN : count_then_again(w);
 	return 0;
 }
 
@@ -444,8 +447,10 @@ static int produce(struct channel_wrap *w)
 				    "channel '%s': s3://%s/%s inflates to "
 				    "%llu bytes, counted before: framed "
 				    "as it comes",
-				    w->ch->spec->name, w->obj_bucket,
-				    w->obj_key, (unsigned long long)total);
+				    w->ch->spec->name,
+				    w->obj_bucket ? w->obj_bucket : "",
+				    w->obj_key ? w->obj_key : "",
+				    (unsigned long long)total);
 				parts_begin(w, total);
 				w->state = STREAMING;
 			}
@@ -474,11 +479,19 @@ static int wrap_read(struct channel_stage *st, uint64_t offset, size_t size,
 		size_t n;
 
 		if (!p) {
-			/* (with origin, a view holds one object's bytes) */
+			int rc_produce;
+
+			/* with bytes already, only what is there now (with
+			 * origin, none: a view holds one object's bytes) */
 			if (w->error || w->state == FINISHED ||
 			    (origin && view->bytes))
 				break;
-			w->error = produce(w);
+			w->no_wait = view->bytes > 0;
+			rc_produce = produce(w);
+			w->no_wait = false;
+			if (rc_produce == EAGAIN && view->bytes)
+				break;
+			w->error = rc_produce;
 			continue;
 		}
 		if (origin && !view->bytes) {

@@ -1902,8 +1902,6 @@ static void test_epoch_prefetch_bounded(void **state)
 	fx_fini(&f);
 }
 
-/* An argument runs only the tests whose names match it (a glob), or with
- * a leading '-' all but those. */
 /*
  * The objects' counts (channel/object_counts.h): points inside an object
  * are found by the last one at or before a record, none before the first;
@@ -1988,6 +1986,8 @@ static void test_object_counts(void **state)
 	fx_fini(&f);
 }
 
+/* An argument runs only the tests whose names match it (a glob), or with
+ * a leading '-' all but those. */
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {

@@ -600,7 +600,7 @@ static void check_frontier(struct cache_reader *r, uint64_t pos,
 	assert_int_equal(r->seg_idx, want_seg);
 	frontier_to_position(r);
 	assert_int_equal(r->prefetch_seg, want_seg);
-	assert_int_equal(r->pf_block, want_block);
+	assert_int_equal(r->prefetch_block, want_block);
 	assert_int_equal(r->prefetch_offset, want_offset);
 	pthread_mutex_unlock(&c->lock);
 }
@@ -1426,7 +1426,7 @@ static void test_reader_at_bounds(void **state)
 	assert_int_equal(cache_reader_position(r), 3 * MIB + 100);
 	assert_int_equal(r->window, 32 * MIB);
 	assert_int_equal(r->max_window, 32 * MIB);
-	assert_int_equal(r->pf_block, 3);
+	assert_int_equal(r->prefetch_block, 3);
 	pthread_mutex_lock(&c->lock);
 	prefetch(r, r->window, false, false);
 	pthread_mutex_unlock(&c->lock);
