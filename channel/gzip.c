@@ -503,6 +503,13 @@ static void run_job(struct channel_gzip *g, struct gz_job *j, z_stream *zs)
 
 /* ---- workers ---- */
 
+/* A thread's inflate state (gzip members): false when zlib has none. */
+static bool inflater_init(z_stream *zs)
+{
+	memset(zs, 0, sizeof(*zs));
+	return inflateInit2(zs, 16 + MAX_WBITS) == Z_OK;
+}
+
 /* Makes a job of the next segment, waiting for it without the lock
  * (lock held on entry and return). */
 static void add_job(struct channel_gzip *g)
@@ -565,10 +572,8 @@ static void *worker_main(void *arg)
 {
 	struct channel_gzip *g = arg;
 	z_stream zs;
-	bool inflating;
+	bool inflating = inflater_init(&zs);
 
-	memset(&zs, 0, sizeof(zs));
-	inflating = inflateInit2(&zs, 16 + MAX_WBITS) == Z_OK;
 	pthread_mutex_lock(&g->lock);
 	while (!g->stopping) {
 		struct gz_job *j = idle_job(g);
@@ -839,10 +844,8 @@ static void *again_main(void *arg)
 {
 	struct channel_gzip *g = arg;
 	z_stream zs;
-	bool inflating;
+	bool inflating = inflater_init(&zs);
 
-	memset(&zs, 0, sizeof(zs));
-	inflating = inflateInit2(&zs, 16 + MAX_WBITS) == Z_OK;
 	run_job(g, g->again_job, inflating ? &zs : NULL);
 	if (inflating)
 		inflateEnd(&zs);

@@ -496,7 +496,8 @@ static int wrap_read(struct channel_stage *st, uint64_t offset, size_t size,
 		}
 		if (origin && !view->bytes) {
 			*origin = w->obj;
-			origin->tell_ends = origin->ended = false;
+			origin->tell_ends = origin->ended = origin->no_wait =
+			    false;
 		}
 		n = p->len < size - view->bytes ? p->len : size - view->bytes;
 		view->stage_iov[view->count].iov_base = (char *)p->bytes;

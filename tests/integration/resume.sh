@@ -93,6 +93,23 @@ idc_channel() { # NAME URI [EXTRA_JSON]
 	printf '{"ChannelName": "%s", "DataSource": {"S3DataSource": {"S3DataType": "%s", "S3Uri": "%s"%s}}%s}' \
 		"$1" "${TYPE:-S3Prefix}" "$2" "${DIST:-}" "${3:-}"
 }
+# idc_file OUT NAME URI EXTRA_JSON [NAME URI EXTRA_JSON]...: an
+# InputDataConfig of those channels
+idc_file() {
+	local out=$1 sep=""
+	shift
+	{
+		echo "["
+		while [ $# -ge 3 ]; do
+			printf '%s' "$sep"
+			idc_channel "$1" "$2" "$3"
+			echo
+			sep=","
+			shift 3
+		done
+		echo "]"
+	} >"$out"
+}
 {
 	echo "["
 	idc_channel rio s3://data/rio/ ', "RecordWrapperType": "RecordIO"'
@@ -210,13 +227,9 @@ grep -qE '^f,60,[0-9]+,0$' "$TEST_TMP/lines.ref" || fail "lines: l2's last line 
 # ---- a wrapped prefix finds record K from the listing (or the catalog),
 # not by reading what comes before: a fresh mount receives the tail from
 # S3, not the 3 MiB object before it ----
-{
-	echo "["
-	idc_channel rio s3://data/rio/ ', "RecordWrapperType": "RecordIO"'
-	echo ","
-	idc_channel rios s3://data/rio/ ', "RecordWrapperType": "RecordIO", "ShuffleConfig": {"Seed": 7}'
-	echo "]"
-} >"$TEST_TMP/idc-walk.json"
+idc_file "$TEST_TMP/idc-walk.json" \
+	rio s3://data/rio/ ', "RecordWrapperType": "RecordIO"' \
+	rios s3://data/rio/ ', "RecordWrapperType": "RecordIO", "ShuffleConfig": {"Seed": 7}'
 for name in rio rios; do
 	MPW=$(new_mountpoint "walk-$name")
 	# (--epochs 1: no prefetch of epoch 1 counts in the bytes received)
@@ -252,15 +265,10 @@ grep -q "channel 'conv' (epoch 0): record [0-9]*: .* measured before" "$LOG" &&
 
 # ---- ... and by a resume on a later mount, with --cache-dir: the S3 bytes
 # are the last object's and the tail's, not the epoch's ----
-{
-	echo "["
-	idc_channel bigl s3://data/bigl/ ', "ContentType": "text/csv"'
-	echo ","
-	idc_channel bigz s3://data/bigz/ ', "ContentType": "text/csv", "CompressionType": "Gzip"'
-	echo ","
-	idc_channel bigc s3://data/bigc/ ', "ContentType": "text/csv", "S3pipeConvert": "application/x-recordio-protobuf", "S3pipeFeatureDim": 3'
-	echo "]"
-} >"$TEST_TMP/idc-big.json"
+idc_file "$TEST_TMP/idc-big.json" \
+	bigl s3://data/bigl/ ', "ContentType": "text/csv"' \
+	bigz s3://data/bigz/ ', "ContentType": "text/csv", "CompressionType": "Gzip"' \
+	bigc s3://data/bigc/ ', "ContentType": "text/csv", "S3pipeConvert": "application/x-recordio-protobuf", "S3pipeFeatureDim": 3'
 CD=$TEST_TMP/cache-dir
 mkdir -p "$CD"
 for round in 1 2 3; do
@@ -323,13 +331,9 @@ unmount "$MPB"
 # (here a resume past the end), a resume starts at the block of the
 # object where its record is, not at the object's start: lines and
 # RecordIO records crossing blocks ----
-{
-	echo "["
-	idc_channel bign s3://data/bign/ ', "ContentType": "text/csv"'
-	echo ","
-	idc_channel bigr s3://data/bigr/ ', "ContentType": "application/x-recordio"'
-	echo "]"
-} >"$TEST_TMP/idc-bign.json"
+idc_file "$TEST_TMP/idc-bign.json" \
+	bign s3://data/bign/ ', "ContentType": "text/csv"' \
+	bigr s3://data/bigr/ ', "ContentType": "application/x-recordio"'
 CD=$TEST_TMP/cache-dir-bign
 mkdir -p "$CD"
 for round in 1 2 3; do
