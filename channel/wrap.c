@@ -55,7 +55,6 @@ struct piece_list {
 /* A view taken from below. */
 struct lease {
 	struct channel_view view;
-	struct channel_wrap *w;
 };
 
 /* Where a payload is in its framing. */
@@ -190,7 +189,6 @@ static int lease_take(struct channel_wrap *w, struct channel_chunk **chunk,
 		free(c);
 		return rc;
 	}
-	l->w = w;
 	c->data = (char *)l;
 	c->refs = 1;
 	c->recycle = lease_recycle;
@@ -357,7 +355,6 @@ static int count_then_again(struct channel_wrap *w)
 	int rc = 0;
 
 	pieces_free(w, &w->held);
-	w->no_wait = false;
 	do {
 		struct channel_chunk *c;
 
