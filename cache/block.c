@@ -118,7 +118,7 @@ static void lru_unlink(struct cache *c, struct cache_block *b)
 	else
 		l->cold = b->lru_prev;
 	b->lru_prev = b->lru_next = NULL;
-	l->bytes -= b->cap;
+	l->bytes -= b->charge;
 	b->in_lru = false;
 }
 
@@ -153,7 +153,7 @@ static void lru_insert(struct cache *c, struct cache_block *b)
 	}
 	b->lru = (unsigned char)k;
 	b->used_at = c->admitted;
-	l->bytes += b->cap;
+	l->bytes += b->charge;
 	b->in_lru = true;
 	pthread_cond_broadcast(&c->memory);
 }
@@ -178,11 +178,12 @@ static void buffer_put(struct cache *c, char *data, size_t cap)
 void cache_block_free(struct cache *c, struct cache_block *b)
 {
 	if (b->kept)
-		c->kept_bytes -= b->cap;
+		c->kept_bytes -= b->charge;
 	buffer_put(c, b->data, b->cap);
+	c->stats.used_bytes -= b->charge - b->cap;
 	cache_object_unref(c, b->obj);
 	pthread_cond_destroy(&b->ready);
-	free(b);
+	cache_record_free(&c->slabs, b, sizeof(*b));
 }
 
 /* The first list an admission may not evict from: AHEAD for prefetch
@@ -232,7 +233,7 @@ UNITTEST void kept_expire(struct cache *c)
 	       c->admitted - b->used_at > horizon) {
 		lru_unlink(c, b);
 		b->kept = false;
-		c->kept_bytes -= b->cap;
+		c->kept_bytes -= b->charge;
 		c->stats.kept_stale++;
 		lru_insert(c, b);
 	}
@@ -350,19 +351,29 @@ void cache_spares_free(struct cache *c)
 		;
 }
 
-/* A buffer of cap bytes within the budget, evicting as allowed. */
-static char *buffer_get(struct cache *c, size_t cap, enum cache_admit admit)
+/*
+ * A buffer of cap bytes within the budget, with record bytes more counted
+ * there (a small block's record, block_record()), evicting as allowed.
+ */
+static char *buffer_get(struct cache *c, size_t cap, size_t record,
+			enum cache_admit admit)
 {
 	bool demand = admit == CACHE_ADMIT_DEMAND;
 
 	for (;;) {
 		struct cache_block *cold = c->lru[LRU_SPENT].cold;
-		char *p;
+		bool record_fits =
+		    c->stats.used_bytes + record <= c->conf.budget_bytes;
+		char *p = NULL;
 
-		if (cap == c->conf.block_size && c->pool_count)
-			return c->pool[--c->pool_count];
-		if (buffer_mapped(cap) && (p = spare_take(c, cap)) != NULL)
+		if (cap == c->conf.block_size && c->pool_count && record_fits)
+			p = c->pool[--c->pool_count];
+		else if (buffer_mapped(cap) && record_fits)
+			p = spare_take(c, cap);
+		if (p) {
+			c->stats.used_bytes += record;
 			return p;
+		}
 		if (admit == CACHE_ADMIT_RECYCLE && cold &&
 		    (cap < c->conf.block_size || cold->cap == cap)) {
 			/* one block makes room for one block */
@@ -370,10 +381,11 @@ static char *buffer_get(struct cache *c, size_t cap, enum cache_admit admit)
 			admit = CACHE_ADMIT_PREFETCH;
 			continue;
 		}
-		if (c->stats.used_bytes + cap <= c->conf.budget_bytes) {
+		if (c->stats.used_bytes + cap + record <=
+		    c->conf.budget_bytes) {
 			p = buffer_alloc(c, cap);
 			if (p) {
-				c->stats.used_bytes += cap;
+				c->stats.used_bytes += cap + record;
 				if (c->stats.used_bytes > c->stats.peak_bytes)
 					c->stats.peak_bytes =
 					    c->stats.used_bytes;
@@ -402,12 +414,31 @@ bool cache_block_room_run(struct cache *c, uint64_t bytes)
 	return bytes <= avail;
 }
 
-bool cache_block_room(struct cache *c, size_t len, bool demand)
+/*
+ * What a small object's block costs beyond its buffer: the block, its
+ * slot in the table and the object's record, which the block keeps (the
+ * reader that listed it has moved on).  A budget full of objects of a few
+ * KiB holds thousands of them, about a fifth of its bytes again: counted
+ * here, the budget bounds them.  A whole block's, a few hundred bytes in
+ * megabytes, is left out.
+ */
+static size_t block_record(const struct cache *c,
+			   const struct cache_object *obj, size_t cap)
+{
+	if (cap == c->conf.block_size)
+		return 0;
+	return sizeof(struct cache_block) + 2 * sizeof(struct cache_block *) +
+	       (obj ? cache_object_bytes(obj) : 0);
+}
+
+bool cache_block_room(struct cache *c, const struct cache_object *obj,
+		      size_t len, bool demand)
 {
 	uint64_t avail = c->conf.budget_bytes - c->stats.used_bytes +
 			 c->pool_count * c->conf.block_size + c->spare_bytes;
+	size_t cap = buffer_cap(c, len);
 
-	len = buffer_cap(c, len);
+	len = cap + block_record(c, obj, cap);
 	for (int k = 0; k < (int)evictable_end(demand) && len > avail; k++)
 		avail += c->lru[k].bytes;
 	return len <= avail;
@@ -419,20 +450,24 @@ struct cache_block *cache_block_create(struct cache *c,
 {
 	bool demand = admit == CACHE_ADMIT_DEMAND;
 	struct cache_block *b;
-	size_t h;
+	size_t h, cap, record;
 
 	kept_expire(c);
-	if (len > c->conf.block_size ||
-	    buffer_cap(c, len) > c->conf.budget_bytes ||
-	    !cache_block_room(c, len, demand))
+	if (len > c->conf.block_size)
 		return NULL;
-	b = calloc(1, sizeof(*b));
+	cap = buffer_cap(c, len);
+	record = block_record(c, obj, cap);
+	if (cap + record > c->conf.budget_bytes ||
+	    !cache_block_room(c, obj, len, demand))
+		return NULL;
+	b = cache_record_alloc(&c->slabs, sizeof(*b));
 	if (!b)
 		return NULL;
-	b->cap = buffer_cap(c, len);
-	b->data = buffer_get(c, b->cap, admit);
+	b->cap = cap;
+	b->charge = cap + record;
+	b->data = buffer_get(c, cap, record, admit);
 	if (!b->data) {
-		free(b);
+		cache_record_free(&c->slabs, b, sizeof(*b));
 		return NULL;
 	}
 	b->cache = c;
@@ -442,9 +477,9 @@ struct cache_block *cache_block_create(struct cache *c,
 	b->len = len;
 	b->state = BLOCK_FETCHING;
 	/* the kept set takes what comes first, up to its quota */
-	if (c->kept_bytes + b->cap <= c->kept_quota) {
+	if (c->kept_bytes + b->charge <= c->kept_quota) {
 		b->kept = true;
-		c->kept_bytes += b->cap;
+		c->kept_bytes += b->charge;
 	}
 	c->admitted += b->cap;
 	b->used_at = c->admitted;
@@ -732,10 +767,10 @@ void *cache_buffer_get(struct cache *c, bool demand)
 	if (!demand &&
 	    c->lent_bytes + c->conf.block_size > c->conf.budget_bytes / 2)
 		p = NULL;
-	else if (!cache_block_room(c, c->conf.block_size, demand))
+	else if (!cache_block_room(c, NULL, c->conf.block_size, demand))
 		p = NULL;
 	else
-		p = buffer_get(c, c->conf.block_size,
+		p = buffer_get(c, c->conf.block_size, 0,
 			       demand ? CACHE_ADMIT_DEMAND
 				      : CACHE_ADMIT_PREFETCH);
 	if (p)

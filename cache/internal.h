@@ -136,7 +136,9 @@ struct cache_block {
 	uint64_t index;		  /* key part 2: block within the object */
 	char *data;
 	size_t len;
-	size_t cap; /* bytes of data counted against the budget */
+	size_t cap;    /* bytes of data's buffer */
+	size_t charge; /* bytes counted against the budget: cap, and for a
+			* small object's block its record (block_record) */
 	enum cache_block_state state;
 	int error;
 	int pins;
@@ -167,6 +169,10 @@ size_t cache_slab_cap(size_t len);
 /* A slot of cap bytes (a slot size), NULL when there is no memory. */
 void *cache_slab_alloc(struct cache_slabs *s, size_t cap);
 void cache_slab_free(struct cache_slabs *s, void *p);
+/* A zeroed record of n bytes: a slot when n <= CACHE_SLAB_MAX, else from
+ * malloc; NULL when there is no memory.  Freed with the same n. */
+void *cache_record_alloc(struct cache_slabs *s, size_t n);
+void cache_record_free(struct cache_slabs *s, void *p, size_t n);
 /* Gives back the empty slabs kept (every slot freed before). */
 void cache_slabs_destroy(struct cache_slabs *s);
 
@@ -297,6 +303,8 @@ struct cache_object *cache_object_intern(struct cache *c, const char *bucket,
 					 uint64_t size);
 void cache_object_unref(struct cache *c, struct cache_object *o);
 void cache_object_ref(struct cache_object *o);
+/* Bytes of o's record: the object and its names. */
+size_t cache_object_bytes(const struct cache_object *o);
 
 /* ---- block.c (cache->lock held unless noted) ---- */
 /* Bytes in block index of obj: block_size, or less for the object's last. */
@@ -328,8 +336,10 @@ void cache_block_set_consumed(struct cache_block *b, bool consumed,
  */
 void cache_block_fetch(struct cache_block *const *blocks, unsigned n,
 		       bool urgent);
-/* True when len more bytes could be made to fit by evicting. */
-bool cache_block_room(struct cache *c, size_t len, bool demand);
+/* True when a block of len bytes of obj (NULL: a whole block) could be
+ * made to fit by evicting. */
+bool cache_block_room(struct cache *c, const struct cache_object *obj,
+		      size_t len, bool demand);
 /* True when whole blocks of bytes in all would fit with prefetch's
  * evictions (a run of blocks). */
 bool cache_block_room_run(struct cache *c, uint64_t bytes);

@@ -89,13 +89,15 @@ static void table_grow(struct cache *c)
 }
 
 /* A fresh object with its names (bucket, key, ETag) in the same
- * allocation: a small object's record is one allocation, not four. */
-static struct cache_object *object_alloc(const char *bucket, const char *key,
-					 const char *etag)
+ * record, a slot of the cache's slabs: a small object's record is one
+ * allocation, not four. */
+static struct cache_object *object_alloc(struct cache *c, const char *bucket,
+					 const char *key, const char *etag)
 {
 	size_t lb = strlen(bucket) + 1, lk = strlen(key) + 1,
 	       le = etag ? strlen(etag) + 1 : 0;
-	struct cache_object *o = calloc(1, sizeof(*o) + lb + lk + le);
+	struct cache_object *o =
+	    cache_record_alloc(&c->slabs, sizeof(*o) + lb + lk + le);
 	char *names;
 
 	if (!o)
@@ -105,6 +107,18 @@ static struct cache_object *object_alloc(const char *bucket, const char *key,
 	o->key = memcpy(names + lb, key, lk);
 	o->etag = etag ? memcpy(names + lb + lk, etag, le) : NULL;
 	return o;
+}
+
+size_t cache_object_bytes(const struct cache_object *o)
+{
+	return sizeof(*o) + strlen(o->bucket) + 1 + strlen(o->key) + 1 +
+	       (o->etag ? strlen(o->etag) + 1 : 0);
+}
+
+/* (its names with it) */
+static void object_free(struct cache *c, struct cache_object *o)
+{
+	cache_record_free(&c->slabs, o, cache_object_bytes(o));
 }
 
 struct cache_object *cache_object_intern(struct cache *c, const char *bucket,
@@ -130,7 +144,7 @@ struct cache_object *cache_object_intern(struct cache *c, const char *bucket,
 		table_grow(c);
 	if (!c->nobject_buckets)
 		return NULL;
-	o = object_alloc(bucket, key, etag);
+	o = object_alloc(c, bucket, key, etag);
 	if (!o)
 		return NULL;
 	o->size = size;
@@ -182,7 +196,7 @@ void cache_object_unref(struct cache *c, struct cache_object *o)
 		*pp = o->hash_next;
 		c->nobjects--;
 	}
-	free(o); /* (its names with it) */
+	object_free(c, o);
 }
 
 uint64_t cache_object_size(const struct cache_object *o)
@@ -219,10 +233,7 @@ void cache_object_table_free(struct cache *c)
 		while (o) {
 			struct cache_object *next = o->hash_next;
 
-			free(o->bucket);
-			free(o->key);
-			free(o->etag);
-			free(o);
+			object_free(c, o);
 			o = next;
 		}
 	}

@@ -14,6 +14,12 @@
  * kept for the next ones), and what the slabs hold beyond the slots in
  * use is their free slots alone.
  *
+ * The records of small objects' blocks, the blocks and their objects
+ * (counted in the budget beside them, see block_record()), take slots
+ * too: made and freed in the same order as the buffers, among the
+ * requests' short-lived allocations, they left the heap's arenas holding
+ * megabytes of holes.
+ *
  * The slab of a slot is found by rounding its address down.  A class's
  * slabs with a free slot are on a list, the one a slot was last freed to
  * first.  Everything here runs under the cache's lock.  Under
@@ -24,6 +30,7 @@
 #include "cache/internal.h"
 
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 
@@ -210,6 +217,22 @@ void cache_slab_free(struct cache_slabs *s, void *p)
 	}
 	if (!sl->listed)
 		list_add(s, sl);
+}
+
+void *cache_record_alloc(struct cache_slabs *s, size_t n)
+{
+	void *p = n <= CACHE_SLAB_MAX ? cache_slab_alloc(s, cache_slab_cap(n))
+				      : malloc(n);
+
+	return p ? memset(p, 0, n) : NULL;
+}
+
+void cache_record_free(struct cache_slabs *s, void *p, size_t n)
+{
+	if (p && n <= CACHE_SLAB_MAX)
+		cache_slab_free(s, p);
+	else
+		free(p);
 }
 
 void cache_slabs_destroy(struct cache_slabs *s)

@@ -179,7 +179,7 @@ static bool room(struct cache *c, size_t len, bool demand)
 	bool ok;
 
 	pthread_mutex_lock(&c->lock);
-	ok = cache_block_room(c, len, demand);
+	ok = cache_block_room(c, NULL, len, demand);
 	pthread_mutex_unlock(&c->lock);
 	return ok;
 }
@@ -339,6 +339,25 @@ static size_t expected_cap(size_t len, size_t block_size)
 	return len <= (16u << 10) ? expected_slot(len) : len;
 }
 
+/* What a small object's block counts beyond its buffer: the block's
+ * record, its table slot and its object's record. */
+static size_t rec(const struct cache_object *o)
+{
+	return sizeof(struct cache_block) + 2 * sizeof(struct cache_block *) +
+	       sizeof(*o) + strlen(o->bucket) + 1 + strlen(o->key) + 1 +
+	       (o->etag ? strlen(o->etag) + 1 : 0);
+}
+
+/* What a block of len bytes of o counts against the budget: its buffer
+ * and, for a small object's, rec(o). */
+static size_t expected_charge(const struct cache_object *o, size_t len,
+			      size_t block_size)
+{
+	size_t cap = expected_cap(len, block_size);
+
+	return cap == block_size ? cap : cap + rec(o);
+}
+
 /* ---- budget under random operations ---- */
 
 #define RANDOM_OPS    30000
@@ -355,6 +374,7 @@ struct model_block {
 	bool consumed;
 	bool kept; /* as the cache says (it decides; model_check agrees) */
 	size_t cap;
+	size_t charge; /* expected_charge() */
 };
 
 struct model {
@@ -415,10 +435,11 @@ static void model_check(struct model *m)
 		    cache_block_lookup(c, obj(c, mb->obj), mb->index);
 
 		assert_int_equal(mb->b->cap, mb->cap);
+		assert_int_equal(mb->b->charge, mb->charge);
 		assert_int_equal(mb->b->state, mb->state);
 		assert_int_equal(mb->b->pins, mb->pins);
 		assert_int_equal(mb->b->in_lru, idle(mb));
-		caps += mb->cap;
+		caps += mb->charge;
 		if (mb->state == BLOCK_FAILED) {
 			assert_null(found);
 		} else {
@@ -436,7 +457,7 @@ static void model_check(struct model *m)
 			assert_false(mb->b->kept);
 		mb->kept = mb->b->kept;
 		if (mb->kept)
-			kept += mb->cap;
+			kept += mb->charge;
 	}
 	/* the kept set: what its blocks hold, within the quota */
 	assert_int_equal(c->kept_bytes, kept);
@@ -445,7 +466,7 @@ static void model_check(struct model *m)
 	for (unsigned i = 0; i < NOBJS; i++)
 		assert_int_equal(obj(c, i)->refs, refs[i]);
 	assert_int_equal(c->nobjects, NOBJS);
-	/* used_bytes = allocated blocks + pooled buffers */
+	/* used_bytes = allocated blocks' charges + pooled buffers */
 	assert_int_equal(c->stats.used_bytes,
 			 caps + (uint64_t)c->pool_count * c->conf.block_size);
 	assert_true(c->pool_count <= c->pool_max);
@@ -465,7 +486,7 @@ static void model_check(struct model *m)
 				assert_ptr_equal(b->lru_prev->lru_next, b);
 			else
 				assert_ptr_equal(c->lru[k].hot, b);
-			bytes += b->cap;
+			bytes += b->charge;
 			lru_n++;
 		}
 		assert_int_equal(c->lru[k].bytes, bytes);
@@ -475,26 +496,27 @@ static void model_check(struct model *m)
 }
 
 /*
- * Whether len fits, from the model alone: the budget minus every allocated
- * block's cap (pooled buffers are free room), plus the caps of the blocks
- * the rules allow to evict.
+ * Whether len bytes of o fit, from the model alone: the budget minus every
+ * allocated block's charge (pooled buffers are free room), plus the
+ * charges of the blocks the rules allow to evict.
  */
-static bool model_room(const struct model *m, size_t len, bool demand)
+static bool model_room(const struct model *m, const struct cache_object *o,
+		       size_t len, bool demand)
 {
 	const struct cache *c = m->c;
-	size_t cap = expected_cap(len, c->conf.block_size);
+	size_t charge = expected_charge(o, len, c->conf.block_size);
 	uint64_t avail = c->conf.budget_bytes;
 
-	if (len > c->conf.block_size || cap > c->conf.budget_bytes)
+	if (len > c->conf.block_size || charge > c->conf.budget_bytes)
 		return false;
 	for (size_t i = 0; i < m->n; i++) {
 		const struct model_block *mb = &m->blocks[i];
 
-		avail -= mb->cap;
+		avail -= mb->charge;
 		if (idle(mb) && (demand || (mb->consumed && !mb->b->kept)))
-			avail += mb->cap;
+			avail += mb->charge;
 	}
-	return cap <= avail;
+	return charge <= avail;
 }
 
 static size_t random_len(struct model *m)
@@ -528,9 +550,9 @@ static void op_create(struct model *m)
 	kept_expire(c);
 	for (size_t i = 0; i < m->n; i++)
 		m->blocks[i].kept = m->blocks[i].b->kept;
-	fits = cache_block_room(c, len, demand);
+	fits = cache_block_room(c, obj(c, o), len, demand);
 	if (m->check_admission)
-		assert_int_equal(fits, model_room(m, len, demand));
+		assert_int_equal(fits, model_room(m, obj(c, o), len, demand));
 	b = cache_block_create(c, obj(c, o), key / NOBJS, len,
 			       demand ? CACHE_ADMIT_DEMAND
 				      : CACHE_ADMIT_PREFETCH);
@@ -568,6 +590,7 @@ static void op_create(struct model *m)
 	    .index = key / NOBJS,
 	    .state = BLOCK_FETCHING,
 	    .cap = expected_cap(len, RANDOM_BS),
+	    .charge = expected_charge(obj(c, o), len, RANDOM_BS),
 	    .kept = b->kept,
 	};
 	if (demand) { /* a demand read pins what it creates */
@@ -1216,13 +1239,15 @@ static void test_failed_fetch_removed(void **state)
 	assert_int_equal(c->nblocks, 1);
 	st = stats(c);
 	assert_int_equal(st.fetch_errors, 2);
-	assert_int_equal(st.used_bytes, BS + 1024 + 512); /* slots */
+	/* slots, and the small blocks' records */
+	assert_int_equal(st.used_bytes, BS + 1024 + 512 + 2 * rec(obj(c, 0)));
 	/* the last unpin frees it (valgrind checks there is no leak) */
 	unpin(c, a);
 	unpin(c, s);
 	st = stats(c);
-	assert_int_equal(c->pool_count, 1);	   /* a's whole buffer */
-	assert_int_equal(st.used_bytes, BS + 512); /* s's slot returned */
+	assert_int_equal(c->pool_count, 1); /* a's whole buffer */
+	/* s's slot and record returned */
+	assert_int_equal(st.used_bytes, BS + 512 + rec(obj(c, 0)));
 	/* an unpinned block that fails is freed at once */
 	fail_fetch(u, EIO);
 	assert_null(lookup(c, obj(c, 0), 2));
@@ -1343,10 +1368,10 @@ static void test_pool_counts_toward_budget(void **state)
 	s1 = create(c, obj(c, 1), 0, 1000, false);
 	assert_non_null(s1);
 	assert_int_equal(c->pool_count, 0);
-	assert_int_equal(stats(c).used_bytes, BS + 1024);
+	assert_int_equal(stats(c).used_bytes, BS + 1024 + rec(obj(c, 1)));
 	s2 = create(c, obj(c, 1), 1, 1000, false);
 	assert_non_null(s2);
-	assert_int_equal(stats(c).used_bytes, BS + 2048);
+	assert_int_equal(stats(c).used_bytes, BS + 2048 + 2 * rec(obj(c, 1)));
 	/* and now a whole block does not fit */
 	assert_false(room(c, BS, true));
 	assert_null(create(c, obj(c, 1), 2, BS, true));
@@ -1472,7 +1497,7 @@ static void test_fault_in_within_budget_and_max(void **state)
 	assert_int_equal(stats(c).used_bytes, 3 * BS);
 	assert_non_null(create(c, obj(c, 0), 0, 1000, false));
 	assert_int_equal(c->pool_count, 2);
-	assert_int_equal(stats(c).used_bytes, 2 * BS + 1024);
+	assert_int_equal(stats(c).used_bytes, 2 * BS + 1024 + rec(obj(c, 0)));
 	assert_int_equal(stats(c).peak_bytes, 3 * BS);
 	/* max bounds it below one window */
 	fake_stream(&f, d, sizes, 1);
@@ -1510,7 +1535,7 @@ static void test_small_blocks_exact(void **state)
 
 		assert_non_null(b);
 		assert_int_equal(b->cap, want);
-		used += want;
+		used += want == BS ? want : want + rec(obj(c, 0));
 		assert_int_equal(stats(c).used_bytes, used);
 		complete(b);
 	}
@@ -1523,7 +1548,8 @@ static void test_small_blocks_exact(void **state)
 		assert_true(evict_one(c, false));
 		pthread_mutex_unlock(&c->lock);
 		assert_null(lookup(c, obj(c, 0), 0));
-		assert_int_equal(stats(c).used_bytes, used - caps[0]);
+		assert_int_equal(stats(c).used_bytes,
+				 used - caps[0] - rec(obj(c, 0)));
 		assert_int_equal(c->pool_count, 0);
 	}
 	destroy_cache(c);
@@ -1600,13 +1626,13 @@ static void test_spare_buffers(void **state)
 	assert_int_equal(c->nspare, 1);
 	assert_int_equal(c->spare_bytes, len);
 	pthread_mutex_unlock(&c->lock);
-	/* the memory is still counted: it is held */
+	/* the memory is still counted: it is held (the record went) */
 	assert_int_equal(stats(c).used_bytes, len);
 	b = create(c, obj(c, 0), 1, len, true);
 	assert_non_null(b);
 	assert_ptr_equal(b->data, data);
 	assert_int_equal(c->nspare, 0);
-	assert_int_equal(stats(c).used_bytes, len);
+	assert_int_equal(stats(c).used_bytes, len + rec(obj(c, 0)));
 	complete(b);
 	/* three more fill the budget; evicting one makes a spare that a
 	 * larger buffer cannot use: it is given back for the room */
@@ -1615,7 +1641,7 @@ static void test_spare_buffers(void **state)
 		assert_non_null(b);
 		complete(b);
 	}
-	assert_int_equal(stats(c).used_bytes, 4 * len);
+	assert_int_equal(stats(c).used_bytes, 4 * (len + rec(obj(c, 0))));
 	b = lookup(c, obj(c, 0), 2);
 	consume(c, b);
 	pthread_mutex_lock(&c->lock);
@@ -1626,7 +1652,8 @@ static void test_spare_buffers(void **state)
 	assert_non_null(b);
 	assert_int_equal(c->nspare, 0);
 	assert_int_equal(c->spare_bytes, 0);
-	assert_int_equal(stats(c).used_bytes, 4 * len + 8192);
+	assert_int_equal(stats(c).used_bytes,
+			 4 * len + 8192 + 3 * rec(obj(c, 0)) + rec(obj(c, 1)));
 	complete(b);
 	destroy_cache(c);
 }
@@ -1678,17 +1705,19 @@ static void test_table_growth(void **state)
 	struct cache *c = new_cache(64 * MIB, MIB);
 	struct cache_block **blocks = calloc(n, sizeof(*blocks));
 	size_t initial = c->nbuckets;
+	uint64_t used = 0;
 
 	assert_non_null(blocks);
 	for (size_t i = 0; i < n; i++) {
 		/* several segments, indexes that collide in the low bits */
 		blocks[i] = create(c, obj(c, i % 3), (i / 3) * 1024, 16, false);
 		assert_non_null(blocks[i]);
+		used += 64 + rec(obj(c, i % 3)); /* 64-byte slots */
 	}
 	assert_int_equal(c->nblocks, n);
 	assert_true(c->nbuckets > initial);
 	assert_true(c->nblocks <= 2 * c->nbuckets);
-	assert_int_equal(stats(c).used_bytes, 64 * n); /* 64-byte slots */
+	assert_int_equal(stats(c).used_bytes, used);
 	for (size_t i = 0; i < n; i++)
 		assert_ptr_equal(lookup(c, obj(c, i % 3), (i / 3) * 1024),
 				 blocks[i]);
@@ -1733,12 +1762,13 @@ static void test_stats(void **state)
 	s = ready(c, obj(c, 0), 0, 100, true);
 	a = ready(c, obj(c, 0), 1, BS, true);
 	st = stats(c);
-	assert_int_equal(st.used_bytes, BS + 112); /* 100 bytes: a 112 slot */
-	assert_int_equal(st.peak_bytes, BS + 112);
+	/* 100 bytes: a 112 slot, and the block's record */
+	assert_int_equal(st.used_bytes, BS + 112 + rec(obj(c, 0)));
+	assert_int_equal(st.peak_bytes, BS + 112 + rec(obj(c, 0)));
 	b = ready(c, obj(c, 0), 2, BS, true);
 	st = stats(c);
-	assert_int_equal(st.used_bytes, 2 * BS + 112);
-	assert_int_equal(st.peak_bytes, 2 * BS + 112);
+	assert_int_equal(st.used_bytes, 2 * BS + 112 + rec(obj(c, 0)));
+	assert_int_equal(st.peak_bytes, 2 * BS + 112 + rec(obj(c, 0)));
 	assert_int_equal(st.evictions, 0);
 	/* 3 BS + 112 would not fit: s, the coldest, goes */
 	assert_non_null(ready(c, obj(c, 0), 3, BS, true));
@@ -1754,7 +1784,8 @@ static void test_stats(void **state)
 	assert_non_null(ready(c, obj(c, 0), 4, 10, false)); /* evicts a */
 	st = stats(c);
 	assert_int_equal(st.evictions, 2);
-	assert_int_equal(st.used_bytes, 2 * BS + 64); /* 10 bytes: a slot */
+	/* 10 bytes: a slot, and a record */
+	assert_int_equal(st.used_bytes, 2 * BS + 64 + rec(obj(c, 0)));
 	assert_int_equal(st.peak_bytes, 3 * BS);
 	assert_int_equal(st.fetch_errors, 0);
 	assert_int_equal(st.hits + st.misses + st.prefetched + st.seeks, 0);
@@ -2070,11 +2101,11 @@ static void test_buffer_lent_half(void **state)
 	assert_null(cache_buffer_get(c, false));
 	/* a small block takes pooled bytes back */
 	assert_non_null(create(c, obj(c, 0), 0, 1000, true));
-	assert_int_equal(stats(c).used_bytes, 7 * BS + 1024);
+	assert_int_equal(stats(c).used_bytes, 7 * BS + 1024 + rec(obj(c, 0)));
 	for (int i = 1; i < 4; i++)
 		cache_buffer_put(c, buf[i]);
 	cache_buffer_put(c, buf[8]);
-	assert_int_equal(stats(c).used_bytes, 7 * BS + 1024);
+	assert_int_equal(stats(c).used_bytes, 7 * BS + 1024 + rec(obj(c, 0)));
 	destroy_cache(c);
 }
 
