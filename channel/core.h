@@ -45,6 +45,11 @@ struct epoch_plan {
 	uint64_t *index;
 	/* order and index are the shared plan's (plan_create_from()) */
 	bool borrowed;
+	/* order is read in place from the last worker's kept order
+	 * (plan_order_take): this mapping, of this many bytes, gone with
+	 * the plan */
+	void *order_map;
+	size_t order_map_bytes;
 	struct epoch_plan *older;
 };
 
@@ -73,6 +78,8 @@ struct channel {
 	 * once each (0: none) */
 	int order_fd;
 	uint32_t order_pending[2];
+	/* plans reading a slot in place: it is not written meanwhile */
+	unsigned order_mapped[2];
 	bool handover_writing;
 	pthread_mutex_t lock;	  /* see the top of the file */
 	struct epoch_plan *plans; /* newest epoch first */
@@ -149,14 +156,17 @@ struct epoch_plan *listing_plan_create(struct channel *ch, struct epoch_plan *p,
 
 /*
  * The order (this host's share) and the byte count of p's epoch from what
- * the last worker kept, into p->order (room for the catalog's entries)
- * and p->n: true when had.  Only with the catalog that worker listed (the
+ * the last worker kept, as p->order (mapped in place: p->order_map) and
+ * p->n: true when had.  Only with the catalog that worker listed (the
  * keeper's image), and once an epoch.
  */
 bool plan_order_take(struct channel *ch, struct epoch_plan *p, uint64_t *bytes);
+/* Gives p's order back: unmapped (and its slot free to be written again)
+ * or freed. */
+void plan_order_release(struct epoch_plan *p);
 /* p's order and byte count (UINT64_MAX: unknown) kept for the next
  * worker, unless the last worker's order for an epoch of the same parity
- * is still to be taken. */
+ * is still to be taken, or is read in place by a plan. */
 void plan_order_keep(struct channel *ch, const struct epoch_plan *p,
 		     uint64_t bytes);
 

@@ -480,16 +480,18 @@ struct epoch_plan *plan_create(struct channel *ch, unsigned epoch, bool shared)
 		return listing_plan_create(ch, p, shared);
 	n = ch->catalog ? cache_catalog_count(ch->catalog)
 			: channel_entries_count(ch->entries);
-	p->order = malloc((n ? n : 1) * sizeof(*p->order));
 	p->stream = cache_stream_create_plan(ch->cache, plan_refill, p);
+	/* the last worker's order: this host's share, sized, read in place */
+	kept = p->stream && ch->catalog && shared &&
+	       plan_order_take(ch, p, &bytes);
+	if (!kept)
+		p->order = malloc((n ? n : 1) * sizeof(*p->order));
 	if (!p->order || !p->stream) {
-		cache_stream_destroy(p->stream);
-		free(p->order);
-		free(p);
+		plan_destroy(p);
 		return NULL;
 	}
-	if (ch->catalog && shared && plan_order_take(ch, p, &bytes)) {
-		kept = true; /* the last worker's: this host's share, sized */
+	if (kept) {
+		/* (as taken) */
 	} else if (ch->catalog) {
 		n = catalog_items(ch, p->order, &bytes);
 		channel_shuffle(p->order, n, ch->spec->shuffle, ch->spec->seed,
@@ -674,7 +676,7 @@ void plan_destroy(struct epoch_plan *p)
 	cache_stream_destroy(p->stream);
 	if (!p->borrowed) {
 		free(p->index);
-		free(p->order);
+		plan_order_release(p);
 	}
 	free(p->error);
 	free(p);

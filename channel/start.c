@@ -27,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -290,33 +291,70 @@ static void orders_inherit(struct channel *ch)
 			: 0;
 }
 
+/*
+ * The kept order is mapped, not read: a million entries read into fresh
+ * memory were 4 MB of pages cleared and copied, milliseconds of a
+ * recovery that at a thousand keys costs nothing.  The slot is counted as
+ * mapped before it is claimed, so that plan_order_keep(), which writes a
+ * slot only once its order was taken, sees it and leaves it alone (a
+ * private mapping would see the new order where no page was copied yet).
+ */
 bool plan_order_take(struct channel *ch, struct epoch_plan *p, uint64_t *bytes)
 {
 	uint32_t tag = p->epoch + 1,
 		 *pending = &ch->order_pending[p->epoch & 1];
-	size_t count = cache_catalog_count(ch->catalog);
+	unsigned *mapped = &ch->order_mapped[p->epoch & 1];
+	size_t count = cache_catalog_count(ch->catalog), bytes_mapped;
 	struct order_head h;
-	ssize_t want;
+	uint32_t *order, most = 0;
+	void *map;
 
 	/* (two readers may make the plan at once: one takes it) */
 	if (ch->order_fd < 0 ||
-	    __atomic_load_n(pending, __ATOMIC_ACQUIRE) != tag ||
-	    __atomic_exchange_n(pending, 0, __ATOMIC_ACQ_REL) != tag ||
+	    __atomic_load_n(pending, __ATOMIC_ACQUIRE) != tag)
+		return false;
+	__atomic_add_fetch(mapped, 1, __ATOMIC_SEQ_CST);
+	if (__atomic_exchange_n(pending, 0, __ATOMIC_SEQ_CST) != tag ||
 	    !order_head_read(ch, p->epoch, &h) || h.epoch != tag)
-		return false;
-	want = (ssize_t)(h.n * sizeof(*p->order));
-	if (pread(ch->order_fd, p->order, (size_t)want,
-		  order_slot(ch, p->epoch) + (off_t)sizeof(h)) != want)
-		return false;
+		goto not_taken;
+	bytes_mapped = sizeof(h) + (size_t)h.n * sizeof(*order);
+	/* private and writable: nothing writes a kept order, but a write
+	 * would go to a copy */
+	map = mmap(NULL, bytes_mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE,
+		   ch->order_fd, order_slot(ch, p->epoch));
+	if (map == MAP_FAILED)
+		goto not_taken;
+	order = (uint32_t *)((char *)map + sizeof(h));
 	for (size_t i = 0; i < h.n; i++)
-		if (p->order[i] >= count)
-			return false; /* (not what a worker wrote) */
+		most = order[i] > most ? order[i] : most;
+	if (h.n && most >= count) { /* (not what a worker wrote) */
+		munmap(map, bytes_mapped);
+		goto not_taken;
+	}
+	p->order = order;
+	p->order_map = map;
+	p->order_map_bytes = bytes_mapped;
 	p->n = (size_t)h.n;
 	*bytes = h.bytes;
 	util_info("channel '%s': epoch %u's order of %zu entries from the "
 		  "last worker",
 		  ch->spec->name, p->epoch, p->n);
 	return true;
+
+not_taken:
+	__atomic_sub_fetch(mapped, 1, __ATOMIC_SEQ_CST);
+	return false;
+}
+
+void plan_order_release(struct epoch_plan *p)
+{
+	if (!p->order_map) {
+		free(p->order);
+		return;
+	}
+	munmap(p->order_map, p->order_map_bytes);
+	__atomic_sub_fetch(&p->ch->order_mapped[p->epoch & 1], 1,
+			   __ATOMIC_SEQ_CST);
 }
 
 void plan_order_keep(struct channel *ch, const struct epoch_plan *p,
@@ -333,10 +371,12 @@ void plan_order_keep(struct channel *ch, const struct epoch_plan *p,
 	ssize_t want = (ssize_t)(p->n * sizeof(*p->order));
 
 	/* the last worker's order for an epoch of this parity, not taken
-	 * yet, stays */
+	 * yet or read in place, stays */
 	if (ch->order_fd < 0 ||
 	    __atomic_load_n(&ch->order_pending[p->epoch & 1],
-			    __ATOMIC_ACQUIRE) != 0)
+			    __ATOMIC_SEQ_CST) != 0 ||
+	    __atomic_load_n(&ch->order_mapped[p->epoch & 1],
+			    __ATOMIC_SEQ_CST) != 0)
 		return;
 	if (pwrite(ch->order_fd, &h, sizeof(h), at) != (ssize_t)sizeof(h) ||
 	    pwrite(ch->order_fd, p->order, (size_t)want,

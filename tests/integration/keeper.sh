@@ -139,12 +139,18 @@ assert_not_mounted "$MP"
 
 # ---- killed during the listing at mount time: started again ----
 fault_arm 'kind=delay&seconds=2&list=1&count=1&match=train'
+# keeper_fg LOG ARGS...: s3pipe -f ARGS in the background, its output in
+# LOG; KEEPER is its pid (the mount, the last argument, unmounted at exit)
+keeper_fg() {
+	local log=$1
+	shift
+	"$S3PIPE" -f --endpoint-url "$S3_URL" "$@" >"$log" 2>&1 </dev/null &
+	KEEPER=$!
+	track_pid "$KEEPER"
+	echo "${!#}" >>"$TEST_TMP/mounts"
+}
 MP=$(new_mountpoint listing)
-"$S3PIPE" -f --endpoint-url "$S3_URL" --shuffle-seed 7 train=s3://data/train/ "$MP" \
-	>"$TEST_TMP/listing.log" 2>&1 </dev/null &
-KEEPER=$!
-track_pid "$KEEPER"
-echo "$MP" >>"$TEST_TMP/mounts"
+keeper_fg "$TEST_TMP/listing.log" --shuffle-seed 7 train=s3://data/train/ "$MP"
 wait_until 10 eval '[ -n "$(worker_of "$KEEPER")" ]' || fail "no worker while mounting"
 W1=$(worker_of "$KEEPER")
 is_mounted "$MP" && fail "mounted before the delayed listing answered"
@@ -167,6 +173,33 @@ grep -q "epoch 0's order of [0-9]* entries from the last worker" "$TEST_TMP/list
 	fail "the new worker shuffled again: $(tail -n 3 "$TEST_TMP/listing.log")"
 tcat "$MP/train_0" >"$TEST_TMP/shuffled2" || fail "reading train_0 after the kill failed"
 cmp -s "$TEST_TMP/shuffled" "$TEST_TMP/shuffled2" || fail "train_0 is another shuffle after the kill"
+unmount "$MP"
+
+# ---- a kept order is read in place: not written over while read ----
+# (more objects than a plan fills at once, so that the held reader's plan
+# reads the order again after epoch 2's order, the same slot, was made)
+s3_seed data many/ 2500 100
+MP=$(new_mountpoint inplace)
+keeper_fg "$TEST_TMP/inplace.log" --shuffle-seed 7 many=s3://data/many/ "$MP"
+wait_until 30 is_mounted "$MP" || fail "not mounted: $(cat "$TEST_TMP/inplace.log")"
+tcat "$MP/many_0" >"$TEST_TMP/many0" || fail "reading many_0 failed"
+wait_until 10 grep -q "kept for the next worker" "$TEST_TMP/inplace.log" ||
+	fail "the catalog was not kept: $(tail -n 3 "$TEST_TMP/inplace.log")"
+W1=$(worker_of "$KEEPER")
+kill -KILL "$W1"
+wait_until 10 eval '[ -n "$(worker_of "$KEEPER")" ] && [ "$(worker_of "$KEEPER")" != "$W1" ]' ||
+	fail "no worker after the kill"
+exec 7<"$MP/many_0"
+head -c 1 <&7 >/dev/null || fail "reading the held many_0 failed"
+grep -q "epoch 0's order of 2500 entries from the last worker" "$TEST_TMP/inplace.log" ||
+	fail "the new worker shuffled again: $(tail -n 3 "$TEST_TMP/inplace.log")"
+tcat "$MP/many_1" >/dev/null || fail "reading many_1 failed"
+tcat "$MP/many_2" >"$TEST_TMP/many2" || fail "reading many_2 failed"
+cmp -s "$TEST_TMP/many0" "$TEST_TMP/many2" && fail "epoch 2 is epoch 0's shuffle"
+cat <&7 >"$TEST_TMP/many0.rest" || fail "reading the rest of the held many_0 failed"
+exec 7<&-
+tail -c +2 "$TEST_TMP/many0" | cmp -s - "$TEST_TMP/many0.rest" ||
+	fail "the held many_0 changed when epoch 2's order was made"
 unmount "$MP"
 
 # ---- FastFile: 8 readers of random ranges over the files, a kill ----
