@@ -340,11 +340,19 @@ void s3_error_describe(const struct store_error *err, const char *bucket,
 			 "--region",
 			 bname, tag);
 	} else if (err->err == EPROTO && error_http_ok(err->http_status)) {
+		/* a server that takes the bucket in the path may answer a
+		 * virtual-hosted request with its own page (Ceph's RGW: its
+		 * bucket list) */
+		bool vhost = bucket && *bucket && vhost_of(ep, bucket);
+
 		snprintf(out, outlen,
 			 "unexpected response from endpoint %s (%s%s%s%s): "
-			 "check that it is an s3 server",
+			 "check that it is an s3 server%s",
 			 ep, what, at, err->message[0] ? ": " : "",
-			 err->message);
+			 err->message,
+			 vhost ? ", and if it expects path-style requests, "
+				 "pass --force-path-style"
+			       : "");
 	} else if (err->http_status) {
 		snprintf(out, outlen, "request failed: HTTP %ld%s%s%s%s%s%s",
 			 err->http_status, err->code[0] ? " " : "", err->code,

@@ -52,6 +52,8 @@ void s3_http_easy_setup(void *easy, unsigned connect_timeout_ms,
 	curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L);
 	curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS,
 			 (long)connect_timeout_ms);
+	/* servers' and operators' logs tell clients apart by it */
+	curl_easy_setopt(e, CURLOPT_USERAGENT, "s3pipe/" PACKAGE_VERSION);
 	curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, tls_verify ? 1L : 0L);
 	curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, tls_verify ? 2L : 0L);
 	if (ca_bundle)

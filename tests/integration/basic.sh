@@ -2,7 +2,8 @@
 # basic: two channels mounted together, three epochs of each read in full and
 # compared byte for byte with the objects; the epoch file appearing only
 # after the previous one was closed; two concurrent readers of one epoch;
-# st_size; read-only files; SIGTERM unmounts and stops the daemon.
+# st_size; read-only files; every request sent with s3pipe's User-Agent;
+# SIGTERM unmounts and stops the daemon.
 . "$(cd "$(dirname "$0")/.." && pwd)/lib.sh"
 require_fuse
 require_cmd python3
@@ -20,6 +21,7 @@ train_size=$(stat -c %s "$TEST_TMP/train.exp")
 val_size=$(stat -c %s "$TEST_TMP/validation.exp")
 
 MP=$(new_mountpoint)
+fault_clear
 mount_ok --endpoint-url "$S3_URL" \
 	train=s3://data/train/ validation=s3://data/validation/ "$MP"
 
@@ -77,6 +79,10 @@ ls "$MP" >"$TEST_TMP/ls" || fail "ls of the root failed after reading"
 grep -qx train_3 "$TEST_TMP/ls" || fail "ls does not show train_3: $(tr '\n' ' ' <"$TEST_TMP/ls")"
 grep -qx validation_3 "$TEST_TMP/ls" || fail "ls does not show validation_3: $(tr '\n' ' ' <"$TEST_TMP/ls")"
 
+# every request the mount made said who it is (the server's count by
+# User-Agent since the mount)
+version=$("$S3PIPE" --version | sed -n 's/^s3pipe //p')
+assert_eq "s3pipe/$version" "$(fault_stat 'Object.keys(s.userAgents).join(" ")')" "User-Agent of the mount's requests"
 # SIGTERM: the daemon unmounts and exits
 pids=$(daemon_pids "$MP")
 [ -n "$pids" ] || fail "no s3pipe process found for $MP"

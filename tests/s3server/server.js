@@ -1421,6 +1421,7 @@ const LIST_PARAMS = new Set(['prefix', 'marker', 'max-keys', 'delimiter', 'encod
 function newStats() {
   return {
     requests: 0, // every S3 request that passed authentication (control requests excluded)
+    userAgents: {}, // those requests by their User-Agent header ("" without one), up to 16 kinds
     gets: 0, // GET object
     heads: 0,
     lists: 0, // GET bucket with list-type
@@ -1636,6 +1637,9 @@ function createFaults(verbose) {
   async function middleware(ctx, next) {
     const type = classify(ctx);
     stats.requests++;
+    const agent = ctx.get('user-agent') || '';
+    if (agent in stats.userAgents || Object.keys(stats.userAgents).length < 16)
+      stats.userAgents[agent] = (stats.userAgents[agent] || 0) + 1;
     if (ctx.get('if-match')) stats.ifMatch++;
     if (type === 'object') {
       inflight++;
