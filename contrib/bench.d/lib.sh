@@ -630,10 +630,25 @@ verdict() { # CONDITION TEXT
 # phase NAME LETTER...: NAME (needs, seed, run, summary, targets) of every
 # wanted scenario that has one, in that order
 phase() {
-	local _phase="$1" _scen
+	local _phase="$1" _scen _late
 	shift
 	for _scen in "$@"; do
-		want_scen "$_scen" && declare -F "${_scen}_$_phase" >/dev/null && "${_scen}_$_phase"
+		want_scen "$_scen" && declare -F "${_scen}_$_phase" >/dev/null || continue
+		# the scenarios whose prefetch and parallelism exist to hide
+		# S3's latency run with it (the test server's timers: every
+		# request answered latency_ms late, no CPU spent waiting)
+		_late=0
+		[ "$_phase" = run ] && [ "$latency_ms" != 0 ] &&
+			case " $LATENCY_SCENS " in *" $_scen "*) _late=1 ;; esac
+		[ $_late = 1 ] && server_latency "$latency_ms" &&
+			echo && echo "(every S3 request of ($_scen) answered $latency_ms ms late)"
+		"${_scen}_$_phase"
+		[ $_late = 1 ] && server_latency 0
 	done
 	return 0
+}
+LATENCY_SCENS="b f j"
+server_latency() { # MS: the test server's latency from now on
+	curl -sS -f -o /dev/null -X POST "$URL/__latency?ms=$1" ||
+		{ broke "the server's latency could not be set to $1 ms"; return 1; }
 }

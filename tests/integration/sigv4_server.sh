@@ -14,7 +14,8 @@
 #    saw verified requests from S3RVER and not one failure;
 #  - a temporary key from the credentials port (credential_process JSON)
 #    works for s3pipe and curl with its session token, fails without it or
-#    with a wrong one (InvalidToken), and after its lifetime (ExpiredToken).
+#    with a wrong one (InvalidToken), and after its lifetime (ExpiredToken);
+#  - the latency mode: a GET waits the latency set, 8 at once overlap.
 . "$(cd "$(dirname "$0")/.." && pwd)/lib.sh"
 require_fuse
 require_cmd curl
@@ -204,4 +205,28 @@ done
 if { creds_stats; auth_stats; } | grep -qF -e "$KSECRET" -e "$KTOKEN"; then
 	fail "a secret or session token appears in the stats"
 fi
+
+# the latency mode (the bench's S3-like server): every S3 request waits on
+# a timer first, and the waits of requests at once overlap
+s3_curl -sS -f -o /dev/null -X POST "$S3_URL/__latency?ms=500" || fail "cannot set the latency"
+assert_eq 500 "$(s3_curl -sS -f "$S3_URL/__latency" | json_eval 's.ms')" "the latency set"
+t0=$EPOCHREALTIME
+s3_curl -sS -f -o "$TEST_TMP/late" "$OBJ" || fail "GET with latency failed"
+t1=$EPOCHREALTIME
+cmp -s "$TEST_TMP/late" "$TEST_TMP/hello.txt" || fail "GET with latency: wrong bytes"
+awk -v a="$t0" -v b="$t1" 'BEGIN { exit !(b - a >= 0.5) }' ||
+	fail "a GET with 500 ms of latency took $(awk -v a="$t0" -v b="$t1" 'BEGIN { print b - a }') s"
+t0=$EPOCHREALTIME
+gets=()
+for i in 1 2 3 4 5 6 7 8; do
+	s3_curl -sS -f -o /dev/null "$OBJ" &
+	gets+=($!)
+done
+for pid in "${gets[@]}"; do wait "$pid" || fail "a GET of 8 at once failed"; done
+t1=$EPOCHREALTIME
+awk -v a="$t0" -v b="$t1" 'BEGIN { exit !(b - a >= 0.5 && b - a < 3) }' ||
+	fail "8 GETs at once with 500 ms of latency took $(awk -v a="$t0" -v b="$t1" 'BEGIN { print b - a }') s (4 s one after another)"
+s3_curl -sS -f -o /dev/null -X POST "$S3_URL/__latency?ms=0" || fail "cannot clear the latency"
+assert_eq 400 "$(s3_curl -sS -o /dev/null -w '%{http_code}' -X POST "$S3_URL/__latency?ms=soon")" \
+	"a latency that is no number"
 note "ok"

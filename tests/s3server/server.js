@@ -108,6 +108,14 @@
 //                              rejected (refused as invalid: 400/401/403/404)}
 //   DELETE /__creds/stats      reset them (issued keys stay valid)
 //
+// ---- latency (S3 port): every request answered MS late, as S3 is ----
+//   --latency-ms MS            from the start (default 0)
+//   GET    /__latency          {ms}
+//   POST   /__latency?ms=MS    from now on (0: off)
+// Each S3 request (not the control ones) waits MS on a timer before it is
+// verified and served: no CPU is spent waiting and the waits overlap, as a
+// distant server's round trips do (the bench's S3-like latency, 20 ms).
+//
 // ---- fault control (S3 port; '_' cannot appear in a bucket name) ----
 //   POST   /__fault?kind=K&count=N[&match=S][&after=B][&seconds=T][&status=C][&list=1][&prob=P]
 //   DELETE /__fault            clear every armed fault
@@ -269,7 +277,8 @@ function usage(msg) {
       '         [--credentials-port PORT] [--credential-lifetime SECONDS]\n' +
       '         [--container-token VALUE] [--web-identity-token VALUE] [--key-store FILE]\n' +
       '         [--synthetic BUCKET=N[:LAYOUT[:CONTENT]]]... [--synthetic-layout uneven|skewed]\n' +
-      '         [--synthetic-delay-ms MS] [--synthetic-size MIN:MAX] [--synthetic-page-keys N]\n',
+      '         [--synthetic-delay-ms MS] [--synthetic-size MIN:MAX] [--synthetic-page-keys N]\n' +
+      '         [--latency-ms MS]\n',
   );
   process.exit(2);
 }
@@ -292,6 +301,7 @@ function parseArgs(argv) {
     synthetic: [], // [[bucket, N, layout or null]]
     syntheticLayout: 'uneven', // for buckets named without one
     syntheticDelayMs: 0,
+    latencyMs: 0,
     syntheticSize: null, // [MIN, MAX] or null for the uneven default
     syntheticPageKeys: 1000, // keys a LIST page holds at most
   };
@@ -387,6 +397,12 @@ function parseArgs(argv) {
         const v = need();
         if (!SYNTH_LAYOUTS[v]) usage(`--synthetic-layout takes ${Object.keys(SYNTH_LAYOUTS).join(' or ')}, not '${v}'`);
         opts.syntheticLayout = v;
+        break;
+      }
+      case '--latency-ms': {
+        const v = need();
+        if (!/^\d+(\.\d+)?$/.test(v)) usage(`bad --latency-ms '${v}'`);
+        opts.latencyMs = Number(v);
         break;
       }
       case '--synthetic-delay-ms': {
@@ -2564,12 +2580,37 @@ async function main() {
     return [ctx.status, ctx.body];
   };
 
+  // The latency every S3 request waits (see the header).
+  let latencyMs = opts.latencyMs;
+  function latencyControl(ctx) {
+    ctx.type = 'application/json';
+    if (ctx.method === 'POST' || ctx.method === 'PUT') {
+      const v = ctx.query.ms;
+      if (typeof v !== 'string' || !/^\d+(\.\d+)?$/.test(v)) {
+        ctx.status = 400;
+        ctx.body = '{"error":"ms takes a number of milliseconds"}\n';
+        return;
+      }
+      latencyMs = Number(v);
+    } else if (ctx.method !== 'GET') {
+      ctx.status = 405;
+      ctx.body = '{"error":"method not allowed"}\n';
+      return;
+    }
+    ctx.body = JSON.stringify({ ms: latencyMs }) + '\n';
+  }
+  async function latency(ctx, next) {
+    if (latencyMs > 0) await new Promise(resolve => setTimeout(resolve, latencyMs));
+    return next();
+  }
+
   // Control routes first: they are neither authenticated nor counted.
   async function controlRoutes(ctx, next) {
     const p = ctx.path;
     if (p === '/__fault' || p.startsWith('/__fault/')) return faults.control(ctx);
     if (p === '/__auth' || p.startsWith('/__auth/')) return auth.control(ctx);
     if (p === '/__synthetic' || p.startsWith('/__synthetic/')) return synthetic.control(ctx);
+    if (p === '/__latency') return latencyControl(ctx);
     if (p === '/__creds' || p.startsWith('/__creds/')) {
       const [status, body] = creds.control(ctx.method, p, new URLSearchParams(ctx.querystring));
       ctx.status = status;
@@ -2595,7 +2636,7 @@ async function main() {
   // Koa composes app.middleware when the server starts: put ours first.
   // Synthetic buckets come after auth and faults, so their requests are
   // verified, can take injected faults and show in /__fault/stats.
-  server.middleware.unshift(controlRoutes, auth.middleware, faults.middleware, synthetic.middleware);
+  server.middleware.unshift(controlRoutes, latency, auth.middleware, faults.middleware, synthetic.middleware);
   if (!opts.verbose) server.on('error', () => {});
 
   let httpServer = null;
