@@ -418,9 +418,9 @@ bool cache_block_room_run(struct cache *c, uint64_t bytes)
  * What a small object's block costs beyond its buffer: the block, its
  * slot in the table and the object's record, which the block keeps (the
  * reader that listed it has moved on).  A budget full of objects of a few
- * KiB holds thousands of them, about a fifth of its bytes again: counted
- * here, the budget bounds them.  A whole block's, a few hundred bytes in
- * megabytes, is left out.
+ * KiB holds thousands of them, a seventh of their bytes again at 2 KiB:
+ * counted here, the budget bounds them.  A whole block's, a few hundred
+ * bytes in megabytes, is left out.
  */
 static size_t block_record(const struct cache *c,
 			   const struct cache_object *obj, size_t cap)
