@@ -490,20 +490,19 @@ struct epoch_plan *plan_create(struct channel *ch, unsigned epoch, bool shared)
 		plan_destroy(p);
 		return NULL;
 	}
-	if (kept) {
-		/* (as taken) */
-	} else if (ch->catalog) {
-		n = catalog_items(ch, p->order, &bytes);
-		channel_shuffle(p->order, n, ch->spec->shuffle, ch->spec->seed,
-				epoch);
-	} else {
-		channel_order(p->order, n, ch->spec->shuffle, ch->spec->seed,
-			      epoch);
-	}
-	if (!kept)
+	if (!kept) {
+		if (ch->catalog) {
+			n = catalog_items(ch, p->order, &bytes);
+			channel_shuffle(p->order, n, ch->spec->shuffle,
+					ch->spec->seed, epoch);
+		} else {
+			channel_order(p->order, n, ch->spec->shuffle,
+				      ch->spec->seed, epoch);
+		}
 		p->n = ch->spec->distribution == CHANNEL_SHARDED_BY_S3_KEY
 			   ? channel_shard(p->order, n, &ch->host)
 			   : n;
+	}
 	if (!kept && ch->catalog && p->n < n) {
 		/* this host's share: its own sizes */
 		bytes = 0;
