@@ -36,6 +36,15 @@
  * input in 10^7).  Values surely below 2^-150 (0) or surely at least 1e39
  * (inf) are decided without it.
  *
+ * Reading the text costs as much as the arithmetic, so the short numbers
+ * CSV files are made of (digits and point within 15 bytes, or a fraction
+ * running on to 19 digits in all as "%.18e" writes them; an exponent of
+ * up to three digits)
+ * take a path with no branch on how many digits there are: one 16-byte
+ * SSE2 load finds the digits and the point, and the digits are valued as
+ * one 16-digit number (window_digits, scan_short).  Anything else, and
+ * anything the doubles leave in doubt, goes the byte-wise way below.
+ *
  * strtof() gets a rewritten copy, "[-]DIGITSeEXP" with no decimal point,
  * so that the locale's decimal point does not matter: on the stack, on the
  * heap only for texts of more than about a hundred digits.  All this needs
@@ -62,6 +71,16 @@
 #define FAST_PATH 0
 #endif
 
+/* the short numbers' window (window_digits): SSE2, little-endian */
+#if FAST_PATH && defined(__SSE2__) && defined(__BYTE_ORDER__) &&               \
+    __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__ && defined(__SIZEOF_INT128__)
+#define WINDOW_PATH 1
+#define WINDOW	    16
+#include <emmintrin.h>
+#else
+#define WINDOW_PATH 0
+#endif
+
 /* more digits than this do not fit a uint64_t */
 #define MAX_DIGITS 19
 /* the written exponent saturates here: no text is long enough to matter */
@@ -82,45 +101,66 @@ static bool is_digit(char c)
 	return c >= '0' && c <= '9';
 }
 
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+/* '0' in every byte */
+#define ZERO_BYTES 0x3030303030303030ULL
+
+/* 10^n for n = 0..8 */
+static const uint64_t pow10_small[] = {
+    1, 10, 100, 1000, 10000, 100000, 1000000, 10000000, 100000000,
+};
+
 /*
- * If p[0..8) are all digits, their value, the first the most significant.
- * In w, byte i holds digit i: adding 10 times each byte to the next one's
+ * The value of the eight digits in x, byte i holding digit i (0..9), the
+ * first the most significant: adding 10 times each byte to the next one's
  * gives the two-digit values in the even bytes, then the four-digit ones
  * in the even 16-bit lanes, then the eight-digit one; no lane overflows.
+ * Leading zero bytes are leading zeros.
  */
-static bool eight_digits(const char *p, uint64_t *value)
+static uint64_t eight_digit_value(uint64_t x)
 {
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-	const uint64_t high = 0xF0F0F0F0F0F0F0F0ULL;
-	const uint64_t zeros = 0x3030303030303030ULL;
-	uint64_t w;
-
-	memcpy(&w, p, 8);
-	/* every byte 0x30..0x3f, and none past 0x39 */
-	if ((w & high) != zeros ||
-	    ((w + 0x0606060606060606ULL) & high) != zeros)
-		return false;
-	w -= zeros;
-	w = (w * 10 + (w >> 8)) & 0x00FF00FF00FF00FFULL;
-	w = (w * 100 + (w >> 16)) & 0x0000FFFF0000FFFFULL;
-	*value = (w * 10000 + (w >> 32)) & 0xFFFFFFFFULL;
-	return true;
-#else
-	(void)p;
-	(void)value;
-	return false;
-#endif
+	x = (x * 10 + (x >> 8)) & 0x00FF00FF00FF00FFULL;
+	x = (x * 100 + (x >> 16)) & 0x0000FFFF0000FFFFULL;
+	return (x * 10000 + (x >> 32)) & 0xFFFFFFFFULL;
 }
 
-/* Reads digits from p on into *m (wrapping past 19); returns the end. */
+/*
+ * Reads the digits from p on into *m (wrapping past 19); returns the end.
+ * Eight bytes at a time while eight are left: x is the bytes XOR '0', so
+ * that a digit byte becomes 0..9; any other byte has a bit set in its high
+ * nibble, in x or in its low nibble plus 6 (which reaches 16 from 10 on,
+ * and carries into no other byte).  The lowest such byte ends the run: its
+ * index n is how many digits lead, and shifting x left by 8 * (8 - n)
+ * bits keeps those, as the last of eight with leading zeros.  No branch
+ * depends on the number of digits, only on whether all eight were.
+ */
 static const char *scan_digits(const char *p, const char *end, uint64_t *m)
 {
 	uint64_t v = *m;
-	uint64_t eight;
 
-	while (end - p >= 8 && eight_digits(p, &eight)) {
-		v = v * 100000000 + eight;
-		p += 8;
+	while (end - p >= 8) {
+		uint64_t x;
+		uint64_t other;
+		unsigned n;
+
+		memcpy(&x, p, 8);
+		x ^= ZERO_BYTES;
+		other = (x | ((x & 0x0F0F0F0F0F0F0F0FULL) +
+			      0x0606060606060606ULL)) &
+			0xF0F0F0F0F0F0F0F0ULL;
+		if (other == 0) {
+			v = v * 100000000 + eight_digit_value(x);
+			p += 8;
+			continue;
+		}
+		n = (unsigned)__builtin_ctzll(other) >> 3;
+		if (n > 0) {
+			v = v * pow10_small[n] +
+			    eight_digit_value(x << (64 - 8 * n));
+			p += n;
+		}
+		*m = v;
+		return p;
 	}
 	while (p < end && is_digit(*p)) {
 		v = v * 10 + (uint64_t)(*p - '0');
@@ -129,6 +169,20 @@ static const char *scan_digits(const char *p, const char *end, uint64_t *m)
 	*m = v;
 	return p;
 }
+#else
+/* Reads the digits from p on into *m (wrapping past 19); returns the end. */
+static const char *scan_digits(const char *p, const char *end, uint64_t *m)
+{
+	uint64_t v = *m;
+
+	while (p < end && is_digit(*p)) {
+		v = v * 10 + (uint64_t)(*p - '0');
+		p++;
+	}
+	*m = v;
+	return p;
+}
+#endif
 
 /* The digit at position i of the number's digits, the '.' left out. */
 static char digit_at(const struct decimal *dec, size_t i)
@@ -273,6 +327,35 @@ static uint64_t double_bits(double d)
 	memcpy(&b, &d, sizeof(b));
 	return b;
 }
+
+/*
+ * x = m * 10^e10 (in [m, m + 1) * 10^e10 when digits were dropped) by
+ * doubles, as the top of this file says: true with *out and *rc set
+ * when no float midpoint is in doubt, false when it may be.  m != 0 and
+ * -64 <= e10 <= 38.
+ */
+static inline bool double_convert(uint64_t m, int64_t e10, bool dropped,
+				  bool neg, float *out, int *rc)
+{
+	double d = scale(m, e10);
+	uint64_t lo = double_bits(d);
+	uint64_t hi = lo;
+	float f;
+
+	if (dropped)
+		hi = double_bits(scale(m + 1, e10));
+	if (dropped || m > (1ULL << 53) || e10 < 0 || e10 > 22) {
+		lo -= 8;
+		hi += 8;
+	}
+	if (lo < FLT_MIN_BITS ||
+	    (lo - 1 + MIDPOINT_BITS) >> 29 != (hi + MIDPOINT_BITS) >> 29)
+		return false;
+	f = (float)d;
+	*out = neg ? -f : f;
+	*rc = isinf(f) ? ERANGE : 0;
+	return true;
+}
 #endif
 
 /* m the digits read (wrapping past MAX_DIGITS) */
@@ -297,23 +380,10 @@ static int convert(const struct decimal *dec, uint64_t m, float *out)
 	}
 #if FAST_PATH
 	{
-		double d = scale(m, e10);
-		uint64_t lo = double_bits(d);
-		uint64_t hi = lo;
+		int rc;
 
-		if (dropped)
-			hi = double_bits(scale(m + 1, e10));
-		if (dropped || m > (1ULL << 53) || e10 < 0 || e10 > 22) {
-			lo -= 8;
-			hi += 8;
-		}
-		if (lo >= FLT_MIN_BITS && (lo - 1 + MIDPOINT_BITS) >> 29 ==
-					      (hi + MIDPOINT_BITS) >> 29) {
-			float f = (float)d;
-
-			*out = dec->neg ? -f : f;
-			return isinf(f) ? ERANGE : 0;
-		}
+		if (double_convert(m, e10, dropped, dec->neg, out, &rc))
+			return rc;
 	}
 #endif
 	return fallback(dec, out);
@@ -350,6 +420,131 @@ static int parse_special(const char *text, size_t len, float *out)
 	}
 	return EINVAL;
 }
+
+#if WINDOW_PATH
+/*
+ * The common short number, its digits and point read from one 16-byte
+ * window at p with SSE2: bit i of other is set when byte i is not a
+ * digit (bit 16 stands for the window's end), so the integer digits run
+ * to its lowest set bit and, past a '.', the fraction's to the next.
+ * The digits are then gathered in the vector (those of the fraction
+ * moved down a byte, over the point), the bytes past them cleared, and
+ * the 16 bytes valued as 16 digits, eight at a time: that is the number's
+ * digits followed by 16 - (their count) zeros, so the exponent of the last
+ * of the 16 is nint - 16 however many digits the fraction has.  Nothing
+ * branches on how many digits there are.  Returns false, having set
+ * nothing, when the number has no digit or does not end inside the
+ * window: the byte-wise scan reads it then.
+ */
+static bool window_digits(const char *p, const char *end, uint64_t *m,
+			  int64_t *e10, const char **after)
+{
+	const __m128i iota =
+	    _mm_setr_epi8(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+	__m128i digits;
+	__m128i below;
+	unsigned other;
+	unsigned nint;
+	unsigned point;
+	unsigned nfrac;
+	unsigned stop;
+
+	if (end - p < WINDOW)
+		return false;
+	digits = _mm_sub_epi8(_mm_loadu_si128((const __m128i *)(const void *)p),
+			      _mm_set1_epi8('0'));
+	/* byte - '0', as unsigned, above 9: compared signed, offset by 128 */
+	other = (unsigned)_mm_movemask_epi8(
+		    _mm_cmpgt_epi8(_mm_xor_si128(digits, _mm_set1_epi8(-128)),
+				   _mm_set1_epi8(9 - 128))) |
+		1u << WINDOW;
+	nint = (unsigned)__builtin_ctz(other);
+	if (nint >= WINDOW)
+		return false;
+	/* no branch on whether there is a point (1 or 0): columns mix both */
+	point = p[nint] == '.';
+	nfrac = (unsigned)__builtin_ctz(other >> (nint + 1)) & (0u - point);
+	stop = nint + point + nfrac;
+	if (nint + nfrac == 0 || (stop >= WINDOW && !point))
+		return false;
+	below = _mm_cmpgt_epi8(_mm_set1_epi8((char)nint), iota);
+	digits =
+	    _mm_or_si128(_mm_and_si128(below, digits),
+			 _mm_andnot_si128(below, _mm_srli_si128(digits, 1)));
+	digits = _mm_and_si128(
+	    digits, _mm_cmpgt_epi8(_mm_set1_epi8((char)(nint + nfrac)), iota));
+	*m =
+	    eight_digit_value((uint64_t)_mm_cvtsi128_si64(digits)) * 100000000 +
+	    eight_digit_value((uint64_t)_mm_cvtsi128_si64(
+		_mm_unpackhi_epi64(digits, digits)));
+	*e10 = (int64_t)nint - WINDOW;
+	if (stop >= WINDOW) {
+		/*
+		 * The fraction goes on past the window (as "%.18e" writes
+		 * 19 digits): *m is its first 15 digits and a zero; up to
+		 * four more keep the whole within MAX_DIGITS.
+		 */
+		const char *more = p + WINDOW;
+		uint64_t rest = 0;
+		const char *stop_at = scan_digits(more, end, &rest);
+		size_t k = (size_t)(stop_at - more);
+
+		if (k > MAX_DIGITS - (WINDOW - 1))
+			return false;
+		if (k > 0) {
+			*m = *m * pow10_small[k - 1] + rest;
+			*e10 -= (int64_t)k - 1;
+		}
+		*after = stop_at;
+		return true;
+	}
+	*after = p + stop;
+	return true;
+}
+
+/*
+ * The whole of a short number, the common case, with no more branches
+ * than its shape needs: sign, window_digits(), an exponent of at most
+ * three digits, double_convert().  False, having set nothing, for
+ * anything else (no digits, a longer number or exponent, a value near a
+ * float midpoint, under FLT_MIN or past 10^38, zero): parse_prefix()
+ * reads those.
+ */
+static bool scan_short(const char *text, const char *end, float *out, int *rc,
+		       const char **stop)
+{
+	const char *p = text;
+	bool neg = *p == '-';
+	uint64_t m;
+	int64_t e10;
+
+	p += neg || *p == '+';
+	if (!window_digits(p, end, &m, &e10, &p))
+		return false;
+	if (p < end && (*p | 0x20) == 'e') {
+		const char *q = p + 1;
+		bool neg_exp = false;
+		int64_t e = 0;
+		int n = 0;
+
+		if (q < end && (*q == '+' || *q == '-')) {
+			neg_exp = *q == '-';
+			q++;
+		}
+		for (; n < 4 && q < end && is_digit(*q); n++, q++)
+			e = e * 10 + (*q - '0');
+		if (n == 0 || n == 4)
+			return false;
+		e10 += neg_exp ? -e : e;
+		p = q;
+	}
+	if (m == 0 || e10 < -64 || e10 > 38 ||
+	    !double_convert(m, e10, false, neg, out, rc))
+		return false;
+	*stop = p;
+	return true;
+}
+#endif
 
 /* The number at the start of text[0..len): *stop is where it ends (text
  * when there is none: the special spellings are not looked for). */
@@ -412,6 +607,13 @@ int util_parse_float32(const char *text, size_t len, float *out)
 
 	if (len == 0)
 		return EINVAL;
+#if WINDOW_PATH
+	if (scan_short(text, text + len, &v, &rc, &stop) &&
+	    stop == text + len) {
+		*out = v;
+		return rc;
+	}
+#endif
 	rc = parse_prefix(text, len, &v, &stop);
 	if (stop == text)
 		return parse_special(text, len, out);
@@ -425,7 +627,15 @@ int util_parse_float32(const char *text, size_t len, float *out)
 int util_scan_float32(const char *text, size_t len, float *out, size_t *used)
 {
 	const char *stop;
-	int rc = parse_prefix(text, len, out, &stop);
+	int rc;
+
+#if WINDOW_PATH
+	if (len > 0 && scan_short(text, text + len, out, &rc, &stop)) {
+		*used = (size_t)(stop - text);
+		return rc;
+	}
+#endif
+	rc = parse_prefix(text, len, out, &stop);
 
 	*used = (size_t)(stop - text);
 	return rc;

@@ -56,16 +56,67 @@ static float bits_float(uint32_t b)
 	return f;
 }
 
-/* util_parse_float32 on an exact-length heap copy of text[0..len) */
+/* what follows a number in a row: a separator, then more of the row */
+static const char *const row_rest[] = {
+    ",1234567890.12345e+07,-0.5\n",
+    "\n9.876543210987654321,0\n",
+    "\r\n-.5e-5,1,2,3,4,5,6,7,8,9\n",
+    " ,0000000000000000000000\n",
+};
+
+/*
+ * util_scan_float32 on text[0..len) as a field of a row, followed by the
+ * rest of one (so that the 16-byte window of util/float.c sees text and
+ * what follows, as in a conversion): true when it agrees with rc and v,
+ * util_parse_float32's verdict on the text alone.
+ */
+static bool scan_in_row(const char *text, size_t len, int rc, float v)
+{
+	const char *rest = row_rest[len % 4];
+	size_t n = len + strlen(rest);
+	char *row = malloc(n);
+	float got = 42.0f;
+	size_t used = 0;
+	int scan_rc;
+	bool same;
+
+	assert_non_null(row);
+	memcpy(row, text, len);
+	memcpy(row + len, rest, n - len);
+	scan_rc = util_scan_float32(row, n, &got, &used);
+	free(row);
+	if (rc == 0 || rc == ERANGE)
+		same = scan_rc == rc && used == len &&
+		       float_bits(got) == float_bits(v);
+	else /* invalid alone: not a whole number in the row either */
+		same = scan_rc != 0 || used != len;
+	if (!same)
+		print_error("'%.*s' in a row: rc %d, %zu bytes, 0x%08x; alone "
+			    "rc %d, 0x%08x\n",
+			    (int)len, text, scan_rc, used,
+			    (unsigned)float_bits(got), rc,
+			    (unsigned)float_bits(v));
+	return same;
+}
+
+/*
+ * util_parse_float32 on an exact-length heap copy of text[0..len), and
+ * scan_in_row(): its return, or -1 when the two disagree.
+ */
 static int parse_copy(const char *text, size_t len, float *out)
 {
 	char *copy = malloc(len > 0 ? len : 1);
+	float v = 42.0f;
 	int rc;
 
 	assert_non_null(copy);
 	memcpy(copy, text, len);
-	rc = util_parse_float32(copy, len, out);
+	rc = util_parse_float32(copy, len, &v);
 	free(copy);
+	if (len > 0 && !scan_in_row(text, len, rc, v))
+		return -1;
+	if (rc == 0 || rc == ERANGE || rc == EDOM)
+		*out = v;
 	return rc;
 }
 

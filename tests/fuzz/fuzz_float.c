@@ -1,0 +1,111 @@
+/*
+ * libFuzzer harness for the decimal parser (util/float.c), checked against
+ * strtof() bit for bit.  The input is the text; it is handed over in a heap
+ * block of its exact length, so that ASan catches a read past the end, and
+ * again as a field of a row (a separator and at least 16 more bytes
+ * follow), so that the 16-byte window is used wherever it applies.
+ *
+ * - util_parse_float32: a text that parses (0 or ERANGE, ERANGE exactly
+ *   when the value is infinite) is one that strtof() takes whole, to the
+ *   same bits; a text over the number alphabet that strtof() takes whole
+ *   must parse.
+ * - util_scan_float32 on the row: the number it finds is the same text,
+ *   the same length and bits as the text alone gives; when it finds one,
+ *   strtof() must take exactly those bytes to the same bits.
+ */
+#include "config.h"
+
+#include "util/float.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+/* what follows the text in the row */
+static const char row_rest[] = ",12345678901234567890.5e+3\n";
+
+static uint32_t bits(float f)
+{
+	uint32_t b;
+
+	memcpy(&b, &f, sizeof(b));
+	return b;
+}
+
+/* strtof() on text[0..len): true when it takes all of it, *out its value */
+static bool strtof_whole(const char *text, size_t len, float *out)
+{
+	char *copy = malloc(len + 1);
+	char *end;
+	bool whole;
+	int saved = errno;
+
+	if (copy == NULL)
+		__builtin_trap();
+	memcpy(copy, text, len);
+	copy[len] = '\0';
+	*out = strtof(copy, &end);
+	errno = saved;
+	whole = len > 0 && end == copy + len;
+	free(copy);
+	return whole;
+}
+
+static bool plain_number_alphabet(const char *text, size_t len)
+{
+	for (size_t i = 0; i < len; i++)
+		if (strchr("0123456789.eE+-", text[i]) == NULL ||
+		    text[i] == '\0')
+			return false;
+	return len > 0;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	char *text = malloc(size ? size : 1);
+	char *row = malloc(size + sizeof(row_rest) - 1);
+	float got = 42.0f;
+	float want;
+	float in_row = 42.0f;
+	size_t used = 0;
+	bool whole;
+	int rc;
+	int row_rc;
+
+	if (text == NULL || row == NULL)
+		__builtin_trap();
+	memcpy(text, data, size);
+	rc = util_parse_float32(text, size, &got);
+	whole = strtof_whole(text, size, &want);
+	if (rc == 0 || rc == ERANGE) {
+		if (!whole || bits(got) != bits(want) ||
+		    (rc == ERANGE) != (isinf(want) != 0))
+			__builtin_trap();
+	} else if (rc != EINVAL && rc != EDOM && rc != ENOMEM) {
+		__builtin_trap();
+	} else if (rc == EINVAL && whole && plain_number_alphabet(text, size)) {
+		__builtin_trap(); /* a plain number refused */
+	}
+
+	memcpy(row, data, size);
+	memcpy(row + size, row_rest, sizeof(row_rest) - 1);
+	row_rc =
+	    util_scan_float32(row, size + sizeof(row_rest) - 1, &in_row, &used);
+	if (row_rc == 0 || row_rc == ERANGE) {
+		if (used == 0 || !strtof_whole(row, used, &want) ||
+		    bits(in_row) != bits(want))
+			__builtin_trap();
+	}
+	if ((rc == 0 || rc == ERANGE) &&
+	    (row_rc != rc || used != size || bits(in_row) != bits(got)))
+		__builtin_trap();
+	free(row);
+	free(text);
+	return 0;
+}
