@@ -12,7 +12,8 @@
  * (object, block index): an object is one interned (bucket, key, ETag,
  * size), so a block is never served for another version of an object and
  * is found by every stream that names this one.  A block holds a reference
- * on its object.
+ * on its object.  Pieces (a small read's blocks, cache/internal.h) are
+ * blocks like the others, of piece_size bytes, under keys of their own.
  */
 #include "config.h"
 
@@ -28,10 +29,11 @@
 size_t cache_block_len(const struct cache *c, const struct cache_object *obj,
 		       uint64_t index)
 {
-	uint64_t off = index * c->conf.block_size;
-	uint64_t left = obj->size - off;
+	uint64_t unit =
+	    index & CACHE_PIECE_BIT ? c->piece_size : c->conf.block_size;
+	uint64_t left = obj->size - cache_block_offset(c, index);
 
-	return (size_t)(left < c->conf.block_size ? left : c->conf.block_size);
+	return (size_t)(left < unit ? left : unit);
 }
 
 static size_t hash_key(size_t nbuckets, const struct cache_object *obj,
@@ -610,7 +612,7 @@ void cache_block_fetch(struct cache_block *const *blocks, unsigned n,
 		    .bucket = obj->bucket,
 		    .key = obj->key,
 		    .etag = obj->etag,
-		    .offset = blocks[0]->index * c->conf.block_size,
+		    .offset = cache_block_offset(c, blocks[0]->index),
 		    .buffers = buffers,
 		    .nbuffers = n,
 		    .flags = urgent ? STORE_GET_URGENT : 0,
@@ -627,8 +629,11 @@ void cache_block_fetch(struct cache_block *const *blocks, unsigned n,
 			buffers[i].len = blocks[i]->len;
 			total += blocks[i]->len;
 		}
-		if (blocks[0]->index == 0 && total == obj->size)
+		if (get.offset == 0 && total == obj->size)
 			get.flags |= STORE_GET_WHOLE;
+		if (blocks[0]->index & CACHE_PIECE_BIT)
+			get.flags |=
+			    STORE_GET_PIECE; /* (a run is of one kind) */
 		/* the store's call without the lock: the blocks are FETCHING,
 		 * so nobody frees them (nor obj) meanwhile; f is the
 		 * callbacks' from here on */

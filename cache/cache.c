@@ -22,7 +22,16 @@
  *                     less two blocks (0: none).  Half: a scan larger than the
  *                     budget then gets half the budget from memory every
  *                     pass, and one reader's window still has the other
- *                     half (128 MiB of the default 256 MiB, as before).
+ *                     half (128 MiB of the default 256 MiB, as before);
+ *   piece size        CACHE_PIECE_SIZE, 128 KiB (cache_piece_size()): what
+ *                     a reader that jumps about gets for a read of a few
+ *                     KiB.  At S3's tens of ms to a first byte and its
+ *                     tens of MB/s a connection, 128 KiB adds a few ms
+ *                     to a 4 KiB GET, where a whole 8 MiB block adds
+ *                     hundreds; it is the kernel's default readahead (a
+ *                     page-cache read that the kernel reads ahead for takes
+ *                     one piece), and a neighbouring read (a B-tree node
+ *                     and its chunk) often falls in the same piece.
  *
  * The blocks, streams and readers are in block.c, stream.c and reader.c.
  */
@@ -82,6 +91,7 @@ static void derive(struct cache *c, const struct store *store)
 	if (c->run_max > STORE_GET_BUFFERS_MAX)
 		c->run_max = STORE_GET_BUFFERS_MAX;
 	c->pool_max = conf->budget_bytes / conf->block_size;
+	c->piece_size = cache_piece_size(conf->block_size);
 	if (conf->kept_max != CACHE_KEPT_AUTO) {
 		uint64_t most = conf->budget_bytes > 2 * conf->block_size
 				    ? conf->budget_bytes - 2 * conf->block_size
@@ -95,6 +105,15 @@ static void derive(struct cache *c, const struct store *store)
 		else if (c->kept_quota > conf->budget_bytes - conf->max_window)
 			c->kept_quota = conf->budget_bytes - conf->max_window;
 	}
+}
+
+uint64_t cache_piece_size(uint64_t block_size)
+{
+	for (uint64_t p = CACHE_PIECE_SIZE; p >= CACHE_PIECE_SIZE / 2; p /= 2) {
+		if (block_size % p == 0)
+			return block_size > p ? p : 0;
+	}
+	return 0;
 }
 
 struct cache *cache_create(const struct cache_conf *conf, struct store *store)

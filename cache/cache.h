@@ -80,6 +80,9 @@ struct cache_conf {
 #define CACHE_DEFAULT_BLOCK_SIZE (8ULL << 20)
 #define CACHE_MIN_BLOCK_SIZE	 (64ULL << 10)
 #define CACHE_MAX_BLOCK_SIZE	 (1ULL << 30)
+/* a small read's unit (cache/internal.h, pieces): a reader that jumps
+ * about gets GETs of its reads rounded up to it */
+#define CACHE_PIECE_SIZE (128ULL << 10)
 
 void cache_conf_init(struct cache_conf *conf);
 

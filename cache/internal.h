@@ -214,10 +214,32 @@ struct cache {
 	size_t spare_cap[CACHE_SPARE_MAX];
 	unsigned nspare;
 	uint64_t spare_bytes;
-	unsigned run_max;    /* blocks per prefetch GET */
+	unsigned run_max; /* blocks per prefetch GET */
+	/* bytes of a piece (a small read's unit: cache_piece_size()), or 0
+	 * when blocks are too small to have pieces */
+	uint64_t piece_size;
 	uint64_t lent_bytes; /* buffers lent to stages (cache_buffer_get) */
 	struct cache_stats stats;
 };
+
+/*
+ * Pieces: blocks of piece_size bytes (the object's last may be shorter)
+ * for readers that jump about (a reader with no window: a random reader,
+ * or any reader just after a seek), so that a small read costs a small GET.
+ * They live in the same table, LRU lists and budget as whole blocks, keyed
+ * by (object, CACHE_PIECE_BIT | offset / piece_size); the same bytes may be
+ * in a piece and a block at once (they are one version's: both are right).
+ * A block in memory is always used before a piece.
+ */
+#define CACHE_PIECE_BIT (1ULL << 63)
+
+/* The object offset where block (or piece) index starts. */
+static inline uint64_t cache_block_offset(const struct cache *c, uint64_t index)
+{
+	if (index & CACHE_PIECE_BIT)
+		return (index & ~CACHE_PIECE_BIT) * c->piece_size;
+	return index * c->conf.block_size;
+}
 
 struct cache_stream {
 	struct cache *cache;
@@ -290,6 +312,10 @@ enum cache_admit {
 };
 
 /* ---- cache.c ---- */
+/* The piece size for blocks of block_size bytes: CACHE_PIECE_SIZE, or
+ * half of it when that divides block_size and it does not; 0 (no pieces)
+ * when neither divides block_size or a block is no larger than a piece. */
+uint64_t cache_piece_size(uint64_t block_size);
 /* The cache's lock (c->lock), for the unit tests. */
 void cache_lock(struct cache *c);
 void cache_unlock(struct cache *c);
@@ -307,7 +333,8 @@ void cache_object_ref(struct cache_object *o);
 size_t cache_object_bytes(const struct cache_object *o);
 
 /* ---- block.c (cache->lock held unless noted) ---- */
-/* Bytes in block index of obj: block_size, or less for the object's last. */
+/* Bytes in block index of obj: block_size (piece_size for a piece), or
+ * less for the object's last. */
 size_t cache_block_len(const struct cache *c, const struct cache_object *obj,
 		       uint64_t index);
 struct cache_block *cache_block_lookup(struct cache *c,
@@ -329,10 +356,11 @@ void cache_block_unpin(struct cache_block *b);
 void cache_block_set_consumed(struct cache_block *b, bool consumed,
 			      bool trailing);
 /*
- * Starts one GET that fills blocks[0..n), consecutive blocks of one object
- * (FETCHING, just made); each becomes READY as soon as its own bytes are
- * in.  The lock is dropped while the store takes the GET.  When the GET
- * cannot even start they are FAILED on return (and their waiters woken).
+ * Starts one GET that fills blocks[0..n), consecutive blocks of one object,
+ * all whole blocks or all pieces (FETCHING, just made); each becomes READY as
+ * soon as its own bytes are in.  The lock is dropped while the store takes the
+ * GET.  When the GET cannot even start they are FAILED on return (and their
+ * waiters woken).
  */
 void cache_block_fetch(struct cache_block *const *blocks, unsigned n,
 		       bool urgent);
@@ -417,7 +445,9 @@ struct cache_reader {
 	uint64_t max_window; /* the window's cap */
 	uint64_t end;	     /* reads and prefetch stop here; 0 = never */
 	/* read at any offset (cache_reader_create_random): the window
-	 * starts empty and grows only while reads go on in sequence */
+	 * starts empty and grows only while reads go on in sequence; with
+	 * no window (a random reader, or any reader after a seek) a read
+	 * fetches pieces (cache_fetch_unit()) */
 	bool random;
 	/* where its latest read began (once it read): a read again from
 	 * within that read is not a seek */
@@ -492,6 +522,8 @@ unsigned split_plan(const struct lister_number *nb, const char *until,
 		    unsigned room, double min_keys, struct lister_part *parts);
 /* reader.c */
 void frontier_to_position(struct cache_reader *r);
+uint64_t fetch_unit(const struct cache *c, const struct cache_object *obj,
+		    uint64_t at, uint64_t until, bool small);
 enum cache_prefetch_stop prefetch(struct cache_reader *r, uint64_t ahead,
 				  bool urgent, bool may_list);
 #endif

@@ -37,13 +37,22 @@
  * (emulated seek); whether that is allowed is the caller's decision.
  *
  * A reader of a file read at any offset (cache_reader_create_random: each
- * object a file) has no window at first: a read fetches the blocks it
- * covers and no more.  Each read that starts where the last one ended
- * (within a block: a kernel's readahead sends neighbouring reads at once,
- * in any order) grows the window (one block, then doubling up to
- * max_window); a read anywhere else empties it.  So a reader going forward
- * through a large file soon has the whole window, and one jumping about costs
- * the blocks it reads (one, or two where a read straddles a boundary).
+ * object a file) has no window at first, and neither has any reader just
+ * after a seek (a Pipe file with --seek emulate): with no window a read
+ * fetches pieces (cache/internal.h), its own bytes rounded out to the
+ * piece size, 128 KiB, and no more (fetch_unit() sizes each fetch: a read
+ * that covers a whole block still takes the block).  A random reader's
+ * read that starts where its last one ended (within a block once the
+ * window is open: a kernel's readahead sends neighbouring reads at once,
+ * in any order), and a seeking reader's next read in sequence, show it
+ * sequential and open the window at one block, which then grows as it
+ * does for any reader (a random one's doubling with every read in
+ * sequence, up to max_window; another's on every wait); a read anywhere
+ * else empties it again.  A frontier that pieces left inside a block
+ * goes on in pieces to the block's end (one GET), then in whole blocks.
+ * So a reader going forward through a large file soon has the whole
+ * window, and one jumping about costs a piece a read (two where a read
+ * straddles a piece boundary), whatever the block size.
  */
 #include "config.h"
 
@@ -140,14 +149,60 @@ uint64_t cache_reader_position(struct cache_reader *r)
 	return pos;
 }
 
-/* Stream offset where block index of seg's object starts within seg (its
- * first block may begin before the segment does). */
+/* Stream offset where object offset at of seg's object lies within seg
+ * (a block or piece may begin before the segment does). */
+static uint64_t seg_offset_of(const struct cache_segment *seg, uint64_t at)
+{
+	return seg->start + (at > seg->obj_offset ? at - seg->obj_offset : 0);
+}
+
+/* Stream offset where block index of seg's object starts within seg. */
 static uint64_t block_start_in(const struct cache *c,
 			       const struct cache_segment *seg, uint64_t index)
 {
-	uint64_t at = index * c->conf.block_size;
+	return seg_offset_of(seg, cache_block_offset(c, index));
+}
 
-	return seg->start + (at > seg->obj_offset ? at - seg->obj_offset : 0);
+/* The whole block of obj holding object offset at, else its piece; NULL
+ * when neither is in the table. */
+static struct cache_block *
+lookup_at(struct cache *c, const struct cache_object *obj, uint64_t at)
+{
+	struct cache_block *b =
+	    cache_block_lookup(c, obj, at / c->conf.block_size);
+
+	if (!b && c->piece_size)
+		b = cache_block_lookup(c, obj,
+				       CACHE_PIECE_BIT | at / c->piece_size);
+	return b;
+}
+
+/* The object offset just past block (or piece) b. */
+static uint64_t block_end(const struct cache *c, const struct cache_block *b)
+{
+	return cache_block_offset(c, b->index) + b->len;
+}
+
+/*
+ * The key of what a fetch at object offset at of obj makes (nothing holds
+ * at in memory): the whole block holding at, or with small (a reader with
+ * no window, or a frontier that pieces left inside a block) the piece
+ * holding it, unless at is where its block starts and the fetch must reach
+ * until (an object offset) at that block's end or past it: a read that
+ * wants the whole block takes it whole.
+ */
+UNITTEST uint64_t fetch_unit(const struct cache *c,
+			     const struct cache_object *obj, uint64_t at,
+			     uint64_t until, bool small)
+{
+	const uint64_t bs = c->conf.block_size;
+	const uint64_t index = at / bs;
+
+	if (!small || !c->piece_size)
+		return index;
+	if (at % bs == 0 && until >= at + cache_block_len(c, obj, index))
+		return index;
+	return CACHE_PIECE_BIT | at / c->piece_size;
 }
 
 /*
@@ -193,12 +248,14 @@ static void frontier_to_segment(struct cache_reader *r, size_t idx)
 	}
 }
 
-/* Moves the frontier to the block holding pos (after a seek, or when the
- * reader overtook it). */
+/* Moves the frontier to the block holding pos, or with no window to the
+ * piece holding it (after a seek, or when the reader overtook it). */
 UNITTEST void frontier_to_position(struct cache_reader *r)
 {
 	struct cache_stream *s = r->stream;
+	const struct cache *c = s->cache;
 	const struct cache_segment *seg;
+	uint64_t at, unit;
 
 	frontier_to_segment(r, r->seg_idx);
 	if (r->seg_idx >= s->count)
@@ -206,24 +263,26 @@ UNITTEST void frontier_to_position(struct cache_reader *r)
 	seg = cache_stream_seg(s, r->seg_idx);
 	if (!seg->obj)
 		return;
-	r->prefetch_block = cache_segment_block(s->cache, seg, r->pos);
-	r->prefetch_offset = block_start_in(s->cache, seg, r->prefetch_block);
+	at = seg->obj_offset + (r->pos - seg->start);
+	unit = !r->window && c->piece_size ? c->piece_size : c->conf.block_size;
+	at -= at % unit;
+	r->prefetch_block = at / c->conf.block_size;
+	r->prefetch_offset = seg_offset_of(seg, at);
 }
 
-/* Moves the frontier past its block of seg (len bytes of the stream), or
- * past seg when that was its last. */
+/* Moves the frontier to object offset end of seg (past what it asked
+ * for), or past seg when that is its end. */
 static void frontier_advance(struct cache_reader *r,
-			     const struct cache_segment *seg)
+			     const struct cache_segment *seg, uint64_t end)
 {
 	const struct cache *c = r->stream->cache;
-	uint64_t next = (r->prefetch_block + 1) * c->conf.block_size;
 
-	if (next >= seg->obj_offset + seg->size) {
+	if (end >= seg->obj_offset + seg->size) {
 		frontier_to_segment(r, r->prefetch_seg + 1);
 		return;
 	}
-	r->prefetch_block++;
-	r->prefetch_offset = block_start_in(c, seg, r->prefetch_block);
+	r->prefetch_block = end / c->conf.block_size;
+	r->prefetch_offset = seg_offset_of(seg, end);
 }
 
 /*
@@ -246,16 +305,19 @@ static void release_window(struct cache_reader *r)
 		if (at < seg->start)
 			at = seg->start;
 		while (seg->obj && at < stop) {
-			uint64_t index = cache_segment_block(c, seg, at);
-			uint64_t bstart = block_start_in(c, seg, index);
-			uint64_t bend = block_start_in(c, seg, index + 1);
-			struct cache_block *b =
-			    cache_block_lookup(c, seg->obj, index);
+			uint64_t o = seg->obj_offset + (at - seg->start);
+			struct cache_block *b = lookup_at(c, seg->obj, o);
+			uint64_t unit =
+			    c->piece_size ? c->piece_size : c->conf.block_size;
+			uint64_t bend = seg_offset_of(
+			    seg, b ? block_end(c, b) : (o / unit + 1) * unit);
 
 			if (bend > seg->start + seg->size)
 				bend = seg->start + seg->size;
 			if (b && !b->consumed)
-				block_passed(r, b, bstart, bend);
+				block_passed(r, b,
+					     block_start_in(c, seg, b->index),
+					     bend);
 			at = bend;
 		}
 	}
@@ -342,7 +404,10 @@ prefetch(struct cache_reader *r, uint64_t ahead, bool urgent, bool may_list)
 	const size_t first_seq = r->seg_idx < s->count
 				     ? cache_stream_seg(s, r->seg_idx)->obj_seq
 				     : s->nobject_segs;
+	/* no window: pieces, and runs are not held back for whole ones */
+	const bool small = !r->window && c->piece_size;
 	enum cache_prefetch_stop stop = PREFETCH_DONE;
+	uint64_t run_bytes = 0;
 	unsigned n = 0;
 
 	if (r->end && limit > r->end)
@@ -356,6 +421,7 @@ prefetch(struct cache_reader *r, uint64_t ahead, bool urgent, bool may_list)
 	       r->prefetch_seg >= s->base) {
 		const size_t seg_idx = r->prefetch_seg;
 		const struct cache_segment *seg = cache_stream_seg(s, seg_idx);
+		uint64_t at, index;
 		size_t len;
 		struct cache_block *b;
 
@@ -366,18 +432,20 @@ prefetch(struct cache_reader *r, uint64_t ahead, bool urgent, bool may_list)
 			if (n)
 				cache_block_fetch(run, n, urgent);
 			n = 0;
+			run_bytes = 0;
 			continue;
 		}
 		if (c->conf.max_ahead_objects &&
 		    seg->obj_seq >= first_seq + c->conf.max_ahead_objects)
 			break;
-		if (n == 0 && run_should_wait(r, seg, limit, window, false)) {
+		if (n == 0 && !small &&
+		    run_should_wait(r, seg, limit, window, false)) {
 			stop = PREFETCH_WAIT;
 			break;
 		}
-		len = cache_block_len(c, seg->obj, r->prefetch_block);
-		b = cache_block_lookup(c, seg->obj, r->prefetch_block);
-		if (!b && n == 0 &&
+		at = seg->obj_offset + (r->prefetch_offset - seg->start);
+		b = lookup_at(c, seg->obj, at);
+		if (!b && n == 0 && !small &&
 		    run_should_wait(r, seg, limit, window, true)) {
 			stop = PREFETCH_WAIT;
 			break;
@@ -389,31 +457,45 @@ prefetch(struct cache_reader *r, uint64_t ahead, bool urgent, bool may_list)
 				cache_block_set_consumed(b, false, false);
 				c->stats.claimed++;
 			}
-			frontier_advance(r, seg);
+			frontier_advance(r, seg, block_end(c, b));
 			if (n)
 				cache_block_fetch(run, n, urgent);
 			n = 0;
+			run_bytes = 0;
 			continue;
 		}
-		if (n && run[n - 1]->obj != seg->obj) {
-			/* (not reached: a run ends with its segment) */
+		/* pieces with no window, and on from where pieces left
+		 * the frontier inside a block (not a segment's start) */
+		index = fetch_unit(c, seg->obj, at,
+				   seg->obj_offset + (limit - seg->start),
+				   small || (at % c->conf.block_size &&
+					     r->prefetch_offset > seg->start));
+		if (n && (run[n - 1]->obj != seg->obj ||
+			  ((run[n - 1]->index ^ index) & CACHE_PIECE_BIT))) {
+			/* a run is of one object (it ends with its
+			 * segment) and of one kind */
 			cache_block_fetch(run, n, urgent);
 			n = 0;
+			run_bytes = 0;
 			continue;
 		}
-		b = cache_block_create(c, seg->obj, r->prefetch_block, len,
-				       admit);
+		len = cache_block_len(c, seg->obj, index);
+		b = cache_block_create(c, seg->obj, index, len, admit);
 		if (!b) {
 			stop = PREFETCH_BUDGET; /* full of unread data */
 			break;
 		}
 		c->stats.prefetched++;
 		run[n++] = b;
-		frontier_advance(r, seg);
+		run_bytes += len;
+		frontier_advance(r, seg, cache_block_offset(c, index) + len);
 		/* a run ends with its segment */
-		if (n == c->run_max || r->prefetch_seg != seg_idx) {
+		if (n == STORE_GET_BUFFERS_MAX ||
+		    run_bytes >= c->run_max * c->conf.block_size ||
+		    r->prefetch_seg != seg_idx) {
 			cache_block_fetch(run, n, urgent);
 			n = 0;
+			run_bytes = 0;
 		}
 	}
 	if (stop == PREFETCH_DONE && r->prefetch_offset < limit &&
@@ -438,8 +520,8 @@ static bool position_ready(struct cache_reader *r)
 	seg = cache_stream_seg(s, r->seg_idx);
 	if (!seg->obj)
 		return true;
-	b = cache_block_lookup(s->cache, seg->obj,
-			       cache_segment_block(s->cache, seg, r->pos));
+	b = lookup_at(s->cache, seg->obj,
+		      seg->obj_offset + (r->pos - seg->start));
 	return b && b->state == BLOCK_READY;
 }
 
@@ -461,24 +543,32 @@ static int reposition(struct cache_reader *r, uint64_t offset)
 	}
 	r->pos = offset;
 	r->seg_idx = cache_stream_find(s, offset);
-	r->window = r->random ? 0 : initial_window(r);
+	/* a reader that read before jumps: no window (pieces) until it
+	 * shows itself sequential again; a first read only places it */
+	if (r->random || (r->has_read && s->cache->piece_size))
+		r->window = 0;
+	else
+		r->window = initial_window(r);
 	frontier_to_position(r);
 	return 0;
 }
 
-/* Pins the block holding r->pos, fetching it on demand.  With no pins held
- * yet (first) it may wait for memory; otherwise it gives up (ENOSPC). */
+/* Pins the block (or piece) holding object offset at (r->pos), fetching
+ * it on demand.  With no pins held yet (first) it may wait for memory;
+ * otherwise it gives up (ENOSPC). */
 static int pin_block(struct cache_reader *r, struct cache_object *obj,
-		     uint64_t index, bool first, struct cache_block **out,
+		     uint64_t at, bool first, struct cache_block **out,
 		     bool *waited)
 {
 	struct cache *c = r->stream->cache;
 	struct cache_block *b;
+	uint64_t index;
 
 	for (;;) {
-		b = cache_block_lookup(c, obj, index);
+		b = lookup_at(c, obj, at);
 		if (b)
 			break;
+		index = fetch_unit(c, obj, at, at + 1, !r->window);
 		b = cache_block_create(c, obj, index,
 				       cache_block_len(c, obj, index),
 				       CACHE_ADMIT_DEMAND);
@@ -528,11 +618,15 @@ int cache_reader_read(struct cache_reader *r, uint64_t offset, size_t size,
 	view->count = 0;
 	view->bytes = 0;
 	pthread_mutex_lock(&c->lock);
-	/* a random reader's reads are in sequence when they start within a
-	 * block of where the last one ended: a kernel's readahead sends
-	 * neighbouring reads at once, and they may come in any order */
-	in_sequence = offset == r->pos || (r->random && offset + bs >= r->pos &&
-					   offset <= r->pos + bs);
+	/* a random reader's reads are in sequence when they start where the
+	 * last one ended, or once its window is open within a block of there:
+	 * a kernel's readahead sends neighbouring reads at once, and they may
+	 * come in any order (its first read shows nothing) */
+	in_sequence = offset == r->pos ||
+		      (r->random && r->window && offset + bs >= r->pos &&
+		       offset <= r->pos + bs);
+	if (r->random && !r->has_read)
+		in_sequence = false;
 	if (r->has_read && offset >= r->read_start && offset < r->pos &&
 	    !(s->base > 0 && offset < s->base_offset)) {
 		/* again from within the latest read (a reader that let its
@@ -572,7 +666,7 @@ int cache_reader_read(struct cache_reader *r, uint64_t offset, size_t size,
 	while (view->bytes < size && view->count < CACHE_VIEW_MAX) {
 		const struct cache_segment *seg;
 		struct cache_block *b = NULL;
-		uint64_t in_seg, index, in_block;
+		uint64_t in_seg, in_block;
 		size_t n;
 
 		/* like a pipe: return what is here rather than wait for the
@@ -596,17 +690,18 @@ int cache_reader_read(struct cache_reader *r, uint64_t offset, size_t size,
 		if (n > size - view->bytes)
 			n = size - view->bytes;
 		if (seg->obj) {
-			index = cache_segment_block(c, seg, r->pos);
-			rc = pin_block(r, seg->obj, index, view->count == 0, &b,
+			uint64_t at = seg->obj_offset + in_seg;
+
+			rc = pin_block(r, seg->obj, at, view->count == 0, &b,
 				       &waited);
 			if (rc)
 				break;
-			in_block = seg->obj_offset + in_seg - index * bs;
+			in_block = at - cache_block_offset(c, b->index);
 			if (n > b->len - in_block)
 				n = b->len - in_block;
 			if (in_block + n == b->len)
 				block_passed(r, b,
-					     block_start_in(c, seg, index),
+					     block_start_in(c, seg, b->index),
 					     r->pos + n);
 			view->iov[view->count].iov_base = b->data + in_block;
 		} else {
@@ -626,7 +721,8 @@ int cache_reader_read(struct cache_reader *r, uint64_t offset, size_t size,
 	cache_stream_trim(s);
 	if (rc == ENOSPC)
 		rc = EIO;
-	if (r->random ? in_sequence : waited) {
+	/* (a reader with no window opens it only by reading in sequence) */
+	if (r->random || !r->window ? in_sequence : waited) {
 		r->window = r->window ? r->window * 2 : bs;
 		if (r->window > r->max_window)
 			r->window = r->max_window;

@@ -2,7 +2,8 @@
  * disk store: the store (see store/disk.h) and its I/O threads.
  *
  * A GET the tier can keep (an ETag, whole blocks from a block boundary:
- * what the cache asks for) is looked up block by block.  If its first
+ * what the cache asks for, but for a small read's pieces, which pass on)
+ * is looked up block by block.  If its first
  * block is on disk, the leading blocks that are go to the read queue
  * (pinned, so eviction leaves them alone) and an I/O thread reads each
  * straight into the caller's buffer, checks it and reports it; the rest of
@@ -575,7 +576,8 @@ static bool keepable(const struct disk_store *d, const struct store_get *req,
 {
 	const uint64_t bs = d->conf.block_size;
 
-	if (!d->enabled || req->offset % bs != 0)
+	if (!d->enabled || req->offset % bs != 0 ||
+	    (req->flags & STORE_GET_PIECE))
 		return false;
 	for (unsigned i = 0; i < req->nbuffers; i++) {
 		if (req->buffers[i].len > bs ||

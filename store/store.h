@@ -93,6 +93,9 @@ struct store_buffer {
 /* the buffers cover the whole object: no Range header (a cheaper request
  * for servers) unless resuming */
 #define STORE_GET_WHOLE 2u
+/* the buffers are a small read's pieces, not blocks from a block boundary:
+ * a store that keeps whole blocks (the disk tier) passes it on */
+#define STORE_GET_PIECE 4u
 
 typedef void store_get_buffer_fn(void *arg, unsigned index);
 typedef void store_get_done_fn(void *arg, const struct store_error *err);

@@ -16,6 +16,9 @@
 #       COUNT os.pread()s of SIZE bytes at offsets from random.Random(SEED)
 #       (uniform over the file), one after another.  Prints files=1
 #       bytes=B secs=S reads=COUNT short=K (reads that returned less).
+#   j-reader.py offsets FILESIZE COUNT SIZE SEED
+#       The offsets pread would use on a file of FILESIZE bytes, one a line
+#       (for curl's ranges at the same places).
 #   j-reader.py stats FILE
 #       Numbers of an s3pipe stats JSON (MOUNT/.s3pipe-stats): s3.*,
 #       memory.*, and tree.* of the first channel with a tree, one
@@ -71,12 +74,16 @@ def cmd_map(args):
     print("files=%d bytes=%d secs=%.6f order_ms=%.3f" % (files, nbytes, secs, (t_order - t0) * 1e3))
 
 
+def pread_offsets(filesize, count, size, seed):
+    rng = random.Random(int(seed))
+    end = int(filesize) - int(size)
+    return [rng.randrange(0, end + 1) for _ in range(int(count))]
+
+
 def cmd_pread(path, count, size, seed):
     count, size = int(count), int(size)
-    rng = random.Random(int(seed))
     fd = os.open(path, os.O_RDONLY)
-    end = os.fstat(fd).st_size - size
-    offsets = [rng.randrange(0, end + 1) for _ in range(count)]
+    offsets = pread_offsets(os.fstat(fd).st_size, count, size, seed)
     nbytes = short = 0
     t0 = time.monotonic()
     for off in offsets:
@@ -111,6 +118,8 @@ if __name__ == "__main__":
         cmd_map(rest)
     elif cmd == "pread":
         cmd_pread(*rest)
+    elif cmd == "offsets":
+        print("\n".join(str(o) for o in pread_offsets(*rest)))
     elif cmd == "stats":
         cmd_stats(*rest)
     else:

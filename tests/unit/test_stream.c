@@ -985,8 +985,10 @@ static void check_urgent(unsigned i, bool urgent)
 /*
  * A new reader's window is max_window from the start, and a read that has
  * to wait asks for its own block first (urgent) and for the rest of the
- * window before it waits.  After a seek the window restarts at two blocks
- * and doubles when a read waited.
+ * window before it waits.  After a seek there is no window: the read
+ * takes its own piece (128 KiB of the 1 MiB block), urgent, and nothing
+ * more; the next read in sequence opens the window at one block, which
+ * goes on in pieces to the end of the block the pieces began (one GET).
  */
 static void test_wait_opens_window(void **state)
 {
@@ -1025,32 +1027,192 @@ static void test_wait_opens_window(void **state)
 	cache_view_release(c, &j.view);
 	assert_int_equal(j.r->window, 32 * MIB);
 
-	/* a seek: its own block, urgent, then a window of two blocks */
+	/* a seek: its own piece, urgent, and no window */
 	first = store->ngets;
 	j.offset = 60 * MIB;
 	assert_int_equal(pthread_create(&t, NULL, read_job_run, &j), 0);
-	wait_gets(c, first + 2);
-	pthread_mutex_lock(&c->lock);
-	assert_int_equal(store->ngets, first + 2);
-	pthread_mutex_unlock(&c->lock);
-	check_get(first, "p/big", 60 * MIB, MIB, 1);
+	wait_gets(c, first + 1);
+	check_get(first, "p/big", 60 * MIB, 128 * KIB, 1);
 	check_urgent(first, true);
-	check_get(first + 1, "p/big", 61 * MIB, MIB, 1);
-	check_urgent(first + 1, false);
 	store->gets[first].buffer_done(store->gets[first].arg, 0);
 	store->gets[first].done(store->gets[first].arg, NULL);
 	assert_int_equal(pthread_join(t, NULL), 0);
 	assert_int_equal(j.rc, 0);
 	assert_int_equal(j.view.bytes, 4096);
 	cache_view_release(c, &j.view);
-	/* it waited: the window doubled */
-	assert_int_equal(j.r->window, 4 * MIB);
+	assert_int_equal(store->ngets, first + 1);
+	assert_int_equal(j.r->window, 0);
+
+	/* the next read in sequence: from the piece, then a window of one
+	 * block, the rest of this block in pieces */
+	j.offset = 60 * MIB + 4096;
+	assert_int_equal(pthread_create(&t, NULL, read_job_run, &j), 0);
+	assert_int_equal(pthread_join(t, NULL), 0);
+	assert_int_equal(j.rc, 0);
+	assert_int_equal(j.view.bytes, 4096);
+	cache_view_release(c, &j.view);
+	assert_int_equal(j.r->window, MIB);
+	wait_gets(c, first + 2);
+	assert_int_equal(store->ngets, first + 2);
+	check_get(first + 1, "p/big", 60 * MIB + 128 * KIB, 896 * KIB, 7);
+	check_urgent(first + 1, false);
 
 	/* the two GETs that ended leave the list; the engine ends the rest */
 	store->gets[first] = store->gets[--store->ngets];
 	store->gets[0] = store->gets[--store->ngets];
 	cancel_gets();
 	cache_reader_destroy(j.r);
+	cache_stream_destroy(s);
+	cache_destroy(c);
+}
+
+/*
+ * Pieces: the piece size a block size has, and what a fetch at an offset
+ * makes (fetch_unit()): the block, unless the reader has no window; then
+ * the piece, unless the fetch wants the whole block anyway.
+ */
+static void test_piece_sizing(void **state)
+{
+	struct cache *c = new_cache(256 * MIB, MIB);
+	struct cache *tiny = new_cache(256 * MIB, 64 * KIB);
+	struct cache_object *o;
+	const uint64_t P = CACHE_PIECE_BIT;
+
+	(void)state;
+	assert_int_equal(cache_piece_size(8 * MIB), 128 * KIB);
+	assert_int_equal(cache_piece_size(MIB), 128 * KIB);
+	assert_int_equal(cache_piece_size(GIB), 128 * KIB);
+	assert_int_equal(cache_piece_size(3 * MIB), 128 * KIB);
+	assert_int_equal(cache_piece_size(256 * KIB), 128 * KIB);
+	assert_int_equal(cache_piece_size(192 * KIB), 64 * KIB);
+	/* a block no larger than a piece, or no piece that divides it */
+	assert_int_equal(cache_piece_size(128 * KIB), 0);
+	assert_int_equal(cache_piece_size(64 * KIB), 0);
+	assert_int_equal(cache_piece_size(5000000), 0);
+	assert_int_equal(c->piece_size, 128 * KIB);
+	assert_int_equal(tiny->piece_size, 0);
+
+	cache_lock(c);
+	o = cache_object_intern(c, "b", "k", NULL, 10 * MIB + 100);
+	/* a reader with a window: blocks */
+	assert_int_equal(fetch_unit(c, o, 5 * MIB + 7, 5 * MIB + 8, false), 5);
+	/* none: the piece of a small read, two pieces apart */
+	assert_int_equal(fetch_unit(c, o, 5 * MIB + 7, 5 * MIB + 8, true),
+			 P | 40);
+	assert_int_equal(fetch_unit(c, o, 5 * MIB + 128 * KIB, 6 * MIB, true),
+			 P | 41);
+	/* the whole block wanted from its start: the block */
+	assert_int_equal(fetch_unit(c, o, 5 * MIB, 6 * MIB, true), 5);
+	assert_int_equal(fetch_unit(c, o, 5 * MIB, 6 * MIB - 1, true), P | 40);
+	/* the object's last block (100 bytes) and its last piece */
+	assert_int_equal(fetch_unit(c, o, 10 * MIB, 10 * MIB + 100, true), 10);
+	assert_int_equal(fetch_unit(c, o, 10 * MIB, 10 * MIB + 1, true),
+			 P | 80);
+	assert_int_equal(cache_block_len(c, o, P | 80), 100);
+	assert_int_equal(cache_block_len(c, o, P | 79), 128 * KIB);
+	assert_int_equal(cache_block_offset(c, P | 79), 79 * 128 * KIB);
+	assert_int_equal(cache_block_len(c, o, 9), MIB);
+	cache_object_unref(c, o);
+	cache_unlock(c);
+
+	/* blocks too small for pieces: always the block */
+	cache_lock(tiny);
+	o = cache_object_intern(tiny, "b", "k", NULL, 10 * MIB);
+	assert_int_equal(fetch_unit(tiny, o, 5 * MIB + 7, 5 * MIB + 8, true),
+			 (5 * MIB + 7) / (64 * KIB));
+	cache_object_unref(tiny, o);
+	cache_unlock(tiny);
+	cache_destroy(tiny);
+	cache_destroy(c);
+}
+
+/* Ends recorded GET i: every buffer filled, then done. */
+static void finish_get(unsigned i)
+{
+	for (unsigned k = 0; k < store->gets[i].nbuffers; k++)
+		store->gets[i].buffer_done(store->gets[i].arg, k);
+	store->gets[i].done(store->gets[i].arg, NULL);
+	store->gets[i].finished = true;
+}
+
+/* A read of a random reader on its own thread, its GETs played: the
+ * GETs it made from index first on, n of them, are checked by the caller
+ * and then finished. */
+static void random_read(struct read_job *j, uint64_t offset, size_t size,
+			unsigned first, unsigned n)
+{
+	struct cache *c = j->r->stream->cache;
+	pthread_t t;
+
+	j->offset = offset;
+	j->size = size;
+	assert_int_equal(pthread_create(&t, NULL, read_job_run, j), 0);
+	wait_gets(c, first + n);
+	for (unsigned i = first; i < first + n; i++)
+		finish_get(i);
+	assert_int_equal(pthread_join(t, NULL), 0);
+	assert_int_equal(j->rc, 0);
+	assert_int_equal(j->view.bytes, size);
+	cache_view_release(c, &j->view);
+}
+
+/*
+ * A random reader that jumps about gets a GET of a piece a read (two
+ * where the read straddles pieces), urgent, and nothing ahead; a read
+ * that goes on where the last ended opens the window at one block: the
+ * rest of the block in pieces, one GET; a read that covers a whole block
+ * takes the block.  Pieces count against the budget as blocks do.
+ */
+static void test_random_reader_pieces(void **state)
+{
+	struct cache_stream *s = window_stream();
+	struct cache *c = s->cache;
+	struct read_job j;
+	uint64_t used;
+
+	(void)state;
+	s->complete = true; /* no listing requests */
+	memset(&j, 0, sizeof(j));
+	j.r = cache_reader_create_random(s);
+	assert_non_null(j.r);
+
+	random_read(&j, 10 * MIB + 5000, 4096, 0, 1);
+	check_get(0, "p/big", 10 * MIB, 128 * KIB, 1);
+	check_urgent(0, true);
+	assert_true(store->gets[0].flags & STORE_GET_PIECE);
+	assert_int_equal(j.r->window, 0);
+	cache_lock(c);
+	used = c->stats.used_bytes;
+	cache_unlock(c);
+	assert_true(used >= 128 * KIB && used < 128 * KIB + 4096);
+
+	/* across a piece boundary: two pieces, one GET */
+	random_read(&j, 20 * MIB + 128 * KIB - 100, 4096, 1, 1);
+	check_get(1, "p/big", 20 * MIB, 256 * KIB, 2);
+	assert_int_equal(j.r->window, 0);
+
+	/* far off again, in a piece already in memory: no request */
+	random_read(&j, 10 * MIB + 100000, 100, 2, 0);
+	assert_int_equal(store->ngets, 2);
+
+	/* a whole block: the block, no pieces */
+	random_read(&j, 30 * MIB, MIB, 2, 1);
+	check_get(2, "p/big", 30 * MIB, MIB, 1);
+	assert_false(store->gets[2].flags & STORE_GET_PIECE);
+
+	/* on where that ended: in sequence, the window opens at one block
+	 * (the read itself still a piece) and the frontier, inside block
+	 * 31, goes on in pieces to its end, one GET */
+	random_read(&j, 31 * MIB, 4096, 3, 1);
+	check_get(3, "p/big", 31 * MIB, 128 * KIB, 1);
+	assert_int_equal(j.r->window, MIB);
+	wait_gets(c, 5);
+	check_get(4, "p/big", 31 * MIB + 128 * KIB, 896 * KIB, 7);
+	check_urgent(4, false);
+	assert_int_equal(store->ngets, 5);
+
+	cache_reader_destroy(j.r);
+	cancel_gets();
 	cache_stream_destroy(s);
 	cache_destroy(c);
 }
@@ -2319,6 +2481,8 @@ int main(void)
 	    TEST(test_stream_want),
 	    TEST(test_block_len),
 	    TEST(test_frontier_to_position),
+	    TEST(test_piece_sizing),
+	    TEST(test_random_reader_pieces),
 	    TEST(test_read_at_end),
 	    TEST(test_read_across_objects),
 	    TEST(test_prefetch_runs),
