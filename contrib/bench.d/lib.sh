@@ -15,8 +15,9 @@
 #
 # Globals from contrib/bench: prog, quick, runs, skip, want_scen,
 # want_tool, repo, s3pipe_bin, convert_bin, fusermount, time_bin,
-# clk_tck, ncpu, T (the temp dir), sleep_fd, server_pid, URL, notes,
-# broken, pids and mounts (what cleanup undoes).
+# clk_tck, ncpu, T (the temp dir), sleep_fd, server_pid, fastget_pid (nginx
+# with --server fast, else empty), URL (nginx's with --server fast, else
+# the test server's), notes, broken, pids and mounts (what cleanup undoes).
 
 CACHE_SIZE="${S3PIPE_CACHE_SIZE:-256M}"
 BUCKET=bench
@@ -51,6 +52,7 @@ cleanup() {
 		done
 		kill -0 "$p" 2>/dev/null && kill -9 "$p" 2>/dev/null
 	done
+	fastget_stop "$fastget_pid"
 	s3server_stop "$server_pid"
 	for m in "${mounts[@]}"; do
 		is_mounted "$m" && { echo "$prog: $m is still mounted: leaving $T" >&2; return; }
@@ -551,7 +553,8 @@ ttfb_medians() {
 
 # server_ticks: utime+stime of the server and its children (server.js
 # re-executes node as its child where NODE_OPTIONS cannot give it
-# --openssl-legacy-provider)
+# --openssl-legacy-provider), and of nginx and its workers with --server
+# fast
 server_ticks() {
 	local sum=0 p s
 	for p in /proc/[0-9]*; do
@@ -559,7 +562,10 @@ server_ticks() {
 		s="${s##*) }"
 		# shellcheck disable=SC2086
 		set -- $s
-		[ "${p#/proc/}" = "$server_pid" ] || [ "$2" = "$server_pid" ] || continue
+		case " ${p#/proc/} $2 " in
+		*" $server_pid "* | *" ${fastget_pid:-none} "*) ;;
+		*) continue ;;
+		esac
 		sum=$((sum + ${12} + ${13}))
 	done
 	echo "$sum"

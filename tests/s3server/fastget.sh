@@ -71,6 +71,8 @@
 
 FASTGET_PID='' FASTGET_URL='' FASTGET_PORT='' FASTGET_PREFIX='' FASTGET_KEYS=''
 FASTGET_DIR='' FASTGET_MODULES="${FASTGET_MODULES:-/usr/lib/nginx/modules}"
+# nginx lives in /usr/sbin, which a user's PATH may lack
+FASTGET_NGINX="${FASTGET_NGINX:-$(command -v nginx || echo /usr/sbin/nginx)}"
 
 fastget_map() {
 	local dir="$1" out="$2"
@@ -246,7 +248,7 @@ fastget_start() {
 		echo "fastget_start: --dir, --front, --flag and --prefix are required" >&2
 		return 1
 	fi
-	command -v nginx >/dev/null 2>&1 || {
+	[ -x "$FASTGET_NGINX" ] || {
 		echo "fastget: nginx is not installed (Debian packages nginx and libnginx-mod-http-headers-more-filter)" >&2
 		return 1
 	}
@@ -268,7 +270,7 @@ fastget_start() {
 		fastget_conf "$FASTGET_PREFIX" "$port" "$FASTGET_FRONT_PORT" "$FASTGET_FLAG" "$FASTGET_WORKERS" "$max_key" \
 			>"$FASTGET_PREFIX/nginx.conf"
 		: >"$FASTGET_PREFIX/error.log"
-		"${pin[@]}" nginx -p "$FASTGET_PREFIX/" -c "$FASTGET_PREFIX/nginx.conf" -e "$FASTGET_PREFIX/error.log" \
+		"${pin[@]}" "$FASTGET_NGINX" -p "$FASTGET_PREFIX/" -c "$FASTGET_PREFIX/nginx.conf" -e "$FASTGET_PREFIX/error.log" \
 			</dev/null >>"$FASTGET_PREFIX/nginx.err" 2>&1 &
 		FASTGET_PID=$!
 		for ((i = 0; i < timeout * 20; i++)); do
