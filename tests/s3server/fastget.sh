@@ -226,7 +226,7 @@ fastget_free_port() {
 }
 
 # fastget_children PID: the pids of PID's children
-fastget_children() { tr ' ' '\n' <"/proc/$1/task/$1/children" 2>/dev/null | grep . || true; }
+fastget_children() { tr ' ' '\n' 2>/dev/null <"/proc/$1/task/$1/children" | grep . || true; }
 
 fastget_start() {
 	local dir="" front="" flag="" prefix="" workers=auto timeout=30 port counts max_key i try
