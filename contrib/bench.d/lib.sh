@@ -358,15 +358,20 @@ measure_fuse() {
 	return 0
 }
 
-# measure_curl SCEN LABEL PARALLEL CFG EXPECTED_BYTES
+# measure_curl SCEN LABEL PARALLEL CFG EXPECTED_BYTES: also the server's
+# CPU seconds per GiB over the sample (server_ticks: s3rver, and nginx with
+# --server fast), kept in SERVER_CPU[SCEN] for the summary
+declare -A SERVER_CPU=()
 measure_curl() {
-	local scen="$1" label="$2" par="$3" cfg="$4" expect="$5" bytes rc kb="" rss="-"
+	local scen="$1" label="$2" par="$3" cfg="$4" expect="$5" bytes rc kb="" rss="-" st0 st1 scpu
 	local -a wrap=()
 	[ -n "$time_bin" ] && wrap=("$time_bin" -f %M -o "$T/curl.rss")
 	rm -f "$T/curl.rss"
+	st0="$(server_ticks)"
 	timed curl "${wrap[@]}" curl -sS --no-progress-meter --fail --parallel --parallel-max "$par" \
 		-w '%{size_download}\n' -K "$cfg" >"$T/curl.sizes"
 	rc=$?
+	st1="$(server_ticks)"
 	bytes="$(awk '{ s += $1 } END { printf "%d", s }' "$T/curl.sizes")"
 	if [ $rc -ne 0 ] || [ "$bytes" != "$expect" ]; then
 		broke "($scen) curl $label read $bytes of $expect bytes (exit $rc): $(tail -n 2 "$T/curl.err" | tr '\n' ' ')"
@@ -375,8 +380,10 @@ measure_curl() {
 	[ -s "$T/curl.rss" ] && kb="$(tail -n 1 "$T/curl.rss")"
 	rate "$bytes" curl
 	[ -n "$kb" ] && rss="$(calc "$kb / 1024" 1)"
-	printf '  %-7s %9s MB/s  %7s CPU s/GiB  %7s MiB peak RSS  (%s s, %s)\n' \
-		curl "$MBPS" "$CPU" "$rss" "$(calc "$SECS" 2)" "$label"
+	scpu="$(calc "($st1 - $st0) / $clk_tck / ($bytes / 1073741824)" 2)"
+	SERVER_CPU[$scen]="${SERVER_CPU[$scen]:-} $scpu"
+	printf '  %-7s %9s MB/s  %7s CPU s/GiB  %7s MiB peak RSS  (%s s, %s; the server %s CPU s/GiB)\n' \
+		curl "$MBPS" "$CPU" "$rss" "$(calc "$SECS" 2)" "$label" "$scpu"
 	rec_best "$scen" "${CURL_SLOT:-curl}" "$MBPS" "$CPU" "$rss" "$label"
 	[ "${CURL_SLOT:-}" = curlanon ] || rec_best "$scen" curlany "$MBPS" "$CPU" "$rss" "$label"
 	LAST_MBPS="$MBPS"
@@ -596,6 +603,10 @@ peer_rows() {
 	if [ -n "${ROUND_RATIOS[$scen]:-}" ]; then
 		# shellcheck disable=SC2086
 		echo "  per round, s3pipe/curl run seconds apart:${ROUND_RATIOS[$scen]} (median $(median ${ROUND_RATIOS[$scen]}))"
+	fi
+	if [ -n "${SERVER_CPU[$scen]:-}" ]; then
+		# shellcheck disable=SC2086
+		echo "  the server's CPU s per GiB curl read, every curl sample:${SERVER_CPU[$scen]} (median $(median ${SERVER_CPU[$scen]}))"
 	fi
 }
 # peer_refs SCEN: s3pipe against curl unsigned and against curl's fastest
