@@ -565,7 +565,7 @@ ttfb_medians() {
 server_ticks() {
 	local sum=0 p s
 	for p in /proc/[0-9]*; do
-		read -r s <"$p/stat" 2>/dev/null || continue
+		read -r s 2>/dev/null <"$p/stat" || continue
 		s="${s##*) }"
 		# shellcheck disable=SC2086
 		set -- $s
