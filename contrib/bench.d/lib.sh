@@ -15,8 +15,9 @@
 #
 # Globals from contrib/bench: prog, quick, runs, skip, want_scen,
 # want_tool, repo, s3pipe_bin, convert_bin, fusermount, time_bin,
-# clk_tck, ncpu, T (the temp dir), sleep_fd, server_pid, URL, notes,
-# broken, pids and mounts (what cleanup undoes).
+# clk_tck, ncpu, T (the temp dir), sleep_fd, server_pid, fastget_pid (nginx
+# with --server fast, else empty), URL (nginx's with --server fast, else
+# the test server's), notes, broken, pids and mounts (what cleanup undoes).
 
 CACHE_SIZE="${S3PIPE_CACHE_SIZE:-256M}"
 BUCKET=bench
@@ -51,6 +52,7 @@ cleanup() {
 		done
 		kill -0 "$p" 2>/dev/null && kill -9 "$p" 2>/dev/null
 	done
+	fastget_stop "$fastget_pid"
 	s3server_stop "$server_pid"
 	for m in "${mounts[@]}"; do
 		is_mounted "$m" && { echo "$prog: $m is still mounted: leaving $T" >&2; return; }
@@ -356,15 +358,20 @@ measure_fuse() {
 	return 0
 }
 
-# measure_curl SCEN LABEL PARALLEL CFG EXPECTED_BYTES
+# measure_curl SCEN LABEL PARALLEL CFG EXPECTED_BYTES: also the server's
+# CPU seconds per GiB over the sample (server_ticks: s3rver, and nginx with
+# --server fast), kept in SERVER_CPU[SCEN] for the summary
+declare -A SERVER_CPU=()
 measure_curl() {
-	local scen="$1" label="$2" par="$3" cfg="$4" expect="$5" bytes rc kb="" rss="-"
+	local scen="$1" label="$2" par="$3" cfg="$4" expect="$5" bytes rc kb="" rss="-" st0 st1 scpu
 	local -a wrap=()
 	[ -n "$time_bin" ] && wrap=("$time_bin" -f %M -o "$T/curl.rss")
 	rm -f "$T/curl.rss"
+	st0="$(server_ticks)"
 	timed curl "${wrap[@]}" curl -sS --no-progress-meter --fail --parallel --parallel-max "$par" \
 		-w '%{size_download}\n' -K "$cfg" >"$T/curl.sizes"
 	rc=$?
+	st1="$(server_ticks)"
 	bytes="$(awk '{ s += $1 } END { printf "%d", s }' "$T/curl.sizes")"
 	if [ $rc -ne 0 ] || [ "$bytes" != "$expect" ]; then
 		broke "($scen) curl $label read $bytes of $expect bytes (exit $rc): $(tail -n 2 "$T/curl.err" | tr '\n' ' ')"
@@ -373,8 +380,10 @@ measure_curl() {
 	[ -s "$T/curl.rss" ] && kb="$(tail -n 1 "$T/curl.rss")"
 	rate "$bytes" curl
 	[ -n "$kb" ] && rss="$(calc "$kb / 1024" 1)"
-	printf '  %-7s %9s MB/s  %7s CPU s/GiB  %7s MiB peak RSS  (%s s, %s)\n' \
-		curl "$MBPS" "$CPU" "$rss" "$(calc "$SECS" 2)" "$label"
+	scpu="$(calc "($st1 - $st0) / $clk_tck / ($bytes / 1073741824)" 2)"
+	SERVER_CPU[$scen]="${SERVER_CPU[$scen]:-} $scpu"
+	printf '  %-7s %9s MB/s  %7s CPU s/GiB  %7s MiB peak RSS  (%s s, %s; the server %s CPU s/GiB)\n' \
+		curl "$MBPS" "$CPU" "$rss" "$(calc "$SECS" 2)" "$label" "$scpu"
 	rec_best "$scen" "${CURL_SLOT:-curl}" "$MBPS" "$CPU" "$rss" "$label"
 	[ "${CURL_SLOT:-}" = curlanon ] || rec_best "$scen" curlany "$MBPS" "$CPU" "$rss" "$label"
 	LAST_MBPS="$MBPS"
@@ -551,15 +560,19 @@ ttfb_medians() {
 
 # server_ticks: utime+stime of the server and its children (server.js
 # re-executes node as its child where NODE_OPTIONS cannot give it
-# --openssl-legacy-provider)
+# --openssl-legacy-provider), and of nginx and its workers with --server
+# fast
 server_ticks() {
 	local sum=0 p s
 	for p in /proc/[0-9]*; do
-		read -r s <"$p/stat" 2>/dev/null || continue
+		read -r s 2>/dev/null <"$p/stat" || continue
 		s="${s##*) }"
 		# shellcheck disable=SC2086
 		set -- $s
-		[ "${p#/proc/}" = "$server_pid" ] || [ "$2" = "$server_pid" ] || continue
+		case " ${p#/proc/} $2 " in
+		*" $server_pid "* | *" ${fastget_pid:-none} "*) ;;
+		*) continue ;;
+		esac
 		sum=$((sum + ${12} + ${13}))
 	done
 	echo "$sum"
@@ -590,6 +603,10 @@ peer_rows() {
 	if [ -n "${ROUND_RATIOS[$scen]:-}" ]; then
 		# shellcheck disable=SC2086
 		echo "  per round, s3pipe/curl run seconds apart:${ROUND_RATIOS[$scen]} (median $(median ${ROUND_RATIOS[$scen]}))"
+	fi
+	if [ -n "${SERVER_CPU[$scen]:-}" ]; then
+		# shellcheck disable=SC2086
+		echo "  the server's CPU s per GiB curl read, every curl sample:${SERVER_CPU[$scen]} (median $(median ${SERVER_CPU[$scen]}))"
 	fi
 }
 # peer_refs SCEN: s3pipe against curl unsigned and against curl's fastest

@@ -115,6 +115,16 @@
 // Each S3 request (not the control ones) waits MS on a timer before it is
 // verified and served: no CPU is spent waiting and the waits overlap, as a
 // distant server's round trips do (the bench's S3-like latency, 20 ms).
+//   --latency-flag FILE        FILE exists, holding MS, while MS > 0, and
+//                              is removed at 0: the bench's fast GET front
+//                              (nginx, tests/s3server/fastget.sh) tests it
+//                              on every request to know when to wait here
+// With --latency-flag, a request carrying the header X-S3pipe-Fastget-Gate
+// (which only that nginx sends; it strips the header from what clients
+// send) is the gate: it waits MS on the same timer and is answered 200
+// with "X-Accel-Redirect: @object" and no body, upon which nginx serves
+// the object's bytes itself. Gate requests are neither verified nor
+// counted nor given faults.
 //
 // ---- fault control (S3 port; '_' cannot appear in a bucket name) ----
 //   POST   /__fault?kind=K&count=N[&match=S][&after=B][&seconds=T][&status=C][&list=1][&prob=P]
@@ -278,7 +288,7 @@ function usage(msg) {
       '         [--container-token VALUE] [--web-identity-token VALUE] [--key-store FILE]\n' +
       '         [--synthetic BUCKET=N[:LAYOUT[:CONTENT]]]... [--synthetic-layout uneven|skewed]\n' +
       '         [--synthetic-delay-ms MS] [--synthetic-size MIN:MAX] [--synthetic-page-keys N]\n' +
-      '         [--latency-ms MS]\n',
+      '         [--latency-ms MS] [--latency-flag FILE]\n',
   );
   process.exit(2);
 }
@@ -302,6 +312,7 @@ function parseArgs(argv) {
     syntheticLayout: 'uneven', // for buckets named without one
     syntheticDelayMs: 0,
     latencyMs: 0,
+    latencyFlag: null, // a file that exists while latencyMs > 0
     syntheticSize: null, // [MIN, MAX] or null for the uneven default
     syntheticPageKeys: 1000, // keys a LIST page holds at most
   };
@@ -399,6 +410,9 @@ function parseArgs(argv) {
         opts.syntheticLayout = v;
         break;
       }
+      case '--latency-flag':
+        opts.latencyFlag = need();
+        break;
       case '--latency-ms': {
         const v = need();
         if (!/^\d+(\.\d+)?$/.test(v)) usage(`bad --latency-ms '${v}'`);
@@ -2581,7 +2595,17 @@ async function main() {
   };
 
   // The latency every S3 request waits (see the header).
-  let latencyMs = opts.latencyMs;
+  let latencyMs = 0;
+  // The flag file follows latencyMs (written before the new value counts,
+  // so the front never waits where nginx did not ask it to).
+  function setLatency(ms) {
+    if (opts.latencyFlag) {
+      if (ms > 0) fs.writeFileSync(opts.latencyFlag, `${ms}\n`);
+      else fs.rmSync(opts.latencyFlag, { force: true });
+    }
+    latencyMs = ms;
+  }
+  setLatency(opts.latencyMs);
   function latencyControl(ctx) {
     ctx.type = 'application/json';
     if (ctx.method === 'POST' || ctx.method === 'PUT') {
@@ -2591,7 +2615,13 @@ async function main() {
         ctx.body = '{"error":"ms takes a number of milliseconds"}\n';
         return;
       }
-      latencyMs = Number(v);
+      try {
+        setLatency(Number(v));
+      } catch (err) {
+        ctx.status = 500;
+        ctx.body = JSON.stringify({ error: `cannot write the latency flag: ${err.message}` }) + '\n';
+        return;
+      }
     } else if (ctx.method !== 'GET') {
       ctx.status = 405;
       ctx.body = '{"error":"method not allowed"}\n';
@@ -2604,6 +2634,18 @@ async function main() {
     return next();
   }
 
+  // The fast GET front's gate (see the header): the latency, then nginx
+  // serves the bytes.
+  async function fastgetGate(ctx) {
+    if (latencyMs > 0) await new Promise(resolve => setTimeout(resolve, latencyMs));
+    ctx.status = 200;
+    ctx.set('X-Accel-Redirect', '@object');
+    // (nginx keeps the gate's Content-Type for the object it serves)
+    ctx.type = 'application/octet-stream';
+    ctx.body = '';
+    return undefined;
+  }
+
   // Control routes first: they are neither authenticated nor counted.
   async function controlRoutes(ctx, next) {
     const p = ctx.path;
@@ -2611,6 +2653,7 @@ async function main() {
     if (p === '/__auth' || p.startsWith('/__auth/')) return auth.control(ctx);
     if (p === '/__synthetic' || p.startsWith('/__synthetic/')) return synthetic.control(ctx);
     if (p === '/__latency') return latencyControl(ctx);
+    if (opts.latencyFlag && ctx.get('x-s3pipe-fastget-gate')) return fastgetGate(ctx);
     if (p === '/__creds' || p.startsWith('/__creds/')) {
       const [status, body] = creds.control(ctx.method, p, new URLSearchParams(ctx.querystring));
       ctx.status = status;
