@@ -124,20 +124,24 @@ static uint64_t eight_digit_value(uint64_t x)
 	return (x * 10000 + (x >> 32)) & 0xFFFFFFFFULL;
 }
 
+#endif
+
 /*
  * Reads the digits from p on into *m (wrapping past 19); returns the end.
- * Eight bytes at a time while eight are left: x is the bytes XOR '0', so
- * that a digit byte becomes 0..9; any other byte has a bit set in its high
- * nibble, in x or in its low nibble plus 6 (which reaches 16 from 10 on,
- * and carries into no other byte).  The lowest such byte ends the run: its
- * index n is how many digits lead, and shifting x left by 8 * (8 - n)
- * bits keeps those, as the last of eight with leading zeros.  No branch
- * depends on the number of digits, only on whether all eight were.
+ * Little-endian, eight bytes at a time while eight are left: x is the
+ * bytes XOR '0', so that a digit byte becomes 0..9; any other byte has a
+ * bit set in its high nibble, in x or in its low nibble plus 6 (which
+ * reaches 16 from 10 on, and carries into no other byte).  The lowest such
+ * byte ends the run: its index n is how many digits lead, and shifting x
+ * left by 8 * (8 - n) bits keeps those, as the last of eight with leading
+ * zeros.  No branch depends on the number of digits, only on whether all
+ * eight were.  The last few bytes (and everything elsewhere) one by one.
  */
 static const char *scan_digits(const char *p, const char *end, uint64_t *m)
 {
 	uint64_t v = *m;
 
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
 	while (end - p >= 8) {
 		uint64_t x;
 		uint64_t other;
@@ -162,27 +166,14 @@ static const char *scan_digits(const char *p, const char *end, uint64_t *m)
 		*m = v;
 		return p;
 	}
-	while (p < end && is_digit(*p)) {
-		v = v * 10 + (uint64_t)(*p - '0');
-		p++;
-	}
-	*m = v;
-	return p;
-}
-#else
-/* Reads the digits from p on into *m (wrapping past 19); returns the end. */
-static const char *scan_digits(const char *p, const char *end, uint64_t *m)
-{
-	uint64_t v = *m;
-
-	while (p < end && is_digit(*p)) {
-		v = v * 10 + (uint64_t)(*p - '0');
-		p++;
-	}
-	*m = v;
-	return p;
-}
 #endif
+	while (p < end && is_digit(*p)) {
+		v = v * 10 + (uint64_t)(*p - '0');
+		p++;
+	}
+	*m = v;
+	return p;
+}
 
 /* The digit at position i of the number's digits, the '.' left out. */
 static char digit_at(const struct decimal *dec, size_t i)
