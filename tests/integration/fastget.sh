@@ -16,14 +16,15 @@
 #   - two keys that differ only in case (nginx's map ignores case) are left
 #     to the test server, which serves each its own bytes;
 #   - latency on (POST /__latency through nginx): a GET that nginx serves
-#     waits it, then gives the same bytes, and s3pipe reads the channel
+#     waits it, then gives the same bytes, also while the test server's
+#     thread is stopped (the wait is nginx's), and s3pipe reads the channel
 #     again byte for byte; off again: no wait.
 . "$(cd "$(dirname "$0")/.." && pwd)/lib.sh"
 require_fuse
 require_cmd node
 . "$S3PIPE_SRCDIR/tests/s3server/fastget.sh"
 [ -x "$FASTGET_NGINX" ] ||
-	fail "nginx is not installed (contrib/install-deps --tests: nginx, libnginx-mod-http-headers-more-filter)"
+	fail "nginx is not installed (contrib/install-deps --tests: nginx, libnginx-mod-http-headers-more-filter, libnginx-mod-http-js)"
 
 S3_SERVER_ARGS=(--latency-flag "$TEST_TMP/latency.on")
 s3_start
@@ -147,6 +148,14 @@ took=$(ms_get "$url")
 assert_file_eq "$TEST_TMP/slice" "$TEST_TMP/body" "bytes 0-9 with latency on"
 [ "$took" -ge 300 ] || fail "a GET with 300 ms of latency took $took ms"
 assert_eq "$g1" "$(gets)" "GETs of objects that reached the test server with latency on"
+# the wait is nginx's own: a GET is answered while the test server's one
+# thread is held (stopped here; a long LIST in s3rver did the same)
+kill -STOP "$S3_PID" || fail "cannot stop the test server"
+rc=0
+s3_sigv4_curl -sS -f --max-time 20 -o "$TEST_TMP/body" -H "Range: bytes=0-9" "$url" || rc=$?
+kill -CONT "$S3_PID"
+[ $rc = 0 ] || fail "a GET with latency on was not answered while the test server was stopped (curl: $rc)"
+assert_file_eq "$TEST_TMP/slice" "$TEST_TMP/body" "bytes 0-9 with the test server stopped"
 s3_curl -sS -f -o /dev/null -X POST "$S3_URL/__latency?ms=50" || fail "cannot set the latency through nginx"
 read_channel latency
 s3_curl -sS -f -o /dev/null -X POST "$S3_URL/__latency?ms=0" || fail "cannot set the latency through nginx"

@@ -30,20 +30,24 @@
 # its signature checks as before).
 #
 # Latency: the test server must be started with --latency-flag FILE (the
-# same FILE as fastget_start --flag), which exists while its latency
-# (POST /__latency?ms=N, --latency-ms) is on.  nginx tests for it on every
-# object request: when it exists, the request first goes to the test
-# server's gate, which waits N ms on a timer and answers with
-# X-Accel-Redirect to @object, then nginx serves the bytes.  So with
+# same FILE as fastget_start --flag), which exists, holding N, while its
+# latency (POST /__latency?ms=N, --latency-ms) is on.  nginx tests for it
+# on every object request: when it exists, the request first goes to the
+# gate (fastget_gate.js, nginx's JavaScript module), which waits N ms on a
+# timer of nginx's own and then serves the bytes (@object).  So with
 # latency on, every request still waits N ms on a timer before it is
-# answered, as with the test server alone, and Node sees each GET's
-# headers but none of its bytes; with it off, Node sees no GET at all.
+# answered, as with the test server alone, and Node sees no GET at all,
+# either way: a LIST that keeps s3rver's one thread busy (a quarter of a
+# second for 1,000 keys) holds up no GET, as on S3.  (The gate was the test
+# server's until 2026-11-30: every GET waited behind the LIST in Node's
+# event loop, 85-105 ms instead of 21.)
 #
-# Needs nginx and its headers-more module (Debian: nginx,
-# libnginx-mod-http-headers-more-filter; contrib/install-deps --bench or
-# --tests): nginx's own If-Match test compares with its own ETag (mtime and
-# size), not S3's, so nginx checks If-Match itself and clears the header
-# (more_clear_input_headers) before the file is served.
+# Needs nginx with its headers-more and JavaScript modules (Debian: nginx,
+# libnginx-mod-http-headers-more-filter, libnginx-mod-http-js;
+# contrib/install-deps --bench or --tests): nginx's own If-Match test
+# compares with its own ETag (mtime and size), not S3's, so nginx checks
+# If-Match itself and clears the header (more_clear_input_headers) before
+# the file is served.
 #
 # fastget_map DIR OUT
 #     Writes OUT, the body of an nginx map from "/BUCKET/KEY" to the quoted
@@ -73,6 +77,7 @@ FASTGET_PID='' FASTGET_URL='' FASTGET_PORT='' FASTGET_PREFIX='' FASTGET_KEYS=''
 FASTGET_DIR='' FASTGET_MODULES="${FASTGET_MODULES:-/usr/lib/nginx/modules}"
 # nginx lives in /usr/sbin, which a user's PATH may lack
 FASTGET_NGINX="${FASTGET_NGINX:-$(command -v nginx || echo /usr/sbin/nginx)}"
+FASTGET_GATE_JS="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/fastget_gate.js"
 
 fastget_map() {
 	local dir="$1" out="$2"
@@ -114,6 +119,7 @@ fastget_conf() {
 	cat <<EOF
 # made by tests/s3server/fastget.sh: the benchmark's fast GET front
 load_module $FASTGET_MODULES/ngx_http_headers_more_filter_module.so;
+load_module $FASTGET_MODULES/ngx_http_js_module.so;
 daemon off;
 master_process on;
 worker_processes $workers;
@@ -123,6 +129,8 @@ error_log $prefix/error.log notice;
 events { worker_connections 4096; }
 http {
 	access_log off;
+	js_import fastget_gate from $FASTGET_GATE_JS;
+	js_var \$fastget_flag "$flag";
 	client_body_temp_path $prefix/tmp/body;
 	proxy_temp_path $prefix/tmp/proxy;
 	fastcgi_temp_path $prefix/tmp/fastcgi;
@@ -192,20 +200,13 @@ http {
 			proxy_http_version 1.1;
 			proxy_set_header Connection "";
 			proxy_set_header Host \$http_host;
-			proxy_set_header X-S3pipe-Fastget-Gate "";
 			proxy_buffering off;
 			proxy_request_buffering off;
 			proxy_read_timeout 3600s;
 			proxy_send_timeout 3600s;
 		}
 		location @gate {
-			proxy_pass http://fastget_front;
-			proxy_http_version 1.1;
-			proxy_set_header Connection "";
-			proxy_set_header Host \$http_host;
-			proxy_set_header X-S3pipe-Fastget-Gate 1;
-			proxy_pass_request_body off;
-			proxy_set_header Content-Length "";
+			js_content fastget_gate.wait;
 		}
 		location @precondition_failed {
 			default_type application/xml;
@@ -249,11 +250,15 @@ fastget_start() {
 		return 1
 	fi
 	[ -x "$FASTGET_NGINX" ] || {
-		echo "fastget: nginx is not installed (Debian packages nginx and libnginx-mod-http-headers-more-filter)" >&2
+		echo "fastget: nginx is not installed (Debian packages nginx, libnginx-mod-http-headers-more-filter and libnginx-mod-http-js)" >&2
 		return 1
 	}
 	[ -f "$FASTGET_MODULES/ngx_http_headers_more_filter_module.so" ] || {
 		echo "fastget: no headers-more module in $FASTGET_MODULES (Debian package libnginx-mod-http-headers-more-filter)" >&2
+		return 1
+	}
+	[ -f "$FASTGET_MODULES/ngx_http_js_module.so" ] || {
+		echo "fastget: no JavaScript module in $FASTGET_MODULES (Debian package libnginx-mod-http-js)" >&2
 		return 1
 	}
 	case "$front" in http://127.0.0.1:*) ;; *) echo "fastget_start: --front must be http://127.0.0.1:PORT, not '$front'" >&2; return 1 ;; esac

@@ -117,14 +117,9 @@
 // distant server's round trips do (the bench's S3-like latency, 20 ms).
 //   --latency-flag FILE        FILE exists, holding MS, while MS > 0, and
 //                              is removed at 0: the bench's fast GET front
-//                              (nginx, tests/s3server/fastget.sh) tests it
-//                              on every request to know when to wait here
-// With --latency-flag, a request carrying the header X-S3pipe-Fastget-Gate
-// (which only that nginx sends; it strips the header from what clients
-// send) is the gate: it waits MS on the same timer and is answered 200
-// with "X-Accel-Redirect: @object" and no body, upon which nginx serves
-// the object's bytes itself. Gate requests are neither verified nor
-// counted nor given faults.
+//                              (nginx, tests/s3server/fastget.sh) reads it
+//                              on every GET it serves and waits MS on a
+//                              timer of its own (fastget_gate.js)
 //
 // ---- fault control (S3 port; '_' cannot appear in a bucket name) ----
 //   POST   /__fault?kind=K&count=N[&match=S][&after=B][&seconds=T][&status=C][&list=1][&prob=P]
@@ -2636,16 +2631,6 @@ async function main() {
 
   // The fast GET front's gate (see the header): the latency, then nginx
   // serves the bytes.
-  async function fastgetGate(ctx) {
-    if (latencyMs > 0) await new Promise(resolve => setTimeout(resolve, latencyMs));
-    ctx.status = 200;
-    ctx.set('X-Accel-Redirect', '@object');
-    // (nginx keeps the gate's Content-Type for the object it serves)
-    ctx.type = 'application/octet-stream';
-    ctx.body = '';
-    return undefined;
-  }
-
   // Control routes first: they are neither authenticated nor counted.
   async function controlRoutes(ctx, next) {
     const p = ctx.path;
@@ -2653,7 +2638,6 @@ async function main() {
     if (p === '/__auth' || p.startsWith('/__auth/')) return auth.control(ctx);
     if (p === '/__synthetic' || p.startsWith('/__synthetic/')) return synthetic.control(ctx);
     if (p === '/__latency') return latencyControl(ctx);
-    if (opts.latencyFlag && ctx.get('x-s3pipe-fastget-gate')) return fastgetGate(ctx);
     if (p === '/__creds' || p.startsWith('/__creds/')) {
       const [status, body] = creds.control(ctx.method, p, new URLSearchParams(ctx.querystring));
       ctx.status = status;
