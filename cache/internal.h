@@ -256,7 +256,11 @@ struct cache_stream {
 	size_t nobject_segs;   /* segments that are object ranges */
 	uint64_t listed_bytes; /* end offset of the last segment */
 	bool complete;
-	bool listing;  /* a page request is in flight */
+	bool listing; /* a page request is in flight */
+	bool closing; /* cache_stream_destroy() waits for the last page */
+	/* the furthest segment a reader asked for (cache_stream_need): the
+	 * listing goes on while it is near the end */
+	size_t wanted;
 	int error;     /* last listing error, cleared by the next request */
 	int end_error; /* set by cache_stream_end(): reading past the end */
 	/* the size its owner says the stream will have once complete

@@ -612,7 +612,7 @@ int cache_reader_read(struct cache_reader *r, uint64_t offset, size_t size,
 	struct cache_stream *s = r->stream;
 	struct cache *c = s->cache;
 	uint64_t bs = c->conf.block_size;
-	bool waited = false, ready, in_sequence;
+	bool waited = false, ready, in_sequence, unlisted;
 	int rc = 0;
 
 	view->count = 0;
@@ -673,6 +673,7 @@ int cache_reader_read(struct cache_reader *r, uint64_t offset, size_t size,
 		 * listing to go on */
 		if (view->count && r->seg_idx >= s->count)
 			break;
+		unlisted = r->seg_idx >= s->count;
 		rc = cache_stream_wait(s, r->seg_idx);
 		if (rc == ENODATA) {
 			rc = 0;
@@ -680,6 +681,10 @@ int cache_reader_read(struct cache_reader *r, uint64_t offset, size_t size,
 		}
 		if (rc)
 			break;
+		/* the listing caught up: the window at once, not a block
+		 * at a time as the loop comes to them */
+		if (unlisted)
+			prefetch(r, r->window, false, false);
 		seg = cache_stream_seg(s, r->seg_idx);
 		if (seg->size == 0) {
 			r->seg_idx++; /* a mark */

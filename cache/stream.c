@@ -3,19 +3,20 @@
  *
  * A listing stream: the first ListObjectsV2 page is fetched synchronously
  * by cache_stream_start() (it doubles as the start-up check).  Later pages
- * are asked for only when a reader's prefetch frontier comes within half a
- * page of the end of what is listed, one request at a time, and appended
- * from the engine thread, each object through the stream's on-listed function
- * (by default the whole object as one segment).  Readers wait on s->grown for
- * the segment they need, so the first byte never waits for the whole
- * listing.  A page is framed without the cache's lock (that function is its
- * owner's code): the segments it makes wait in the stream's pending list
+ * are asked for only when a reader's prefetch frontier comes within two
+ * pages of the end of what is listed, one request at a time (the next
+ * one as soon as a page comes, while readers are still that near),
+ * and appended from the engine thread, each object through the stream's
+ * on-listed function (by default the whole object as one segment).  Readers
+ * wait on s->grown for the segment they need, so the first byte never waits for
+ * the whole listing.  A page is framed without the cache's lock (that function
+ * is its owner's code): the segments it makes wait in the stream's pending list
  * and are added, with their offsets, once the whole page is framed, so
  * that readers never see part of a page that then fails.
  *
  * A plan stream has no listing: its owner adds segments (objects in any
  * order, literal bytes) and ends it, and is asked for more through its
- * refill function at the same distance from the end as a listing would be; the
+ * refill function within half a page of the end; the
  * hook, like the store's list, is called with the cache's lock dropped.
  *
  * Segments are never moved (the array holds pointers), so a reader may hold
@@ -181,7 +182,8 @@ void cache_stream_destroy(struct cache_stream *s)
 		return;
 	pthread_mutex_lock(&s->cache->lock);
 	/* a page asked for while a reader was here answers on the engine's
-	 * thread, into s: it must have answered */
+	 * thread, into s: it must have answered (and ask for no other) */
+	s->closing = true;
 	while (s->listing)
 		pthread_cond_wait(&s->grown, &s->cache->lock);
 	truncate_to(s, 0);
@@ -801,12 +803,44 @@ int cache_stream_start(struct cache_stream *s, struct store_error *err)
 	return rc;
 }
 
-/* The page asked for has come, or failed with rc (lock not held). */
-static void page_done(struct cache_stream *s, int rc)
+static void ask_page(struct cache_stream *s);
+
+/* How far from the end of a stream the furthest segment a reader's
+ * prefetch has asked for may come before more is asked for.  A listing:
+ * two pages, so that a page is on its way while the one before is read
+ * (a page of S3's takes a round trip or more, and the prefetch reads a
+ * thousand small objects in a few of them).  A plan: half a page, what
+ * its owner makes at a time. */
+static size_t list_ahead(const struct cache_stream *s)
+{
+	size_t page = s->cache->conf.list_page_keys;
+
+	return s->bucket ? 2 * page : page / 2;
+}
+
+/* Whether the listing should go on now: a reader's prefetch is within
+ * list_ahead() of its end, and the stream has readers and is not being
+ * destroyed (lock held). */
+static bool wants_page(const struct cache_stream *s)
+{
+	return !s->complete && !s->closing && (s->readers || s->holds) &&
+	       s->wanted + list_ahead(s) >= s->count;
+}
+
+/*
+ * The page asked for has come, or failed with rc (lock not held).  A
+ * listed page that leaves readers still wanting more asks for the next
+ * one at once, from here: the listing does not wait for a reader's next
+ * prefetch to notice (a saved listing, read by the reader itself, and a
+ * stream that may yet switch to one are left to cache_stream_need()).
+ */
+static void page_done(struct cache_stream *s, int rc, bool listed)
 {
 	pthread_mutex_lock(&s->cache->lock);
 	s->listing = false;
 	s->error = rc;
+	if (!rc && listed && !s->saved && !s->prefer_path && wants_page(s))
+		ask_page(s);
 	pthread_cond_broadcast(&s->grown);
 	pthread_mutex_unlock(&s->cache->lock);
 }
@@ -839,7 +873,7 @@ static void page_arrived(void *arg, struct store_list_page *page,
 		util_warn("listing s3://%s/%s failed: %s", s->bucket, s->prefix,
 			  desc);
 	}
-	page_done(s, rc);
+	page_done(s, rc, true);
 }
 
 /* The next page of a saved listing, read here (lock held, dropped for the
@@ -862,7 +896,7 @@ static void saved_page(struct cache_stream *s)
 			  "be read on: %s",
 			  s->bucket, s->prefix,
 			  util_strerror(rc, msg, sizeof(msg)));
-	page_done(s, rc);
+	page_done(s, rc, false);
 	pthread_mutex_lock(&c->lock);
 }
 
@@ -914,10 +948,11 @@ static bool saved_switch(struct cache_stream *s)
 	return true;
 }
 
-void cache_stream_need(struct cache_stream *s, size_t idx)
+/* Asks the store for the next page of a listing stream (lock held,
+ * dropped for the call; s->listing set meanwhile, s->error on failure). */
+static void ask_page(struct cache_stream *s)
 {
 	struct cache *c = s->cache;
-	size_t ahead = c->conf.list_page_keys / 2;
 	char *token = NULL;
 	struct store_list req = {
 	    .bucket = s->bucket,
@@ -926,24 +961,8 @@ void cache_stream_need(struct cache_stream *s, size_t idx)
 	    .done = page_arrived,
 	    .arg = s,
 	};
-	int rc = 0;
+	int rc;
 
-	if (s->complete || s->listing || idx + ahead < s->count)
-		return;
-	if (!s->bucket) {
-		/* the owner's code, without the lock (it may add segments,
-		 * which takes it) */
-		if (s->refill) {
-			pthread_mutex_unlock(&c->lock);
-			s->refill(s->refill_arg, s);
-			pthread_mutex_lock(&c->lock);
-		}
-		return;
-	}
-	if (s->saved || saved_switch(s)) {
-		saved_page(s);
-		return;
-	}
 	/* (the page that answers frees s->next_token: the request has its
 	 * own) */
 	if (s->next_token) {
@@ -967,6 +986,29 @@ void cache_stream_need(struct cache_stream *s, size_t idx)
 		s->error = ENOMEM;
 		pthread_cond_broadcast(&s->grown);
 	}
+}
+
+void cache_stream_need(struct cache_stream *s, size_t idx)
+{
+	if (idx > s->wanted)
+		s->wanted = idx;
+	if (s->complete || s->listing || idx + list_ahead(s) < s->count)
+		return;
+	if (!s->bucket) {
+		/* the owner's code, without the lock (it may add segments,
+		 * which takes it) */
+		if (s->refill) {
+			pthread_mutex_unlock(&s->cache->lock);
+			s->refill(s->refill_arg, s);
+			pthread_mutex_lock(&s->cache->lock);
+		}
+		return;
+	}
+	if (s->saved || saved_switch(s)) {
+		saved_page(s);
+		return;
+	}
+	ask_page(s);
 }
 
 int cache_stream_wait(struct cache_stream *s, size_t idx)

@@ -19,6 +19,7 @@
 #include "tests/unit/test_store.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -528,7 +529,7 @@ static void test_stream_wait(void **state)
 	cache_destroy(c);
 }
 
-/* The next page is asked for only within half a page of the end. */
+/* The next page is asked for only within two pages of the end. */
 static void test_stream_want(void **state)
 {
 	struct cache *c = new_cache(64 * MIB, 8 * MIB);
@@ -536,22 +537,100 @@ static void test_stream_want(void **state)
 	char key[32];
 
 	assert_non_null(s);
-	for (int i = 0; i < 200; i++) {
+	for (int i = 0; i < 400; i++) {
 		snprintf(key, sizeof(key), "p/%03d", i);
 		append(s, key, NULL, 5 * GIB);
 	}
 	pthread_mutex_lock(&c->lock);
 	/* list_page_keys 100: far from the end, no request */
 	cache_stream_need(s, 0);
-	cache_stream_need(s, 149);
+	cache_stream_need(s, 199);
 	assert_false(s->listing);
 	/* complete: never a request */
 	s->complete = true;
-	cache_stream_need(s, 150);
+	cache_stream_need(s, 200);
 	cache_stream_need(s, 10000);
 	assert_false(s->listing);
 	pthread_mutex_unlock(&c->lock);
 	check_no_requests();
+	cache_stream_destroy(s);
+	cache_destroy(c);
+}
+
+/* Answers recorded listing request i with count objects p/NAME-k (64 KiB
+ * each), truncated with the token next unless next is NULL. */
+static void answer_list(unsigned i, const char *name, unsigned count,
+			const char *next)
+{
+	struct store_list_page page;
+	char key[64];
+
+	page_init(&page, count, next != NULL, next);
+	for (unsigned k = 0; k < count; k++) {
+		snprintf(key, sizeof(key), "p/%s-%04u", name, k);
+		page_add(&page, key, "\"e\"", 64 * KIB);
+	}
+	store->lists[i].finished = true;
+	store->lists[i].done(store->lists[i].arg, &page, NULL);
+	store_list_page_clear(&page);
+}
+
+/*
+ * A listing goes on by itself while a reader is near its end: a page that
+ * comes when the furthest segment asked for is still within two pages of
+ * the end asks for the next one at once, without waiting for a reader's
+ * next prefetch; one that leaves the reader far behind does not, until a
+ * reader comes near again, and neither does one that comes when no reader
+ * is left.
+ */
+static void test_listing_goes_on(void **state)
+{
+	struct cache *c = new_cache(64 * MIB, 8 * MIB);
+	struct cache_stream *s = cache_stream_create(c, "b", "p/");
+	struct cache_reader *r;
+
+	assert_non_null(s);
+	append(s, "p/a", NULL, 10);
+	s->next_token = strdup("t1");
+	assert_non_null(s->next_token);
+	r = cache_reader_create(s);
+	assert_non_null(r);
+	pthread_mutex_lock(&c->lock);
+	cache_stream_need(s, 0);
+	pthread_mutex_unlock(&c->lock);
+	assert_int_equal(store->nlists, 1);
+	assert_string_equal(store->lists[0].token, "t1");
+	assert_int_equal(store->lists[0].max_keys, 100);
+
+	/* 51 segments, the reader at 0: within two pages, the next at once */
+	answer_list(0, "b", 50, "t2");
+	assert_int_equal(store->nlists, 2);
+	assert_string_equal(store->lists[1].token, "t2");
+
+	/* 351 segments: the reader is more than two pages behind */
+	answer_list(1, "c", 300, "t3");
+	assert_int_equal(store->nlists, 2);
+	pthread_mutex_lock(&c->lock);
+	assert_int_equal(s->count, 351);
+	assert_false(s->listing);
+	cache_stream_need(s, 150);
+	assert_false(s->listing);
+	cache_stream_need(s, 151);
+	assert_true(s->listing);
+	pthread_mutex_unlock(&c->lock);
+	assert_int_equal(store->nlists, 3);
+	assert_string_equal(store->lists[2].token, "t3");
+
+	/* the reader gone: a page that comes asks for no other */
+	cache_reader_destroy(r);
+	answer_list(2, "d", 10, "t4");
+	assert_int_equal(store->nlists, 3);
+	pthread_mutex_lock(&c->lock);
+	assert_false(s->complete);
+	assert_false(s->listing);
+	assert_int_equal(s->count, 361);
+	pthread_mutex_unlock(&c->lock);
+	store->nlists = 0;
 	cache_stream_destroy(s);
 	cache_destroy(c);
 }
@@ -965,6 +1044,19 @@ static void *read_job_run(void *arg)
 	return NULL;
 }
 
+/* Ends recorded GET i (its one buffer full), then the read job j that
+ * waits for it, on thread t: 4096 bytes read, its view released. */
+static void finish_read(struct cache *c, struct read_job *j, pthread_t t,
+			unsigned i)
+{
+	store->gets[i].buffer_done(store->gets[i].arg, 0);
+	store->gets[i].done(store->gets[i].arg, NULL);
+	assert_int_equal(pthread_join(t, NULL), 0);
+	assert_int_equal(j->rc, 0);
+	assert_int_equal(j->view.bytes, 4096);
+	cache_view_release(c, &j->view);
+}
+
 /* Waits until at least n GETs are recorded, then for the cache's lock.
  * The reader issues all of a read's GETs under the cache lock and lets it
  * go only to wait for data, so once the count has moved and the lock is
@@ -1019,12 +1111,7 @@ static void test_wait_opens_window(void **state)
 	check_get(3, "p/big", 17 * MIB, 8 * MIB, 8);
 	check_urgent(1, false);
 	check_urgent(3, false);
-	store->gets[0].buffer_done(store->gets[0].arg, 0);
-	store->gets[0].done(store->gets[0].arg, NULL);
-	assert_int_equal(pthread_join(t, NULL), 0);
-	assert_int_equal(j.rc, 0);
-	assert_int_equal(j.view.bytes, 4096);
-	cache_view_release(c, &j.view);
+	finish_read(c, &j, t, 0);
 	assert_int_equal(j.r->window, 32 * MIB);
 
 	/* a seek: its own piece, urgent, and no window */
@@ -1034,12 +1121,7 @@ static void test_wait_opens_window(void **state)
 	wait_gets(c, first + 1);
 	check_get(first, "p/big", 60 * MIB, 128 * KIB, 1);
 	check_urgent(first, true);
-	store->gets[first].buffer_done(store->gets[first].arg, 0);
-	store->gets[first].done(store->gets[first].arg, NULL);
-	assert_int_equal(pthread_join(t, NULL), 0);
-	assert_int_equal(j.rc, 0);
-	assert_int_equal(j.view.bytes, 4096);
-	cache_view_release(c, &j.view);
+	finish_read(c, &j, t, first);
 	assert_int_equal(store->ngets, first + 1);
 	assert_int_equal(j.r->window, 0);
 
@@ -1061,6 +1143,50 @@ static void test_wait_opens_window(void **state)
 	store->gets[first] = store->gets[--store->ngets];
 	store->gets[0] = store->gets[--store->ngets];
 	cancel_gets();
+	cache_reader_destroy(j.r);
+	cache_stream_destroy(s);
+	cache_destroy(c);
+}
+
+/*
+ * A read that waits for the listing asks for the rest of its window as
+ * soon as the page comes, not for one object at a time as its loop
+ * reaches them: the first page of small objects is 20 GETs at once.
+ */
+static void test_listing_wait_prefetches(void **state)
+{
+	struct cache *c = new_conf_cache(256 * MIB, MIB, 32 * MIB, 0);
+	struct cache_stream *s = cache_stream_create(c, "b", "p/");
+	struct read_job j;
+	pthread_t t;
+	unsigned first = UINT_MAX;
+
+	assert_non_null(s);
+	s->next_token = strdup("t1");
+	assert_non_null(s->next_token);
+	memset(&j, 0, sizeof(j));
+	j.r = cache_reader_create(s);
+	assert_non_null(j.r);
+	j.size = 4096;
+	assert_int_equal(pthread_create(&t, NULL, read_job_run, &j), 0);
+	assert_int_equal(test_store_wait_made(store, TEST_LIST, 1), 0);
+	assert_int_equal(store->ngets, 0);
+	answer_list(0, "o", 20, NULL);
+	/* every object of the page, while the read still waits for its
+	 * first */
+	wait_gets(c, 20);
+	pthread_mutex_lock(&c->lock);
+	assert_int_equal(store->ngets, 20);
+	pthread_mutex_unlock(&c->lock);
+	for (unsigned i = 0; i < store->ngets; i++)
+		if (!strcmp(store->gets[i].key, "p/o-0000"))
+			first = i;
+	assert_true(first < store->ngets);
+	assert_int_equal(store->gets[first].offset, 0);
+	finish_read(c, &j, t, first);
+	store->gets[first] = store->gets[--store->ngets];
+	cancel_gets();
+	store->nlists = 0;
 	cache_reader_destroy(j.r);
 	cache_stream_destroy(s);
 	cache_destroy(c);
@@ -2479,6 +2605,8 @@ int main(void)
 	    TEST(test_stream_size),
 	    TEST(test_stream_wait),
 	    TEST(test_stream_want),
+	    TEST(test_listing_goes_on),
+	    TEST(test_listing_wait_prefetches),
 	    TEST(test_block_len),
 	    TEST(test_frontier_to_position),
 	    TEST(test_piece_sizing),
