@@ -11,7 +11,11 @@
  * beside the disk tier, young enough for --listing-ttl.  A listing made
  * here is saved beside the disk tier (--cache-dir) and written to the
  * keeper's memfd as an image that the next worker maps in place
- * (cache_catalog_image_save_fd), on a thread of its own.  A manifest is fetched
+ * (cache_catalog_image_save_fd), on a thread of its own, as is one read
+ * from a saved listing; once it is there, a Pipe-mode channel reads its
+ * catalog from that image too and frees the heap that held it
+ * (handover_adopt), so that a worker's death costs the kernel no more at
+ * a million keys than at a thousand.  A manifest is fetched
  * whole and parsed into entries (channel/entries.c), its first object asked for
  * at once; a FastFile manifest asks for every object (HEAD, many at once) into
  * a catalog.
@@ -532,6 +536,18 @@ static void handover_store(struct channel *ch)
 		handover_write(ch);
 }
 
+/* saved_listing_load(), and the catalog it loaded kept for the next
+ * worker as a listed one is: the next worker maps it instead of reading
+ * the file again (a million keys decoded), and this one reads it from
+ * there too. */
+static bool saved_listing_kept(struct channel *ch)
+{
+	if (!saved_listing_load(ch))
+		return false;
+	handover_store(ch);
+	return true;
+}
+
 /*
  * Every key under the prefix into the channel's catalog before the first
  * byte (the epoch's order needs them all), by key ranges at once
@@ -867,7 +883,7 @@ static int tree_start(struct channel *ch, char *err, size_t errlen)
 	int rc = 0;
 
 	if (ch->spec->data_type == CHANNEL_S3_PREFIX) {
-		if (!handover_load(ch) && !saved_listing_load(ch))
+		if (!handover_load(ch) && !saved_listing_kept(ch))
 			rc = list_catalog(ch,
 					  "a FastFile channel shows every "
 					  "key",
@@ -899,7 +915,7 @@ int channel_start(struct channel *ch, char *err, size_t errlen)
 	/* (a key-order channel reads a saved listing a page at a time) */
 	if (ch->mode != MODE_LISTING &&
 	    ch->spec->data_type == CHANNEL_S3_PREFIX &&
-	    (handover_load(ch) || saved_listing_load(ch)))
+	    (handover_load(ch) || saved_listing_kept(ch)))
 		ch->mode = MODE_PLAN; /* the catalog is here: no LIST */
 	else if (ch->mode == MODE_LISTING)
 		return start_listing(ch, err, errlen);

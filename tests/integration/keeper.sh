@@ -15,7 +15,13 @@
 # of the test server, 100 keys a LIST page) goes on across a kill with
 # the bytes of an epoch read with no kill, the new worker listing on from
 # where the readers were: fewer LIST requests than the rest of the epoch
-# would take from its start.
+# would take from its start.  A shuffled channel listed in several key
+# ranges (its entries not in key order): the worker that listed reads its
+# catalog from the image it kept, and a reader across a kill, and the new
+# worker's reader, get every object once and whole in the same order (the
+# kept order's entry numbers mean the same objects to the new worker); a
+# catalog read from a saved listing (--listing-ttl) is kept the same way,
+# and the new worker maps it.
 S3_SERVER_ARGS=(--synthetic "deep=3000" --synthetic-size 500:900 --synthetic-page-keys 100)
 . "$(cd "$(dirname "$0")/.." && pwd)/lib.sh"
 require_fuse
@@ -336,6 +342,32 @@ grep -q "epoch 0's order of [0-9]* entries from the last worker" "$TEST_TMP/adop
 	fail "the new worker shuffled again: $(tail -n 3 "$TEST_TMP/adopt.log")"
 tcat "$MP/train_0" >"$TEST_TMP/adopt0.again" || fail "reading the shuffled train_0 again failed"
 assert_file_eq "$TEST_TMP/adopt0.again" "$TEST_TMP/adopt0" "the new worker's train_0 against the one read across the kill"
+unmount "$MP"
+
+# ---- a catalog read from a saved listing (--listing-ttl) is kept for
+# the next worker as a listed one is, and read from there: the new worker
+# maps it instead of reading the file again ----
+CD="$TEST_TMP/cachedir"
+mkdir -p "$CD"
+MP=$(new_mountpoint saved1)
+keeper_fg "$TEST_TMP/saved1.log" --cache-dir "$CD" --cache-dir-size 64M --shuffle-seed 7 \
+	train=s3://deep/data/ "$MP"
+wait_until 30 is_mounted "$MP" || fail "not mounted: $(cat "$TEST_TMP/saved1.log")"
+unmount "$MP"
+MP=$(new_mountpoint saved2)
+keeper_fg "$TEST_TMP/saved2.log" --cache-dir "$CD" --cache-dir-size 64M --listing-ttl 3600 \
+	--shuffle-seed 7 train=s3://deep/data/ "$MP"
+wait_until 30 is_mounted "$MP" || fail "not mounted: $(cat "$TEST_TMP/saved2.log")"
+grep -q "a catalog from the listing saved .* no LIST" "$TEST_TMP/saved2.log" ||
+	fail "the saved listing was not read: $(tail -n 3 "$TEST_TMP/saved2.log")"
+wait_until 10 grep -q "kept for the next worker, and read in place from there" "$TEST_TMP/saved2.log" ||
+	fail "the catalog read from the saved listing was not kept: $(tail -n 3 "$TEST_TMP/saved2.log")"
+W1=$(worker_of "$KEEPER")
+kill -KILL "$W1"
+wait_until 10 grep -q "keys mapped from the last worker's catalog, no LIST" "$TEST_TMP/saved2.log" ||
+	fail "the new worker did not map the catalog: $(tail -n 3 "$TEST_TMP/saved2.log")"
+tcat "$MP/train_0" >"$TEST_TMP/saved0" || fail "reading train_0 after the kill failed"
+assert_file_eq "$TEST_TMP/saved0" "$TEST_TMP/adopt0" "train_0 from the saved listing against the listed one"
 unmount "$MP"
 
 # ---- a crash loop gives the mount up ----

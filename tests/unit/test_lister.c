@@ -1121,6 +1121,47 @@ static void test_image_adopt(void **state)
 	cache_catalog_destroy(other);
 }
 
+/* An image a version before entries kept their numbers wrote (1: entries
+ * in key order, no positions; what a SIGHUP upgrade finds in the keeper's
+ * memfd) still maps. */
+static void test_image_version1(void **state)
+{
+	struct cache_catalog *cat = cache_catalog_create("bkt", "pre/"),
+			     *back = NULL;
+	const char *why;
+	int64_t at = 0;
+	uint32_t e, one = 1;
+	int fd = memfd_create("test", MFD_CLOEXEC);
+
+	(void)state;
+	assert_non_null(cat);
+	assert_true(fd >= 0);
+	for (size_t i = 0; i < 100; i++) {
+		char key[32];
+
+		snprintf(key, sizeof(key), "pre/%04zu", i);
+		assert_int_equal(
+		    cache_catalog_add(cat, key, NULL, i + 1, 0, &e), 0);
+	}
+	assert_int_equal(cache_catalog_order(cat, 0, 100), 0);
+	assert_int_equal(cache_catalog_image_save_fd(cat, fd, 800), 0);
+	/* the version, after the magic */
+	assert_int_equal(pwrite(fd, &one, sizeof(one), 8), sizeof(one));
+	assert_int_equal(
+	    cache_catalog_image_map(fd, "bkt", "pre/", &back, &at, &why), 0);
+	assert_int_equal(cache_catalog_count(back), 100);
+	for (size_t pos = 0; pos < 100; pos++) {
+		assert_int_equal(cache_catalog_at(back, pos), pos);
+		assert_string_equal(cache_catalog_name(back, (uint32_t)pos),
+				    cache_catalog_name(cat, (uint32_t)pos));
+		assert_int_equal(cache_catalog_size(back, (uint32_t)pos),
+				 pos + 1);
+	}
+	close(fd);
+	cache_catalog_destroy(back);
+	cache_catalog_destroy(cat);
+}
+
 static void test_saved_pages(void **state)
 {
 	struct cache_catalog *cat = mixed_catalog(2500);
@@ -1700,6 +1741,7 @@ int main(void)
 	    cmocka_unit_test(test_saved_pages),
 	    cmocka_unit_test(test_image_fd),
 	    cmocka_unit_test(test_image_adopt),
+	    cmocka_unit_test(test_image_version1),
 	    cmocka_unit_test(test_saved_old_version),
 	    cmocka_unit_test(test_saved_corrupt),
 	    cmocka_unit_test(test_split_keys),
