@@ -1102,7 +1102,9 @@ static void test_image_adopt(void **state)
 	freed = cache_catalog_drop_heap(cat);
 	after = mallinfo2();
 	assert_true(freed > 3000 * 37 && freed < heap);
-	assert_true(before.uordblks - after.uordblks >= freed / 2);
+	/* (glibc's malloc: a sanitizer's tells nothing here) */
+	if (before.uordblks)
+		assert_true(before.uordblks - after.uordblks >= freed / 2);
 	assert_int_equal(cache_catalog_drop_heap(cat), 0);
 	assert_int_equal(cache_catalog_entries(cat), 3000);
 	assert_int_equal(cache_catalog_count(cat), 3000);
