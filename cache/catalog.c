@@ -18,14 +18,22 @@
  * file's format) are cache/listing_file.c's.
  *
  * A catalog may instead be an image mapped in place (catalog_image.c),
- * read only: its fields are read from the image's arrays, its entries are
- * its positions.
+ * read only: its fields are read from the image's arrays, with the entry
+ * numbers and positions of the catalog it was written from.  The worker
+ * that listed a catalog takes its own image over once it is written
+ * (cache_catalog_adopt_image): every field is read from the mapping from
+ * then on (the image is published last, with release ordering; each read
+ * loads it with acquire ordering), and the heap's chunks and names go
+ * when the caller knows that no reader still holds them
+ * (cache_catalog_drop_heap): the memory a worker's exit gives back to the
+ * kernel is then the same at a million keys as at a thousand.
  */
 #include "config.h"
 
 #include "cache/catalog.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -76,8 +84,16 @@ struct cache_catalog {
 	bool identity; /* position p is entry p (atomic; once false, stays) */
 	struct util_arena names; /* the keys, and ETag text beside them */
 	uint64_t memory;
-	struct catalog_image image; /* mapped: image.base is set */
+	struct catalog_image image; /* mapped: image.base is set (atomic) */
+	bool heap_dropped;	    /* chunks and names gone: image only */
 };
+
+/* The mapped image, or NULL while the catalog is its heap's. */
+static const struct catalog_image *image_of(const struct cache_catalog *cat)
+{
+	return __atomic_load_n(&cat->image.base, __ATOMIC_ACQUIRE) ? &cat->image
+								   : NULL;
+}
 
 struct cache_catalog *cache_catalog_create(const char *bucket,
 					   const char *prefix)
@@ -281,7 +297,7 @@ int cache_catalog_add(struct cache_catalog *cat, const char *key,
 	size_t n = cat->nentries;
 	struct entry_chunk *chunk;
 
-	if (cat->image.base)
+	if (image_of(cat))
 		return EROFS;
 	if (strncmp(key, cat->prefix, cat->prefix_len) != 0 ||
 	    strlen(key) > CACHE_KEY_MAX || !entry_fields_valid(size, etag))
@@ -307,7 +323,7 @@ int cache_catalog_learn(struct cache_catalog *cat, uint32_t entry,
 	enum cache_etag_kind was, kind;
 	const char *extra;
 
-	if (cat->image.base)
+	if (image_of(cat))
 		return EROFS;
 	if (!entry_fields_valid(size, etag))
 		return EINVAL;
@@ -334,7 +350,7 @@ size_t cache_catalog_entries(const struct cache_catalog *cat)
 
 void cache_catalog_truncate(struct cache_catalog *cat, size_t count)
 {
-	if (count >= cat->nentries || cat->image.base)
+	if (count >= cat->nentries || image_of(cat))
 		return;
 	/* give the names back when the first entry dropped is in the arena's
 	 * block being filled (the usual case: one page) */
@@ -345,7 +361,7 @@ void cache_catalog_truncate(struct cache_catalog *cat, size_t count)
 
 void cache_catalog_clear(struct cache_catalog *cat)
 {
-	if (cat->image.base)
+	if (image_of(cat))
 		return;
 	util_arena_free(&cat->names);
 	__atomic_store_n(&cat->npositions, 0, __ATOMIC_RELEASE);
@@ -357,7 +373,7 @@ int cache_catalog_order(struct cache_catalog *cat, uint32_t first, size_t n)
 {
 	size_t at = cat->npositions;
 
-	if (cat->image.base)
+	if (image_of(cat))
 		return EROFS;
 	if (n == 0)
 		return 0;
@@ -395,11 +411,22 @@ size_t cache_catalog_count(const struct cache_catalog *cat)
 	return __atomic_load_n(&cat->npositions, __ATOMIC_ACQUIRE);
 }
 
+bool catalog_positions_identity(const struct cache_catalog *cat)
+{
+	const struct catalog_image *im = image_of(cat);
+
+	return im ? !im->pos
+		  : __atomic_load_n(&cat->identity, __ATOMIC_ACQUIRE);
+}
+
 uint32_t cache_catalog_at(const struct cache_catalog *cat, size_t pos)
 {
+	const struct catalog_image *im = image_of(cat);
 	const struct position_chunk *pc;
 
-	if (__atomic_load_n(&cat->identity, __ATOMIC_ACQUIRE))
+	if (im && im->pos) /* (an entry past the image's: entry 0) */
+		return im->pos[pos] < im->count ? im->pos[pos] : 0;
+	if (im || __atomic_load_n(&cat->identity, __ATOMIC_ACQUIRE))
 		return (uint32_t)pos;
 	pc = chunk_at(&cat->positions, pos);
 	return pc->entry[pos & CHUNK_MASK];
@@ -413,15 +440,19 @@ static const struct entry_chunk *entry_chunk(const struct cache_catalog *cat,
 
 uint64_t cache_catalog_size(const struct cache_catalog *cat, uint32_t entry)
 {
-	if (cat->image.base)
-		return cat->image.size[entry];
+	const struct catalog_image *im = image_of(cat);
+
+	if (im)
+		return im->size[entry];
 	return entry_chunk(cat, entry)->size[entry & CHUNK_MASK];
 }
 
 int64_t cache_catalog_mtime(const struct cache_catalog *cat, uint32_t entry)
 {
-	if (cat->image.base)
-		return cat->image.mtime[entry];
+	const struct catalog_image *im = image_of(cat);
+
+	if (im)
+		return im->mtime[entry];
 	return entry_chunk(cat, entry)->mtime[entry & CHUNK_MASK];
 }
 
@@ -437,21 +468,24 @@ static const char *image_name(const struct catalog_image *im, uint32_t entry)
 
 const char *cache_catalog_name(const struct cache_catalog *cat, uint32_t entry)
 {
-	if (cat->image.base)
-		return image_name(&cat->image, entry);
+	const struct catalog_image *im = image_of(cat);
+
+	if (im)
+		return image_name(im, entry);
 	return entry_chunk(cat, entry)->name[entry & CHUNK_MASK];
 }
 
 void catalog_entry_raw(const struct cache_catalog *cat, uint32_t entry,
 		       struct catalog_raw *raw)
 {
+	const struct catalog_image *im = image_of(cat);
 	const struct entry_chunk *ch;
 	unsigned kind;
 
-	if (cat->image.base) {
-		raw->name = image_name(&cat->image, entry);
-		raw->md5 = cat->image.md5 + (size_t)entry * MD5_BYTES;
-		kind = cat->image.kind[entry];
+	if (im) {
+		raw->name = image_name(im, entry);
+		raw->md5 = im->md5 + (size_t)entry * MD5_BYTES;
+		kind = im->kind[entry];
 	} else {
 		ch = entry_chunk(cat, entry);
 		raw->name = ch->name[entry & CHUNK_MASK];
@@ -536,10 +570,63 @@ int cache_catalog_image_map(int fd, const char *bucket, const char *prefix,
 		cache_catalog_destroy(cat);
 		return rc;
 	}
-	cat->nentries = cat->npositions = cat->image.count;
+	cat->nentries = cat->image.count;
+	cat->npositions = cat->image.npos;
 	*listed_at = cat->image.listed_at;
 	*out = cat;
 	return 0;
+}
+
+int cache_catalog_adopt_image(struct cache_catalog *cat, int fd,
+			      const char **why)
+{
+	struct catalog_image im;
+	int rc;
+
+	*why = "";
+	if (image_of(cat)) {
+		*why = "the catalog is an image already";
+		return EINVAL;
+	}
+	rc = catalog_image_map(fd, cat->bucket, cat->prefix, &im, why);
+	if (rc)
+		return rc;
+	/* the image of these entries and positions (nothing is added once
+	 * a catalog is listed: the caller's word) */
+	if (im.count != cat->nentries || im.npos != cat->npositions ||
+	    (!im.pos) != cat->identity ||
+	    (im.count &&
+	     (im.size[im.count - 1] !=
+		  cache_catalog_size(cat, (uint32_t)im.count - 1) ||
+	      strcmp(image_name(&im, (uint32_t)im.count - 1),
+		     cache_catalog_name(cat, (uint32_t)im.count - 1)) != 0))) {
+		*why = "an image of other entries";
+		catalog_image_unmap(&im);
+		return EINVAL;
+	}
+	/* every field first, the base last: a reader that sees it reads
+	 * the rest */
+	memcpy((char *)&cat->image + offsetof(struct catalog_image, bytes),
+	       (const char *)&im + offsetof(struct catalog_image, bytes),
+	       sizeof(im) - offsetof(struct catalog_image, bytes));
+	__atomic_store_n(&cat->image.base, im.base, __ATOMIC_RELEASE);
+	return 0;
+}
+
+uint64_t cache_catalog_drop_heap(struct cache_catalog *cat)
+{
+	uint64_t bytes;
+
+	if (!image_of(cat) || cat->heap_dropped)
+		return 0;
+	bytes = cat->memory - sizeof(*cat) + cat->names.bytes;
+	table_free(cat->entries, true);
+	table_free(cat->positions, true);
+	cat->entries = cat->positions = NULL;
+	util_arena_free(&cat->names);
+	cat->memory = sizeof(*cat);
+	cat->heap_dropped = true;
+	return bytes;
 }
 
 struct cache_object *cache_catalog_object(struct cache *c,

@@ -93,7 +93,8 @@ uint64_t cache_catalog_size(const struct cache_catalog *cat, uint32_t entry);
 /* The last modified time as added (clamped to [0, UINT32_MAX]): seconds
  * since the epoch, 0 when unknown. */
 int64_t cache_catalog_mtime(const struct cache_catalog *cat, uint32_t entry);
-/* The key without the prefix (valid while the catalog lives). */
+/* The key without the prefix (valid while the catalog lives, and until
+ * cache_catalog_drop_heap() for one that adopted its image). */
 const char *cache_catalog_name(const struct cache_catalog *cat, uint32_t entry);
 /* The whole key into buf (CACHE_KEY_MAX + 1 bytes suffice): its length,
  * or 0 when it does not fit. */
@@ -130,6 +131,25 @@ int cache_catalog_image_save_fd(const struct cache_catalog *cat, int fd,
 int cache_catalog_image_map(int fd, const char *bucket, const char *prefix,
 			    struct cache_catalog **out, int64_t *listed_at,
 			    const char **why);
+/*
+ * The worker that listed cat reads it from now on from its image in fd
+ * (cache_catalog_image_save_fd of cat, once nothing is added to it): the
+ * same entry numbers and positions, read from a mapping that the next
+ * worker maps too, so that its heap can go.  Readers may be reading cat
+ * meanwhile: each read takes the image or the heap whole.  0; EINVAL with
+ * *why (not an image of cat's entries, or cat is an image already); an
+ * errno.
+ */
+int cache_catalog_adopt_image(struct cache_catalog *cat, int fd,
+			      const char **why);
+/*
+ * Frees the heap (entries and names) of a catalog that adopted its image:
+ * the bytes freed (0 when it was not an image, or already dropped).  The
+ * caller knows that no reader still holds anything of the heap: none that
+ * loaded an entry's name (cache_catalog_name) or began a read before the
+ * adoption returned may still be running.
+ */
+uint64_t cache_catalog_drop_heap(struct cache_catalog *cat);
 /*
  * A catalog of bucket/prefix from the file at path, listed at most max_age
  * seconds before now: 0 and *out (its positions are its entries, in key

@@ -10,7 +10,8 @@
  *
  *   header    magic "S3PIMG1\n" (written last: an image without it was
  *             not finished), version, byte-order mark, entry count, the
- *             time listed, the file's length, each array's offset
+ *             time listed, the file's length, each array's offset, and
+ *             (version 2) the positions' offset and count
  *   bucket    and prefix, NUL-terminated, at their offsets
  *   size      count x uint64     mtime  count x uint32
  *   md5       count x 16 bytes   kind   count x 1 byte (cache_etag_kind)
@@ -18,13 +19,19 @@
  *   text      each entry's name past the prefix, NUL-terminated, and its
  *             ETag's text after that when its kind keeps one; two NULs end
  *             the section
+ *   pos       positions x uint32: the entries in key order; absent (offset
+ *             0) when position p is entry p
  *
- * Entries are written in the catalog's key order, so the image's entry i
- * is its position i.  The writer uses pwrite, never a mapping of its own.  A
- * mapping is checked once (offsets, lengths, the text's two closing NULs,
- * bucket and prefix); a name's offset is checked when it is read (catalog.c),
- * so an image changed under a reader gives wrong names at worst, never a read
- * outside the mapping.
+ * Entries are written in the catalog's own order (version 2), so the
+ * image's entry i is the catalog's entry i: the epoch orders a worker keeps
+ * (entry numbers) mean the same entries to the next worker, and the worker
+ * that listed can read its own catalog from the image in place of its heap
+ * (cache_catalog_adopt_image).  Version 1 wrote entries in key order, no
+ * positions; it still maps.  The writer uses pwrite, never a mapping of its
+ * own.  A mapping is checked once (offsets, lengths, the text's two closing
+ * NULs, bucket and prefix); a name's offset and a position's entry are
+ * checked when read (catalog.c), so an image changed under a reader gives
+ * wrong names at worst, never a read outside the mapping.
  */
 #include "config.h"
 
@@ -39,7 +46,7 @@
 #include "cache/internal.h"
 
 #define IMAGE_MAGIC   "S3PIMG1\n"
-#define IMAGE_VERSION 1u
+#define IMAGE_VERSION 2u
 #define IMAGE_ORDER   0x01020304u
 #define IMAGE_ALIGN   64u
 
@@ -53,6 +60,7 @@ struct image_header {
 	uint64_t bucket_at, prefix_at;
 	uint64_t size_at, mtime_at, md5_at, kind_at, name_at;
 	uint64_t text_at, text_bytes;
+	uint64_t pos_at, positions; /* version 2 */
 };
 
 static uint64_t align_up(uint64_t n)
@@ -72,8 +80,10 @@ static size_t entry_text_bytes(const char *name, enum cache_etag_kind kind)
 }
 
 /* The header's offsets for count entries, text_bytes of text, bucket and
- * prefix: fills h (magic left empty). */
+ * prefix, and positions (no section when identity: position p is entry
+ * p): fills h (magic left empty). */
 static void image_lay_out(struct image_header *h, uint64_t count,
+			  uint64_t positions, bool identity,
 			  uint64_t text_bytes, size_t bucket_len,
 			  size_t prefix_len)
 {
@@ -99,7 +109,11 @@ static void image_lay_out(struct image_header *h, uint64_t count,
 	at = align_up(at + count * sizeof(uint64_t));
 	h->text_at = at;
 	h->text_bytes = text_bytes;
-	h->file_bytes = at + text_bytes;
+	at = align_up(at + text_bytes);
+	h->positions = positions;
+	h->pos_at = identity ? 0 : at;
+	h->file_bytes = identity ? h->text_at + text_bytes
+				 : at + positions * sizeof(uint32_t);
 }
 
 /* Bytes written to fd from an offset on, through a buffer. */
@@ -152,15 +166,22 @@ static void out_put(struct image_out *o, const void *p, size_t n)
 }
 
 /* One section: each entry's field (which: 0 size, 1 mtime, 2 MD5, 3
- * kind, 4 name offset, 5 text), in position order. */
+ * kind, 4 name offset, 5 text), in entry order, or (6) the positions. */
 static void out_section(struct image_out *o, const struct cache_catalog *cat,
 			int which)
 {
-	size_t count = cache_catalog_count(cat);
+	size_t count = cache_catalog_entries(cat);
 	uint64_t off = 0;
 
-	for (size_t pos = 0; pos < count; pos++) {
-		uint32_t e = cache_catalog_at(cat, pos);
+	if (which == 6) {
+		for (size_t pos = 0; pos < cache_catalog_count(cat); pos++) {
+			uint32_t e = cache_catalog_at(cat, pos);
+
+			out_put(o, &e, sizeof(e));
+		}
+		return;
+	}
+	for (uint32_t e = 0; e < count; e++) {
 		struct catalog_raw raw;
 		uint64_t size;
 		uint32_t mtime;
@@ -203,20 +224,23 @@ int cache_catalog_image_save_fd(const struct cache_catalog *cat, int fd,
 {
 	const char *bucket = cache_catalog_bucket(cat),
 		   *prefix = cache_catalog_prefix(cat);
-	size_t count = cache_catalog_count(cat);
-	const uint64_t *at[6];
+	size_t count = cache_catalog_entries(cat),
+	       positions = cache_catalog_count(cat);
+	bool identity = catalog_positions_identity(cat);
+	const uint64_t *at[7];
 	struct image_header h;
 	uint64_t text_bytes = 2;
 	struct image_out *o;
 	int rc;
 
-	for (size_t pos = 0; pos < count; pos++) {
+	for (uint32_t e = 0; e < count; e++) {
 		struct catalog_raw raw;
 
-		catalog_entry_raw(cat, cache_catalog_at(cat, pos), &raw);
+		catalog_entry_raw(cat, e, &raw);
 		text_bytes += entry_text_bytes(raw.name, raw.kind);
 	}
-	image_lay_out(&h, count, text_bytes, strlen(bucket), strlen(prefix));
+	image_lay_out(&h, count, positions, identity, text_bytes,
+		      strlen(bucket), strlen(prefix));
 	h.listed_at = listed_at;
 	if (h.file_bytes > (uint64_t)INT64_MAX || ftruncate(fd, 0) != 0 ||
 	    ftruncate(fd, (off_t)h.file_bytes) != 0)
@@ -237,7 +261,8 @@ int cache_catalog_image_save_fd(const struct cache_catalog *cat, int fd,
 	at[3] = &h.kind_at;
 	at[4] = &h.name_at;
 	at[5] = &h.text_at;
-	for (int which = 0; which < 6 && !o->error; which++) {
+	at[6] = &h.pos_at;
+	for (int which = 0; which < (identity ? 6 : 7) && !o->error; which++) {
 		out_seek(o, *at[which]);
 		out_section(o, cat, which);
 	}
@@ -257,10 +282,13 @@ static bool section_ok(uint64_t at, uint64_t len, uint64_t file, uint64_t align)
 	return at % align == 0 && at <= file && len <= file - at;
 }
 
-/* The header of a mapping of file bytes: NULL and *why when it is not a
- * whole image of this version and byte order. */
+/* The header of a mapping of file bytes, with where its positions are
+ * (*pos_at 0: none) and how many: NULL and *why when it is not a whole
+ * image of a version read here and this byte order. */
 static const struct image_header *header_check(const unsigned char *base,
-					       uint64_t file, const char **why)
+					       uint64_t file, uint64_t *pos_at,
+					       uint64_t *positions,
+					       const char **why)
 {
 	const struct image_header *h = (const void *)base;
 	uint64_t n;
@@ -270,11 +298,21 @@ static const struct image_header *header_check(const unsigned char *base,
 		*why = "not a finished catalog image";
 		return NULL;
 	}
-	if (h->version != IMAGE_VERSION || h->order != IMAGE_ORDER) {
+	if ((h->version != IMAGE_VERSION && h->version != 1) ||
+	    h->order != IMAGE_ORDER) {
 		*why = "a catalog image of another version";
 		return NULL;
 	}
 	n = h->count;
+	/* (version 1: entries in key order, no positions) */
+	*pos_at = h->version == 1 ? 0 : h->pos_at;
+	*positions = h->version == 1 ? n : h->positions;
+	if (*positions > n ||
+	    (*pos_at &&
+	     !section_ok(*pos_at, *positions * sizeof(uint32_t), file, 4))) {
+		*why = "a catalog image whose sections do not fit";
+		return NULL;
+	}
 	if (h->file_bytes != file || n > CACHE_CATALOG_MAX ||
 	    !section_ok(h->size_at, n * sizeof(uint64_t), file, 8) ||
 	    !section_ok(h->mtime_at, n * sizeof(uint32_t), file, 4) ||
@@ -299,6 +337,7 @@ int catalog_image_map(int fd, const char *bucket, const char *prefix,
 {
 	const struct image_header *h;
 	unsigned char *base;
+	uint64_t pos_at = 0, positions = 0;
 	struct stat sb;
 
 	memset(im, 0, sizeof(*im));
@@ -312,7 +351,7 @@ int catalog_image_map(int fd, const char *bucket, const char *prefix,
 	base = mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_SHARED, fd, 0);
 	if (base == MAP_FAILED)
 		return errno;
-	h = header_check(base, (uint64_t)sb.st_size, why);
+	h = header_check(base, (uint64_t)sb.st_size, &pos_at, &positions, why);
 	if (h && (strcmp((const char *)base + h->bucket_at, bucket) != 0 ||
 		  strcmp((const char *)base + h->prefix_at, prefix) != 0)) {
 		*why = "a catalog image of another bucket or prefix";
@@ -325,6 +364,8 @@ int catalog_image_map(int fd, const char *bucket, const char *prefix,
 	im->base = base;
 	im->bytes = (size_t)sb.st_size;
 	im->count = (size_t)h->count;
+	im->npos = (size_t)positions;
+	im->pos = pos_at ? (const uint32_t *)(base + pos_at) : NULL;
 	im->listed_at = h->listed_at;
 	im->size = (const uint64_t *)(base + h->size_at);
 	im->mtime = (const uint32_t *)(base + h->mtime_at);

@@ -562,11 +562,17 @@ void catalog_entry_raw(const struct cache_catalog *cat, uint32_t entry,
 		       struct catalog_raw *raw);
 
 /* A catalog image mapped in place (catalog_image.c): its arrays, entry i
- * at position i. */
+ * of the catalog it was written from at index i, and its positions in key
+ * order (pos, or entry p at position p when pos is NULL).  A catalog that
+ * takes an image over (cache_catalog_adopt_image) fills every field and
+ * then publishes base (release): a reader that loads base (acquire) and
+ * sees it set may read the rest. */
 struct catalog_image {
 	void *base;
 	size_t bytes;
 	size_t count;
+	size_t npos;	     /* positions */
+	const uint32_t *pos; /* NULL: position p is entry p */
 	int64_t listed_at;
 	const uint64_t *size;
 	const uint32_t *mtime;
@@ -582,6 +588,8 @@ struct catalog_image {
 int catalog_image_map(int fd, const char *bucket, const char *prefix,
 		      struct catalog_image *im, const char **why);
 void catalog_image_unmap(struct catalog_image *im);
+/* Whether cat's positions are its entries (catalog.c). */
+bool catalog_positions_identity(const struct cache_catalog *cat);
 
 /* An ETag goes into an If-Match header: not too long, and no control
  * character (CR, LF) whatever listed it or whichever file it came from. */

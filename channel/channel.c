@@ -121,6 +121,7 @@ struct channel *channel_create(const struct channel_spec *spec,
 	ch->framed = spec->wrapper == CHANNEL_WRAPPER_RECORDIO &&
 		     spec->compression == CHANNEL_COMPRESSION_NONE;
 	pthread_mutex_init(&ch->lock, NULL);
+	pthread_cond_init(&ch->catalog_idle, NULL);
 	pthread_mutex_init(&ch->records_lock, NULL);
 	return ch;
 }
@@ -251,6 +252,7 @@ void channel_destroy(struct channel *ch)
 	record_index_destroy(ch->records);
 	object_counts_destroy(ch->counts);
 	pthread_mutex_destroy(&ch->records_lock);
+	pthread_cond_destroy(&ch->catalog_idle);
 	pthread_mutex_destroy(&ch->lock);
 	free(ch);
 }

@@ -81,6 +81,11 @@ struct channel {
 	/* plans reading a slot in place: it is not written meanwhile */
 	unsigned order_mapped[2];
 	bool handover_writing;
+	/* readers of the catalog that do not hold ch->lock (catalog_enter),
+	 * counted under it: the catalog's heap goes once none is left, after
+	 * the catalog took its image over (start.c) */
+	unsigned catalog_users;
+	pthread_cond_t catalog_idle;
 	pthread_mutex_t lock;	  /* see the top of the file */
 	struct epoch_plan *plans; /* newest epoch first */
 	/* objects whose HEAD is to start once the lock is dropped */
@@ -111,6 +116,13 @@ bool channel_bytes_as_stored(const struct channel *ch);
 
 /* HEADs a manifest's plan keeps started ahead of its stream's end */
 #define RESOLVE_AHEAD 256
+
+/* ---- start.c ---- */
+
+/* Around a read of the catalog without ch->lock held (a plan made or
+ * placed): its heap is not freed meanwhile. */
+void catalog_enter(struct channel *ch);
+void catalog_leave(struct channel *ch);
 
 /* ---- plan.c ---- */
 

@@ -465,19 +465,15 @@ static size_t catalog_items(const struct channel *ch, uint32_t *order,
 	return n;
 }
 
-struct epoch_plan *plan_create(struct channel *ch, unsigned epoch, bool shared)
+/* plan_create() of a plan channel (the catalog's readers counted) */
+static struct epoch_plan *plan_make(struct channel *ch, struct epoch_plan *p,
+				    bool shared)
 {
-	struct epoch_plan *p = calloc(1, sizeof(*p));
+	unsigned epoch = p->epoch;
 	uint64_t bytes = 0;
 	bool kept = false;
 	size_t n;
 
-	if (!p)
-		return NULL;
-	p->ch = ch;
-	p->epoch = epoch;
-	if (ch->mode == MODE_LISTING)
-		return listing_plan_create(ch, p, shared);
 	n = ch->catalog ? cache_catalog_count(ch->catalog)
 			: channel_entries_count(ch->entries);
 	p->stream = cache_stream_create_plan(ch->cache, plan_refill, p);
@@ -522,6 +518,22 @@ struct epoch_plan *plan_create(struct channel *ch, unsigned epoch, bool shared)
 	 * the ones every reader passed go, so that reading an epoch does not
 	 * keep a record of each object */
 	cache_stream_set_trim(p->stream);
+	return p;
+}
+
+struct epoch_plan *plan_create(struct channel *ch, unsigned epoch, bool shared)
+{
+	struct epoch_plan *p = calloc(1, sizeof(*p));
+
+	if (!p)
+		return NULL;
+	p->ch = ch;
+	p->epoch = epoch;
+	if (ch->mode == MODE_LISTING)
+		return listing_plan_create(ch, p, shared);
+	catalog_enter(ch);
+	p = plan_make(ch, p, shared);
+	catalog_leave(ch);
 	return p;
 }
 
@@ -650,9 +662,11 @@ struct epoch_plan *plan_create_from(struct epoch_plan *shared, uint64_t offset,
 	p->borrowed = true;
 	p->stream = cache_stream_create_plan(ch->cache, plan_refill, p);
 	if (!walked) {
+		catalog_enter(ch);
 		e = entry ? (*entry < p->n ? *entry : p->n)
 			  : plan_entry_at(p, offset);
 		*start = plan_entry_start(p, e);
+		catalog_leave(ch);
 	}
 	p->next = e;
 	if (!p->stream || cache_stream_start_at(p->stream, *start)) {

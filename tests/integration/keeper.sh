@@ -15,7 +15,13 @@
 # of the test server, 100 keys a LIST page) goes on across a kill with
 # the bytes of an epoch read with no kill, the new worker listing on from
 # where the readers were: fewer LIST requests than the rest of the epoch
-# would take from its start.
+# would take from its start.  A shuffled channel listed in several key
+# ranges (its entries not in key order): the worker that listed reads its
+# catalog from the image it kept, and a reader across a kill, and the new
+# worker's reader, get every object once and whole in the same order (the
+# kept order's entry numbers mean the same objects to the new worker); a
+# catalog read from a saved listing (--listing-ttl) is kept the same way,
+# and the new worker maps it.
 S3_SERVER_ARGS=(--synthetic "deep=3000" --synthetic-size 500:900 --synthetic-page-keys 100)
 . "$(cd "$(dirname "$0")/.." && pwd)/lib.sh"
 require_fuse
@@ -279,6 +285,89 @@ assert_file_eq "$TEST_TMP/deep1" "$TEST_TMP/deep0" "the deep train_0 across a ki
 # (at most a trim batch, 256 objects, and a page behind) about 13
 [ $((after - before)) -lt 20 ] ||
 	fail "the new worker listed the deep epoch from its start: $((after - before)) LIST requests"
+unmount "$MP"
+
+# ---- shuffled, listed by key ranges at once: the worker that listed
+# reads its catalog from the image it kept (its heap freed), entries
+# numbered as it listed them; a reader across a kill after that, and a
+# reader of the new worker, get every object whole and once, in the same
+# order ----
+cat >"$TEST_TMP/objects.py" <<'EOF'
+import hashlib, sys, urllib.parse
+# KEYS (the server's ground truth) EPOCH: the epoch is every non-empty
+# object once, whole (its bytes: its key's md5 hex repeated)
+objs = {}
+for line in open(sys.argv[1]):
+    k, size = line.rstrip("\n").split("\t")[:2]
+    k = urllib.parse.unquote(k)
+    if int(size):
+        objs[hashlib.md5(k.encode()).hexdigest()] = int(size)
+data = open(sys.argv[2], "rb").read()
+at, seen = 0, set()
+while at < len(data):
+    hx = data[at:at + 32].decode("latin1")
+    if hx not in objs or hx in seen:
+        sys.exit("byte %d: not the start of an object not seen yet" % at)
+    size = objs[hx]
+    if data[at:at + size] != (hx * (size // 32 + 1))[:size].encode():
+        sys.exit("byte %d: an object's bytes are not its own" % at)
+    seen.add(hx)
+    at += size
+if len(seen) != len(objs):
+    sys.exit("%d of %d objects" % (len(seen), len(objs)))
+EOF
+s3_curl -sS -f "$S3_URL/__synthetic/keys?bucket=deep&prefix=data%2F" >"$TEST_TMP/deep.keys" ||
+	fail "the test server did not give the deep keys"
+MP=$(new_mountpoint adopt)
+keeper_fg "$TEST_TMP/adopt.log" --cache-size 8M --part-size 1M --shuffle-seed 7 \
+	train=s3://deep/data/ "$MP"
+wait_until 30 is_mounted "$MP" || fail "not mounted: $(cat "$TEST_TMP/adopt.log")"
+wait_until 10 grep -q "kept for the next worker, and read in place from there" "$TEST_TMP/adopt.log" ||
+	fail "the worker that listed reads its catalog from its heap: $(tail -n 3 "$TEST_TMP/adopt.log")"
+ranges=$(sed -n 's/.* pages over \([0-9]*\) key ranges.*/\1/p' "$TEST_TMP/adopt.log")
+[ "${ranges:-0}" -ge 2 ] ||
+	fail "listed in ${ranges:-?} key range (entries in key order: nothing to tell apart)"
+python3 "$TEST_TMP/reader.py" "$MP/train_0" "$TEST_TMP/adopt0" 1000000 "$TEST_TMP/adopt" &
+reader=$!
+track_pid "$reader"
+wait_until 30 test -e "$TEST_TMP/adopt.at" || fail "the shuffled reader did not reach its mark"
+W1=$(worker_of "$KEEPER")
+kill -KILL "$W1"
+wait_pids_gone 10 "$W1" || fail "worker $W1 survived SIGKILL"
+touch "$TEST_TMP/adopt.go1000000"
+wait "$reader" || fail "the shuffled reader of train_0 failed across a kill"
+python3 "$TEST_TMP/objects.py" "$TEST_TMP/deep.keys" "$TEST_TMP/adopt0" ||
+	fail "the shuffled train_0 read across a kill is not every object once"
+grep -q "epoch 0's order of [0-9]* entries from the last worker" "$TEST_TMP/adopt.log" ||
+	fail "the new worker shuffled again: $(tail -n 3 "$TEST_TMP/adopt.log")"
+tcat "$MP/train_0" >"$TEST_TMP/adopt0.again" || fail "reading the shuffled train_0 again failed"
+assert_file_eq "$TEST_TMP/adopt0.again" "$TEST_TMP/adopt0" "the new worker's train_0 against the one read across the kill"
+unmount "$MP"
+
+# ---- a catalog read from a saved listing (--listing-ttl) is kept for
+# the next worker as a listed one is, and read from there: the new worker
+# maps it instead of reading the file again ----
+CD="$TEST_TMP/cachedir"
+mkdir -p "$CD"
+MP=$(new_mountpoint saved1)
+keeper_fg "$TEST_TMP/saved1.log" --cache-dir "$CD" --cache-dir-size 64M --shuffle-seed 7 \
+	train=s3://deep/data/ "$MP"
+wait_until 30 is_mounted "$MP" || fail "not mounted: $(cat "$TEST_TMP/saved1.log")"
+unmount "$MP"
+MP=$(new_mountpoint saved2)
+keeper_fg "$TEST_TMP/saved2.log" --cache-dir "$CD" --cache-dir-size 64M --listing-ttl 3600 \
+	--shuffle-seed 7 train=s3://deep/data/ "$MP"
+wait_until 30 is_mounted "$MP" || fail "not mounted: $(cat "$TEST_TMP/saved2.log")"
+grep -q "a catalog from the listing saved .* no LIST" "$TEST_TMP/saved2.log" ||
+	fail "the saved listing was not read: $(tail -n 3 "$TEST_TMP/saved2.log")"
+wait_until 10 grep -q "kept for the next worker, and read in place from there" "$TEST_TMP/saved2.log" ||
+	fail "the catalog read from the saved listing was not kept: $(tail -n 3 "$TEST_TMP/saved2.log")"
+W1=$(worker_of "$KEEPER")
+kill -KILL "$W1"
+wait_until 10 grep -q "keys mapped from the last worker's catalog, no LIST" "$TEST_TMP/saved2.log" ||
+	fail "the new worker did not map the catalog: $(tail -n 3 "$TEST_TMP/saved2.log")"
+tcat "$MP/train_0" >"$TEST_TMP/saved0" || fail "reading train_0 after the kill failed"
+assert_file_eq "$TEST_TMP/saved0" "$TEST_TMP/adopt0" "train_0 from the saved listing against the listed one"
 unmount "$MP"
 
 # ---- a crash loop gives the mount up ----
