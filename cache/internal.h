@@ -162,7 +162,9 @@ struct cache_slabs {
 	struct slab *partial[CACHE_SLAB_CLASSES]; /* slabs with a free slot */
 	struct slab *empty;			  /* kept for reuse */
 	unsigned nempty;
-	uint64_t mapped; /* bytes of slabs mapped */
+	uint64_t mapped;  /* bytes of slabs mapped */
+	uint64_t trimmed; /* of which pages given back (no slot in use) */
+	uint64_t trims;	  /* madvise calls that gave pages back */
 };
 /* The slot size that holds len bytes (len <= CACHE_SLAB_MAX), else 0. */
 size_t cache_slab_cap(size_t len);
