@@ -11,9 +11,9 @@
  * budget's worth of free holes in the heap that RSS kept and the budget
  * did not see.  Here a freed slot is only ever taken again by a buffer of
  * its class, a slab whose slots are all free is given back (a few are
- * kept for the next ones, their pages given back but the header's), and
- * what the slabs hold beyond the slots in use is the free slots that
- * share a page with one in use.
+ * kept for the next ones), and what the slabs hold beyond the slots in
+ * use is the free slots that share a page with one in use and the pages
+ * left unused since the last two sweeps (below).
  *
  * The records of small objects' blocks, the blocks and their objects
  * (counted in the budget beside them, see block_record()), take slots
@@ -24,17 +24,21 @@
  * A slab's free slots are bits in its header, not a list through their
  * own bytes: a free slot is never written, so its pages can be given back.
  * The lowest free slot is taken (the slots in use stay at a slab's front,
- * its free ones behind them), and a free that leaves a page with no slot
- * in use on it gives the page back (madvise MADV_DONTNEED, one call for
- * the run of pages the slot spanned; the header's page stays).  Slabs
- * half full across the thirty-odd classes a dataset of mixed sizes uses
- * held a megabyte of free slots resident that the budget did not count
- * (manifest epoch of 100,000 entries, contrib/bench-listing i8); now
- * they hold the pages their slots in use touch.  A call a page freed,
- * and a fault when it is taken again, cost about what copying its 4 KiB
- * does, and a page holds at least one block's bytes, fetched with a GET.
- * A slab's pages given back are marked in its header: s->trimmed counts
- * their bytes (those of a new slab's pages, never touched, included).
+ * its free ones behind them).  Every SWEEP_FREES frees a sweep goes over
+ * the slabs with a free slot and gives back (madvise MADV_DONTNEED, one
+ * call a run of pages) the pages that had no slot in use at the sweep
+ * before and have had none since; the header's page stays.  Slabs half
+ * full across the thirty-odd classes a dataset of mixed sizes uses held
+ * about a megabyte of free slots resident that the budget did not count
+ * (a manifest epoch of 100,000 entries, contrib/bench-listing i8).  A
+ * page given back as soon as a free left it unused cost a call, and a
+ * fault when a slot there was taken again, as often as every few blocks
+ * while the budget turns over (4.5 to 6.8 us a block against 0.6 to 0.7,
+ * blocks of 64 B to 16 KiB made and freed in order, 16 MiB of them);
+ * pages unused over a sweep are the ones not taken again soon.  A slab's
+ * pages given back are marked in its header, s->trimmed counts their
+ * bytes (a new slab's pages, never touched, included) and a kept empty
+ * slab keeps them given back for its next class.
  *
  * The slab of a slot is found by rounding its address down.  A class's
  * slabs with a free slot are on a list, the one a slot was last freed to
@@ -51,13 +55,13 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#define SLAB_BYTES ((size_t)64 << 10)
-#define SLAB_HEAD  192 /* header bytes before the first slot */
-#define SLAB_SPARE 4   /* empty slabs kept for reuse */
-#define CLASS_MIN  64
-#define SLOTS_MAX  ((SLAB_BYTES - SLAB_HEAD) / CLASS_MIN)
-#define MAP_WORDS  ((SLOTS_MAX + 63) / 64)
-#define PAGES_MAX  16 /* a slab's pages, at 4 KiB (the smallest) */
+#define SLAB_BYTES  ((size_t)64 << 10)
+#define SLAB_HEAD   192 /* header bytes before the first slot */
+#define SLAB_SPARE  4	/* empty slabs kept for reuse */
+#define CLASS_MIN   64
+#define SLOTS_MAX   ((SLAB_BYTES - SLAB_HEAD) / CLASS_MIN)
+#define MAP_WORDS   ((SLOTS_MAX + 63) / 64)
+#define SWEEP_FREES 2048 /* frees between two sweeps */
 
 #if defined(__SANITIZE_ADDRESS__)
 #include <sanitizer/asan_interface.h>
@@ -73,6 +77,7 @@ struct slab {
 	unsigned cls;
 	unsigned used, slots;
 	uint16_t trimmed; /* pages given back, every slot on them free */
+	uint16_t idle;	  /* pages with no slot in use since the last sweep */
 	bool listed;
 	uint64_t free[MAP_WORDS]; /* a bit a slot, set when it is free */
 };
@@ -194,28 +199,38 @@ static size_t bytes_after_first(void)
 	return page ? SLAB_BYTES - page : 0;
 }
 
+/* The bytes of sl's pages given back */
+static size_t trimmed_bytes(const struct slab *sl)
+{
+	return (size_t)__builtin_popcount(sl->trimmed) * page_bytes();
+}
+
 /* A slab of class cls with every slot free. */
 static struct slab *slab_new(struct cache_slabs *s, unsigned cls)
 {
 	size_t size = class_size(cls);
 	struct slab *sl = s->empty;
+	uint16_t trimmed = 0, idle = 0;
 	unsigned n;
 
 	if (sl) {
+		/* its pages given back stay so, whatever the class was */
 		s->empty = sl->next;
 		s->nempty--;
+		trimmed = sl->trimmed;
+		idle = sl->idle;
 	} else {
 		sl = slab_map();
 		if (!sl)
 			return NULL;
 		s->mapped += SLAB_BYTES;
-		s->trimmed += bytes_after_first(); /* never touched */
+		/* its pages but the header's were never touched */
+		trimmed = pages_after_first();
+		s->trimmed += bytes_after_first();
 	}
-	/* a kept slab's pages but the first were given back when it
-	 * emptied, a new one's were never touched: either way they are
-	 * trimmed whatever their slots were */
 	memset(sl, 0, sizeof(*sl));
-	sl->trimmed = pages_after_first();
+	sl->trimmed = trimmed;
+	sl->idle = idle;
 	sl->cls = cls;
 	sl->slots = n = (unsigned)((SLAB_BYTES - SLAB_HEAD) / size);
 	for (unsigned w = 0; w < n / 64; w++)
@@ -269,38 +284,53 @@ static bool page_free(const struct slab *sl, unsigned p, size_t page)
 	return slots_free(sl, lo, hi);
 }
 
-/*
- * Gives back the pages that slot i, just freed, leaves with no slot in
- * use: one madvise for the run of them (at most a slot's pages and the
- * two it shares with its neighbours).  Their bytes read as zeros when a
- * slot on them is taken again; the first page, the header's, stays.
- */
-static void slot_trim(struct cache_slabs *s, struct slab *sl, unsigned i)
+/* Gives back the pages of sl in mask, one madvise a run of them. */
+static void slab_trim(struct cache_slabs *s, struct slab *sl, unsigned mask,
+		      size_t page)
+{
+	while (mask) {
+		unsigned from = (unsigned)__builtin_ctz(mask), to = from;
+
+		while (to + 1 < 16 && mask & (1u << (to + 1)))
+			to++;
+		madvise((char *)sl + from * page, (to - from + 1) * page,
+			MADV_DONTNEED);
+		for (unsigned p = from; p <= to; p++)
+			mask &= ~(1u << p);
+		sl->trimmed |=
+		    (uint16_t)(((1u << (to + 1)) - 1) & ~((1u << from) - 1));
+		s->trimmed += (to - from + 1) * page;
+		s->trims++;
+	}
+}
+
+/* Sweeps sl: see cache_slabs_sweep(). */
+static void slab_sweep(struct cache_slabs *s, struct slab *sl, size_t page)
+{
+	unsigned npages = (unsigned)(SLAB_BYTES / page), unused = 0, give;
+
+	for (unsigned p = 1; p < npages; p++) {
+		if (!(sl->trimmed & (1u << p)) && page_free(sl, p, page))
+			unused |= 1u << p;
+	}
+	give = unused & sl->idle;
+	slab_trim(s, sl, give, page);
+	sl->idle = (uint16_t)(unused & ~give);
+}
+
+void cache_slabs_sweep(struct cache_slabs *s)
 {
 	size_t page = page_bytes();
-	unsigned first, last, from = 0, to = 0;
 
+	s->since_sweep = 0;
 	if (!page)
 		return;
-	slot_pages(sl, i, page, &first, &last);
-	if (first == 0)
-		first = 1;
-	for (unsigned p = first; p <= last; p++) {
-		if (sl->trimmed & (1u << p) || !page_free(sl, p, page))
-			continue;
-		if (!from)
-			from = p;
-		to = p;
+	for (unsigned cls = 0; cls < CACHE_SLAB_CLASSES; cls++) {
+		for (struct slab *sl = s->partial[cls]; sl; sl = sl->next)
+			slab_sweep(s, sl, page);
 	}
-	if (!from)
-		return;
-	/* pages between from and to are all inside the freed slot */
-	madvise((char *)sl + from * page, (to - from + 1) * page,
-		MADV_DONTNEED);
-	for (unsigned p = from; p <= to; p++)
-		sl->trimmed |= (uint16_t)(1u << p);
-	s->trimmed += (to - from + 1) * page;
-	s->trims++;
+	for (struct slab *sl = s->empty; sl; sl = sl->next)
+		slab_sweep(s, sl, page);
 }
 
 void *cache_slab_alloc(struct cache_slabs *s, size_t cap)
@@ -324,7 +354,7 @@ void *cache_slab_alloc(struct cache_slabs *s, size_t cap)
 	i = w * 64 + (unsigned)__builtin_ctzll(sl->free[w]);
 	sl->free[w] &= ~((uint64_t)1 << (i % 64));
 	slot = (char *)sl + SLAB_HEAD + (size_t)i * size;
-	if (sl->trimmed) {
+	if (sl->trimmed | sl->idle) {
 		size_t page = page_bytes();
 		unsigned first, last;
 
@@ -334,6 +364,7 @@ void *cache_slab_alloc(struct cache_slabs *s, size_t cap)
 				sl->trimmed &= (uint16_t) ~(1u << p);
 				s->trimmed -= page;
 			}
+			sl->idle &= (uint16_t) ~(1u << p);
 		}
 	}
 	SLOT_TAKEN(slot, size);
@@ -349,9 +380,10 @@ void cache_slab_free(struct cache_slabs *s, void *p)
 	size_t size = class_size(sl->cls);
 	unsigned i = (unsigned)(((char *)p - (char *)sl - SLAB_HEAD) / size);
 
+	if (++s->since_sweep >= SWEEP_FREES)
+		cache_slabs_sweep(s);
 	sl->free[i / 64] |= (uint64_t)1 << (i % 64);
 	SLOT_FREED(p, size);
-	slot_trim(s, sl, i);
 	sl->used--;
 	if (sl->used == 0) {
 		if (sl->listed)
@@ -363,9 +395,9 @@ void cache_slab_free(struct cache_slabs *s, void *p)
 		} else {
 			SLOT_TAKEN(sl,
 				   SLAB_BYTES); /* (the addresses are reused) */
+			s->trimmed -= trimmed_bytes(sl);
 			munmap(sl, SLAB_BYTES);
 			s->mapped -= SLAB_BYTES;
-			s->trimmed -= bytes_after_first();
 		}
 		return;
 	}
@@ -396,9 +428,9 @@ void cache_slabs_destroy(struct cache_slabs *s)
 
 		s->empty = sl->next;
 		SLOT_TAKEN(sl, SLAB_BYTES);
+		s->trimmed -= trimmed_bytes(sl);
 		munmap(sl, SLAB_BYTES);
 		s->mapped -= SLAB_BYTES;
-		s->trimmed -= bytes_after_first();
 	}
 	s->nempty = 0;
 }

@@ -1629,8 +1629,8 @@ static unsigned resident_pages(const void *p, size_t n, size_t page,
 }
 
 /*
- * Slabs give back the pages of free slots: when a free leaves a page of a
- * slab with no slot in use, the page is no longer resident (mincore) and
+ * Slabs give back the pages of free slots: a page of a slab with no slot
+ * in use at two sweeps in a row is no longer resident (mincore) and is
  * counted in s.trimmed; a slot taken there again reads back what it is
  * given, and slots in use keep their bytes.  Slots are handed out lowest
  * first.
@@ -1662,6 +1662,10 @@ static void test_slab_trim(void **state)
 	 * 32767), and half of pages 3 and 8, which keep slots 6 and 16 */
 	for (int i = 7; i <= 15; i++)
 		cache_slab_free(&s, p[i]);
+	cache_slabs_sweep(&s); /* free since this sweep: kept */
+	assert_int_equal(s.trimmed, 0);
+	assert_int_equal(resident_pages(base, SLAB, page, &mask), 16);
+	cache_slabs_sweep(&s); /* and still at the next one: given back */
 	assert_int_equal(s.trimmed, 4 * page);
 	assert_int_equal(resident_pages(base, SLAB, page, &mask), 12);
 	assert_int_equal(mask, 0xffffu & ~0xf0u);
@@ -1682,6 +1686,21 @@ static void test_slab_trim(void **state)
 	}
 	assert_int_equal(s.trimmed, 0);
 	assert_int_equal(resident_pages(base, SLAB, page, &mask), 16);
+	/* page 7 (slots 13 to 15) taken between two sweeps, and freed again,
+	 * was not unused all along: kept */
+	for (int i = 13; i <= 15; i++)
+		cache_slab_free(&s, p[i]);
+	cache_slabs_sweep(&s);
+	for (int i = 13; i <= 15; i++)
+		assert_ptr_equal(cache_slab_alloc(&s, 2048), p[i]);
+	for (int i = 13; i <= 15; i++)
+		cache_slab_free(&s, p[i]);
+	cache_slabs_sweep(&s);
+	assert_int_equal(s.trimmed, 0);
+	for (int i = 13; i <= 15; i++) {
+		assert_ptr_equal(cache_slab_alloc(&s, 2048), p[i]);
+		memset(p[i], 0x70 + i, 2048);
+	}
 	for (int i = 7; i <= 15; i++) {
 		unsigned char *b = p[i];
 
@@ -1691,6 +1710,8 @@ static void test_slab_trim(void **state)
 	/* emptied, the slab is kept with only its header's page resident */
 	for (int i = 0; i < 31; i++)
 		cache_slab_free(&s, p[i]);
+	cache_slabs_sweep(&s);
+	cache_slabs_sweep(&s);
 	assert_int_equal(s.nempty, 1);
 	assert_int_equal(s.trimmed, SLAB - page);
 	assert_int_equal(resident_pages(base, SLAB, page, &mask), 1);
@@ -1761,6 +1782,8 @@ static void test_slab_trim_stress(void **state)
 			cache_slab_free(&s, live[i].p);
 			live[i] = live[--nlive];
 		}
+		if (step % 1499 == 0)
+			cache_slabs_sweep(&s);
 		if (step % 997 == 0) {
 			uint64_t away = 0, mapped = 0;
 
@@ -1784,7 +1807,10 @@ static void test_slab_trim_stress(void **state)
 			assert_int_equal(live[i].p[j], live[i].v);
 		cache_slab_free(&s, live[i].p);
 	}
+	cache_slabs_sweep(&s);
+	cache_slabs_sweep(&s);
 	assert_true(s.trimmed == s.mapped - s.nempty * page);
+	assert_true(s.trims > 0);
 	cache_slabs_destroy(&s);
 	assert_int_equal(s.mapped, 0);
 }
