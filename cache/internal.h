@@ -162,7 +162,10 @@ struct cache_slabs {
 	struct slab *partial[CACHE_SLAB_CLASSES]; /* slabs with a free slot */
 	struct slab *empty;			  /* kept for reuse */
 	unsigned nempty;
-	uint64_t mapped; /* bytes of slabs mapped */
+	uint64_t mapped;      /* bytes of slabs mapped */
+	uint64_t trimmed;     /* of which pages given back (no slot in use) */
+	uint64_t trims;	      /* madvise calls that gave pages back */
+	unsigned since_sweep; /* frees since the last sweep */
 };
 /* The slot size that holds len bytes (len <= CACHE_SLAB_MAX), else 0. */
 size_t cache_slab_cap(size_t len);
@@ -173,6 +176,9 @@ void cache_slab_free(struct cache_slabs *s, void *p);
  * malloc; NULL when there is no memory.  Freed with the same n. */
 void *cache_record_alloc(struct cache_slabs *s, size_t n);
 void cache_record_free(struct cache_slabs *s, void *p, size_t n);
+/* Gives back the pages of the slabs that had no slot in use at the last
+ * sweep and have had none since (also every SWEEP_FREES frees). */
+void cache_slabs_sweep(struct cache_slabs *s);
 /* Gives back the empty slabs kept (every slot freed before). */
 void cache_slabs_destroy(struct cache_slabs *s);
 

@@ -27,6 +27,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -1605,6 +1607,214 @@ static void test_slabs(void **state)
 	assert_int_equal(s.mapped, 0);
 }
 
+#define SLAB (64u << 10)
+
+/* Whether each page of [p, p + n) is resident: a bit a page in *mask. */
+static unsigned resident_pages(const void *p, size_t n, size_t page,
+			       uint32_t *mask)
+{
+	unsigned char vec[SLAB / 4096];
+	unsigned count = 0;
+
+	assert_true(n / page <= sizeof(vec));
+	assert_int_equal(mincore((void *)p, n, vec), 0);
+	*mask = 0;
+	for (size_t i = 0; i < n / page; i++) {
+		if (vec[i] & 1) {
+			*mask |= 1u << i;
+			count++;
+		}
+	}
+	return count;
+}
+
+/*
+ * Slabs give back the pages of free slots: a page of a slab with no slot
+ * in use at two sweeps in a row is no longer resident (mincore) and is
+ * counted in s.trimmed; a slot taken there again reads back what it is
+ * given, and slots in use keep their bytes.  Slots are handed out lowest
+ * first.
+ */
+static void test_slab_trim(void **state)
+{
+	struct cache_slabs s;
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	void *p[31];
+	char *base;
+	uint32_t mask;
+
+	(void)state;
+	if (page != 4096)
+		skip(); /* the layout below is for 4 KiB pages */
+	memset(&s, 0, sizeof(s));
+	/* one slab of 2 KiB slots: 31 of them, the first at byte 192 */
+	for (int i = 0; i < 31; i++) {
+		p[i] = cache_slab_alloc(&s, 2048);
+		assert_non_null(p[i]);
+		assert_true(i == 0 || p[i] == (char *)p[i - 1] + 2048);
+		memset(p[i], i + 1, 2048);
+	}
+	base = (char *)((uintptr_t)p[0] & ~(uintptr_t)(SLAB - 1));
+	assert_int_equal(s.mapped, SLAB);
+	assert_int_equal(s.trimmed, 0);
+	assert_int_equal(resident_pages(base, SLAB, page, &mask), 16);
+	/* slots 7 to 15 are every slot on pages 4 to 7 (bytes 16384 to
+	 * 32767), and half of pages 3 and 8, which keep slots 6 and 16 */
+	for (int i = 7; i <= 15; i++)
+		cache_slab_free(&s, p[i]);
+	cache_slabs_sweep(&s); /* free since this sweep: kept */
+	assert_int_equal(s.trimmed, 0);
+	assert_int_equal(resident_pages(base, SLAB, page, &mask), 16);
+	cache_slabs_sweep(&s); /* and still at the next one: given back */
+	assert_int_equal(s.trimmed, 4 * page);
+	assert_int_equal(resident_pages(base, SLAB, page, &mask), 12);
+	assert_int_equal(mask, 0xffffu & ~0xf0u);
+	for (int i = 0; i < 31; i++) {
+		if (i < 7 || i > 15) {
+			unsigned char *b = p[i];
+
+			for (int j = 0; j < 2048; j++)
+				assert_int_equal(b[j], i + 1);
+		}
+	}
+	/* taken again, lowest first, and written: resident again */
+	for (int i = 7; i <= 15; i++) {
+		void *q = cache_slab_alloc(&s, 2048);
+
+		assert_ptr_equal(q, p[i]);
+		memset(q, 0x70 + i, 2048);
+	}
+	assert_int_equal(s.trimmed, 0);
+	assert_int_equal(resident_pages(base, SLAB, page, &mask), 16);
+	/* page 7 (slots 13 to 15) taken between two sweeps, and freed again,
+	 * was not unused all along: kept */
+	for (int i = 13; i <= 15; i++)
+		cache_slab_free(&s, p[i]);
+	cache_slabs_sweep(&s);
+	for (int i = 13; i <= 15; i++)
+		assert_ptr_equal(cache_slab_alloc(&s, 2048), p[i]);
+	for (int i = 13; i <= 15; i++)
+		cache_slab_free(&s, p[i]);
+	cache_slabs_sweep(&s);
+	assert_int_equal(s.trimmed, 0);
+	for (int i = 13; i <= 15; i++) {
+		assert_ptr_equal(cache_slab_alloc(&s, 2048), p[i]);
+		memset(p[i], 0x70 + i, 2048);
+	}
+	for (int i = 7; i <= 15; i++) {
+		unsigned char *b = p[i];
+
+		for (int j = 0; j < 2048; j++)
+			assert_int_equal(b[j], 0x70 + i);
+	}
+	/* emptied, the slab is kept with only its header's page resident */
+	for (int i = 0; i < 31; i++)
+		cache_slab_free(&s, p[i]);
+	cache_slabs_sweep(&s);
+	cache_slabs_sweep(&s);
+	assert_int_equal(s.nempty, 1);
+	assert_int_equal(s.trimmed, SLAB - page);
+	assert_int_equal(resident_pages(base, SLAB, page, &mask), 1);
+	cache_slabs_destroy(&s);
+	assert_int_equal(s.mapped, 0);
+	assert_int_equal(s.trimmed, 0);
+}
+
+/*
+ * Random takes and frees of slots of several classes against a model:
+ * every slot in use keeps what was written in it, and the pages not
+ * resident in the slabs are exactly the ones counted as given back.
+ */
+static void test_slab_trim_stress(void **state)
+{
+	enum { LIVE = 600, STEPS = 40000, BASES = 512 };
+	static const size_t caps[] = {64,   80,	  320,	 1024, 2560,
+				      4096, 5120, 12288, 16384};
+	static struct {
+		unsigned char *p;
+		size_t cap;
+		unsigned char v;
+	} live[LIVE];
+	static uintptr_t bases[BASES];
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	struct cache_slabs s;
+	unsigned nlive = 0, nbases = 0, seed = 12345;
+
+	(void)state;
+	if (page >= SLAB)
+		skip();
+	memset(&s, 0, sizeof(s));
+	memset(live, 0, sizeof(live));
+	for (unsigned step = 0; step < STEPS; step++) {
+		unsigned r;
+
+		seed = seed * 1103515245u + 12345u;
+		r = seed >> 8;
+		/* fill up and drain in waves, so slabs empty and refill */
+		if (nlive < LIVE &&
+		    (nlive == 0 || r % 100 < ((step / 5000) % 2 ? 30u : 70u))) {
+			size_t cap =
+			    caps[(r >> 8) % (sizeof(caps) / sizeof(*caps))];
+			unsigned char *q = cache_slab_alloc(&s, cap);
+			uintptr_t b = (uintptr_t)q & ~(uintptr_t)(SLAB - 1);
+			unsigned k;
+
+			assert_non_null(q);
+			for (unsigned i = 0; i < nlive; i++)
+				assert_true(q + cap <= live[i].p ||
+					    live[i].p + live[i].cap <= q);
+			live[nlive].p = q;
+			live[nlive].cap = cap;
+			live[nlive].v = (unsigned char)(step | 1);
+			memset(q, live[nlive].v, cap);
+			nlive++;
+			for (k = 0; k < nbases && bases[k] != b; k++)
+				;
+			if (k == nbases) {
+				assert_true(nbases < BASES);
+				bases[nbases++] = b;
+			}
+		} else {
+			unsigned i = (r >> 8) % nlive;
+
+			for (size_t j = 0; j < live[i].cap; j++)
+				assert_int_equal(live[i].p[j], live[i].v);
+			cache_slab_free(&s, live[i].p);
+			live[i] = live[--nlive];
+		}
+		if (step % 1499 == 0)
+			cache_slabs_sweep(&s);
+		if (step % 997 == 0) {
+			uint64_t away = 0, mapped = 0;
+
+			for (unsigned k = 0; k < nbases; k++) {
+				unsigned char vec[SLAB / 4096];
+
+				if (mincore((void *)bases[k], SLAB, vec) != 0)
+					continue; /* given back whole */
+				mapped += SLAB;
+				for (size_t i = 0; i < SLAB / page; i++)
+					away += !(vec[i] & 1) ? page : 0;
+			}
+			assert_int_equal(mapped, s.mapped);
+			assert_int_equal(away, s.trimmed);
+		}
+	}
+	while (nlive) {
+		unsigned i = --nlive;
+
+		for (size_t j = 0; j < live[i].cap; j++)
+			assert_int_equal(live[i].p[j], live[i].v);
+		cache_slab_free(&s, live[i].p);
+	}
+	cache_slabs_sweep(&s);
+	cache_slabs_sweep(&s);
+	assert_true(s.trimmed == s.mapped - s.nempty * page);
+	assert_true(s.trims > 0);
+	cache_slabs_destroy(&s);
+	assert_int_equal(s.mapped, 0);
+}
+
 /* a small object's mapping freed by eviction is kept and reused by the
  * next buffer of its size; one of another size gives it back when the
  * budget needs the room */
@@ -2188,6 +2398,8 @@ int main(void)
 	    cmocka_unit_test(test_fault_in_within_budget_and_max),
 	    cmocka_unit_test(test_small_blocks_exact),
 	    cmocka_unit_test(test_slabs),
+	    cmocka_unit_test(test_slab_trim),
+	    cmocka_unit_test(test_slab_trim_stress),
 	    cmocka_unit_test(test_spare_buffers),
 	    cmocka_unit_test(test_block_larger_than_budget_refused),
 	    cmocka_unit_test(test_block_over_block_size_refused),
