@@ -71,6 +71,14 @@ with open(out, "wb") as f:
         n += len(b)
 os.close(fd)
 EOF
+# reader_at_mark FILE OUT MARKS CTL WHAT: reader.py in the background
+# ($reader), waited for until it stops at its first mark
+reader_at_mark() {
+	python3 "$TEST_TMP/reader.py" "$1" "$2" "$3" "$4" &
+	reader=$!
+	track_pid "$reader"
+	wait_until 30 test -e "$4.at" || fail "$5 did not reach its mark"
+}
 python3 "$TEST_TMP/reader.py" "$MP/train_0" "$TEST_TMP/out0" 4194304,16777216 "$TEST_TMP/ctl" &
 reader=$!
 track_pid "$reader"
@@ -111,10 +119,7 @@ assert_match 'worker  2 restarts, the last at [0-9T:-]+Z: signal 9 \(Killed\)' \
 wait_until 10 test -e "$MP/train_1" || fail "train_1 did not appear after train_0 was closed"
 
 # 3. SIGHUP: a new worker takes over under a reader
-python3 "$TEST_TMP/reader.py" "$MP/train_1" "$TEST_TMP/out1" 8388608 "$TEST_TMP/hup" &
-reader=$!
-track_pid "$reader"
-wait_until 30 test -e "$TEST_TMP/hup.at" || fail "the reader of train_1 did not reach its mark"
+reader_at_mark "$MP/train_1" "$TEST_TMP/out1" 8388608 "$TEST_TMP/hup" "the reader of train_1"
 W3=$(worker_of "$KEEPER")
 kill -HUP "$KEEPER"
 wait_until 20 eval '[ "$(worker_of "$KEEPER")" != "$W3" ]' || fail "SIGHUP: no new worker within 20 s"
@@ -267,10 +272,7 @@ mount_ok --endpoint-url "$S3_URL" --pid-file "$TEST_TMP/pid.deep" --cache-size 8
 	train=s3://deep/data/ "$MP"
 KEEPER=$(cat "$TEST_TMP/pid.deep")
 # about 2,000 of the 3,000 objects (700 bytes on average) read, then the kill
-python3 "$TEST_TMP/reader.py" "$MP/train_0" "$TEST_TMP/deep0" 1400000 "$TEST_TMP/deep" &
-reader=$!
-track_pid "$reader"
-wait_until 30 test -e "$TEST_TMP/deep.at" || fail "the deep reader did not reach its mark"
+reader_at_mark "$MP/train_0" "$TEST_TMP/deep0" 1400000 "$TEST_TMP/deep" "the deep reader"
 W1=$(worker_of "$KEEPER")
 before=$(synth_lists)
 kill -KILL "$W1"
@@ -327,10 +329,7 @@ wait_until 10 grep -q "kept for the next worker, and read in place from there" "
 ranges=$(sed -n 's/.* pages over \([0-9]*\) key ranges.*/\1/p' "$TEST_TMP/adopt.log")
 [ "${ranges:-0}" -ge 2 ] ||
 	fail "listed in ${ranges:-?} key range (entries in key order: nothing to tell apart)"
-python3 "$TEST_TMP/reader.py" "$MP/train_0" "$TEST_TMP/adopt0" 1000000 "$TEST_TMP/adopt" &
-reader=$!
-track_pid "$reader"
-wait_until 30 test -e "$TEST_TMP/adopt.at" || fail "the shuffled reader did not reach its mark"
+reader_at_mark "$MP/train_0" "$TEST_TMP/adopt0" 1000000 "$TEST_TMP/adopt" "the shuffled reader"
 W1=$(worker_of "$KEEPER")
 kill -KILL "$W1"
 wait_pids_gone 10 "$W1" || fail "worker $W1 survived SIGKILL"
