@@ -226,8 +226,8 @@ void channel_get_stats(struct channel *ch, struct channel_stats *out)
 	pthread_mutex_unlock(&ch->records_lock);
 	out->bytes += __atomic_load_n(&ch->mix_bytes, __ATOMIC_RELAXED);
 	for (struct epoch_plan *p = ch->plans; p; p = p->older) {
-		out->bytes +=
-		    p->n * sizeof(*p->order) + cache_stream_memory(p->stream);
+		out->bytes += (p->order ? p->n * sizeof(*p->order) : 0) +
+			      cache_stream_memory(p->stream);
 		/* a listing's objects: the most any epoch listed so far */
 		if (ch->mode == MODE_LISTING &&
 		    cache_stream_listed_objects(p->stream) > out->objects)

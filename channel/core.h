@@ -31,8 +31,11 @@ struct epoch_plan {
 	struct channel *ch;
 	unsigned epoch;
 	struct cache_stream *stream; /* a listing (MODE_LISTING): no entries */
-	uint32_t *order; /* catalog entries, or indices of the channel's
-			    entries: this host's share, in order */
+	/* catalog entries, or indices of the channel's entries: this host's
+	 * share, in order (plan_item()); NULL when that is every one in the
+	 * catalog's key order or the entries' own (no shuffle, no share, no
+	 * empty object), which takes no memory a key */
+	uint32_t *order;
 	size_t n;
 	size_t next;	  /* order[next] is the next entry to add */
 	size_t asked;	  /* resolves were started for order[next..asked) */
@@ -52,6 +55,9 @@ struct epoch_plan {
 	size_t order_map_bytes;
 	struct epoch_plan *older;
 };
+
+/* The catalog entry or entries' index at place i of p's order. */
+uint32_t plan_item(const struct epoch_plan *p, size_t i);
 
 struct channel {
 	const struct channel_spec *spec;

@@ -221,7 +221,7 @@ int mix_epoch_init(struct mix_epoch *me, struct channel *ch,
 		goto nomem;
 	memset(me->emap, 0xff, ix->entries * sizeof(uint32_t));
 	for (size_t i = 0; i < plan->n; i++) {
-		size_t e = plan->order[i];
+		size_t e = plan_item(plan, i);
 
 		if (e >= ix->entries) {
 			mix_epoch_free(me);
@@ -509,7 +509,7 @@ int channel_mix_epoch_size(struct channel *ch, struct epoch_plan *plan,
 	if (!ix)
 		return EAGAIN; /* known once indexed */
 	for (size_t i = 0; i < plan->n; i++) {
-		size_t e = plan->order[i];
+		size_t e = plan_item(plan, i);
 
 		if (e >= ix->entries)
 			return ESTALE;

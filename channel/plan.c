@@ -187,7 +187,7 @@ static void plan_fill(struct epoch_plan *p)
 	size_t limit = p->next + PLAN_FILL;
 
 	while (!p->ended && p->next < p->n && p->next < limit) {
-		uint32_t e = p->order[p->next];
+		uint32_t e = plan_item(p, p->next);
 		struct cache_object *obj =
 		    cache_catalog_object(ch->cache, ch->catalog, e);
 		int rc = obj ? epoch_add_item(ch, p->stream, obj, NULL,
@@ -219,7 +219,7 @@ static void plan_advance(struct epoch_plan *p)
 	 * more, so that HEADs, and the segments they let in, never run
 	 * further ahead of the readers */
 	while (!p->ended && p->next < p->n && p->next < p->asked) {
-		size_t i = p->order[p->next];
+		size_t i = plan_item(p, p->next);
 		struct channel_entry e;
 		struct channel_item it;
 
@@ -397,7 +397,7 @@ static void plan_top_up(struct epoch_plan *p)
 		struct channel_item it;
 		int error;
 
-		channel_entries_get(ch->entries, p->order[p->asked], &e);
+		channel_entries_get(ch->entries, plan_item(p, p->asked), &e);
 		while (channel_entry_next(&e, &it)) {
 			if (it.object && channel_entries_state(
 					     ch->entries, it.ref, &error) ==
@@ -458,11 +458,45 @@ static size_t catalog_items(const struct channel *ch, uint32_t *order,
 
 		if (size == 0)
 			continue;
-		order[n++] = e;
+		if (order)
+			order[n] = e;
+		n++;
 		sum = stream_bytes_add(sum, item_bytes(ch, size));
 	}
 	*bytes = sum;
 	return n;
+}
+
+uint32_t plan_item(const struct epoch_plan *p, size_t i)
+{
+	if (p->order)
+		return p->order[i];
+	return p->ch->catalog ? cache_catalog_at(p->ch->catalog, i)
+			      : (uint32_t)i;
+}
+
+/* Whether plan p of ch takes its items in the catalog's or the entries'
+ * own order, every one (plan_item() without an order): no shuffle, no
+ * share of the hosts, and (a catalog's) no empty object, which the order
+ * leaves out.  *bytes: a catalog's epoch size then. */
+static bool plan_in_place(const struct channel *ch, struct epoch_plan *p,
+			  uint64_t *bytes)
+{
+	size_t count;
+
+	if (ch->spec->shuffle ||
+	    (ch->spec->distribution == CHANNEL_SHARDED_BY_S3_KEY &&
+	     ch->host.count > 1))
+		return false;
+	if (!ch->catalog) {
+		p->n = channel_entries_count(ch->entries);
+		return true;
+	}
+	count = cache_catalog_count(ch->catalog);
+	if (catalog_items(ch, NULL, bytes) != count)
+		return false;
+	p->n = count;
+	return true;
 }
 
 /* plan_create() of a plan channel (the catalog's readers counted) */
@@ -471,7 +505,7 @@ static struct epoch_plan *plan_make(struct channel *ch, struct epoch_plan *p,
 {
 	unsigned epoch = p->epoch;
 	uint64_t bytes = 0;
-	bool kept = false;
+	bool kept = false, in_place;
 	size_t n;
 
 	n = ch->catalog ? cache_catalog_count(ch->catalog)
@@ -480,13 +514,14 @@ static struct epoch_plan *plan_make(struct channel *ch, struct epoch_plan *p,
 	/* the last worker's order: this host's share, sized, read in place */
 	kept = p->stream && ch->catalog && shared &&
 	       plan_order_take(ch, p, &bytes);
-	if (!kept)
+	in_place = !kept && plan_in_place(ch, p, &bytes);
+	if (!kept && !in_place)
 		p->order = malloc((n ? n : 1) * sizeof(*p->order));
-	if (!p->order || !p->stream) {
+	if ((!p->order && !in_place) || !p->stream) {
 		plan_destroy(p);
 		return NULL;
 	}
-	if (!kept) {
+	if (!kept && !in_place) {
 		if (ch->catalog) {
 			n = catalog_items(ch, p->order, &bytes);
 			channel_shuffle(p->order, n, ch->spec->shuffle,
@@ -505,14 +540,14 @@ static struct epoch_plan *plan_make(struct channel *ch, struct epoch_plan *p,
 		for (size_t i = 0; i < p->n; i++)
 			bytes = stream_bytes_add(
 			    bytes,
-			    item_bytes(ch, cache_catalog_size(ch->catalog,
-							      p->order[i])));
+			    item_bytes(ch, cache_catalog_size(
+					       ch->catalog, plan_item(p, i))));
 	}
 	/* the sizes are listed: the epoch's is known now (unless a hostile
 	 * listing's sizes add up past what a stream holds) */
 	if (ch->catalog && bytes != UINT64_MAX)
 		cache_stream_set_size(p->stream, bytes);
-	if (!kept && ch->catalog && shared)
+	if (!kept && p->order && ch->catalog && shared)
 		plan_order_keep(ch, p, bytes);
 	/* its segments can be made again from the catalog or the entries:
 	 * the ones every reader passed go, so that reading an epoch does not
@@ -541,7 +576,7 @@ struct epoch_plan *plan_create(struct channel *ch, unsigned epoch, bool shared)
 static uint64_t entry_bytes(const struct epoch_plan *p, size_t i)
 {
 	return item_bytes(p->ch,
-			  cache_catalog_size(p->ch->catalog, p->order[i]));
+			  cache_catalog_size(p->ch->catalog, plan_item(p, i)));
 }
 
 /* p's index, made once (ch->lock held): the stream bytes before entries
@@ -745,7 +780,7 @@ static void plan_size_entries(struct channel *ch, struct epoch_plan *p)
 		struct channel_item it;
 		int error;
 
-		channel_entries_get(ch->entries, p->order[i], &e);
+		channel_entries_get(ch->entries, plan_item(p, i), &e);
 		if (e.error)
 			return;
 		while (channel_entry_next(&e, &it)) {
@@ -776,7 +811,7 @@ static void plan_link(struct channel *ch, struct epoch_plan *p)
 		struct channel_item it;
 		int error;
 
-		channel_entries_get(ch->entries, p->order[i], &e);
+		channel_entries_get(ch->entries, plan_item(p, i), &e);
 		while (channel_entry_next(&e, &it)) {
 			if (it.object &&
 			    channel_entries_state(ch->entries, it.ref,

@@ -740,7 +740,7 @@ int record_index_epoch_offset(struct channel *ch, const struct epoch_plan *plan,
 	if (!ix)
 		return errno;
 	for (size_t i = 0; i < plan->n; i++) {
-		size_t e = plan->order[i];
+		size_t e = plan_item(plan, i);
 		uint64_t n, fresh;
 
 		if (e >= ix->entries)

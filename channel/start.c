@@ -697,7 +697,7 @@ static int check_first_object(struct channel *ch, struct epoch_plan *p,
 		bool found = false;
 		int error;
 
-		channel_entries_get(ch->entries, p->order[i], &e);
+		channel_entries_get(ch->entries, plan_item(p, i), &e);
 		while (!found && channel_entry_next(&e, &it))
 			found = it.object;
 		if (!found)
