@@ -320,6 +320,16 @@ void cache_stream_set_size(struct cache_stream *s, uint64_t bytes);
  * name are shared). */
 uint64_t cache_stream_memory(const struct cache_stream *s);
 /*
+ * A plan stream's owner is asked for more (its refill function) once the
+ * furthest segment a reader or its prefetch asked for is within half a
+ * listing page of segments and within CACHE_REFILL_BYTES of the end:
+ * large objects are not made segments of a thousand at a time.
+ */
+#define CACHE_REFILL_BYTES ((uint64_t)64 << 20)
+/* Bytes of s from the start of the furthest segment asked for to its
+ * end (all of it before any was). */
+uint64_t cache_stream_ahead_bytes(struct cache_stream *s);
+/*
  * Lets a stream drop the segments every reader has passed (their objects
  * go too once no block holds them): for owners that can build the same
  * stream again (a plan again, a listing listed again).  Readers of it cannot go

@@ -988,11 +988,33 @@ static void ask_page(struct cache_stream *s)
 	}
 }
 
+/* Bytes of s from segment idx's start to the end (lock held). */
+static uint64_t bytes_after(const struct cache_stream *s, size_t idx)
+{
+	if (idx >= s->count)
+		return 0;
+	if (idx < s->base)
+		idx = s->base;
+	return s->listed_bytes - cache_stream_seg(s, idx)->start;
+}
+
+uint64_t cache_stream_ahead_bytes(struct cache_stream *s)
+{
+	uint64_t n;
+
+	pthread_mutex_lock(&s->cache->lock);
+	n = bytes_after(s, s->wanted);
+	pthread_mutex_unlock(&s->cache->lock);
+	return n;
+}
+
 void cache_stream_need(struct cache_stream *s, size_t idx)
 {
 	if (idx > s->wanted)
 		s->wanted = idx;
 	if (s->complete || s->listing || idx + list_ahead(s) < s->count)
+		return;
+	if (!s->bucket && bytes_after(s, idx) >= CACHE_REFILL_BYTES)
 		return;
 	if (!s->bucket) {
 		/* the owner's code, without the lock (it may add segments,

@@ -298,7 +298,10 @@ static void orders_inherit(struct channel *ch)
 /*
  * The kept order is mapped, not read: a million entries read into fresh
  * memory were 4 MB of pages cleared and copied, milliseconds of a
- * recovery that at a thousand keys costs nothing.  The slot is counted as
+ * recovery that at a thousand keys costs nothing.  Nor is it checked
+ * entry by entry (a millisecond more): it is taken when it was made over
+ * a catalog of as many entries, and plan_item() reads an entry past the
+ * catalog, which no worker writes, as entry 0.  The slot is counted as
  * mapped before it is claimed, so that plan_order_keep(), which writes a
  * slot only once its order was taken, sees it and leaves it alone (a
  * private mapping would see the new order where no page was copied yet).
@@ -310,7 +313,6 @@ bool plan_order_take(struct channel *ch, struct epoch_plan *p, uint64_t *bytes)
 	unsigned *mapped = &ch->order_mapped[p->epoch & 1];
 	size_t count = cache_catalog_count(ch->catalog), bytes_mapped;
 	struct order_head h;
-	uint32_t *order, most = 0;
 	void *map;
 
 	/* (two readers may make the plan at once: one takes it) */
@@ -319,23 +321,17 @@ bool plan_order_take(struct channel *ch, struct epoch_plan *p, uint64_t *bytes)
 		return false;
 	__atomic_add_fetch(mapped, 1, __ATOMIC_SEQ_CST);
 	if (__atomic_exchange_n(pending, 0, __ATOMIC_SEQ_CST) != tag ||
-	    !order_head_read(ch, p->epoch, &h) || h.epoch != tag)
+	    !order_head_read(ch, p->epoch, &h) || h.epoch != tag ||
+	    h.count != count || h.n > count)
 		goto not_taken;
-	bytes_mapped = sizeof(h) + (size_t)h.n * sizeof(*order);
+	bytes_mapped = sizeof(h) + (size_t)h.n * sizeof(*p->order);
 	/* private and writable: nothing writes a kept order, but a write
 	 * would go to a copy */
 	map = mmap(NULL, bytes_mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE,
 		   ch->order_fd, order_slot(ch, p->epoch));
 	if (map == MAP_FAILED)
 		goto not_taken;
-	order = (uint32_t *)((char *)map + sizeof(h));
-	for (size_t i = 0; i < h.n; i++)
-		most = order[i] > most ? order[i] : most;
-	if (h.n && most >= count) { /* (not what a worker wrote) */
-		munmap(map, bytes_mapped);
-		goto not_taken;
-	}
-	p->order = order;
+	p->order = (uint32_t *)((char *)map + sizeof(h));
 	p->order_map = map;
 	p->order_map_bytes = bytes_mapped;
 	p->n = (size_t)h.n;

@@ -1042,6 +1042,66 @@ static void test_flat_manifest(void **state)
 	fx_fini(&f);
 }
 
+/*
+ * A shuffled plan of large objects fills its stream by bytes, not a
+ * thousand entries at a time: 300 objects of 8 MiB (bytes the store
+ * makes up), read into the fourth, hold 2 CACHE_REFILL_BYTES of them
+ * and one more ahead of the furthest one asked for (20 at most here,
+ * not 300), each the object the shuffle puts there.
+ */
+#define BIG_OBJS 300
+#define BIG_SIZE (8 * MIB)
+
+static void test_plan_fills_by_bytes(void **state)
+{
+	static struct fx f; /* outlives a failed assertion */
+	static uint32_t order[BIG_OBJS];
+	struct channel_spec *sp;
+	struct channel_reader *r;
+	struct cache_stats st;
+	struct channel *ch;
+	char key[32];
+	uint64_t pos = 0;
+
+	(void)state;
+	fx_init(&f, 16 * MIB, MIB, 1000);
+	for (size_t i = 0; i < BIG_OBJS; i++) {
+		snprintf(key, sizeof(key), "big/%03zu", i);
+		test_store_put(f.ts, key, "\"v1\"", NULL, BIG_SIZE);
+	}
+	sp = fx_spec(&f, CHANNEL_S3_PREFIX, "big/");
+	sp->shuffle = true;
+	sp->seed = 7;
+	ch = fx_channel(&f, sp, NULL);
+	channel_order(order, BIG_OBJS, true, 7, 0);
+	r = channel_reader_open(ch, 0);
+	assert_non_null(r);
+	live_reader = r;
+	while (pos < 3 * BIG_SIZE + 5) {
+		struct channel_view v;
+
+		memset(&v, 0, sizeof(v));
+		assert_int_equal(channel_reader_read(r, pos, 1 << 20, &v), 0);
+		assert_true(v.bytes > 0);
+		/* the first byte of each read: the object the order puts
+		 * there, at its offset */
+		snprintf(key, sizeof(key), "big/%03u", order[pos / BIG_SIZE]);
+		assert_int_equal((unsigned char)((char *)v.iov[0].iov_base)[0],
+				 test_store_byte(key, pos % BIG_SIZE));
+		pos += v.bytes;
+		channel_view_release(r, &v);
+	}
+	cache_get_stats(f.c, &st);
+	print_message("%d objects of 8 MiB, read into the fourth: %llu "
+		      "segments\n",
+		      BIG_OBJS, (unsigned long long)st.segments);
+	assert_true(st.segments >= 4);
+	assert_true(st.segments <= 4 + 2 * CACHE_REFILL_BYTES / BIG_SIZE);
+	live_reader = NULL;
+	channel_reader_close(r);
+	fx_fini(&f);
+}
+
 static void test_plan_trims(void **state)
 {
 	static struct fx f; /* outlives a failed assertion */
@@ -2027,6 +2087,8 @@ int main(int argc, char **argv)
 	    cmocka_unit_test_setup_teardown(test_plan_shard_key_order, watchdog,
 					    teardown),
 	    cmocka_unit_test_setup_teardown(test_plan_trims, watchdog,
+					    teardown),
+	    cmocka_unit_test_setup_teardown(test_plan_fills_by_bytes, watchdog,
 					    teardown),
 	    cmocka_unit_test_setup_teardown(test_flat_listing, watchdog,
 					    teardown),

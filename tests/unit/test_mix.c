@@ -80,6 +80,7 @@ static void fixture_make(struct fixture *f, const uint64_t *sizes, size_t n,
 	for (size_t i = 0; i < n; i++)
 		f->order[i] =
 		    (uint32_t)(n - 1 - i); /* an epoch's object order */
+	f->plan.ch = &f->ch; /* (no catalog: the order as it is) */
 	f->plan.order = f->order;
 	f->plan.n = n;
 	f->plan.epoch = epoch;
