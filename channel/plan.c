@@ -499,7 +499,8 @@ static bool plan_in_place(const struct channel *ch, struct epoch_plan *p,
 {
 	size_t count;
 
-	if (ch->spec->shuffle ||
+	/* (a record shuffle reads the order as an array: mix_epoch_init) */
+	if (ch->spec->shuffle || ch->spec->shuffle_buffer ||
 	    (ch->spec->distribution == CHANNEL_SHARDED_BY_S3_KEY &&
 	     ch->host.count > 1))
 		return false;
