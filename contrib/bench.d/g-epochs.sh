@@ -225,7 +225,8 @@ g_run() {
 # epochs.py OUT PID EPOCHS DU_DIR STATS_CMD FILE...: reads FILE... in turn,
 # EPOCHS times ({e} in a FILE is the epoch), 1 MiB reads after a first
 # read of 1 byte, and writes one line per epoch to OUT: bytes, seconds,
-# first byte (ms), open() to first byte (ms), the daemon PID's CPU ticks,
+# first byte (ms), open() to first byte (ms), the daemon's CPU ticks (its
+# children's, s3pipe's worker, included),
 # du -sb DU_DIR ("-": none) and the numbers of STATS_CMD's JSON ("-": none),
 # all taken after the last byte and before the last close.
 import os, subprocess, sys, time
@@ -234,10 +235,17 @@ files = sys.argv[6:]
 buf = memoryview(bytearray(1 << 20))
 
 def ticks():
+    # the daemon and its children (s3pipe's worker under its keeper), as
+    # proc_cpu_ticks counts them before the first epoch
     try:
-        with open("/proc/%s/stat" % pid) as f:
-            v = f.read().rsplit(")", 1)[1].split()
-        return int(v[11]) + int(v[12])
+        with open("/proc/%s/task/%s/children" % (pid, pid)) as f:
+            family = [pid] + f.read().split()
+        total = 0
+        for p in family:
+            with open("/proc/%s/stat" % p) as f:
+                v = f.read().rsplit(")", 1)[1].split()
+            total += int(v[11]) + int(v[12])
+        return total
     except (OSError, IndexError, ValueError):
         return -1
 
