@@ -216,9 +216,7 @@ static void request_free(struct s3_request *r)
 {
 	if (!r)
 		return;
-	free(r->bucket);
-	free(r->key);
-	free(r->etag);
+	/* (bucket, key and etag are in r's own allocation) */
 	free(r->token);
 	free(r->start_after);
 	free(r->url);
@@ -1055,28 +1053,36 @@ static int submit(struct s3_client *c, struct s3_request *r)
 	return 0;
 }
 
-/* A new request of kind for bucket/key (both copied) with room for
- * nbuffers GET buffers, or NULL (ENOMEM). */
-static struct s3_request *request_new(struct s3_client *c,
-				      enum s3_request_kind kind,
-				      const char *bucket, const char *key,
-				      unsigned nbuffers, void *arg)
+/*
+ * A new request of kind for bucket/key (and etag, may be NULL), copied
+ * after the request and its room for nbuffers GET buffers, in one
+ * allocation: requests are made on the callers' threads and freed on the
+ * engine's, and four allocations a request crossing threads left holes
+ * in both arenas.  NULL: ENOMEM.
+ */
+static struct s3_request *
+request_new(struct s3_client *c, enum s3_request_kind kind, const char *bucket,
+	    const char *key, const char *etag, unsigned nbuffers, void *arg)
 {
-	struct s3_request *r =
-	    calloc(1, sizeof(*r) + nbuffers * sizeof(r->buffers[0]));
+	size_t head =
+	    sizeof(struct s3_request) +
+	    nbuffers * sizeof(((struct s3_request *)NULL)->buffers[0]);
+	size_t nb = strlen(bucket) + 1, nk = strlen(key) + 1;
+	size_t ne = etag ? strlen(etag) + 1 : 0;
+	struct s3_request *r = calloc(1, head + nb + nk + ne);
+	char *text;
 
 	if (!r)
 		return NULL;
+	text = (char *)r + head;
 	r->kind = kind;
 	r->client = c;
 	r->arg = arg;
 	util_buf_init(&r->body, kind == S3_REQUEST_LIST ? LIST_BODY_MAX : 0);
-	r->bucket = strdup(bucket);
-	r->key = strdup(key);
-	if (!r->bucket || !r->key) {
-		request_free(r);
-		return NULL;
-	}
+	r->bucket = memcpy(text, bucket, nb);
+	r->key = memcpy(text + nb, key, nk);
+	if (etag)
+		r->etag = memcpy(text + nb + nk, etag, ne);
 	return r;
 }
 
@@ -1089,15 +1095,10 @@ static int client_get(struct store *st, const struct store_get *req)
 
 	if (rc)
 		return rc;
-	r = request_new(c, S3_REQUEST_GET, req->bucket, req->key, req->nbuffers,
-			req->arg);
+	r = request_new(c, S3_REQUEST_GET, req->bucket, req->key, req->etag,
+			req->nbuffers, req->arg);
 	if (!r)
 		return ENOMEM;
-	r->etag = util_strdup0(req->etag);
-	if (req->etag && !r->etag) {
-		request_free(r);
-		return ENOMEM;
-	}
 	r->offset = req->offset;
 	r->len = len;
 	memcpy(r->buffers, req->buffers, req->nbuffers * sizeof(*req->buffers));
@@ -1118,7 +1119,7 @@ static int client_list(struct store *st, const struct store_list *req)
 	    req->max_keys > 1000)
 		return EINVAL;
 	r = request_new(c, S3_REQUEST_LIST, req->bucket,
-			req->prefix ? req->prefix : "", 0, req->arg);
+			req->prefix ? req->prefix : "", NULL, 0, req->arg);
 	if (!r)
 		return ENOMEM;
 	r->token = util_strdup0(req->token);
@@ -1141,7 +1142,8 @@ static int client_head(struct store *st, const struct store_head *req)
 
 	if (!req->bucket || !req->key || !req->done)
 		return EINVAL;
-	r = request_new(c, S3_REQUEST_HEAD, req->bucket, req->key, 0, req->arg);
+	r = request_new(c, S3_REQUEST_HEAD, req->bucket, req->key, NULL, 0,
+			req->arg);
 	if (!r)
 		return ENOMEM;
 	r->urgent = true; /* a reader may be waiting for the object's size */
