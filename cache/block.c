@@ -244,7 +244,7 @@ UNITTEST void kept_expire(struct cache *c)
 /* Buffers from 2 MiB are 2 MiB aligned; from BUFFER_MAP_MIN they are
  * mappings of their own; up to CACHE_SLAB_MAX slots of a slab
  * (slab.c); between the two they come from malloc. */
-#define BUFFER_HUGE    (2u << 20)
+#define BUFFER_ALIGNED (2u << 20)
 #define BUFFER_MAP_MIN (64u << 10)
 #define PAGE_BYTES     4096u
 
@@ -286,21 +286,21 @@ static char *buffer_alloc(struct cache *c, size_t cap)
 
 	if (buffer_slab(c, cap))
 		return cache_slab_alloc(&c->slabs, cap);
-	if (cap >= BUFFER_MAP_MIN && cap < BUFFER_HUGE) {
+	if (cap >= BUFFER_MAP_MIN && cap < BUFFER_ALIGNED) {
 		p = mmap(NULL, cap, PROT_READ | PROT_WRITE,
 			 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 		return p == MAP_FAILED ? NULL : p;
 	}
-	if (cap < BUFFER_HUGE)
+	if (cap < BUFFER_ALIGNED)
 		return malloc(cap ? cap : 1);
-	if (posix_memalign(&p, BUFFER_HUGE, cap) != 0)
+	if (posix_memalign(&p, BUFFER_ALIGNED, cap) != 0)
 		return NULL;
 	return p;
 }
 
 static bool buffer_mapped(size_t cap)
 {
-	return cap >= BUFFER_MAP_MIN && cap < BUFFER_HUGE;
+	return cap >= BUFFER_MAP_MIN && cap < BUFFER_ALIGNED;
 }
 
 void cache_buffer_free(struct cache *c, char *data, size_t cap)

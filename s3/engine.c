@@ -1065,8 +1065,7 @@ request_new(struct s3_client *c, enum s3_request_kind kind, const char *bucket,
 	    const char *key, const char *etag, unsigned nbuffers, void *arg)
 {
 	size_t head =
-	    sizeof(struct s3_request) +
-	    nbuffers * sizeof(((struct s3_request *)NULL)->buffers[0]);
+	    sizeof(struct s3_request) + nbuffers * sizeof(struct store_buffer);
 	size_t nb = strlen(bucket) + 1, nk = strlen(key) + 1;
 	size_t ne = etag ? strlen(etag) + 1 : 0;
 	struct s3_request *r = calloc(1, head + nb + nk + ne);
