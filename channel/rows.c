@@ -2,9 +2,10 @@
  * channel rows: CSV and LibSVM text to framed protobuf Records, one thread.
  *
  * The grammar is in channel/convert.h.  Each row is scanned once: fields
- * are found and parsed as the scan goes (util_parse_float32), the values
- * gathered in a growing array, then packed (channel/record.c).  A bad row
- * is found the same way and skipped to its end with row_end(), the one
+ * are found and parsed as the scan goes (a run of plain numbers in one
+ * call, util_scan_float32_fields; anything else a field at a time), the
+ * values gathered in a growing array, then packed (channel/record.c).  A bad
+ * row is found the same way and skipped to its end with row_end(), the one
  * function that says where a row ends, which channel_rows_complete() (the
  * converter's batch cuts) uses too, so both always agree.
  */
@@ -266,11 +267,22 @@ static int csv_fields(struct row_state *st, const char *p, const char *end,
 	size_t col = 0;
 
 	for (;;) {
-		const char *f, *fe;
+		const char *f, *fe, *q;
+		size_t k;
 		int rc;
 
 		if (col >= st->cap && grow(st, col + 1))
 			return ENOMEM;
+		k = util_scan_float32_fields(p, end, ',', &st->values[col],
+					     st->cap - col, &q);
+		if (k > 0) { /* the plain numbers, as many as come */
+			col += k;
+			p = q;
+			if (p >= end || *p == '\n')
+				break;
+			p++; /* the comma */
+			continue;
+		}
 		if (p < end && *p == '"') {
 			f = ++p;
 			fe = memchr(p, '"', (size_t)(end - p));

@@ -40,4 +40,20 @@ int util_parse_float32(const char *text, size_t len, float *out);
  */
 int util_scan_float32(const char *text, size_t len, float *out, size_t *used);
 
+/*
+ * A run of fields, each one short number (as CSV files write them: sign,
+ * digits, point, a fraction, an exponent of up to three digits) followed
+ * by sep, a LF or end, from text on: out gets their values, at most max
+ * of them, in one call (a call a number cost as much as the scan).
+ * Returns how many were taken; *stop is just past the last one's number
+ * (at its sep, LF or end), text when none was.  The run ends after a
+ * field followed by a LF or end, or before the first field that is not
+ * such a number (blanks, quotes, a long or special number, one out of
+ * range, an empty field) or that starts in the last 15 bytes before end:
+ * util_scan_float32() and the caller's own rules read that one.  Every
+ * value taken is what util_parse_float32() gives the field.
+ */
+size_t util_scan_float32_fields(const char *text, const char *end, char sep,
+				float *out, size_t max, const char **stop);
+
 #endif

@@ -12,6 +12,8 @@
  * - util_scan_float32 on the row: the number it finds is the same text,
  *   the same length and bits as the text alone gives; when it finds one,
  *   strtof() must take exactly those bytes to the same bits.
+ * - util_scan_float32_fields on the row, one field at most: it takes the
+ *   text only when the text alone parses (0), to the same bits.
  */
 #include "config.h"
 
@@ -73,6 +75,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	float got = 42.0f;
 	float want;
 	float in_row = 42.0f;
+	float in_run = 42.0f;
+	const char *run_stop = NULL;
 	size_t used = 0;
 	bool whole;
 	int rc;
@@ -104,6 +108,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	if ((rc == 0 || rc == ERANGE) &&
 	    (row_rc != rc || used != size || bits(in_row) != bits(got)))
+		__builtin_trap();
+	/* as the first field of a run: taken only when the text alone is a
+	 * number in range, and then to its bits, ending at the separator */
+	if (!memchr(data, ',', size) && !memchr(data, '\n', size) &&
+	    util_scan_float32_fields(row, row + size + sizeof(row_rest) - 1,
+				     ',', &in_run, 1, &run_stop) == 1 &&
+	    (rc != 0 || run_stop != row + size || bits(in_run) != bits(got)))
 		__builtin_trap();
 	free(row);
 	free(text);

@@ -76,6 +76,8 @@ static bool scan_in_row(const char *text, size_t len, int rc, float v)
 	size_t n = len + strlen(rest);
 	char *row = malloc(n);
 	float got = 42.0f;
+	float run_value = 42.0f;
+	const char *run_stop = NULL;
 	size_t used = 0;
 	int scan_rc;
 	bool same;
@@ -84,12 +86,26 @@ static bool scan_in_row(const char *text, size_t len, int rc, float v)
 	memcpy(row, text, len);
 	memcpy(row + len, rest, n - len);
 	scan_rc = util_scan_float32(row, n, &got, &used);
-	free(row);
 	if (rc == 0 || rc == ERANGE)
 		same = scan_rc == rc && used == len &&
 		       float_bits(got) == float_bits(v);
 	else /* invalid alone: not a whole number in the row either */
 		same = scan_rc != 0 || used != len;
+	/* the field as the first of a run (one taken at most): taken only
+	 * when it is a number in range, ends at its separator, and is v
+	 * (a text holding a separator is more than one field) */
+	if (!memchr(text, ',', len) && !memchr(text, '\n', len) &&
+	    util_scan_float32_fields(row, row + n, ',', &run_value, 1,
+				     &run_stop) == 1 &&
+	    (rc != 0 || run_stop != row + len ||
+	     (*run_stop != ',' && *run_stop != '\n') ||
+	     float_bits(run_value) != float_bits(v))) {
+		print_error("'%.*s' as a run's field: %zu bytes, 0x%08x\n",
+			    (int)len, text, (size_t)(run_stop - row),
+			    (unsigned)float_bits(run_value));
+		same = false;
+	}
+	free(row);
 	if (!same)
 		print_error("'%.*s' in a row: rc %d, %zu bytes, 0x%08x; alone "
 			    "rc %d, 0x%08x\n",
@@ -374,6 +390,72 @@ static void test_length_bounds(void **state)
 	assert_int_equal(util_parse_float32("infinity", 3, &got), EDOM);
 }
 
+/* one util_scan_float32_fields() call on row (NUL-terminated, padded
+ * by the caller as it likes): its count, and where it stopped */
+static size_t run_of(const char *row, size_t max, float *out,
+		     size_t *stopped_at)
+{
+	const char *stop = NULL;
+	size_t k = util_scan_float32_fields(row, row + strlen(row), ',', out,
+					    max, &stop);
+
+	*stopped_at = (size_t)(stop - row);
+	return k;
+}
+
+/* a run of fields: where it ends and why, and its values */
+static void test_field_runs(void **state)
+{
+	/* 16 bytes past the fields, as a buffer's rest of a row would be */
+#define PAD "                "
+	float v[8];
+	size_t at;
+
+	(void)state;
+	/* a whole row, taken to its LF, then no further */
+	assert_int_equal(run_of("1.5,2,-3e2,0,4\n5,6" PAD, 8, v, &at), 5);
+	assert_int_equal(at, 14);
+	assert_true(v[0] == 1.5f && v[1] == 2.0f && v[2] == -300.0f &&
+		    v[3] == 0.0f && v[4] == 4.0f);
+	assert_false(signbit(v[3]));
+	assert_int_equal(run_of("-0,7" PAD, 1, v, &at), 1);
+	assert_true(v[0] == 0.0f && signbit(v[0]));
+	/* at most max */
+	assert_int_equal(run_of("1,2,3,4\n" PAD, 2, v, &at), 2);
+	assert_int_equal(at, 3);
+	/* stopped before a field it does not take: the separator is left */
+	assert_int_equal(run_of("1,2, 3\n" PAD, 8, v, &at), 2);
+	assert_int_equal(at, 3);
+	assert_int_equal(run_of("1,,3\n" PAD, 8, v, &at), 1);
+	assert_int_equal(at, 1);
+	assert_int_equal(run_of("1,\"2\",3\n" PAD, 8, v, &at), 1);
+	assert_int_equal(run_of("1,2\r\n" PAD, 8, v, &at), 1);
+	assert_int_equal(at, 1);
+	assert_int_equal(run_of("1,2x,3\n" PAD, 8, v, &at), 1);
+	assert_int_equal(run_of("1,1e39,3\n" PAD, 8, v, &at), 1);
+	assert_int_equal(run_of("1,nan,3\n" PAD, 8, v, &at), 1);
+	assert_int_equal(
+	    run_of("1,1234567890123456789012345,3\n" PAD, 8, v, &at), 1);
+	/* nothing taken: stop is the text */
+	assert_int_equal(run_of(" 1,2\n" PAD, 8, v, &at), 0);
+	assert_int_equal(at, 0);
+	assert_int_equal(run_of("" PAD, 8, v, &at), 0);
+	assert_int_equal(run_of("1,2", 0, v, &at), 0);
+	/* a field starting in the last 15 bytes is left to the byte-wise
+	 * parser */
+	assert_int_equal(run_of("1,2\n", 8, v, &at), 0);
+	assert_int_equal(run_of("1,2,3,4,5,6,7,8,9,10", 8, v, &at), 3);
+	assert_int_equal(at, 5);
+	/* %.18e's 25 characters */
+	assert_int_equal(run_of("1.234567890123456789e+02,-9.999999999999999"
+				"999e-03\n" PAD,
+				8, v, &at),
+			 2);
+	assert_true(v[0] == strtof("1.234567890123456789e+02", NULL));
+	assert_true(v[1] == strtof("-9.999999999999999999e-03", NULL));
+#undef PAD
+}
+
 /* errno is not touched, not even where strtof() does the work */
 static void test_errno_kept(void **state)
 {
@@ -617,6 +699,7 @@ int main(void)
 	    cmocka_unit_test(test_rejects),
 	    cmocka_unit_test(test_length_bounds),
 	    cmocka_unit_test(test_errno_kept),
+	    cmocka_unit_test(test_field_runs),
 	    cmocka_unit_test(test_random),
 	};
 
