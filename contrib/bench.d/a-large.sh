@@ -38,8 +38,9 @@ a_summary() {
 }
 
 a_targets() {
-	if want_tool curl && [ -n "${R[a.s3pipe.mbps]:-}" ] && [ -n "${R[a.curl.mbps]:-}" ]; then
-		x="$(calc "${R[a.s3pipe.mbps]} / ${R[a.curl.mbps]}" 2)"
-		verdict "$x >= 0.9" "(a) s3pipe >= 0.9 x curl: $x x"
+	peer_targets a 0.9 3 3
+	if want_tool curl && [ -n "${R[a.s3pipe.cpu]:-}" ] && [ -n "${R[a.curl.cpu]:-}" ]; then
+		x="$(calc "${R[a.s3pipe.cpu]} / ${R[a.curl.cpu]}" 2)"
+		verdict "$x <= 1.5" "(a) s3pipe's CPU s/GiB <= 1.5 x curl's: $x x (${R[a.s3pipe.cpu]} against ${R[a.curl.cpu]}, the rows above)"
 	fi
 }

@@ -41,12 +41,5 @@ b_summary() {
 }
 
 b_targets() {
-	if want_tool curl && [ -n "${R[b.s3pipe.mbps]:-}" ] && [ -n "${R[b.curl.mbps]:-}" ]; then
-		x="$(calc "${R[b.s3pipe.mbps]} / ${R[b.curl.mbps]}" 2)"
-		verdict "$x >= 0.8" "(b) s3pipe >= 0.8 x curl: $x x"
-	fi
-	if want_tool s3fs && [ -n "${R[b.s3pipe.mbps]:-}" ] && [ -n "${R[b.s3fs.mbps]:-}" ]; then
-		x="$(calc "${R[b.s3pipe.mbps]} / ${R[b.s3fs.mbps]}" 2)"
-		verdict "$x >= 4" "(b) s3pipe >= 4 x s3fs: $x x"
-	fi
+	peer_targets b 0.9 6 ""
 }

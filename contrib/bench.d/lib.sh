@@ -640,6 +640,27 @@ per_round() {
 	# shellcheck disable=SC2086
 	printf ' (per round:%s, median %s)' "${ROUND_RATIOS[$1]}" "$(median ${ROUND_RATIOS[$1]})"
 }
+# peer_targets SCEN CURL S3FS RCLONE: the verdicts s3pipe >= CURL x curl
+# (the median of the per-round ratios, curl run seconds apart in every
+# round), >= S3FS x s3fs and >= RCLONE x rclone (their best runs: one
+# round each when they are slow); an empty bound is no target
+peer_targets() {
+	local scen="$1" x peer min
+	if [ -n "$2" ] && want_tool curl && [ -n "${ROUND_RATIOS[$scen]:-}" ]; then
+		# shellcheck disable=SC2086
+		x="$(median ${ROUND_RATIOS[$scen]})"
+		verdict "$x >= $2" "($scen) s3pipe >= $2 x curl: $x x$(per_round "$scen")"
+	fi
+	for peer in s3fs rclone; do
+		[ $peer = s3fs ] && min="$3" || min="$4"
+		if [ -z "$min" ] || ! want_tool $peer || [ -z "${R["$scen.s3pipe.mbps"]:-}" ] ||
+			[ -z "${R["$scen.$peer.mbps"]:-}" ]; then
+			continue
+		fi
+		x="$(calc "${R["$scen.s3pipe.mbps"]} / ${R["$scen.$peer.mbps"]}" 2)"
+		verdict "$x >= $min" "($scen) s3pipe >= $min x $peer: $x x"
+	done
+}
 verdict() { # CONDITION TEXT
 	if awk "BEGIN { exit !($1) }"; then echo "  PASS  $2"; else echo "  FAIL  $2"; fi
 }
