@@ -423,16 +423,25 @@ bool cache_block_room_run(struct cache *c, uint64_t bytes)
  * slot in the table and the object's record, which the block keeps (the
  * reader that listed it has moved on).  A budget full of objects of a few
  * KiB holds thousands of them, a seventh of their bytes again at 2 KiB:
- * counted here, the budget bounds them.  A whole block's, a few hundred
- * bytes in megabytes, is left out.
+ * counted here, the budget bounds them.  Records and slab buffers count
+ * their slots' shares of their slabs (cache_slab_charge: a 4 KiB slot
+ * takes 4,370 bytes of its slab, whose last 3,904 no slot fills): left
+ * out, the slabs' headers and tails were a quarter of a megabyte past a
+ * 16 MiB budget of 2 KiB objects.  A whole block's, a few hundred bytes
+ * in megabytes, is left out.
  */
 static size_t block_record(const struct cache *c,
 			   const struct cache_object *obj, size_t cap)
 {
+	size_t slab_share = 0;
+
 	if (cap == c->conf.block_size)
 		return 0;
-	return sizeof(struct cache_block) + 2 * sizeof(struct cache_block *) +
-	       (obj ? cache_object_bytes(obj) : 0);
+	if (buffer_slab(c, cap)) /* the slot's slab takes more than cap */
+		slab_share = cache_slab_charge(cap) - cap;
+	return slab_share + cache_slab_charge(sizeof(struct cache_block)) +
+	       2 * sizeof(struct cache_block *) +
+	       (obj ? cache_slab_charge(cache_object_bytes(obj)) : 0);
 }
 
 bool cache_block_room(struct cache *c, const struct cache_object *obj,

@@ -169,6 +169,10 @@ struct cache_slabs {
 };
 /* The slot size that holds len bytes (len <= CACHE_SLAB_MAX), else 0. */
 size_t cache_slab_cap(size_t len);
+/* What n bytes take: for a slot, its share of its slab (the slab's bytes
+ * over its slots: the header and the tail no slot fills included); n
+ * itself above CACHE_SLAB_MAX. */
+size_t cache_slab_charge(size_t n);
 /* A slot of cap bytes (a slot size), NULL when there is no memory. */
 void *cache_slab_alloc(struct cache_slabs *s, size_t cap);
 void cache_slab_free(struct cache_slabs *s, void *p);

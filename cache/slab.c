@@ -6,14 +6,16 @@
  * first bytes a header, the rest slots of one class.  Classes go up in
  * quarters of a power of two (64, 80, 96, 112, 128, 160 ... 16 KiB), so a
  * slot wastes a fifth of its bytes at most, and the budget counts the
- * slot.  From malloc, the same buffers, freed in the order blocks are
+ * slot's share of its slab, header and tail included (cache_slab_charge).
+ * From malloc, the same buffers, freed in the order blocks are
  * evicted and made again among the cache's records, left a fifth of the
  * budget's worth of free holes in the heap that RSS kept and the budget
  * did not see.  Here a freed slot is only ever taken again by a buffer of
  * its class, a slab whose slots are all free is given back (a few are
- * kept for the next ones), and what the slabs hold beyond the slots in
- * use is the free slots that share a page with one in use and the pages
- * left unused since the last two sweeps (below).
+ * kept for the next ones, their pages given back at once), and what the
+ * slabs hold beyond the slots in use is the free slots that share a page
+ * with one in use and the pages left unused since the last two sweeps
+ * (below).
  *
  * The records of small objects' blocks, the blocks and their objects
  * (counted in the budget beside them, see block_record()), take slots
@@ -125,6 +127,17 @@ static size_t class_size(unsigned cls)
 	size_t base = CLASS_MIN << (cls / 4);
 
 	return cls % 4 ? base + (cls % 4) * (base / 4) : base;
+}
+
+size_t cache_slab_charge(size_t n)
+{
+	size_t size, slots;
+
+	if (n > CACHE_SLAB_MAX)
+		return n;
+	class_of(n, &size);
+	slots = (SLAB_BYTES - SLAB_HEAD) / size;
+	return (SLAB_BYTES + slots - 1) / slots;
 }
 
 /* The system's page size when a slab spans several pages, else 0: then
@@ -389,6 +402,15 @@ void cache_slab_free(struct cache_slabs *s, void *p)
 		if (sl->listed)
 			list_remove(s, sl);
 		if (s->nempty < SLAB_SPARE) {
+			/* kept, its pages given back now: an empty slab is
+			 * rare, and its pages may wait long for a class */
+			size_t page = page_bytes();
+
+			if (page)
+				slab_trim(s, sl,
+					  pages_after_first() & ~sl->trimmed,
+					  page);
+			sl->idle = 0;
 			sl->next = s->empty;
 			s->empty = sl;
 			s->nempty++;

@@ -341,23 +341,40 @@ static size_t expected_cap(size_t len, size_t block_size)
 	return len <= (16u << 10) ? expected_slot(len) : len;
 }
 
+/* What n bytes in a slot take of its slab: a slab is 64 KiB, its first
+ * 192 bytes a header, the rest as many slots as fit; each slot counts the
+ * slab's bytes over its slots.  Above 16 KiB (no slot), n. */
+static size_t slab_share(size_t n)
+{
+	size_t slots;
+
+	if (n > (16u << 10))
+		return n;
+	slots = ((64u << 10) - 192) / expected_slot(n);
+	return ((64u << 10) + slots - 1) / slots;
+}
+
 /* What a small object's block counts beyond its buffer: the block's
- * record, its table slot and its object's record. */
+ * record, its table slot and its object's record, the records their
+ * slots' shares. */
 static size_t rec(const struct cache_object *o)
 {
-	return sizeof(struct cache_block) + 2 * sizeof(struct cache_block *) +
-	       sizeof(*o) + strlen(o->bucket) + 1 + strlen(o->key) + 1 +
-	       (o->etag ? strlen(o->etag) + 1 : 0);
+	return slab_share(sizeof(struct cache_block)) +
+	       2 * sizeof(struct cache_block *) +
+	       slab_share(sizeof(*o) + strlen(o->bucket) + 1 + strlen(o->key) +
+			  1 + (o->etag ? strlen(o->etag) + 1 : 0));
 }
 
 /* What a block of len bytes of o counts against the budget: its buffer
- * and, for a small object's, rec(o). */
+ * (a slot's share of its slab) and, for a small object's, rec(o). */
 static size_t expected_charge(const struct cache_object *o, size_t len,
 			      size_t block_size)
 {
 	size_t cap = expected_cap(len, block_size);
 
-	return cap == block_size ? cap : cap + rec(o);
+	if (cap == block_size)
+		return cap;
+	return (cap <= (16u << 10) ? slab_share(cap) : cap) + rec(o);
 }
 
 /* ---- budget under random operations ---- */
@@ -1242,14 +1259,16 @@ static void test_failed_fetch_removed(void **state)
 	st = stats(c);
 	assert_int_equal(st.fetch_errors, 2);
 	/* slots, and the small blocks' records */
-	assert_int_equal(st.used_bytes, BS + 1024 + 512 + 2 * rec(obj(c, 0)));
+	assert_int_equal(st.used_bytes, BS + slab_share(1024) +
+					    slab_share(512) +
+					    2 * rec(obj(c, 0)));
 	/* the last unpin frees it (valgrind checks there is no leak) */
 	unpin(c, a);
 	unpin(c, s);
 	st = stats(c);
 	assert_int_equal(c->pool_count, 1); /* a's whole buffer */
 	/* s's slot and record returned */
-	assert_int_equal(st.used_bytes, BS + 512 + rec(obj(c, 0)));
+	assert_int_equal(st.used_bytes, BS + slab_share(512) + rec(obj(c, 0)));
 	/* an unpinned block that fails is freed at once */
 	fail_fetch(u, EIO);
 	assert_null(lookup(c, obj(c, 0), 2));
@@ -1370,10 +1389,12 @@ static void test_pool_counts_toward_budget(void **state)
 	s1 = create(c, obj(c, 1), 0, 1000, false);
 	assert_non_null(s1);
 	assert_int_equal(c->pool_count, 0);
-	assert_int_equal(stats(c).used_bytes, BS + 1024 + rec(obj(c, 1)));
+	assert_int_equal(stats(c).used_bytes,
+			 BS + slab_share(1024) + rec(obj(c, 1)));
 	s2 = create(c, obj(c, 1), 1, 1000, false);
 	assert_non_null(s2);
-	assert_int_equal(stats(c).used_bytes, BS + 2048 + 2 * rec(obj(c, 1)));
+	assert_int_equal(stats(c).used_bytes,
+			 BS + 2 * slab_share(1024) + 2 * rec(obj(c, 1)));
 	/* and now a whole block does not fit */
 	assert_false(room(c, BS, true));
 	assert_null(create(c, obj(c, 1), 2, BS, true));
@@ -1499,7 +1520,8 @@ static void test_fault_in_within_budget_and_max(void **state)
 	assert_int_equal(stats(c).used_bytes, 3 * BS);
 	assert_non_null(create(c, obj(c, 0), 0, 1000, false));
 	assert_int_equal(c->pool_count, 2);
-	assert_int_equal(stats(c).used_bytes, 2 * BS + 1024 + rec(obj(c, 0)));
+	assert_int_equal(stats(c).used_bytes,
+			 2 * BS + slab_share(1024) + rec(obj(c, 0)));
 	assert_int_equal(stats(c).peak_bytes, 3 * BS);
 	/* max bounds it below one window */
 	fake_stream(&f, d, sizes, 1);
@@ -1537,7 +1559,7 @@ static void test_small_blocks_exact(void **state)
 
 		assert_non_null(b);
 		assert_int_equal(b->cap, want);
-		used += want == BS ? want : want + rec(obj(c, 0));
+		used += want == BS ? want : slab_share(want) + rec(obj(c, 0));
 		assert_int_equal(stats(c).used_bytes, used);
 		complete(b);
 	}
@@ -1551,7 +1573,7 @@ static void test_small_blocks_exact(void **state)
 		pthread_mutex_unlock(&c->lock);
 		assert_null(lookup(c, obj(c, 0), 0));
 		assert_int_equal(stats(c).used_bytes,
-				 used - caps[0] - rec(obj(c, 0)));
+				 used - slab_share(caps[0]) - rec(obj(c, 0)));
 		assert_int_equal(c->pool_count, 0);
 	}
 	destroy_cache(c);
@@ -1922,7 +1944,7 @@ static void test_table_growth(void **state)
 		/* several segments, indexes that collide in the low bits */
 		blocks[i] = create(c, obj(c, i % 3), (i / 3) * 1024, 16, false);
 		assert_non_null(blocks[i]);
-		used += 64 + rec(obj(c, i % 3)); /* 64-byte slots */
+		used += slab_share(64) + rec(obj(c, i % 3)); /* 64-byte slots */
 	}
 	assert_int_equal(c->nblocks, n);
 	assert_true(c->nbuckets > initial);
@@ -1973,12 +1995,14 @@ static void test_stats(void **state)
 	a = ready(c, obj(c, 0), 1, BS, true);
 	st = stats(c);
 	/* 100 bytes: a 112 slot, and the block's record */
-	assert_int_equal(st.used_bytes, BS + 112 + rec(obj(c, 0)));
-	assert_int_equal(st.peak_bytes, BS + 112 + rec(obj(c, 0)));
+	assert_int_equal(st.used_bytes, BS + slab_share(112) + rec(obj(c, 0)));
+	assert_int_equal(st.peak_bytes, BS + slab_share(112) + rec(obj(c, 0)));
 	b = ready(c, obj(c, 0), 2, BS, true);
 	st = stats(c);
-	assert_int_equal(st.used_bytes, 2 * BS + 112 + rec(obj(c, 0)));
-	assert_int_equal(st.peak_bytes, 2 * BS + 112 + rec(obj(c, 0)));
+	assert_int_equal(st.used_bytes,
+			 2 * BS + slab_share(112) + rec(obj(c, 0)));
+	assert_int_equal(st.peak_bytes,
+			 2 * BS + slab_share(112) + rec(obj(c, 0)));
 	assert_int_equal(st.evictions, 0);
 	/* 3 BS + 112 would not fit: s, the coldest, goes */
 	assert_non_null(ready(c, obj(c, 0), 3, BS, true));
@@ -1995,7 +2019,8 @@ static void test_stats(void **state)
 	st = stats(c);
 	assert_int_equal(st.evictions, 2);
 	/* 10 bytes: a slot, and a record */
-	assert_int_equal(st.used_bytes, 2 * BS + 64 + rec(obj(c, 0)));
+	assert_int_equal(st.used_bytes,
+			 2 * BS + slab_share(64) + rec(obj(c, 0)));
 	assert_int_equal(st.peak_bytes, 3 * BS);
 	assert_int_equal(st.fetch_errors, 0);
 	assert_int_equal(st.hits + st.misses + st.prefetched + st.seeks, 0);
@@ -2311,11 +2336,13 @@ static void test_buffer_lent_half(void **state)
 	assert_null(cache_buffer_get(c, false));
 	/* a small block takes pooled bytes back */
 	assert_non_null(create(c, obj(c, 0), 0, 1000, true));
-	assert_int_equal(stats(c).used_bytes, 7 * BS + 1024 + rec(obj(c, 0)));
+	assert_int_equal(stats(c).used_bytes,
+			 7 * BS + slab_share(1024) + rec(obj(c, 0)));
 	for (int i = 1; i < 4; i++)
 		cache_buffer_put(c, buf[i]);
 	cache_buffer_put(c, buf[8]);
-	assert_int_equal(stats(c).used_bytes, 7 * BS + 1024 + rec(obj(c, 0)));
+	assert_int_equal(stats(c).used_bytes,
+			 7 * BS + slab_share(1024) + rec(obj(c, 0)));
 	destroy_cache(c);
 }
 
