@@ -138,7 +138,8 @@ struct cache_block {
 	size_t len;
 	size_t cap;    /* bytes of data's buffer */
 	size_t charge; /* bytes counted against the budget: cap, and for a
-			* small object's block its record (block_record) */
+			* small object's block its records and its slots'
+			* shares of their slabs past cap (block_record) */
 	enum cache_block_state state;
 	int error;
 	int pins;

@@ -12,10 +12,10 @@
  * budget's worth of free holes in the heap that RSS kept and the budget
  * did not see.  Here a freed slot is only ever taken again by a buffer of
  * its class, a slab whose slots are all free is given back (a few are
- * kept for the next ones, their pages given back at once), and what the
- * slabs hold beyond the slots in use is the free slots that share a page
- * with one in use and the pages left unused since the last two sweeps
- * (below).
+ * kept for the next ones, their pages given back at the next sweep), and
+ * what the slabs hold beyond the slots in use is the free slots that
+ * share a page with one in use and the pages left unused since the last
+ * two sweeps (below).
  *
  * The records of small objects' blocks, the blocks and their objects
  * (counted in the budget beside them, see block_record()), take slots
@@ -402,15 +402,10 @@ void cache_slab_free(struct cache_slabs *s, void *p)
 		if (sl->listed)
 			list_remove(s, sl);
 		if (s->nempty < SLAB_SPARE) {
-			/* kept, its pages given back now: an empty slab is
-			 * rare, and its pages may wait long for a class */
-			size_t page = page_bytes();
-
-			if (page)
-				slab_trim(s, sl,
-					  pages_after_first() & ~sl->trimmed,
-					  page);
-			sl->idle = 0;
+			/* kept: its pages go back at the next sweep unless a
+			 * class takes it first (a slab of a few large slots
+			 * empties every few blocks, and is soon taken) */
+			sl->idle = pages_after_first() & ~sl->trimmed;
 			sl->next = s->empty;
 			s->empty = sl;
 			s->nempty++;

@@ -43,7 +43,9 @@
  * take a path with no branch on how many digits there are: one 16-byte
  * SSE2 load finds the digits and the point, and the digits are valued as
  * one 16-digit number (window_digits, scan_short).  Anything else, and
- * anything the doubles leave in doubt, goes the byte-wise way below.
+ * anything the doubles leave in doubt, goes the byte-wise way below.  A
+ * CSV row's plain numbers are read a run at a time
+ * (util_scan_float32_fields), that path inlined into the run's loop.
  *
  * strtof() gets a rewritten copy, "[-]DIGITSeEXP" with no decimal point,
  * so that the locale's decimal point does not matter: on the stack, on the
@@ -455,7 +457,7 @@ static inline uint64_t sixteen_digit_value(__m128i v)
  * to its lowest set bit and, past a '.', the fraction's to the next.
  * The digits are then gathered in the vector (those of the fraction
  * moved down a byte, over the point), the bytes past them cleared, and
- * the 16 bytes valued as 16 digits, eight at a time: that is the number's
+ * the 16 bytes valued as 16 digits (sixteen_digit_value): that is the number's
  * digits followed by 16 - (their count) zeros, so the exponent of the last
  * of the 16 is nint - 16 however many digits the fraction has.  Nothing
  * branches on how many digits there are.  Returns false, having set

@@ -48,10 +48,12 @@ int util_scan_float32(const char *text, size_t len, float *out, size_t *used);
  * Returns how many were taken; *stop is just past the last one's number
  * (at its sep, LF or end), text when none was.  The run ends after a
  * field followed by a LF or end, or before the first field that is not
- * such a number (blanks, quotes, a long or special number, one out of
- * range, an empty field) or that starts in the last 15 bytes before end:
- * util_scan_float32() and the caller's own rules read that one.  Every
- * value taken is what util_parse_float32() gives the field.
+ * such a number (blanks, a CR, quotes, a long or special number, one out
+ * of range or below FLT_MIN, one the fast conversion leaves in doubt, an
+ * empty field) or whose digits, after its sign, start fewer than 16
+ * bytes before end: util_scan_float32() and the caller's own rules read
+ * that one.  Every value taken is what util_parse_float32() gives the
+ * field.  Where the fast path is not built (no SSE2), it takes none.
  */
 size_t util_scan_float32_fields(const char *text, const char *end, char sep,
 				float *out, size_t max, const char **stop);

@@ -1602,6 +1602,22 @@ static void test_slabs(void **state)
 		assert_true(len <= 64 || cap * 4 <= len * 5);
 	}
 	assert_int_equal(cache_slab_cap(CACHE_SLAB_MAX + 1), 0);
+	/* a slot's charge is its share of a 64 KiB slab: the n slots of
+	 * its class that fit beside a header (of 64 to 512 bytes) charge
+	 * the slab whole, each its 64 KiB / n rounded up */
+	for (size_t len = 1; len <= CACHE_SLAB_MAX; len++) {
+		size_t cap = cache_slab_cap(len);
+		size_t charge = cache_slab_charge(len);
+		bool found = false;
+
+		assert_true(charge >= cap);
+		for (size_t n = ((64u << 10) - 512) / cap;
+		     n <= ((64u << 10) - 64) / cap; n++)
+			found |= ((64u << 10) + n - 1) / n == charge;
+		assert_true(found);
+	}
+	assert_int_equal(cache_slab_charge(CACHE_SLAB_MAX + 1),
+			 CACHE_SLAB_MAX + 1);
 	a = cache_slab_alloc(&s, 1024);
 	b = cache_slab_alloc(&s, 1280);
 	assert_non_null(a);
@@ -1729,10 +1745,10 @@ static void test_slab_trim(void **state)
 		for (int j = 0; j < 2048; j++)
 			assert_int_equal(b[j], 0x70 + i);
 	}
-	/* emptied, the slab is kept with only its header's page resident */
+	/* emptied, the slab is kept with only its header's page resident
+	 * after the next sweep */
 	for (int i = 0; i < 31; i++)
 		cache_slab_free(&s, p[i]);
-	cache_slabs_sweep(&s);
 	cache_slabs_sweep(&s);
 	assert_int_equal(s.nempty, 1);
 	assert_int_equal(s.trimmed, SLAB - page);
