@@ -27,9 +27,7 @@ a_run() {
 			"32 MiB ranges, 4 parallel" 4 "$T/a.range32.cfg" \
 			"32 MiB ranges, 8 parallel" 8 "$T/a.range32.cfg"
 	fi
-	for ((r = 0; r < runs; r++)); do
-		round a a $a_bytes
-	done
+	rounds a a $a_bytes
 }
 
 a_summary() {
@@ -39,8 +37,9 @@ a_summary() {
 
 a_targets() {
 	peer_targets a 0.9 3 3
-	if want_tool curl && [ -n "${R[a.s3pipe.cpu]:-}" ] && [ -n "${R[a.curl.cpu]:-}" ]; then
-		x="$(calc "${R[a.s3pipe.cpu]} / ${R[a.curl.cpu]}" 2)"
-		verdict "$x <= 1.5" "(a) s3pipe's CPU s/GiB <= 1.5 x curl's: $x x (${R[a.s3pipe.cpu]} against ${R[a.curl.cpu]}, the rows above)"
+	if want_tool curl && [ -n "${ROUND_CPU_RATIOS[a]:-}" ]; then
+		# shellcheck disable=SC2086
+		x="$(median ${ROUND_CPU_RATIOS[a]})"
+		verdict "$x <= 1.5" "(a) s3pipe's CPU s/GiB <= 1.5 x curl's: $x x (per round:${ROUND_CPU_RATIOS[a]}, median $x)"
 	fi
 }

@@ -21,9 +21,7 @@ b_run() {
 			"whole objects, 32 parallel" 32 "$T/b.whole.cfg" \
 			"whole objects, 64 parallel" 64 "$T/b.whole.cfg"
 	fi
-	for ((r = 0; r < runs; r++)); do
-		round b b $b_bytes
-	done
+	rounds b b $b_bytes
 	# what the FUSE tools pay and curl (given the keys) does not: s3rver
 	# walks its directory synchronously for every page, stalling all GETs
 	B_LIST_MS="$(list_all_ms b)"

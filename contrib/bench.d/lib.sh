@@ -349,7 +349,7 @@ measure_fuse() {
 	printf '  %-7s %9s MB/s  %7s CPU s/GiB  %7s MiB peak RSS  (%s s%s%s)\n' \
 		"$tool" "$mbps" "$cpu" "$rss" "$(calc "$secs" 2)" "${FUSE_LABEL:+, $FUSE_LABEL}" "$e2e"
 	rec_best "$scen" "${FUSE_SLOT:-$tool}" "$mbps" "$cpu" "$rss" "${FUSE_LABEL:-}"
-	[ "$tool" = s3pipe ] && S3PIPE_MBPS="$mbps"
+	[ "$tool" = s3pipe ] && S3PIPE_MBPS="$mbps" S3PIPE_CPU="$cpu"
 	FUSE_CPU="$cpu" FUSE_SECS="$secs"
 	# the memory target is for the default cache size
 	if [ "$tool" = s3pipe ] && [ -z "${S3PIPE_CACHE:-}" ] && [ "${kb:-0}" -gt "$s3pipe_peak_kb" ]; then
@@ -461,18 +461,44 @@ get_cfg() {
 	done
 }
 
-# round SCEN PREFIX EXPECTED: the curl limit, then each FUSE tool, once;
-# notes s3pipe/curl of this round (the two ran seconds apart)
+# round SCEN PREFIX EXPECTED [pair]: the curl limit, then each FUSE tool,
+# once; notes s3pipe/curl of this round (the two ran seconds apart).  A
+# pair round runs curl and s3pipe only, and leaves the rows' best figures
+# to the full rounds (its samples count in the per-round ratios alone).
 declare -A ROUND_RATIOS=()
 round() {
-	local c_mbps=""
-	S3PIPE_MBPS=""
-	if want_tool curl && measure_curl_limit "$1" "$3"; then c_mbps="${LAST_MBPS:-}"; fi
-	want_tool curl && measure_curl_anon "$1" "$3"
-	run_peers "$1" "$2" "$3"
+	local c_mbps="" c_cpu=""
+	S3PIPE_MBPS="" S3PIPE_CPU=""
+	if [ "${4:-}" = pair ]; then
+		if want_tool curl && CURL_SLOT=curlpair measure_curl_limit "$1" "$3"; then
+			c_mbps="${LAST_MBPS:-}" c_cpu="$CPU"
+		fi
+		FUSE_SLOT=s3pipepair measure_fuse "$1" s3pipe "$2" "$3"
+	else
+		if want_tool curl && measure_curl_limit "$1" "$3"; then
+			c_mbps="${LAST_MBPS:-}" c_cpu="$CPU"
+		fi
+		want_tool curl && measure_curl_anon "$1" "$3"
+		run_peers "$1" "$2" "$3"
+	fi
 	if [ -n "$c_mbps" ] && [ -n "$S3PIPE_MBPS" ]; then
 		ROUND_RATIOS[$1]="${ROUND_RATIOS[$1]:-} $(calc "$S3PIPE_MBPS / $c_mbps" 2)"
 	fi
+	case "$c_cpu$S3PIPE_CPU" in '' | *-*) ;; *)
+		ROUND_CPU_RATIOS[$1]="${ROUND_CPU_RATIOS[$1]:-} $(calc "$S3PIPE_CPU / $c_cpu" 2)" ;;
+	esac
+}
+declare -A ROUND_CPU_RATIOS=()
+
+# rounds SCEN PREFIX EXPECTED: --runs full rounds, then pair rounds up to
+# PAIR_ROUNDS in all: a ratio to curl is the median of at least that many
+# rounds even when the slow peers run once
+PAIR_ROUNDS=3
+rounds() {
+	local r
+	for ((r = 0; r < runs || r < PAIR_ROUNDS; r++)); do
+		if ((r < runs)); then round "$@"; else round "$@" pair; fi
+	done
 }
 
 run_peers() { # SCEN PREFIX EXPECTED: one measurement of each FUSE tool
