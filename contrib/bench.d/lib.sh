@@ -88,6 +88,17 @@ rate() {
 	MBPS="$(calc "$1 / $SECS / 1e6" 1)"
 	CPU="$(calc "($u + $s) / ($1 / 1073741824)" 2)"
 }
+# host_cpu: "BUSY TOTAL", the jiffies every CPU of the host has spent busy
+# and in all (/proc/stat); host_busy A B: the CPUs busy on average between
+# two such readings (of ncpu): near ncpu, the host's CPU was the bound
+host_cpu() { awk '/^cpu / { t = 0; for (i = 2; i <= NF; i++) t += $i; print t - $5 - $6, t; exit }' /proc/stat; }
+host_busy() {
+	local b0 t0 b1 t1
+	read -r b0 t0 <<<"$1"
+	read -r b1 t1 <<<"$2"
+	[ "$t1" -gt "$t0" ] || { echo "-"; return; }
+	calc "($b1 - $b0) / ($t1 - $t0) * $ncpu" 2
+}
 median() { printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 mib() { calc "$1 / 1048576" "${2:-1}"; }
 # size_bytes SIZE: 256M, 2G ... in bytes
@@ -301,7 +312,7 @@ dd_bytes() { awk '/bytes/ && /copied/ { b = $1 } END { print b + 0 }' "$1"; }
 # FUSE_E2E=1 also times the mount (command start to the last byte): printed,
 # kept as R[SCEN.SLOT.e2e] and in E2E_MBPS.
 measure_fuse() {
-	local scen="$1" tool="$2" prefix="$3" expect="$4" ready="" tm t0 t1 ticks kb bytes rc secs cmd
+	local scen="$1" tool="$2" prefix="$3" expect="$4" ready="" tm t0 t1 h0 h1 ticks kb bytes rc secs cmd
 	[ "$tool" = s3pipe ] && ready="${scen}_0"
 	tm=$(now)
 	start_daemon "$tool" "$prefix" "$scen"
@@ -315,10 +326,12 @@ measure_fuse() {
 	else
 		cmd="set -o pipefail; cd $(printf %q "$MNT") && LC_ALL=C ls -1 | xargs -d '\n' cat | dd of=/dev/null bs=1M"
 	fi
+	h0="$(host_cpu)"
 	t0=$(now)
 	timeout -k 5 $READ_TIMEOUT bash -c "$cmd" 2>"$T/dd.err"
 	rc=$?
 	t1=$(now)
+	h1="$(host_cpu)"
 	ticks="$(proc_cpu_ticks "$DPID")"
 	kb="$(proc_hwm_kb "$DPID")"
 	ALIVE=0
@@ -346,8 +359,9 @@ measure_fuse() {
 			R["$scen.${FUSE_SLOT:-$tool}.e2e"]="$E2E_MBPS"
 		fi
 	fi
-	printf '  %-7s %9s MB/s  %7s CPU s/GiB  %7s MiB peak RSS  (%s s%s%s)\n' \
-		"$tool" "$mbps" "$cpu" "$rss" "$(calc "$secs" 2)" "${FUSE_LABEL:+, $FUSE_LABEL}" "$e2e"
+	FUSE_HOST_BUSY="$(host_busy "$h0" "$h1")"
+	printf '  %-7s %9s MB/s  %7s CPU s/GiB  %7s MiB peak RSS  (%s s%s%s; the host %s of %s CPUs busy)\n' \
+		"$tool" "$mbps" "$cpu" "$rss" "$(calc "$secs" 2)" "${FUSE_LABEL:+, $FUSE_LABEL}" "$e2e" "$FUSE_HOST_BUSY" "$ncpu"
 	rec_best "$scen" "${FUSE_SLOT:-$tool}" "$mbps" "$cpu" "$rss" "${FUSE_LABEL:-}"
 	[ "$tool" = s3pipe ] && S3PIPE_MBPS="$mbps" S3PIPE_CPU="$cpu"
 	FUSE_CPU="$cpu" FUSE_SECS="$secs"
@@ -363,15 +377,15 @@ measure_fuse() {
 # --server fast), kept in SERVER_CPU[SCEN] for the summary
 declare -A SERVER_CPU=()
 measure_curl() {
-	local scen="$1" label="$2" par="$3" cfg="$4" expect="$5" bytes rc kb="" rss="-" st0 st1 scpu
+	local scen="$1" label="$2" par="$3" cfg="$4" expect="$5" bytes rc kb="" rss="-" st0 st1 scpu h0 h1
 	local -a wrap=()
 	[ -n "$time_bin" ] && wrap=("$time_bin" -f %M -o "$T/curl.rss")
 	rm -f "$T/curl.rss"
-	st0="$(server_ticks)"
+	st0="$(server_ticks)" h0="$(host_cpu)"
 	timed curl "${wrap[@]}" curl -sS --no-progress-meter --fail --parallel --parallel-max "$par" \
 		-w '%{size_download}\n' -K "$cfg" >"$T/curl.sizes"
 	rc=$?
-	st1="$(server_ticks)"
+	h1="$(host_cpu)" st1="$(server_ticks)"
 	bytes="$(awk '{ s += $1 } END { printf "%d", s }' "$T/curl.sizes")"
 	if [ $rc -ne 0 ] || [ "$bytes" != "$expect" ]; then
 		broke "($scen) curl $label read $bytes of $expect bytes (exit $rc): $(tail -n 2 "$T/curl.err" | tr '\n' ' ')"
@@ -382,8 +396,8 @@ measure_curl() {
 	[ -n "$kb" ] && rss="$(calc "$kb / 1024" 1)"
 	scpu="$(calc "($st1 - $st0) / $clk_tck / ($bytes / 1073741824)" 2)"
 	SERVER_CPU[$scen]="${SERVER_CPU[$scen]:-} $scpu"
-	printf '  %-7s %9s MB/s  %7s CPU s/GiB  %7s MiB peak RSS  (%s s, %s; the server %s CPU s/GiB)\n' \
-		curl "$MBPS" "$CPU" "$rss" "$(calc "$SECS" 2)" "$label" "$scpu"
+	printf '  %-7s %9s MB/s  %7s CPU s/GiB  %7s MiB peak RSS  (%s s, %s; the server %s CPU s/GiB; the host %s of %s CPUs busy)\n' \
+		curl "$MBPS" "$CPU" "$rss" "$(calc "$SECS" 2)" "$label" "$scpu" "$(host_busy "$h0" "$h1")" "$ncpu"
 	rec_best "$scen" "${CURL_SLOT:-curl}" "$MBPS" "$CPU" "$rss" "$label"
 	[ "${CURL_SLOT:-}" = curlanon ] || rec_best "$scen" curlany "$MBPS" "$CPU" "$rss" "$label"
 	LAST_MBPS="$MBPS"
