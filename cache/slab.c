@@ -129,6 +129,12 @@ static size_t class_size(unsigned cls)
 	return cls % 4 ? base + (cls % 4) * (base / 4) : base;
 }
 
+/* How many slots of size a slab holds. */
+static size_t slots_of(size_t size)
+{
+	return (SLAB_BYTES - SLAB_HEAD) / size;
+}
+
 size_t cache_slab_charge(size_t n)
 {
 	size_t size, slots;
@@ -136,7 +142,7 @@ size_t cache_slab_charge(size_t n)
 	if (n > CACHE_SLAB_MAX)
 		return n;
 	class_of(n, &size);
-	slots = (SLAB_BYTES - SLAB_HEAD) / size;
+	slots = slots_of(size);
 	return (SLAB_BYTES + slots - 1) / slots;
 }
 
@@ -245,7 +251,7 @@ static struct slab *slab_new(struct cache_slabs *s, unsigned cls)
 	sl->trimmed = trimmed;
 	sl->idle = idle;
 	sl->cls = cls;
-	sl->slots = n = (unsigned)((SLAB_BYTES - SLAB_HEAD) / size);
+	sl->slots = n = (unsigned)slots_of(size);
 	for (unsigned w = 0; w < n / 64; w++)
 		sl->free[w] = ~(uint64_t)0;
 	if (n % 64)
