@@ -278,6 +278,8 @@ static int csv_fields(struct row_state *st, const char *p, const char *end,
 		if (k > 0) { /* the plain numbers, as many as come */
 			col += k;
 			p = q;
+			if (p < end && *p == '\r') /* (a CR LF, the run says) */
+				p++;
 			if (p >= end || *p == '\n')
 				break;
 			p++; /* the comma */

@@ -684,7 +684,8 @@ size_t util_scan_float32_fields(const char *text, const char *end, char sep,
 		int rc;
 
 		if (!scan_short(p, end, &out[n], &rc, &after) || rc != 0 ||
-		    (after < end && *after != sep && *after != '\n'))
+		    (after < end && *after != sep && *after != '\n' &&
+		     !(*after == '\r' && after + 1 < end && after[1] == '\n')))
 			break;
 		n++;
 		*stop = after;

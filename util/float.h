@@ -43,12 +43,13 @@ int util_scan_float32(const char *text, size_t len, float *out, size_t *used);
 /*
  * A run of fields, each one short number (as CSV files write them: sign,
  * digits, point, a fraction, an exponent of up to three digits) followed
- * by sep, a LF or end, from text on: out gets their values, at most max
- * of them, in one call (a call a number cost as much as the scan).
- * Returns how many were taken; *stop is just past the last one's number
- * (at its sep, LF or end), text when none was.  The run ends after a
- * field followed by a LF or end, or before the first field that is not
- * such a number (blanks, a CR, quotes, a long or special number, one out
+ * by sep, a LF, a CR LF or end, from text on: out gets their values, at
+ * most max of them, in one call (a call a number cost as much as the
+ * scan).  Returns how many were taken; *stop is just past the last one's
+ * number (at its sep, LF, CR or end), text when none was.  The run ends
+ * after a field followed by a LF, a CR LF or end, or before the first
+ * field that is not such a number (blanks, a lone CR, quotes, a long or
+ * special number, one out
  * of range or below FLT_MIN, one the fast conversion leaves in doubt, an
  * empty field) or whose digits, after its sign, start fewer than 16
  * bytes before end: util_scan_float32() and the caller's own rules read

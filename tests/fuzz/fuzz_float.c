@@ -112,6 +112,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	/* as the first field of a run: taken only when the text alone is a
 	 * number in range, and then to its bits, ending at the separator */
 	if (!memchr(data, ',', size) && !memchr(data, '\n', size) &&
+	    !memchr(data, '\r', size) &&
 	    util_scan_float32_fields(row, row + size + sizeof(row_rest) - 1,
 				     ',', &in_run, 1, &run_stop) == 1 &&
 	    (rc != 0 || run_stop != row + size || bits(in_run) != bits(got)))

@@ -92,13 +92,16 @@ static bool scan_in_row(const char *text, size_t len, int rc, float v)
 	else /* invalid alone: not a whole number in the row either */
 		same = scan_rc != 0 || used != len;
 	/* the field as the first of a run (one taken at most): taken only
-	 * when it is a number in range, ends at its separator, and is v
+	 * when it is a number in range, ends at its separator (or the CR
+	 * of a CR LF), and is v
 	 * (a text holding a separator is more than one field) */
 	if (!memchr(text, ',', len) && !memchr(text, '\n', len) &&
+	    !memchr(text, '\r', len) &&
 	    util_scan_float32_fields(row, row + n, ',', &run_value, 1,
 				     &run_stop) == 1 &&
 	    (rc != 0 || run_stop != row + len ||
-	     (*run_stop != ',' && *run_stop != '\n') ||
+	     (*run_stop != ',' && *run_stop != '\n' &&
+	      memcmp(run_stop, "\r\n", 2) != 0) ||
 	     float_bits(run_value) != float_bits(v))) {
 		print_error("'%.*s' as a run's field: %zu bytes, 0x%08x\n",
 			    (int)len, text, (size_t)(run_stop - row),
@@ -434,7 +437,14 @@ static void test_field_runs(void **state)
 	assert_int_equal(run_of("1,,3\n" PAD, 8, v, &at), 1);
 	assert_int_equal(at, 1);
 	assert_int_equal(run_of("1,\"2\",3\n" PAD, 8, v, &at), 1);
-	assert_int_equal(run_of("1,2\r\n" PAD, 8, v, &at), 1);
+	/* a CR LF ends a row as a LF does (the stop at the CR); a lone CR
+	 * is not taken */
+	assert_int_equal(run_of("1,2\r\n3" PAD, 8, v, &at), 2);
+	assert_int_equal(at, 3);
+	assert_true(v[1] == 2.0f);
+	assert_int_equal(run_of("1,2\r,3\n" PAD, 8, v, &at), 1);
+	assert_int_equal(at, 1);
+	assert_int_equal(run_of("1,2\r" PAD, 8, v, &at), 1);
 	assert_int_equal(at, 1);
 	assert_int_equal(run_of("1,2x,3\n" PAD, 8, v, &at), 1);
 	assert_int_equal(run_of("1,1e39,3\n" PAD, 8, v, &at), 1);
