@@ -359,9 +359,8 @@ measure_fuse() {
 			R["$scen.${FUSE_SLOT:-$tool}.e2e"]="$E2E_MBPS"
 		fi
 	fi
-	FUSE_HOST_BUSY="$(host_busy "$h0" "$h1")"
 	printf '  %-7s %9s MB/s  %7s CPU s/GiB  %7s MiB peak RSS  (%s s%s%s; the host %s of %s CPUs busy)\n' \
-		"$tool" "$mbps" "$cpu" "$rss" "$(calc "$secs" 2)" "${FUSE_LABEL:+, $FUSE_LABEL}" "$e2e" "$FUSE_HOST_BUSY" "$ncpu"
+		"$tool" "$mbps" "$cpu" "$rss" "$(calc "$secs" 2)" "${FUSE_LABEL:+, $FUSE_LABEL}" "$e2e" "$(host_busy "$h0" "$h1")" "$ncpu"
 	rec_best "$scen" "${FUSE_SLOT:-$tool}" "$mbps" "$cpu" "$rss" "${FUSE_LABEL:-}"
 	[ "$tool" = s3pipe ] && S3PIPE_MBPS="$mbps" S3PIPE_CPU="$cpu"
 	FUSE_CPU="$cpu" FUSE_SECS="$secs"
@@ -498,9 +497,9 @@ round() {
 	if [ -n "$c_mbps" ] && [ -n "$S3PIPE_MBPS" ]; then
 		ROUND_RATIOS[$1]="${ROUND_RATIOS[$1]:-} $(calc "$S3PIPE_MBPS / $c_mbps" 2)"
 	fi
-	case "$c_cpu$S3PIPE_CPU" in '' | *-*) ;; *)
-		ROUND_CPU_RATIOS[$1]="${ROUND_CPU_RATIOS[$1]:-} $(calc "$S3PIPE_CPU / $c_cpu" 2)" ;;
-	esac
+	if [ -n "$c_cpu" ] && [ -n "$S3PIPE_CPU" ] && [ "$S3PIPE_CPU" != - ]; then
+		ROUND_CPU_RATIOS[$1]="${ROUND_CPU_RATIOS[$1]:-} $(calc "$S3PIPE_CPU / $c_cpu" 2)"
+	fi
 }
 declare -A ROUND_CPU_RATIOS=()
 
@@ -511,7 +510,11 @@ PAIR_ROUNDS=3
 rounds() {
 	local r
 	for ((r = 0; r < runs || r < PAIR_ROUNDS; r++)); do
-		if ((r < runs)); then round "$@"; else round "$@" pair; fi
+		if ((r < runs)); then
+			round "$@"
+		elif want_tool curl; then
+			round "$@" pair
+		fi
 	done
 }
 
