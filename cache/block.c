@@ -694,13 +694,11 @@ static uint64_t pooled_within(const struct cache_stream *s, uint64_t reach)
  * writing a byte of each. */
 static void fault_pages(char *p, size_t len)
 {
-	const size_t page = 4096;
-
 #ifdef MADV_POPULATE_WRITE
 	if (madvise(p, len, MADV_POPULATE_WRITE) == 0)
 		return;
 #endif
-	for (size_t o = 0; o < len; o += page)
+	for (size_t o = 0; o < len; o += PAGE_BYTES)
 		p[o] = 0;
 }
 

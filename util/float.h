@@ -49,12 +49,12 @@ int util_scan_float32(const char *text, size_t len, float *out, size_t *used);
  * number (at its sep, LF, CR or end), text when none was.  The run ends
  * after a field followed by a LF, a CR LF or end, or before the first
  * field that is not such a number (blanks, a lone CR, quotes, a long or
- * special number, one out
- * of range or below FLT_MIN, one the fast conversion leaves in doubt, an
- * empty field) or whose digits, after its sign, start fewer than 16
- * bytes before end: util_scan_float32() and the caller's own rules read
- * that one.  Every value taken is what util_parse_float32() gives the
- * field.  Where the fast path is not built (no SSE2), it takes none.
+ * special number, one out of range or below FLT_MIN, one the fast
+ * conversion leaves in doubt, an empty field) or whose digits, after its
+ * sign, start fewer than 16 bytes before end: util_scan_float32() and the
+ * caller's own rules read that one.  Every value taken is what
+ * util_parse_float32() gives the field.  Where the fast path is not built (no
+ * SSE2), it takes none.
  */
 size_t util_scan_float32_fields(const char *text, const char *end, char sep,
 				float *out, size_t max, const char **stop);
