@@ -34,6 +34,11 @@ struct channel_record {
 int channel_record_append(struct util_buf *out,
 			  const struct channel_record *rec);
 
+/* The same by protobuf-c alone, which channel_record_append() leaves for
+ * sparse rows (dense ones it writes by hand, to the same bytes). */
+int channel_record_append_packed(struct util_buf *out,
+				 const struct channel_record *rec);
+
 /*
  * Appends the Record in payload[0..len) to text as one line of JSON and a
  * newline: {"features": {NAME: TENSOR, ...}, "label": {...}} with, per

@@ -45,7 +45,11 @@
  * one 16-digit number (window_digits, scan_short).  Anything else, and
  * anything the doubles leave in doubt, goes the byte-wise way below.  A
  * CSV row's plain numbers are read a run at a time
- * (util_scan_float32_fields), that path inlined into the run's loop.
+ * (util_scan_float32_fields), that path inlined into the run's loop; the
+ * run finds its fields' ends from a bitmap of the separators, so that
+ * the next number's start never waits on this one's digits and the CPU
+ * works on several numbers at once.  The sign is set by a bit, not a
+ * branch: CSV columns mix signs at random.
  *
  * strtof() gets a rewritten copy, "[-]DIGITSeEXP" with no decimal point,
  * so that the locale's decimal point does not matter: on the stack, on the
@@ -321,6 +325,18 @@ static uint64_t double_bits(double d)
 	return b;
 }
 
+/* f with its sign bit set when neg: no branch on a sign that CSV columns
+ * mix at random */
+static inline float with_sign(float f, bool neg)
+{
+	uint32_t b;
+
+	memcpy(&b, &f, sizeof(b));
+	b |= (uint32_t)neg << 31;
+	memcpy(&f, &b, sizeof(f));
+	return f;
+}
+
 /*
  * x = m * 10^e10 (in [m, m + 1) * 10^e10 when digits were dropped) by
  * doubles, as the top of this file says: true with *out and *rc set
@@ -345,7 +361,7 @@ static inline bool double_convert(uint64_t m, int64_t e10, bool dropped,
 	    (lo - 1 + MIDPOINT_BITS) >> 29 != (hi + MIDPOINT_BITS) >> 29)
 		return false;
 	f = (float)d;
-	*out = neg ? -f : f;
+	*out = with_sign(f, neg);
 	*rc = isinf(f) ? ERANGE : 0;
 	return true;
 }
@@ -565,7 +581,7 @@ scan_short(const char *text, const char *end, float *out, int *rc,
 		p = q;
 	}
 	if (m == 0) { /* zero, whatever the exponent */
-		*out = neg ? -0.0f : 0.0f;
+		*out = with_sign(0.0f, neg);
 		*rc = 0;
 	} else if (e10 < -64 || e10 > 38 ||
 		   !double_convert(m, e10, false, neg, out, rc)) {
@@ -671,30 +687,83 @@ int util_scan_float32(const char *text, size_t len, float *out, size_t *used)
 	return rc;
 }
 
+#if WINDOW_PATH
+/* bit i set when p[i] is sep, a LF or a CR, for p + i < end, i < 64 */
+static inline uint64_t separator_bits(const char *p, const char *end, char sep)
+{
+	uint64_t bits = 0;
+
+	if (end - p >= 64) {
+		const __m128i s = _mm_set1_epi8(sep);
+		const __m128i lf = _mm_set1_epi8('\n');
+		const __m128i cr = _mm_set1_epi8('\r');
+
+		for (int i = 0; i < 64; i += WINDOW) {
+			__m128i v = _mm_loadu_si128(
+			    (const __m128i *)(const void *)(p + i));
+			__m128i hit =
+			    _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, s),
+						      _mm_cmpeq_epi8(v, lf)),
+					 _mm_cmpeq_epi8(v, cr));
+
+			bits |= (uint64_t)(unsigned)_mm_movemask_epi8(hit) << i;
+		}
+		return bits;
+	}
+	for (int i = 0; p + i < end; i++) {
+		if (p[i] == sep || p[i] == '\n' || p[i] == '\r')
+			bits |= 1ULL << i;
+	}
+	return bits;
+}
+#endif
+
 size_t util_scan_float32_fields(const char *text, const char *end, char sep,
 				float *out, size_t max, const char **stop)
 {
-	const char *p = text;
 	size_t n = 0;
 
 	*stop = text;
 #if WINDOW_PATH
-	while (n < max && p < end) {
+	/*
+	 * The fields' ends come from a bitmap of the separators, 64 bytes at
+	 * a time, not from the numbers: the next field's start does not wait
+	 * for this one's digits to be found, so several numbers are read at
+	 * once.  A number must then end exactly at its field's end.
+	 */
+	const char *p = text;
+	const char *base = text;
+	uint64_t bits = separator_bits(base, end, sep);
+
+	while (n < max) {
+		const char *fe;
 		const char *after;
 		int rc;
 
+		while (bits == 0 && base + 64 < end) {
+			base += 64;
+			bits = separator_bits(base, end, sep);
+		}
+		fe = bits ? base + __builtin_ctzll(bits) : end;
+		bits &= bits - 1;
 		if (!scan_short(p, end, &out[n], &rc, &after) || rc != 0 ||
-		    (after < end && *after != sep && *after != '\n' &&
-		     !(*after == '\r' && after + 1 < end && after[1] == '\n')))
+		    after != fe)
 			break;
+		if (fe < end && *fe != sep) {
+			/* a LF, or a CR of a CR LF, ends the run */
+			if (*fe == '\r' && !(fe + 1 < end && fe[1] == '\n'))
+				break;
+			n++;
+			*stop = fe;
+			break;
+		}
 		n++;
-		*stop = after;
-		if (after == end || *after != sep)
+		*stop = fe;
+		if (fe == end)
 			break;
-		p = after + 1;
+		p = fe + 1;
 	}
 #else
-	(void)p;
 	(void)end;
 	(void)sep;
 	(void)out;

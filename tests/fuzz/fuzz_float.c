@@ -14,6 +14,10 @@
  *   strtof() must take exactly those bytes to the same bits.
  * - util_scan_float32_fields on the row, one field at most: it takes the
  *   text only when the text alone parses (0), to the same bits.
+ * - util_scan_float32_fields on the row, as many fields as it takes (the
+ *   input may hold separators, LFs and CRs of its own): every field taken
+ *   is the text up to the next ',', LF or CR, and parses alone to the same
+ *   bits; all but the last end at a ','; the stop is the last one's end.
  */
 #include "config.h"
 
@@ -68,6 +72,36 @@ static bool plain_number_alphabet(const char *text, size_t len)
 	return len > 0;
 }
 
+/* the run of fields util_scan_float32_fields() takes from row */
+static void check_run(const char *row, const char *end)
+{
+	float values[64];
+	const char *stop = NULL;
+	const char *f = row;
+	size_t k = util_scan_float32_fields(row, end, ',', values, 64, &stop);
+
+	if (k == 0 && stop != row)
+		__builtin_trap();
+	for (size_t i = 0; i < k; i++) {
+		const char *fe = f;
+		float alone;
+
+		while (fe < end && *fe != ',' && *fe != '\n' && *fe != '\r')
+			fe++;
+		if (util_parse_float32(f, (size_t)(fe - f), &alone) != 0 ||
+		    bits(alone) != bits(values[i]))
+			__builtin_trap();
+		if (i + 1 < k) {
+			if (fe == end || *fe != ',')
+				__builtin_trap();
+			f = fe + 1;
+		} else if (stop != fe || (fe < end && *fe == '\r' &&
+					  (fe + 1 == end || fe[1] != '\n'))) {
+			__builtin_trap();
+		}
+	}
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	char *text = malloc(size ? size : 1);
@@ -117,6 +151,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				     ',', &in_run, 1, &run_stop) == 1 &&
 	    (rc != 0 || run_stop != row + size || bits(in_run) != bits(got)))
 		__builtin_trap();
+	check_run(row, row + size + sizeof(row_rest) - 1);
 	free(row);
 	free(text);
 	return 0;

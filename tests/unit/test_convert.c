@@ -166,6 +166,45 @@ static void test_wire_bytes(void **state)
 	util_buf_free(&out);
 }
 
+/* A dense row written by hand is byte for byte protobuf-c's packing of
+ * it, at every count where a length's varint grows a byte (the values' 4
+ * bytes a count pass 127 at 32, the entry at 30, 4,096 values pass
+ * 16,383), with a label and without. */
+static void test_wire_dense_matches_protobuf_c(void **state)
+{
+	static const size_t counts[] = {0,    1,    2,	  29,	30,   31,
+					32,   33,   100,  101,	4094, 4095,
+					4096, 4097, 5000, 40000};
+	float *values = malloc(40000 * sizeof(*values));
+	float label = -0.25f;
+	struct util_buf hand, packed;
+
+	(void)state;
+	assert_non_null(values);
+	for (size_t i = 0; i < 40000; i++)
+		values[i] = (float)i * 0.37f - 1000.0f;
+	util_buf_init(&hand, 0);
+	util_buf_init(&packed, 0);
+	for (size_t c = 0; c < sizeof(counts) / sizeof(counts[0]); c++) {
+		for (int with_label = 0; with_label < 2; with_label++) {
+			struct channel_record rec = {
+			    .values = values,
+			    .count = counts[c],
+			    .label = with_label ? &label : NULL};
+
+			hand.len = packed.len = 0;
+			assert_int_equal(channel_record_append(&hand, &rec), 0);
+			assert_int_equal(
+			    channel_record_append_packed(&packed, &rec), 0);
+			assert_int_equal(hand.len, packed.len);
+			assert_memory_equal(hand.data, packed.data, hand.len);
+		}
+	}
+	util_buf_free(&hand);
+	util_buf_free(&packed);
+	free(values);
+}
+
 /* A sparse row: keys and shape set; padding after a length not a multiple
  * of 4; dump prints what was packed. */
 static void test_wire_sparse_and_dump(void **state)
@@ -932,6 +971,7 @@ int main(void)
 	    cmocka_unit_test(test_rows_marks),
 	    cmocka_unit_test(test_converter_objects),
 	    cmocka_unit_test(test_wire_sparse_and_dump),
+	    cmocka_unit_test(test_wire_dense_matches_protobuf_c),
 	    cmocka_unit_test(test_csv_forms),
 	    cmocka_unit_test(test_csv_bad_rows),
 	    cmocka_unit_test(test_csv_long_rows),

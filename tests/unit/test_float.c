@@ -468,7 +468,68 @@ static void test_field_runs(void **state)
 			 2);
 	assert_true(v[0] == strtof("1.234567890123456789e+02", NULL));
 	assert_true(v[1] == strtof("-9.999999999999999999e-03", NULL));
+	/* a field with no separator for more than 64 bytes (the run finds
+	 * fields' ends 64 bytes at a time) */
+	assert_int_equal(run_of("1,2222222222222222222222222222222222222222"
+				"22222222222222222222222222222x,3\n" PAD,
+				8, v, &at),
+			 1);
+	assert_int_equal(at, 1);
 #undef PAD
+}
+
+/*
+ * A long row, its fields' ends in many 64-byte blocks: one call takes
+ * every field, each to util_parse_float32()'s bits; with a bad field at
+ * any place, the fields before it and no more, the stop at its separator.
+ */
+static void test_long_runs(void **state)
+{
+	static const char *const forms[] = {
+	    "0",     "-1.5",	     "3.716315410107699790e+02",
+	    "238",   "-0.000856241", "2.50128e-05",
+	    "+7.25", "-893.777",     "-9.999999999999999999e-03",
+	    "1e-3",  "0.5",	     "12345678.25"};
+	enum { FIELDS = 160 };
+	char row[FIELDS * 32 + 32];
+	size_t start[FIELDS + 1];
+	float v[FIELDS];
+	size_t at;
+
+	(void)state;
+	for (size_t bad = 0; bad <= FIELDS; bad++) {
+		size_t len = 0;
+		size_t k;
+
+		for (size_t i = 0; i < FIELDS; i++) {
+			const char *f = i == bad ? "1x" : forms[(i * 7) % 12];
+
+			start[i] = len;
+			len += (size_t)sprintf(row + len, "%s%c", f,
+					       i + 1 < FIELDS ? ',' : '\n');
+		}
+		start[FIELDS] = len;
+		memset(row + len, ' ', 16);
+		row[len + 16] = '\0';
+		k = run_of(row, FIELDS, v, &at);
+		if (k == 0 && bad > 0) {
+			print_message("no fast path in this build\n");
+			skip();
+		}
+		assert_int_equal(k, bad < FIELDS ? bad : FIELDS);
+		if (k > 0)
+			assert_int_equal(at, start[k] - 1);
+		for (size_t i = 0; i < k; i++) {
+			float want;
+
+			assert_int_equal(
+			    util_parse_float32(row + start[i],
+					       start[i + 1] - 1 - start[i],
+					       &want),
+			    0);
+			assert_memory_equal(&v[i], &want, sizeof(want));
+		}
+	}
 }
 
 /* errno is not touched, not even where strtof() does the work */
@@ -715,6 +776,7 @@ int main(void)
 	    cmocka_unit_test(test_length_bounds),
 	    cmocka_unit_test(test_errno_kept),
 	    cmocka_unit_test(test_field_runs),
+	    cmocka_unit_test(test_long_runs),
 	    cmocka_unit_test(test_random),
 	};
 
