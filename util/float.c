@@ -735,7 +735,7 @@ size_t util_scan_float32_fields(const char *text, const char *end, char sep,
 	const char *base = text;
 	uint64_t bits = separator_bits(base, end, sep);
 
-	while (n < max) {
+	while (n < max && p < end) {
 		const char *fe;
 		const char *after;
 		int rc;

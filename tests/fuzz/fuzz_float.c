@@ -152,6 +152,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	    (rc != 0 || run_stop != row + size || bits(in_run) != bits(got)))
 		__builtin_trap();
 	check_run(row, row + size + sizeof(row_rest) - 1);
+	check_run(text, text + size); /* its exact block: no read past it */
 	free(row);
 	free(text);
 	return 0;

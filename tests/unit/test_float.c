@@ -475,6 +475,28 @@ static void test_field_runs(void **state)
 				8, v, &at),
 			 1);
 	assert_int_equal(at, 1);
+	/* a separator as the text's last byte, and no text: nothing is read
+	 * past the end (a block of the exact length, for valgrind and ASan) */
+	{
+		static const char text[] = "1,2.5000000000000,";
+		const size_t len = sizeof(text) - 1;
+		char *exact = malloc(len);
+		const char *stop = NULL;
+
+		assert_non_null(exact);
+		memcpy(exact, text, len);
+		assert_int_equal(util_scan_float32_fields(exact, exact + len,
+							  ',', v, 8, &stop),
+				 2);
+		assert_ptr_equal(stop, exact + len - 1);
+		assert_true(v[1] == 2.5f);
+		assert_int_equal(util_scan_float32_fields(exact + len,
+							  exact + len, ',', v,
+							  8, &stop),
+				 0);
+		assert_ptr_equal(stop, exact + len);
+		free(exact);
+	}
 #undef PAD
 }
 
